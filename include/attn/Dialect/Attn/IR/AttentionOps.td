@@ -1,0 +1,119 @@
+//===- AttentionOps.td - attention and MLA decode ops ------*- tablegen -*-===//
+//
+// What this file is: the two attention ops — `attn.attention` (prefill and decode over a possibly
+// quantized K/V cache; GQA/MQA from the head counts) and `attn.mla_decode` (DeepSeek MLA decode over
+// the 656-byte FP8 token format, dense or top-k sparse).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_ATTENTION_OPS_TD
+#define ATTN_ATTENTION_OPS_TD
+
+def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
+  let summary = "scaled dot-product attention (prefill or decode) over a quantized K/V cache";
+  let description = [{
+    `out = softmax(scale · Q·Kᵀ + bias) · V` per (batch, query head), with
+
+    * `q`:   [B, Sq, Hq, D]    queries (bf16, or i8 with `q_quant` and `q_scale`, or f8E4M3FN)
+    * `k`:   [B, Skv, Hkv, D]  keys   (bf16, or the element type of `k_quant` with `k_scale`)
+    * `v`:   [B, Skv, Hkv, Dv] values (bf16, or the element type of `v_quant` with `v_scale`)
+    * `out`: [B, Sq, Hq, Dv]   bf16, f16 or f32
+
+    Hq must be a multiple of Hkv: Hq == Hkv is MHA, Hkv == 1 MQA, otherwise GQA with
+    Hq / Hkv query heads per KV head. Scales (and zero points for asymmetric schemes) have the shape
+    their granularity gives (see `#attn.quant`). Optional operands:
+
+    * `seq_lens` [B] i32: valid K/V length per batch element (the rest of Skv is ignored);
+    * `alibi` [Hq] f32: ALiBi slopes, bias = −slope · (query position − key position);
+    * `causal`: query i (the last Sq positions of the sequence) sees keys ≤ its position.
+
+    `softmax_scale` defaults to 1/sqrt(D) (made explicit by `attn-normalize`). `mode` is inferred
+    from the element types when absent: float K/V give `bf16`, fp8 K/V `fp8`, integer K/V
+    `half_int8` — `full_int8`, which also quantizes P, is only used when written. `decode` takes at most 64 query tokens.
+
+    Example (MQA decode over int8 K/V with per-(token, head) scales):
+    ```mlir
+    attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+        k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+        outs(%o : memref<?x3x16x128xbf16>)
+        {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+         mode = #attn.mode<half_int8>, target = #attn.target<sm_90a>}
+    ```
+  }];
+  let arguments = (ins Attn_AttentionKind:$kind,
+                       Attn_In<Attn_Rank4, "queries [B, Sq, Hq, D]">:$q,
+                       Attn_In<Attn_Rank4, "keys [B, Skv, Hkv, D]">:$k,
+                       Attn_In<Attn_Rank4, "values [B, Skv, Hkv, Dv]">:$v,
+                       Attn_In<Optional<AnyMemRef>, "query scales">:$q_scale,
+                       Attn_In<Optional<AnyMemRef>, "key scales">:$k_scale,
+                       Attn_In<Optional<AnyMemRef>, "value scales">:$v_scale,
+                       Attn_In<Optional<AnyMemRef>, "key zero points">:$k_zero,
+                       Attn_In<Optional<AnyMemRef>, "value zero points">:$v_zero,
+                       Attn_In<Optional<MemRefRankOf<[I32], [1]>>, "K/V length per batch">:$seq_lens,
+                       Attn_In<Optional<MemRefRankOf<[F32], [1]>>, "ALiBi slopes per query head">:$alibi,
+                       Attn_Out<Attn_Rank4, "output [B, Sq, Hq, Dv]">:$out,
+                       UnitAttr:$causal,
+                       OptionalAttr<F32Attr>:$softmax_scale,
+                       OptionalAttr<Attn_QuantAttr>:$q_quant,
+                       OptionalAttr<Attn_QuantAttr>:$k_quant,
+                       OptionalAttr<Attn_QuantAttr>:$v_quant,
+                       OptionalAttr<Attn_ModeAttr>:$mode,
+                       OptionalAttr<Attn_TargetAttr>:$target,
+                       OptionalAttr<Attn_ScheduleAttr>:$schedule);
+  let assemblyFormat = [{
+    $kind `ins` `(` $q `,` $k `,` $v `:` type($q) `,` type($k) `,` type($v) `)`
+    (`q_scale` `(` $q_scale^ `:` type($q_scale) `)`)?
+    (`k_scale` `(` $k_scale^ `:` type($k_scale) `)`)?
+    (`v_scale` `(` $v_scale^ `:` type($v_scale) `)`)?
+    (`k_zero` `(` $k_zero^ `:` type($k_zero) `)`)?
+    (`v_zero` `(` $v_zero^ `:` type($v_zero) `)`)?
+    (`seq_lens` `(` $seq_lens^ `:` type($seq_lens) `)`)?
+    (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    `outs` `(` $out `:` type($out) `)` attr-dict
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNumQueryHeads() { return getQ().getType().getDimSize(2); }
+    int64_t getNumKVHeads() { return getK().getType().getDimSize(2); }
+    int64_t getHeadDim() { return getQ().getType().getDimSize(3); }
+    /// Mode written in the spec, or the one its element types imply.
+    FailureOr<Mode> getEffectiveMode();
+  }];
+}
+
+def Attn_MLADecodeOp : Attn_Op<"mla_decode", [AttrSizedOperandSegments]> {
+  let summary = "multi-head latent attention decode (DeepSeek MLA), dense or top-k sparse";
+  let description = [{
+    MQA-like decode: every query head attends to one shared latent K/V head.
+
+    * `q`:     [B, Sq, Hq, Dk] bf16 with Dk = `head_dim_v` + `rope_dim` (576 = 512 + 64)
+    * `kv`:    the cache, [B, T, bytes]. Unquantized: bf16 with bytes = Dk. With
+               `kv_quant = #attn.quant<f8E4M3FN, per_block<1 x C>>` it is i8 with
+               bytes = Dv + 4·Dv/C + 2·rope_dim (656 for 512 + 4·4 + 2·64): Dv e4m3 values,
+               Dv/C f32 tile scales, then the rope part in bf16.
+    * `indices` (optional): [B, Sq, topk] i32 token indices (sparse attention); −1 entries are skipped.
+    * `out`:   [B, Sq, Hq, Dv] bf16.
+
+    K is the whole token (Dk); V is its first Dv values.
+  }];
+  let arguments = (ins Attn_In<Attn_Rank4, "queries [B, Sq, Hq, Dk]">:$q,
+                       Attn_In<MemRefRankOf<[AnyType], [3]>, "K/V cache [B, T, bytes]">:$kv,
+                       Attn_In<Optional<MemRefRankOf<[I32], [3]>>, "top-k indices">:$indices,
+                       Attn_In<Optional<MemRefRankOf<[I32], [1]>>, "cache length per batch">:$seq_lens,
+                       Attn_Out<Attn_Rank4, "output [B, Sq, Hq, Dv]">:$out,
+                       I64Attr:$head_dim_v,
+                       I64Attr:$rope_dim,
+                       UnitAttr:$causal,
+                       OptionalAttr<F32Attr>:$softmax_scale,
+                       OptionalAttr<Attn_QuantAttr>:$kv_quant,
+                       OptionalAttr<Attn_TargetAttr>:$target,
+                       OptionalAttr<Attn_ScheduleAttr>:$schedule);
+  let assemblyFormat = [{
+    `ins` `(` $q `,` $kv `:` type($q) `,` type($kv) `)`
+    (`indices` `(` $indices^ `:` type($indices) `)`)?
+    (`seq_lens` `(` $seq_lens^ `:` type($seq_lens) `)`)?
+    `outs` `(` $out `:` type($out) `)` attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_ATTENTION_OPS_TD

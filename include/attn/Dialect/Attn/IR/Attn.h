@@ -1,0 +1,35 @@
+//===- Attn.h - the attn dialect, its attributes and ops --------*- C++ -*-===//
+//
+// What this file is: the one header to include for the attn dialect in C++: the dialect class,
+// enums, attributes (#attn.quant, #attn.schedule, ...) and ops, all generated from the .td files
+// beside it.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_DIALECT_ATTN_IR_ATTN_H
+#define ATTN_DIALECT_ATTN_IR_ATTN_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "attn/Dialect/Attn/IR/AttnOpsDialect.h.inc"
+#include "attn/Dialect/Attn/IR/AttnEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "attn/Dialect/Attn/IR/AttnAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "attn/Dialect/Attn/IR/AttnOps.h.inc"
+
+namespace mlir::attn {
+/// True for the GPU targets (sm_90a).
+inline bool isGPUTarget(TargetKind t) { return t == TargetKind::sm_90a; }
+/// The target written on an attn op, if any.
+std::optional<TargetKind> getOpTarget(Operation *op);
+} // namespace mlir::attn
+
+#endif // ATTN_DIALECT_ATTN_IR_ATTN_H

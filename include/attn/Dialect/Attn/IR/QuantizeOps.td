@@ -1,0 +1,63 @@
+//===- QuantizeOps.td - quantization ops -------------------*- tablegen -*-===//
+//
+// What this file is: the quantization family — `attn.quantize.append` (append new K/V tokens into a
+// quantized cache, computing their scales) and `attn.quantize.dynamic` (dynamic per-token
+// quantization of activations such as Q).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_QUANTIZE_OPS_TD
+#define ATTN_QUANTIZE_OPS_TD
+
+def Attn_QuantizeAppendOp : Attn_Op<"quantize.append"> {
+  let summary = "quantize new K or V tokens and append them to a quantized cache";
+  let description = [{
+    * `src`:       [B, Snew, H, D] new tokens (bf16, f16 or f32)
+    * `positions`: [B] i32, the cache position of the first new token of each batch element
+    * `cache`:     [B, Smax, H, D] of the scheme's element type (D/2 bytes for packed i4)
+    * `scales`:    the scheme's scale shape for [B, Smax, H, D]; `zeros` for asymmetric schemes
+
+    Token-local granularities (per_token, per_token_head, per_group, per_block<1 x c>) compute the
+    scales of the new tokens and write them. Static granularities (per_tensor, per_head,
+    per_channel) read calibrated scales. `per_block<r x c>` with r > 1 is rejected: a block's
+    scale would depend on tokens not yet appended.
+  }];
+  let arguments = (ins Attn_In<Attn_Rank4, "new tokens [B, Snew, H, D]">:$src,
+                       Attn_In<MemRefRankOf<[I32], [1]>, "append position per batch">:$positions,
+                       Attn_InOut<Attn_Rank4, "quantized cache [B, Smax, H, D]">:$cache,
+                       Attn_InOut<AnyMemRef, "scales">:$scales,
+                       Attn_InOut<Optional<AnyMemRef>, "zero points">:$zeros,
+                       Attn_QuantAttr:$quant,
+                       OptionalAttr<Attn_TargetAttr>:$target);
+  let assemblyFormat = [{
+    `ins` `(` $src `:` type($src) `)` `positions` `(` $positions `:` type($positions) `)`
+    `outs` `(` $cache `,` $scales `:` type($cache) `,` type($scales) `)`
+    (`zeros` `(` $zeros^ `:` type($zeros) `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_QuantizeDynamicOp : Attn_Op<"quantize.dynamic"> {
+  let summary = "dynamic quantization of activations (e.g. Q), scales computed from the data";
+  let description = [{
+    * `src`:    [B, S, H, D] bf16, f16 or f32
+    * `dst`:    [B, S, H, D] of the scheme's element type
+    * `scales`: the scheme's scale shape; `zeros` for asymmetric schemes
+
+    Only token-local granularities are dynamic: per_token, per_token_head, per_group<g>,
+    per_block<1 x c>.
+  }];
+  let arguments = (ins Attn_In<Attn_Rank4, "activations [B, S, H, D]">:$src,
+                       Attn_Out<Attn_Rank4, "quantized activations">:$dst,
+                       Attn_Out<AnyMemRef, "scales">:$scales,
+                       Attn_Out<Optional<AnyMemRef>, "zero points">:$zeros,
+                       Attn_QuantAttr:$quant,
+                       OptionalAttr<Attn_TargetAttr>:$target);
+  let assemblyFormat = [{
+    `ins` `(` $src `:` type($src) `)`
+    `outs` `(` $dst `,` $scales `:` type($dst) `,` type($scales) `)`
+    (`zeros` `(` $zeros^ `:` type($zeros) `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTN_QUANTIZE_OPS_TD

@@ -1,0 +1,51 @@
+//===- Passes.td - attn dialect-level passes ---------------*- tablegen -*-===//
+//
+// What this file is: the passes that work on specs before any lowering — `attn-normalize` (make
+// defaults explicit, check the spec is complete) and `attn-select-schedule` (fill the schedule).
+// Conversions to NVVM and to CPU code are declared in include/attn/Conversion/Passes.td.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_TRANSFORMS_PASSES_TD
+#define ATTN_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def AttnNormalize : Pass<"attn-normalize", "ModuleOp"> {
+  let summary = "Make every implicit default of a spec explicit and check the spec is complete";
+  let description = [{
+    For every attn op: infers `mode` from the element types, writes `softmax_scale = 1/sqrt(D)`
+    when absent, and sets the `target` from the pass option when the op has none. Fails with a
+    located error when an op still has no target — the lowering passes need one.
+
+    Example: `attn-opt --attn-normalize="target=sm_90a" spec.mlir`.
+  }];
+  let options = [
+    Option<"defaultTarget", "target", "std::string", /*default=*/"\"\"",
+           "Target given to ops that have none (sm_90a, avx2, avx512, avx512_vbmi, neon, scalar)">
+  ];
+}
+
+def AttnSelectSchedule : Pass<"attn-select-schedule", "ModuleOp"> {
+  let summary = "Fill missing schedule fields (packing, split-KV, tiles, stages, roles, cluster)";
+  let description = [{
+    Decides every schedule field the spec left out with the heuristic documented in
+    docs/Schedules.md (and unit-tested in unittests/ScheduleHeuristicsTest.cpp):
+
+    * decode: pack the query heads of one KV head into the 64-row WGMMA tile (the largest divisor
+      of Hq/Hkv whose rows fit), then split the K/V sequence until the grid covers the SMs
+      (`num-sms`), at most one split per `tile_n` keys;
+    * prefill: 128-row Q tiles on two consumer warpgroups, one producer warpgroup;
+    * MLA decode: 64 query heads per CTA, crossover on a 2-CTA cluster when Hq is a multiple of 128
+      and the cache is FP8.
+
+    Fields written in the spec are kept; a `split_kv = auto` with dynamic lengths stays `auto`
+    and is resolved at launch by the same function. Runs `attn-normalize`'s checks first: an op
+    must have a target.
+  }];
+  let options = [
+    Option<"numSMs", "num-sms", "int64_t", /*default=*/"132",
+           "Streaming multiprocessors of the target GPU (H100 SXM: 132)">
+  ];
+}
+
+#endif // ATTN_TRANSFORMS_PASSES_TD

@@ -1,0 +1,59 @@
+//===- ScheduleHeuristics.h - how attn-select-schedule decides --*- C++ -*-===//
+//
+// What this file is: the schedule heuristic as plain functions on plain structs, so that the pass,
+// the runtime (for split_kv = auto with lengths known only at launch) and the unit tests all call
+// the same code. docs/Schedules.md explains each rule.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_DIALECT_ATTN_TRANSFORMS_SCHEDULEHEURISTICS_H
+#define ATTN_DIALECT_ATTN_TRANSFORMS_SCHEDULEHEURISTICS_H
+
+#include <cstdint>
+
+namespace mlir::attn {
+
+/// Extents of an attention problem; kDynamicExtent where unknown at compile time.
+struct AttentionShape {
+  static constexpr int64_t kDynamicExtent = -1;
+  int64_t batch = kDynamicExtent;
+  int64_t qLen = 1;
+  int64_t kvLen = kDynamicExtent;
+  int64_t qHeads = 1;
+  int64_t kvHeads = 1;
+  int64_t headDim = 128;
+  /// Bytes of one K (or V) element as stored (1 for int8/fp8, 2 for bf16).
+  int64_t kvElemBytes = 2;
+};
+
+struct GPUInfo {
+  int64_t numSMs = 132;
+  /// Rows of one WGMMA M tile (one warpgroup).
+  int64_t wgmmaM = 64;
+};
+
+struct DecodeSchedule {
+  int64_t packQHeads = 1;
+  /// Number of KV splits; 0 when the K/V length is dynamic (decided at launch).
+  int64_t splitKv = 1;
+  int64_t tileN = 128;
+  int64_t stages = 2;
+  /// CTAs in the grid before splitting: batch × KV heads × query-head groups.
+  int64_t ctasPerSplit = 1;
+};
+
+/// Largest divisor of (qHeads / kvHeads) whose packed rows (pack × qLen) fit in one WGMMA M tile.
+int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
+
+/// Number of KV tiles per CTA: the columns of K/V one CTA walks for `tileN` and `numSplits`.
+int64_t selectTileN(const AttentionShape &s);
+
+/// Smallest split count that makes `ctas × split` cover the SMs (at least one wave), capped so that
+/// every split keeps at least one tile of `tileN` keys. `kvLen` must be known.
+int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu);
+
+/// The whole decode decision. `splitKv` is 0 when kvLen or batch is dynamic.
+DecodeSchedule selectDecodeSchedule(const AttentionShape &s, const GPUInfo &gpu);
+
+} // namespace mlir::attn
+
+#endif // ATTN_DIALECT_ATTN_TRANSFORMS_SCHEDULEHEURISTICS_H

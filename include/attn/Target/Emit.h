@@ -1,0 +1,26 @@
+//===- Emit.h - turning a lowered module into an artifact -------*- C++ -*-===//
+//
+// What this file is: the plumbing behind `attn-opt --emit=...`: the artifact kinds and the entry
+// point that produces one from a module. Each kind is filled by the issue that lowers to it; until
+// then a spec that asks for it is refused with a "not supported yet" diagnostic on its op.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_TARGET_EMIT_H
+#define ATTN_TARGET_EMIT_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::attn {
+
+enum class EmitFormat { MLIR, PTX, Cubin, Object, Header };
+
+llvm::StringRef stringifyEmitFormat(EmitFormat f);
+
+/// Writes the artifact of `module` to `os`. Emits located diagnostics and fails when an op of the
+/// module cannot be compiled to `format` (no lowering yet, wrong target, missing toolkit).
+LogicalResult emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &os);
+
+} // namespace mlir::attn
+
+#endif // ATTN_TARGET_EMIT_H

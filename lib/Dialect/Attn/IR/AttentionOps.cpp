@@ -1,0 +1,260 @@
+//===- AttentionOps.cpp - verifiers of attn.attention and attn.mla_decode -===//
+//
+// What this file is: everything that makes an attention spec well-formed — shapes versus head
+// counts (GQA/MQA), scale shapes versus granularity, mode versus element types, target versus
+// mode, head_dim versus the tensor-core tile, and schedule versus problem — and the same for the
+// MLA decode op and its 656-byte FP8 token format.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VerifyUtils.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::vutil;
+
+/// Rows of one WGMMA M tile: the query rows one consumer warpgroup holds.
+static constexpr int64_t kWgmmaM = 64;
+/// Largest head_dim a Hopper attention tile holds in registers and shared memory.
+static constexpr int64_t kMaxHeadDim = 256;
+
+static bool isIntQuant(Type t) { return isa<IntegerType>(t); }
+static bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
+FailureOr<Mode> AttentionOp::getEffectiveMode() {
+  if (auto m = getModeAttr())
+    return m.getValue();
+  Type q = getQ().getType().getElementType();
+  Type k = getK().getType().getElementType();
+  Type v = getV().getType().getElementType();
+  if (isFloatActivation(k) && isFloatActivation(v))
+    return Mode::bf16;
+  // Integer K/V default to half_int8 even with integer Q: full_int8 also quantizes P, a
+  // quality trade-off a spec must ask for.
+  if (isIntQuant(k) && isIntQuant(v))
+    return Mode::half_int8;
+  if (isFp8(k) && isFp8(v))
+    return Mode::fp8;
+  return failure();
+}
+
+/// WGMMA K step of a mode's first GEMM: 16 for bf16, 32 for 8-bit operands.
+static int64_t wgmmaKStep(Mode m) { return m == Mode::bf16 ? 16 : 32; }
+
+static LogicalResult verifyModeElementTypes(AttentionOp op, Mode mode) {
+  Type q = op.getQ().getType().getElementType();
+  Type k = op.getK().getType().getElementType();
+  Type v = op.getV().getType().getElementType();
+  auto fail = [&](StringRef need) {
+    return op.emitOpError() << "mode " << stringifyMode(mode) << " needs " << need << ", got q "
+                            << q << ", k " << k << ", v " << v;
+  };
+  switch (mode) {
+  case Mode::bf16:
+    if (!isFloatActivation(q) || !isFloatActivation(k) || !isFloatActivation(v))
+      return fail("unquantized (bf16, f16 or f32) q, k and v");
+    break;
+  case Mode::half_int8:
+    if (!isIntQuant(k) || !isIntQuant(v) || !(isIntQuant(q) || isFloatActivation(q)))
+      return fail("integer k and v, and integer or bf16 q");
+    break;
+  case Mode::full_int8:
+    if (!isIntQuant(q) || !isIntQuant(k) || !isIntQuant(v))
+      return fail("integer q, k and v");
+    break;
+  case Mode::fp8:
+    if (!isFp8(k) || !isFp8(v) || !(isFp8(q) || isFloatActivation(q)))
+      return fail("f8E4M3FN or f8E5M2 k and v, and fp8 or bf16 q");
+    break;
+  }
+  return success();
+}
+
+static LogicalResult verifyScheduleForAttention(AttentionOp op, ScheduleAttr sched,
+                                                std::optional<TargetKind> target) {
+  if (!sched)
+    return success();
+  bool gpuOnly = sched.getRoles() || !sched.getCluster().empty() || sched.getCrossover();
+  if (gpuOnly && target && !isGPUTarget(*target))
+    return op.emitOpError() << "warp roles, clusters and crossover need a GPU target, got "
+                            << stringifyTargetKind(*target);
+  if (sched.hasCrossover())
+    return op.emitOpError() << "crossover applies to attn.mla_decode only";
+  int64_t hq = op.getNumQueryHeads(), hkv = op.getNumKVHeads();
+  if (int64_t pack = sched.getPackQHeads(); pack > 0 && !ShapedType::isDynamic(hq) &&
+                                             !ShapedType::isDynamic(hkv)) {
+    int64_t ratio = hq / hkv;
+    if (ratio % pack != 0)
+      return op.emitOpError() << "pack_q_heads = " << pack << " does not divide the " << ratio
+                              << " query heads per KV head";
+    int64_t sq = op.getQ().getType().getDimSize(1);
+    int64_t tileM = sched.getTileM() ? sched.getTileM() : kWgmmaM;
+    if (!ShapedType::isDynamic(sq) && pack * sq > tileM)
+      return op.emitOpError() << "pack_q_heads × q_len = " << pack << " × " << sq << " = "
+                              << pack * sq << " rows exceed tile_m = " << tileM;
+  }
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  auto qT = getQ().getType(), kT = getK().getType(), vT = getV().getType(),
+       oT = getOut().getType();
+  int64_t b = qT.getDimSize(0), sq = qT.getDimSize(1), hq = qT.getDimSize(2),
+          d = qT.getDimSize(3);
+  int64_t skv = kT.getDimSize(1), hkv = kT.getDimSize(2), dv = vT.getDimSize(3);
+
+  if (!dimsAgree(b, kT.getDimSize(0)) || !dimsAgree(b, vT.getDimSize(0)) ||
+      !dimsAgree(b, oT.getDimSize(0)))
+    return emitOpError() << "q, k, v and out must have the same batch size, got "
+                         << shapeStr({b, kT.getDimSize(0), vT.getDimSize(0), oT.getDimSize(0)});
+  if (!dimsAgree(skv, vT.getDimSize(1)) || !dimsAgree(hkv, vT.getDimSize(2)))
+    return emitOpError() << "k and v must have the same tokens and heads, got k "
+                         << shapeStr(kT.getShape()) << " and v " << shapeStr(vT.getShape());
+  if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) && (hkv == 0 || hq % hkv != 0))
+    return emitOpError() << "the " << hq << " query heads are not a multiple of the " << hkv
+                         << " KV heads (GQA needs Hq = n · Hkv)";
+  if (!dimsAgree(d, kT.getDimSize(3)))
+    return emitOpError() << "q and k must have the same head_dim, got " << d << " and "
+                         << kT.getDimSize(3);
+  if (failed(expectShape(*this, "out", getOut(), {b, sq, hq, dv}, "[B, Sq, Hq, Dv]")))
+    return failure();
+  if (!isFloatActivation(oT.getElementType()))
+    return emitOpError() << "'out' must hold bf16, f16 or f32, got " << oT.getElementType();
+
+  // Quantization schemes and their scale / zero-point operands.
+  if (failed(verifyQuantElement(*this, "q", qT.getElementType(), getQQuantAttr(), "q_quant")) ||
+      failed(verifyQuantElement(*this, "k", kT.getElementType(), getKQuantAttr(), "k_quant")) ||
+      failed(verifyQuantElement(*this, "v", vT.getElementType(), getVQuantAttr(), "v_quant")))
+    return failure();
+  if (failed(verifyScaleOperands(*this, "q", qT.getShape(), getQQuantAttr(), "q_quant",
+                                 getQScale(), "q_scale", Value(), "q_zero")) ||
+      failed(verifyScaleOperands(*this, "k", kT.getShape(), getKQuantAttr(), "k_quant",
+                                 getKScale(), "k_scale", getKZero(), "k_zero")) ||
+      failed(verifyScaleOperands(*this, "v", vT.getShape(), getVQuantAttr(), "v_quant",
+                                 getVScale(), "v_scale", getVZero(), "v_zero")))
+    return failure();
+
+  // Mode versus element types, target versus mode.
+  FailureOr<Mode> mode = getEffectiveMode();
+  if (failed(mode))
+    return emitOpError() << "cannot infer a mode from k " << kT.getElementType() << " and v "
+                         << vT.getElementType() << "; write one with mode = #attn.mode<...>";
+  if (failed(verifyModeElementTypes(*this, *mode)))
+    return failure();
+  std::optional<TargetKind> target = getOpTarget(*this);
+  if (target && !isGPUTarget(*target) && *mode != Mode::bf16)
+    return emitOpError() << "target " << stringifyTargetKind(*target) << " does not support mode "
+                         << stringifyMode(*mode)
+                         << ": int8 and fp8 tensor-core modes need sm_90a";
+  if (target && isGPUTarget(*target)) {
+    int64_t step = wgmmaKStep(*mode);
+    for (auto [name, dim] : {std::pair<StringRef, int64_t>{"head_dim", d}, {"head_dim_v", dv}}) {
+      if (ShapedType::isDynamic(dim))
+        return emitOpError() << name << " must be static on sm_90a: it sizes the tiles";
+      if (dim % step != 0)
+        return emitOpError() << name << " " << dim << " is not a multiple of the WGMMA K step ("
+                             << step << ") of mode " << stringifyMode(*mode);
+      if (dim > kMaxHeadDim)
+        return emitOpError() << name << " " << dim << " exceeds " << kMaxHeadDim
+                             << ", the largest a Hopper attention tile holds";
+    }
+  }
+
+  if (getKind() == AttentionKind::decode && !ShapedType::isDynamic(sq) && sq > kWgmmaM)
+    return emitOpError() << "decode takes at most " << kWgmmaM << " query tokens, got " << sq
+                         << "; use prefill";
+  if (getCausal() && !ShapedType::isDynamic(sq) && !ShapedType::isDynamic(skv) && sq > skv)
+    return emitOpError() << "causal attention needs q_len ≤ kv_len, got " << sq << " > " << skv;
+  if (getSeqLens() &&
+      failed(expectShape(*this, "seq_lens", getSeqLens(), {b}, "one length per batch [B]")))
+    return failure();
+  if (getAlibi() &&
+      failed(expectShape(*this, "alibi", getAlibi(), {hq}, "one slope per query head [Hq]")))
+    return failure();
+  if (auto s = getSoftmaxScaleAttr()) {
+    double x = s.getValueAsDouble();
+    if (!(x > 0) || !std::isfinite(x))
+      return emitOpError() << "softmax_scale must be positive and finite, got " << x;
+  }
+  return verifyScheduleForAttention(*this, getScheduleAttr(), target);
+}
+
+//===----------------------------------------------------------------------===//
+// MLADecodeOp
+//===----------------------------------------------------------------------===//
+
+/// Query heads one CTA of the MLA kernel processes (one 64-row WGMMA tile).
+static constexpr int64_t kMLAHeadsPerCTA = 64;
+
+LogicalResult MLADecodeOp::verify() {
+  auto qT = getQ().getType(), kvT = getKv().getType(), oT = getOut().getType();
+  int64_t b = qT.getDimSize(0), sq = qT.getDimSize(1), hq = qT.getDimSize(2),
+          dk = qT.getDimSize(3);
+  int64_t dv = getHeadDimV(), rope = getRopeDim();
+  if (dv <= 0 || rope < 0)
+    return emitOpError() << "head_dim_v must be positive and rope_dim non-negative";
+  if (!dimsAgree(dk, dv + rope))
+    return emitOpError() << "q head_dim (" << dk << ") must equal head_dim_v + rope_dim = " << dv
+                         << " + " << rope << " = " << dv + rope;
+  if (!qT.getElementType().isBF16() || !oT.getElementType().isBF16())
+    return emitOpError() << "q and out must be bf16";
+  if (failed(expectShape(*this, "out", getOut(), {b, sq, hq, dv}, "[B, Sq, Hq, head_dim_v]")))
+    return failure();
+
+  QuantAttr quant = getKvQuantAttr();
+  int64_t t = kvT.getDimSize(1);
+  if (quant) {
+    if (!isa<Float8E4M3FNType>(quant.getElementType()) ||
+        quant.getGranularity() != Granularity::per_block || quant.getBlockRows() != 1 ||
+        dv % quant.getBlockCols() != 0 || quant.isAsymmetric() || !quant.getScaleType().isF32())
+      return emitOpError() << "kv_quant must be #attn.quant<f8E4M3FN, per_block<1xC>> with C "
+                              "dividing head_dim_v and f32 scales";
+    int64_t bytes = dv + 4 * (dv / quant.getBlockCols()) + 2 * rope;
+    if (!kvT.getElementType().isInteger(8))
+      return emitOpError() << "a quantized MLA cache holds raw bytes (i8), got "
+                           << kvT.getElementType();
+    if (failed(expectShape(*this, "kv", getKv(), {b, t, bytes},
+                           "[B, T, Dv + 4·Dv/C + 2·rope_dim bytes]")))
+      return failure();
+  } else {
+    if (!kvT.getElementType().isBF16())
+      return emitOpError() << "an unquantized MLA cache must be bf16, got "
+                           << kvT.getElementType();
+    if (failed(expectShape(*this, "kv", getKv(), {b, t, dk}, "[B, T, Dk]")))
+      return failure();
+  }
+  if (getIndices()) {
+    auto idxT = cast<MemRefType>(getIndices().getType());
+    if (failed(expectShape(*this, "indices", getIndices(), {b, sq, idxT.getDimSize(2)},
+                           "[B, Sq, topk]")))
+      return failure();
+  }
+  if (getSeqLens() &&
+      failed(expectShape(*this, "seq_lens", getSeqLens(), {b}, "one length per batch [B]")))
+    return failure();
+
+  std::optional<TargetKind> target = getOpTarget(*this);
+  if (target && !isGPUTarget(*target))
+    return emitOpError() << "MLA decode needs target sm_90a, got "
+                         << stringifyTargetKind(*target);
+  if (target && !ShapedType::isDynamic(hq) && hq % kMLAHeadsPerCTA != 0)
+    return emitOpError() << "MLA decode on sm_90a packs " << kMLAHeadsPerCTA
+                         << " query heads per CTA; h_q = " << hq << " is not a multiple of "
+                         << kMLAHeadsPerCTA;
+  if (ScheduleAttr sched = getScheduleAttr(); sched && sched.hasCrossover()) {
+    if (!quant)
+      return emitOpError() << "crossover shares dequantized K/V between 2 CTAs; it needs an "
+                              "FP8 cache (kv_quant)";
+    if (!ShapedType::isDynamic(hq) && hq % (2 * kMLAHeadsPerCTA) != 0)
+      return emitOpError() << "crossover needs h_q a multiple of " << 2 * kMLAHeadsPerCTA
+                           << " (two CTAs of " << kMLAHeadsPerCTA << " heads), got " << hq;
+  }
+  if (auto s = getSoftmaxScaleAttr()) {
+    double x = s.getValueAsDouble();
+    if (!(x > 0) || !std::isfinite(x))
+      return emitOpError() << "softmax_scale must be positive and finite, got " << x;
+  }
+  return success();
+}

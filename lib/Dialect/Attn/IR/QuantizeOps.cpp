@@ -1,0 +1,73 @@
+//===- QuantizeOps.cpp - verifiers of the attn.quantize.* ops -------------===//
+//
+// What this file is: the checks of `attn.quantize.append` (new K/V tokens into a quantized cache)
+// and `attn.quantize.dynamic` (per-token activation quantization): shapes, element types, and
+// which granularities each op can compute.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VerifyUtils.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::vutil;
+
+/// Granularities whose scales depend only on one token: computable as tokens arrive.
+static bool isTokenLocal(QuantAttr q) {
+  switch (q.getGranularity()) {
+  case Granularity::per_token:
+  case Granularity::per_token_head:
+  case Granularity::per_group:
+    return true;
+  case Granularity::per_block:
+    return q.getBlockRows() == 1;
+  default:
+    return false;
+  }
+}
+
+LogicalResult QuantizeAppendOp::verify() {
+  auto srcT = getSrc().getType(), cacheT = getCache().getType();
+  QuantAttr quant = getQuant();
+  if (!isFloatActivation(srcT.getElementType()))
+    return emitOpError() << "'src' must hold bf16, f16 or f32, got " << srcT.getElementType();
+  if (cacheT.getElementType() != quant.getElementType())
+    return emitOpError() << "'cache' element type " << cacheT.getElementType()
+                         << " does not match the scheme's " << quant.getElementType();
+  if (!dimsAgree(srcT.getDimSize(0), cacheT.getDimSize(0)) ||
+      !dimsAgree(srcT.getDimSize(2), cacheT.getDimSize(2)) ||
+      !dimsAgree(srcT.getDimSize(3), cacheT.getDimSize(3)))
+    return emitOpError() << "'src' " << shapeStr(srcT.getShape()) << " and 'cache' "
+                         << shapeStr(cacheT.getShape())
+                         << " must agree on batch, heads and head_dim";
+  int64_t snew = srcT.getDimSize(1), smax = cacheT.getDimSize(1);
+  if (!ShapedType::isDynamic(snew) && !ShapedType::isDynamic(smax) && snew > smax)
+    return emitOpError() << "cannot append " << snew << " tokens to a cache of " << smax;
+  if (failed(expectShape(*this, "positions", getPositions(), {srcT.getDimSize(0)},
+                         "one position per batch [B]")))
+    return failure();
+  if (quant.getGranularity() == Granularity::per_block && quant.getBlockRows() > 1)
+    return emitOpError() << "per_block<" << quant.getBlockRows() << "x" << quant.getBlockCols()
+                         << "> cannot be appended token by token: a block's scale depends on "
+                            "tokens not yet appended";
+  return verifyScaleOperands(*this, "cache", cacheT.getShape(), quant, "quant", getScales(),
+                             "scales", getZeros(), "zeros");
+}
+
+LogicalResult QuantizeDynamicOp::verify() {
+  auto srcT = getSrc().getType(), dstT = getDst().getType();
+  QuantAttr quant = getQuant();
+  if (!isFloatActivation(srcT.getElementType()))
+    return emitOpError() << "'src' must hold bf16, f16 or f32, got " << srcT.getElementType();
+  if (dstT.getElementType() != quant.getElementType())
+    return emitOpError() << "'dst' element type " << dstT.getElementType()
+                         << " does not match the scheme's " << quant.getElementType();
+  if (failed(expectShape(*this, "dst", getDst(), srcT.getShape(), "the shape of 'src'")))
+    return failure();
+  if (!isTokenLocal(quant))
+    return emitOpError() << "dynamic quantization needs a token-local granularity (per_token, "
+                            "per_token_head, per_group<g> or per_block<1xc>), got "
+                         << stringifyGranularity(quant.getGranularity());
+  return verifyScaleOperands(*this, "dst", dstT.getShape(), quant, "quant", getScales(),
+                             "scales", getZeros(), "zeros");
+}

@@ -1,0 +1,118 @@
+//===- VerifyUtils.cpp - helpers shared by the attn op verifiers ----------===//
+//
+// What this file is: the implementation of VerifyUtils.h — shape agreement and the scale /
+// zero-point checks every quantized operand goes through.
+//
+//===----------------------------------------------------------------------===//
+
+#include "VerifyUtils.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+bool vutil::shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
+  if (a.size() != b.size())
+    return false;
+  for (auto [x, y] : llvm::zip(a, b))
+    if (!dimsAgree(x, y))
+      return false;
+  return true;
+}
+
+std::string vutil::shapeStr(ArrayRef<int64_t> shape) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "[";
+  llvm::interleaveComma(shape, os, [&](int64_t d) {
+    if (ShapedType::isDynamic(d))
+      os << "?";
+    else
+      os << d;
+  });
+  os << "]";
+  return s;
+}
+
+LogicalResult vutil::expectShape(Operation *op, StringRef name, Value v,
+                                  ArrayRef<int64_t> expected, StringRef what) {
+  auto shape = cast<ShapedType>(v.getType()).getShape();
+  if (shapesAgree(shape, expected))
+    return success();
+  return op->emitOpError() << "'" << name << "' must be " << what << " = " << shapeStr(expected)
+                           << ", got " << shapeStr(shape);
+}
+
+bool vutil::isFloatActivation(Type t) { return t.isBF16() || t.isF16() || t.isF32(); }
+
+LogicalResult vutil::verifyQuantElement(Operation *op, StringRef name, Type elem,
+                                         QuantAttr quant, StringRef quantName) {
+  if (!quant) {
+    if (isFloatActivation(elem))
+      return success();
+    return op->emitOpError() << "'" << name << "' has quantized element type " << elem
+                             << " but no '" << quantName << "' scheme";
+  }
+  if (elem != quant.getElementType())
+    return op->emitOpError() << "'" << name << "' element type " << elem << " does not match '"
+                             << quantName << "' element type " << quant.getElementType();
+  return success();
+}
+
+LogicalResult vutil::verifyScaleOperands(Operation *op, StringRef tensorName,
+                                          ArrayRef<int64_t> bshd, QuantAttr quant,
+                                          StringRef quantName, Value scale, StringRef scaleName,
+                                          Value zero, StringRef zeroName) {
+  if (!quant) {
+    if (scale)
+      return op->emitOpError() << "'" << scaleName << "' given without a '" << quantName
+                               << "' scheme";
+    if (zero)
+      return op->emitOpError() << "'" << zeroName << "' given without a '" << quantName
+                               << "' scheme";
+    return success();
+  }
+  if (!scale)
+    return op->emitOpError() << "'" << quantName << "' needs a '" << scaleName << "' operand";
+  int64_t d = bshd[3];
+  if (quant.getGranularity() == Granularity::per_group && !ShapedType::isDynamic(d) &&
+      d % quant.getGroupSize() != 0)
+    return op->emitOpError() << "per_group<" << quant.getGroupSize() << "> does not divide the "
+                             << "head_dim " << d << " of '" << tensorName << "'";
+  if (quant.getGranularity() == Granularity::per_block && !ShapedType::isDynamic(d) &&
+      d % quant.getBlockCols() != 0)
+    return op->emitOpError() << "per_block columns (" << quant.getBlockCols()
+                             << ") do not divide the head_dim " << d << " of '" << tensorName
+                             << "'";
+  SmallVector<int64_t> expected = quant.getScaleShape(bshd);
+  auto scaleTy = cast<MemRefType>(scale.getType());
+  if (!shapesAgree(scaleTy.getShape(), expected))
+    return op->emitOpError() << "'" << scaleName << "' must have the "
+                             << stringifyGranularity(quant.getGranularity())
+                             << " scale shape " << shapeStr(expected) << " of '" << tensorName
+                             << "', got " << shapeStr(scaleTy.getShape());
+  if (scaleTy.getElementType() != quant.getScaleType())
+    return op->emitOpError() << "'" << scaleName << "' element type " << scaleTy.getElementType()
+                             << " does not match the scheme's scale type "
+                             << quant.getScaleType();
+  if (!quant.isAsymmetric()) {
+    if (zero)
+      return op->emitOpError() << "'" << zeroName << "' given but '" << quantName
+                               << "' is symmetric";
+    return success();
+  }
+  if (!zero)
+    return op->emitOpError() << "asymmetric '" << quantName << "' needs a '" << zeroName
+                             << "' operand";
+  auto zeroTy = cast<MemRefType>(zero.getType());
+  if (!shapesAgree(zeroTy.getShape(), scaleTy.getShape()))
+    return op->emitOpError() << "'" << zeroName << "' shape " << shapeStr(zeroTy.getShape())
+                             << " must equal the '" << scaleName << "' shape "
+                             << shapeStr(scaleTy.getShape());
+  Type zt = zeroTy.getElementType();
+  if (!zt.isInteger(32) && zt != quant.getElementType() && !zt.isF32())
+    return op->emitOpError() << "'" << zeroName << "' element type must be i32, f32 or "
+                             << quant.getElementType() << ", got " << zt;
+  return success();
+}

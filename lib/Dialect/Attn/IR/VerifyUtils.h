@@ -1,0 +1,46 @@
+//===- VerifyUtils.h - helpers shared by the attn op verifiers --*- C++ -*-===//
+//
+// What this file is: the checks every op family repeats — shapes that may hold dynamic extents,
+// "operand X must be [..]" messages, and the scale / zero-point operands a quantization scheme
+// requires. Private to lib/Dialect/Attn/IR.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_LIB_DIALECT_ATTN_IR_VERIFYUTILS_H
+#define ATTN_LIB_DIALECT_ATTN_IR_VERIFYUTILS_H
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+#include <string>
+
+namespace mlir::attn::vutil {
+
+/// Two extents agree when equal or when either is dynamic.
+inline bool dimsAgree(int64_t a, int64_t b) {
+  return a == b || ShapedType::isDynamic(a) || ShapedType::isDynamic(b);
+}
+bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b);
+
+/// "[2, ?, 16]".
+std::string shapeStr(ArrayRef<int64_t> shape);
+
+/// Fails with "'<name>' must be <what> = [...], got [...]" when `v`'s shape does not agree.
+LogicalResult expectShape(Operation *op, StringRef name, Value v, ArrayRef<int64_t> expected,
+                          StringRef what);
+
+/// bf16, f16 or f32.
+bool isFloatActivation(Type t);
+
+/// Checks the element type of operand `name` against its optional scheme `quant` (named
+/// `quantName`): a quantized element type needs a scheme, a scheme needs its element type.
+LogicalResult verifyQuantElement(Operation *op, StringRef name, Type elem, QuantAttr quant,
+                                 StringRef quantName);
+
+/// Checks the scale and zero-point operands of a [B, S, H, D] tensor quantized with `quant`
+/// (which may be null: then neither operand may be present).
+LogicalResult verifyScaleOperands(Operation *op, StringRef tensorName, ArrayRef<int64_t> bshd,
+                                  QuantAttr quant, StringRef quantName, Value scale,
+                                  StringRef scaleName, Value zero, StringRef zeroName);
+
+} // namespace mlir::attn::vutil
+
+#endif // ATTN_LIB_DIALECT_ATTN_IR_VERIFYUTILS_H

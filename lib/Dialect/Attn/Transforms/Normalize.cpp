@@ -1,0 +1,88 @@
+//===- Normalize.cpp - the attn-normalize pass ----------------------------===//
+//
+// What this file is: `attn-normalize` — writes every default of a spec explicitly (mode inferred
+// from element types, softmax_scale = 1/sqrt(D), target from the pass option) and fails on ops
+// that still lack what a lowering needs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/Transforms/Passes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+#define DEBUG_TYPE "attn-normalize"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNNORMALIZE
+#include "attn/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+struct NormalizePass : public attn::impl::AttnNormalizeBase<NormalizePass> {
+  using AttnNormalizeBase::AttnNormalizeBase;
+
+  void runOnOperation() override {
+    std::optional<TargetKind> fallback;
+    if (!defaultTarget.empty()) {
+      fallback = symbolizeTargetKind(defaultTarget);
+      if (!fallback) {
+        getOperation().emitError() << "attn-normalize: unknown target '" << defaultTarget
+                                   << "'; expected sm_90a, avx2, avx512, avx512_vbmi, neon "
+                                      "or scalar";
+        return signalPassFailure();
+      }
+    }
+    Builder b(&getContext());
+    bool failedAny = false;
+    getOperation().walk([&](Operation *op) {
+      if (op->getDialect() != op->getContext()->getLoadedDialect<AttnDialect>())
+        return;
+      if (!getOpTarget(op)) {
+        if (!fallback) {
+          op->emitError() << "no target: write target = #attn.target<...> or run "
+                             "attn-normalize{target=...}";
+          failedAny = true;
+          return;
+        }
+        op->setAttr("target", TargetKindAttr::get(&getContext(), *fallback));
+      }
+      auto defaultScale = [&](int64_t d) -> FloatAttr {
+        if (ShapedType::isDynamic(d))
+          return {};
+        return b.getF32FloatAttr(1.0 / std::sqrt(static_cast<double>(d)));
+      };
+      llvm::TypeSwitch<Operation *>(op)
+          .Case([&](AttentionOp a) {
+            if (!a.getModeAttr())
+              if (FailureOr<Mode> m = a.getEffectiveMode(); succeeded(m))
+                a.setModeAttr(ModeAttr::get(&getContext(), *m));
+            if (!a.getSoftmaxScaleAttr())
+              if (FloatAttr s = defaultScale(a.getHeadDim()))
+                a.setSoftmaxScaleAttr(s);
+          })
+          .Case([&](MLADecodeOp m) {
+            if (!m.getSoftmaxScaleAttr())
+              if (FloatAttr s = defaultScale(m.getQ().getType().getDimSize(3)))
+                m.setSoftmaxScaleAttr(s);
+          })
+          .Case([&](PQAttentionOp p) {
+            if (!p.getSoftmaxScaleAttr())
+              if (FloatAttr s = defaultScale(p.getQuery().getType().getDimSize(1)))
+                p.setSoftmaxScaleAttr(s);
+          });
+      // A target set here may make the op invalid (e.g. an int8 mode on a CPU target).
+      if (failed(mlir::verify(op, /*verifyRecursively=*/false)))
+        failedAny = true;
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+} // namespace

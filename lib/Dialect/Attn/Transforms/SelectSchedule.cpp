@@ -1,0 +1,163 @@
+//===- SelectSchedule.cpp - the attn-select-schedule pass -----------------===//
+//
+// What this file is: `attn-select-schedule` — fills the fields of #attn.schedule a spec left out,
+// using the heuristic of ScheduleHeuristics.cpp for decode and fixed FA3-style choices for prefill
+// and MLA decode (docs/Schedules.md). Fields written in the spec are kept.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Verifier.h"
+
+#define DEBUG_TYPE "attn-select-schedule"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNSELECTSCHEDULE
+#include "attn/Dialect/Attn/Transforms/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+
+namespace {
+/// Mutable copy of a schedule: unset fields are 0 / null, as in ScheduleAttr.
+struct Fields {
+  int64_t packQHeads = 0, splitKv = 0, tileM = 0, tileN = 0, stages = 0;
+  ArrayAttr roles;
+  SmallVector<int64_t> cluster;
+  BoolAttr crossover, pingpong, intraWgOverlap, persistent;
+
+  explicit Fields(ScheduleAttr s) {
+    if (!s)
+      return;
+    packQHeads = s.getPackQHeads();
+    splitKv = s.getSplitKv();
+    tileM = s.getTileM();
+    tileN = s.getTileN();
+    stages = s.getStages();
+    roles = s.getRoles();
+    cluster.assign(s.getCluster().begin(), s.getCluster().end());
+    crossover = s.getCrossover();
+    pingpong = s.getPingpong();
+    intraWgOverlap = s.getIntraWgOverlap();
+    persistent = s.getPersistent();
+  }
+  static void fill(int64_t &field, int64_t value) {
+    if (field == 0)
+      field = value;
+  }
+  static void fill(BoolAttr &field, MLIRContext *ctx, bool value) {
+    if (!field)
+      field = BoolAttr::get(ctx, value);
+  }
+  void fillRoles(MLIRContext *ctx, int64_t producerRegs, int64_t consumerWGs,
+                 int64_t consumerRegs) {
+    if (roles)
+      return;
+    roles = ArrayAttr::get(
+        ctx, {WarpRoleAttr::get(ctx, RoleKind::producer, 1, producerRegs),
+              WarpRoleAttr::get(ctx, RoleKind::consumer, consumerWGs, consumerRegs)});
+  }
+  ScheduleAttr build(MLIRContext *ctx) const {
+    return ScheduleAttr::get(ctx, packQHeads, splitKv, tileM, tileN, stages, roles, cluster,
+                             crossover, pingpong, intraWgOverlap, persistent);
+  }
+};
+
+struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSchedulePass> {
+  using AttnSelectScheduleBase::AttnSelectScheduleBase;
+
+  LogicalResult schedule(AttentionOp op) {
+    MLIRContext *ctx = &getContext();
+    std::optional<TargetKind> target = getOpTarget(op);
+    if (!isGPUTarget(*target))
+      return success(); // CPU attention schedules come with the CPU lowering.
+    Fields f(op.getScheduleAttr());
+    auto qT = op.getQ().getType(), kT = op.getK().getType();
+    FailureOr<Mode> mode = op.getEffectiveMode();
+    AttentionShape shape;
+    auto staticOr = [](int64_t d) {
+      return ShapedType::isDynamic(d) ? AttentionShape::kDynamicExtent : d;
+    };
+    shape.batch = staticOr(qT.getDimSize(0));
+    shape.qLen = staticOr(qT.getDimSize(1));
+    shape.qHeads = qT.getDimSize(2);
+    shape.kvLen = staticOr(kT.getDimSize(1));
+    shape.kvHeads = kT.getDimSize(2);
+    shape.headDim = qT.getDimSize(3);
+    shape.kvElemBytes = (kT.getElementTypeBitWidth() + 7) / 8;
+    GPUInfo gpu;
+    gpu.numSMs = numSMs;
+    bool lowRegProducer = *mode == Mode::bf16;
+    if (op.getKind() == AttentionKind::decode) {
+      if (qT.isDynamicDim(1) || qT.isDynamicDim(2) || kT.isDynamicDim(2))
+        return op.emitOpError() << "decode scheduling needs static q_len and head counts";
+      DecodeSchedule d = selectDecodeSchedule(shape, gpu);
+      Fields::fill(f.packQHeads, d.packQHeads);
+      Fields::fill(f.tileM, 64);
+      Fields::fill(f.tileN, d.tileN);
+      Fields::fill(f.stages, d.stages);
+      if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto) {
+        if (d.splitKv > 0) {
+          // Recompute with the packing actually used (the spec may have fixed it).
+          int64_t groups = (shape.qHeads / shape.kvHeads) / f.packQHeads;
+          f.splitKv = selectSplitKv(shape.batch * shape.kvHeads * groups, shape.kvLen, f.tileN,
+                                    gpu);
+        } else {
+          f.splitKv = ScheduleAttr::kAuto; // resolved at launch by selectSplitKv
+        }
+      }
+      f.fillRoles(ctx, lowRegProducer ? 24 : 40, 1, 240);
+    } else {
+      Fields::fill(f.tileM, 128);
+      Fields::fill(f.tileN, selectTileN(shape));
+      Fields::fill(f.stages, 2);
+      f.fillRoles(ctx, lowRegProducer ? 24 : 40, 2, lowRegProducer ? 240 : 232);
+      Fields::fill(f.pingpong, ctx, true);
+      Fields::fill(f.intraWgOverlap, ctx, true);
+      Fields::fill(f.persistent, ctx, false);
+    }
+    op.setScheduleAttr(f.build(ctx));
+    return mlir::verify(op, /*verifyRecursively=*/false);
+  }
+
+  LogicalResult schedule(MLADecodeOp op) {
+    MLIRContext *ctx = &getContext();
+    Fields f(op.getScheduleAttr());
+    int64_t hq = op.getQ().getType().getDimSize(2);
+    bool canCross = op.getKvQuantAttr() && !ShapedType::isDynamic(hq) && hq % 128 == 0;
+    Fields::fill(f.crossover, ctx, canCross);
+    Fields::fill(f.packQHeads, 64);
+    Fields::fill(f.tileM, 64);
+    Fields::fill(f.tileN, 64);
+    Fields::fill(f.stages, 2);
+    if (f.cluster.empty())
+      f.cluster = f.crossover.getValue() ? SmallVector<int64_t>{2, 1, 1}
+                                         : SmallVector<int64_t>{1, 1, 1};
+    op.setScheduleAttr(f.build(ctx));
+    return mlir::verify(op, /*verifyRecursively=*/false);
+  }
+
+  void runOnOperation() override {
+    bool failedAny = false;
+    getOperation().walk([&](Operation *op) {
+      if (!isa<AttentionOp, MLADecodeOp>(op))
+        return;
+      if (!getOpTarget(op)) {
+        op->emitError() << "no target to schedule for: write target = #attn.target<...> or run "
+                           "attn-normalize{target=...} first";
+        failedAny = true;
+        return;
+      }
+      LogicalResult r = isa<AttentionOp>(op) ? schedule(cast<AttentionOp>(op))
+                                             : schedule(cast<MLADecodeOp>(op));
+      failedAny |= failed(r);
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+} // namespace

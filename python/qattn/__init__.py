@@ -1,0 +1,40 @@
+"""qattn: a Python front end for `attn-opt`, the MLIR compiler for quantized attention kernels.
+
+Build a spec (``attention(...)``) or write MLIR by hand, then ``compile`` it::
+
+    import qattn
+    spec = qattn.attention("decode", batch=16, q_len=3, kv_len=8192, q_heads=16, kv_heads=1,
+                           head_dim=128, kv_dtype="i8", mode="half_int8")
+    print(qattn.compile(spec).output)
+
+The compiler itself is the `attn-opt` executable; ``find_attn_opt`` says how it is located.
+"""
+
+from .compiler import (
+    AttnOptNotFound,
+    CompileError,
+    CompileResult,
+    Diagnostic,
+    QattnError,
+    compile,
+    find_attn_opt,
+    parse_diagnostics,
+    version,
+)
+from .spec import Spec, attention
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttnOptNotFound",
+    "CompileError",
+    "CompileResult",
+    "Diagnostic",
+    "QattnError",
+    "Spec",
+    "attention",
+    "compile",
+    "find_attn_opt",
+    "parse_diagnostics",
+    "version",
+]

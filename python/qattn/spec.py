@@ -1,0 +1,179 @@
+"""Building `attn.attention` specs from keyword arguments instead of writing MLIR by hand.
+
+``attention(...)`` turns sizes, dtypes and a quantization granularity into one ``func.func``
+holding an ``attn.attention`` op: it derives every memref type (``None`` extents become ``?``) and
+the scale operand shapes the granularity implies. Only type-level nonsense (an unknown dtype,
+a malformed granularity, a negative extent) is rejected here, with ``ValueError``; whether the spec
+makes sense (head counts, mode vs. dtypes, schedule limits) is attn-opt's call, so its
+diagnostics come back as ``CompileError`` from ``compile``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import List, Mapping, Optional, Sequence
+
+Dim = Optional[int]
+
+Q_DTYPES = ("bf16", "i8", "f8E4M3FN")
+KV_DTYPES = ("bf16", "i8", "ui8", "f8E4M3FN", "f8E5M2")
+OUT_DTYPES = ("bf16", "f16", "f32")
+MODES = ("bf16", "half_int8", "full_int8", "fp8")
+TARGETS = ("sm_90a", "avx2", "avx512", "avx512_vbmi", "neon", "scalar")
+UNQUANTIZED = ("bf16",)
+
+_SIMPLE_GRANULARITIES = ("per_tensor", "per_token", "per_head", "per_token_head", "per_channel")
+_GROUP_RE = re.compile(r"^per_group<\s*(\d+)\s*>$")
+_BLOCK_RE = re.compile(r"^per_block<\s*(\d+)\s*x\s*(\d+)\s*>$")
+_SYMBOL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_$.]*$")
+
+
+class Spec:
+    """An MLIR spec: ``text`` is the module text, ``name`` the function it defines."""
+
+    def __init__(self, text: str, name: str = ""):
+        self.text = text
+        self.name = name
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return f"Spec(name={self.name!r}, {len(self.text.splitlines())} lines)"
+
+
+def _memref(shape: Sequence[Dim], elem: str) -> str:
+    dims = "x".join("?" if d is None else str(d) for d in shape)
+    return f"memref<{dims}x{elem}>"
+
+
+def _ceil_div(n: Dim, d: int) -> Dim:
+    return None if n is None else -(-n // d)
+
+
+def _check_choice(what: str, value, choices: Sequence[str]) -> str:
+    if value not in choices:
+        raise ValueError(f"unknown {what} {value!r}; expected one of {', '.join(choices)}")
+    return value
+
+
+def _check_dim(what: str, value) -> Dim:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{what} must be a positive int or None (dynamic), not {value!r}")
+    return value
+
+
+def scale_shape(granularity: str, bshd: Sequence[Dim]) -> List[Dim]:
+    """Shape of the scales of a [B, S, H, D] tensor quantized with ``granularity``."""
+    b, s, h, d = bshd
+    g = granularity.strip()
+    simple = {"per_tensor": [1], "per_token": [b, s], "per_head": [h],
+              "per_token_head": [b, s, h], "per_channel": [h, d]}
+    if g in simple:
+        return simple[g]
+    m = _GROUP_RE.match(g)
+    if m and int(m[1]) > 0:
+        return [b, s, h, _ceil_div(d, int(m[1]))]
+    m = _BLOCK_RE.match(g)
+    if m and int(m[1]) > 0 and int(m[2]) > 0:
+        return [b, _ceil_div(s, int(m[1])), h, _ceil_div(d, int(m[2]))]
+    raise ValueError(f"unknown granularity {granularity!r}; expected one of "
+                     f"{', '.join(_SIMPLE_GRANULARITIES)}, per_group<G> or per_block<RxC>")
+
+
+def _schedule_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_schedule_value(v) for v in value) + "]"
+    return str(value)
+
+
+def schedule_attr(schedule: Mapping[str, object]) -> str:
+    """``{"pack_q_heads": 16, "split_kv": "auto"}`` -> ``#attn.schedule<pack_q_heads = 16, ...>``.
+
+    Values: ints, ``"auto"``, bools, lists (``cluster = [2, 1, 1]``) or verbatim strings
+    (``roles = ["producer<warpgroups = 1, regs = 40>", ...]``).
+    """
+    fields = ", ".join(f"{k} = {_schedule_value(v)}" for k, v in schedule.items())
+    return f"#attn.schedule<{fields}>"
+
+
+def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_heads: Dim,
+              kv_heads: Dim, head_dim: Dim, kv_dtype: str = "bf16",
+              granularity: str = "per_token_head", q_dtype: str = "bf16",
+              q_granularity: Optional[str] = None, out_dtype: str = "bf16",
+              causal: bool = False, mode: Optional[str] = None, target: Optional[str] = "sm_90a",
+              schedule: Optional[Mapping[str, object]] = None, alibi: bool = False,
+              seq_lens: bool = False, name: str = "attention") -> Spec:
+    """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
+
+    K and V use ``kv_dtype``; a quantized one (i8, ui8, f8E4M3FN, f8E5M2) gets ``k_scale``/``v_scale``
+    operands and ``k_quant``/``v_quant`` with ``granularity`` (e.g. ``"per_token_head"``,
+    ``"per_group<64>"``, ``"per_block<1x128>"``). A quantized ``q_dtype`` likewise gets ``q_scale``
+    with ``q_granularity`` (default: ``granularity``). ``alibi`` adds per-query-head slopes,
+    ``seq_lens`` per-batch K/V lengths. ``target=None`` leaves the target to ``compile(target=...)``.
+    """
+    _check_choice("attention kind", kind, ("decode", "prefill"))
+    _check_choice("q_dtype", q_dtype, Q_DTYPES)
+    _check_choice("kv_dtype", kv_dtype, KV_DTYPES)
+    _check_choice("out_dtype", out_dtype, OUT_DTYPES)
+    if mode is not None:
+        _check_choice("mode", mode, MODES)
+    if target is not None:
+        _check_choice("target", target, TARGETS)
+    if not _SYMBOL_RE.match(name):
+        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    B, Sq, Skv = (_check_dim(n, v) for n, v in (("batch", batch), ("q_len", q_len), ("kv_len", kv_len)))
+    Hq, Hkv, D = (_check_dim(n, v) for n, v in
+                  (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
+    q_gran = granularity if q_granularity is None else q_granularity
+
+    q_ty = _memref([B, Sq, Hq, D], q_dtype)
+    kv_ty = _memref([B, Skv, Hkv, D], kv_dtype)
+    o_ty = _memref([B, Sq, Hq, D], out_dtype)
+    args = [("q", q_ty), ("k", kv_ty), ("v", kv_ty)]
+    clauses: List[str] = []
+    attrs: List[str] = ["causal"] if causal else []
+
+    if q_dtype not in UNQUANTIZED:
+        qs_ty = _memref(scale_shape(q_gran, [B, Sq, Hq, D]), "f32")
+        args.append(("qs", qs_ty))
+        clauses.append(f"q_scale(%qs : {qs_ty})")
+        attrs.append(f"q_quant = #attn.quant<{q_dtype}, {q_gran.strip()}>")
+    elif q_granularity is not None:
+        raise ValueError("q_granularity given but q_dtype is unquantized bf16")
+    if kv_dtype not in UNQUANTIZED:
+        s_ty = _memref(scale_shape(granularity, [B, Skv, Hkv, D]), "f32")
+        args += [("ks", s_ty), ("vs", s_ty)]
+        clauses += [f"k_scale(%ks : {s_ty})", f"v_scale(%vs : {s_ty})"]
+        attrs += [f"k_quant = #attn.quant<{kv_dtype}, {granularity.strip()}>",
+                  f"v_quant = #attn.quant<{kv_dtype}, {granularity.strip()}>"]
+    if seq_lens:
+        lens_ty = _memref([B], "i32")
+        args.append(("lens", lens_ty))
+        clauses.append(f"seq_lens(%lens : {lens_ty})")
+    if alibi:
+        slopes_ty = _memref([Hq], "f32")
+        args.append(("slopes", slopes_ty))
+        clauses.append(f"alibi(%slopes : {slopes_ty})")
+    args.append(("o", o_ty))
+    if mode is not None:
+        attrs.append(f"mode = #attn.mode<{mode}>")
+    if target is not None:
+        attrs.append(f"target = #attn.target<{target}>")
+    if schedule:
+        attrs.append(f"schedule = {schedule_attr(schedule)}")
+
+    indent = " " * 6
+    signature = ",\n".join(f"{' ' * (len(name) + 12)}%{a}: {t}" for a, t in args).lstrip()
+    lines = [f"func.func @{name}({signature}) {{",
+             f"  attn.attention {kind} ins(%q, %k, %v : {q_ty}, {kv_ty}, {kv_ty})"]
+    lines += [indent + c for c in clauses]
+    lines.append(f"{indent}outs(%o : {o_ty})")
+    if attrs:
+        lines.append(indent + "{" + (",\n" + indent + " ").join(attrs) + "}")
+    lines += ["  return", "}", ""]
+    return Spec("\n".join(lines), name)

@@ -1,0 +1,25 @@
+"""Shared test setup: the repository root, and a fallback way to find attn-opt.
+
+Tests locate attn-opt the way users do (``$ATTN_OPT``, then PATH). When neither is set and the
+package is installed out of the source tree (so its own checkout fallback cannot apply), point
+ATTN_OPT at this checkout's build/bin/attn-opt if it was built.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((REPO_ROOT / "examples").glob("*.mlir"))
+
+if not os.environ.get("ATTN_OPT") and not shutil.which("attn-opt"):
+    _built = REPO_ROOT / "build" / "bin" / "attn-opt"
+    if _built.is_file():
+        os.environ["ATTN_OPT"] = str(_built)
+
+
+@pytest.fixture
+def repo_root():
+    return REPO_ROOT

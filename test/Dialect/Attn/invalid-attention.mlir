@@ -1,0 +1,305 @@
+// RUN: attn-opt %s -split-input-file -verify-diagnostics
+// One case per diagnostic of attn.attention (AttentionOps.cpp) and of the scale / zero-point
+// checks it shares with the other quantized ops (VerifyUtils.cpp).
+
+func.func @batch(%q: memref<2x1x8x64xbf16>, %k: memref<3x100x2x64xbf16>, %v: memref<3x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{q, k, v and out must have the same batch size, got [2, 3, 3, 2]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<3x100x2x64xbf16>, memref<3x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @kv_mismatch(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x99x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{k and v must have the same tokens and heads, got k [2, 100, 2, 64] and v [2, 99, 2, 64]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x99x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @gqa(%q: memref<2x1x6x64xbf16>, %k: memref<2x100x4x64xbf16>, %v: memref<2x100x4x64xbf16>, %o: memref<2x1x6x64xbf16>) {
+  // expected-error @+1 {{the 6 query heads are not a multiple of the 4 KV heads (GQA needs Hq = n · Hkv)}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x6x64xbf16>, memref<2x100x4x64xbf16>, memref<2x100x4x64xbf16>) outs(%o : memref<2x1x6x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @head_dim(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x128xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{q and k must have the same head_dim, got 64 and 128}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x128xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @out_shape(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x2x64xbf16>) {
+  // expected-error @+1 {{'out' must be [B, Sq, Hq, Dv] = [2, 1, 8, 64], got [2, 1, 2, 64]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x2x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @out_type(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xi8>) {
+  // expected-error @+1 {{'out' must hold bf16, f16 or f32, got 'i8'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xi8>)
+  return
+}
+
+// -----
+
+func.func @rank(%q: memref<2x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{operand #0 must be 4D memref of any type values}}
+  attn.attention decode ins(%q, %k, %v : memref<2x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @no_scheme(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k' has quantized element type 'i8' but no 'k_quant' scheme}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @scheme_type(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xbf16>, %ks: memref<2x100xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k' element type 'i8' does not match 'k_quant' element type 'f8E4M3FN'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xbf16>) k_scale(%ks : memref<2x100xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<f8E4M3FN, per_token>}
+  return
+}
+
+// -----
+
+func.func @scale_without_scheme(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %ks: memref<2x100xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_scale' given without a 'k_quant' scheme}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) k_scale(%ks : memref<2x100xf32>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @zero_without_scheme(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %kz: memref<2x100xi32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_zero' given without a 'k_quant' scheme}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) k_zero(%kz : memref<2x100xi32>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @missing_scale(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_quant' needs a 'k_scale' operand}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @scale_shape(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_scale' must have the per_token_head scale shape [2, 100, 2] of 'k', got [2, 100]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @scale_type(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf16>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_scale' element type 'f16' does not match the scheme's scale type 'f32'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf16>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @group(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{per_group<48> does not divide the head_dim 64 of 'k'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2x2xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_group<48>>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @block_cols(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x1x2x1xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{per_block columns (48) do not divide the head_dim 64 of 'k'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x1x2x1xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_block<128x48>>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @zero_symmetric(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %kz: memref<2x100x2xi32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_zero' given but 'k_quant' is symmetric}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) k_zero(%kz : memref<2x100x2xi32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @zero_missing(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xui8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{asymmetric 'k_quant' needs a 'k_zero' operand}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xui8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<ui8, per_token_head, asymmetric>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @zero_shape(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xui8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %kz: memref<2x100xi32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_zero' shape [2, 100] must equal the 'k_scale' shape [2, 100, 2]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xui8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) k_zero(%kz : memref<2x100xi32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<ui8, per_token_head, asymmetric>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @zero_type(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xui8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %kz: memref<2x100x2xf16>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'k_zero' element type must be i32, f32 or 'ui8', got 'f16'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xui8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) k_zero(%kz : memref<2x100x2xf16>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<ui8, per_token_head, asymmetric>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @no_mode(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xbf16>, %ks: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{cannot infer a mode from k 'i8' and v 'bf16'; write one with mode = #attn.mode<...>}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xbf16>) k_scale(%ks : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @mode_bf16(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{mode bf16 needs unquantized (bf16, f16 or f32) q, k and v, got q 'bf16', k 'i8', v 'i8'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, mode = #attn.mode<bf16>}
+  return
+}
+
+// -----
+
+func.func @mode_half(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{mode half_int8 needs integer k and v, and integer or bf16 q, got q 'bf16', k 'bf16', v 'bf16'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {mode = #attn.mode<half_int8>}
+  return
+}
+
+// -----
+
+func.func @mode_full(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{mode full_int8 needs integer q, k and v, got q 'bf16', k 'i8', v 'i8'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, mode = #attn.mode<full_int8>}
+  return
+}
+
+// -----
+
+func.func @mode_fp8(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{mode fp8 needs f8E4M3FN or f8E5M2 k and v, and fp8 or bf16 q, got q 'bf16', k 'i8', v 'i8'}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, mode = #attn.mode<fp8>}
+  return
+}
+
+// -----
+
+func.func @target_mode(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{target avx2 does not support mode half_int8: int8 and fp8 tensor-core modes need sm_90a}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x64xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
+func.func @head_dim_step(%q: memref<2x1x8x80xbf16>, %k: memref<2x100x2x80xi8>, %v: memref<2x100x2x80xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x80xbf16>) {
+  // expected-error @+1 {{head_dim 80 is not a multiple of the WGMMA K step (32) of mode half_int8}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x80xbf16>, memref<2x100x2x80xi8>, memref<2x100x2x80xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) outs(%o : memref<2x1x8x80xbf16>) {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @head_dim_max(%q: memref<2x1x8x512xbf16>, %k: memref<2x100x2x512xbf16>, %v: memref<2x100x2x512xbf16>, %o: memref<2x1x8x512xbf16>) {
+  // expected-error @+1 {{head_dim 512 exceeds 256, the largest a Hopper attention tile holds}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x512xbf16>, memref<2x100x2x512xbf16>, memref<2x100x2x512xbf16>) outs(%o : memref<2x1x8x512xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @head_dim_dynamic(%q: memref<2x1x8x?xbf16>, %k: memref<2x100x2x?xbf16>, %v: memref<2x100x2x?xbf16>, %o: memref<2x1x8x?xbf16>) {
+  // expected-error @+1 {{head_dim must be static on sm_90a: it sizes the tiles}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x?xbf16>, memref<2x100x2x?xbf16>, memref<2x100x2x?xbf16>) outs(%o : memref<2x1x8x?xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @decode_len(%q: memref<2x128x8x64xbf16>, %k: memref<2x1000x2x64xbf16>, %v: memref<2x1000x2x64xbf16>, %o: memref<2x128x8x64xbf16>) {
+  // expected-error @+1 {{decode takes at most 64 query tokens, got 128; use prefill}}
+  attn.attention decode ins(%q, %k, %v : memref<2x128x8x64xbf16>, memref<2x1000x2x64xbf16>, memref<2x1000x2x64xbf16>) outs(%o : memref<2x128x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @causal(%q: memref<2x8x8x64xbf16>, %k: memref<2x4x2x64xbf16>, %v: memref<2x4x2x64xbf16>, %o: memref<2x8x8x64xbf16>) {
+  // expected-error @+1 {{causal attention needs q_len ≤ kv_len, got 8 > 4}}
+  attn.attention prefill ins(%q, %k, %v : memref<2x8x8x64xbf16>, memref<2x4x2x64xbf16>, memref<2x4x2x64xbf16>) outs(%o : memref<2x8x8x64xbf16>) {causal}
+  return
+}
+
+// -----
+
+func.func @seq_lens(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %l: memref<3xi32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'seq_lens' must be one length per batch [B] = [2], got [3]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) seq_lens(%l : memref<3xi32>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @alibi(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %s: memref<2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'alibi' must be one slope per query head [Hq] = [8], got [2]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) alibi(%s : memref<2xf32>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @softmax_scale(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{softmax_scale must be positive and finite, got -1}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {softmax_scale = -1.0 : f32}
+  return
+}
+
+// -----
+
+func.func @roles_cpu(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{warp roles, clusters and crossover need a GPU target, got neon}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {target = #attn.target<neon>, schedule = #attn.schedule<cluster = [2]>}
+  return
+}
+
+// -----
+
+func.func @crossover(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{crossover applies to attn.mla_decode only}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {schedule = #attn.schedule<crossover = true>}
+  return
+}
+
+// -----
+
+func.func @pack_divides(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{pack_q_heads = 3 does not divide the 4 query heads per KV head}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {schedule = #attn.schedule<pack_q_heads = 3>}
+  return
+}
+
+// -----
+
+func.func @pack_rows(%q: memref<2x32x16x64xbf16>, %k: memref<2x100x1x64xbf16>, %v: memref<2x100x1x64xbf16>, %o: memref<2x32x16x64xbf16>) {
+  // expected-error @+1 {{pack_q_heads × q_len = 4 × 32 = 128 rows exceed tile_m = 64}}
+  attn.attention decode ins(%q, %k, %v : memref<2x32x16x64xbf16>, memref<2x100x1x64xbf16>, memref<2x100x1x64xbf16>) outs(%o : memref<2x32x16x64xbf16>) {schedule = #attn.schedule<pack_q_heads = 4>}
+  return
+}

@@ -1,0 +1,68 @@
+// RUN: attn-opt %s | attn-opt | FileCheck %s
+// RUN: attn-opt %s --mlir-print-op-generic | attn-opt | FileCheck %s
+// Every attribute and op form prints back to what it parses.
+
+// CHECK-LABEL: func.func private @attrs
+// CHECK-SAME: a = #attn.quant<i8, per_tensor, symmetric>
+// CHECK-SAME: b = #attn.quant<ui8, per_group<32>, asymmetric, scale = bf16>
+// CHECK-SAME: c = #attn.quant<i4, per_channel, symmetric>
+// CHECK-SAME: d = #attn.quant<f8E5M2, per_block<1x128>, symmetric, scale = f16>
+// CHECK-SAME: e = #attn.schedule<>
+// CHECK-SAME: f = #attn.schedule<pack_q_heads = 4, split_kv = auto, tile_m = 64, tile_n = 176, stages = 3, roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>], cluster = [2, 1, 1], crossover = false, pingpong = true, intra_wg_overlap = false, persistent = true>
+// CHECK-SAME: g = #attn.pq<dsub = 4, centroids = 32>
+// CHECK-SAME: h = #attn.mode<full_int8>
+// CHECK-SAME: i = #attn.target<avx512_vbmi>
+// CHECK-SAME: j = #attn.role<consumer, warpgroups = 2, regs = 232>
+func.func private @attrs() attributes {
+  a = #attn.quant<i8, per_tensor>,
+  b = #attn.quant<ui8, per_group<32>, asymmetric, scale = bf16>,
+  c = #attn.quant<i4, per_channel, symmetric>,
+  d = #attn.quant<f8E5M2, per_block<1 x 128>, scale = f16>,
+  e = #attn.schedule<>,
+  f = #attn.schedule<persistent = true, crossover = false, cluster = [2, 1, 1], pingpong = true,
+      intra_wg_overlap = false, stages = 3, tile_n = 176, tile_m = 64, split_kv = auto, pack_q_heads = 4,
+      roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>]>,
+  g = #attn.pq<dsub = 4, centroids = 32>,
+  h = #attn.mode<full_int8>,
+  i = #attn.target<avx512_vbmi>,
+  j = #attn.role<consumer, warpgroups = 2, regs = 232>
+}
+
+// CHECK-LABEL: func.func @full_int8_asym
+// CHECK: attn.attention prefill ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x?x8x64xi8>, memref<?x?x8x64xui8>, memref<?x?x8x64xui8>)
+// CHECK-SAME: q_scale(%{{.*}} : memref<?x?x8xf32>) k_scale(%{{.*}} : memref<?x?x8xf32>) v_scale(%{{.*}} : memref<?x?x8xf32>)
+// CHECK-SAME: k_zero(%{{.*}} : memref<?x?x8xi32>) v_zero(%{{.*}} : memref<?x?x8xi32>)
+// CHECK-SAME: seq_lens(%{{.*}} : memref<?xi32>) alibi(%{{.*}} : memref<8xf32>)
+// CHECK-SAME: outs(%{{.*}} : memref<?x?x8x64xf32>)
+// CHECK-SAME: causal
+func.func @full_int8_asym(%q: memref<?x?x8x64xi8>, %k: memref<?x?x8x64xui8>, %v: memref<?x?x8x64xui8>,
+                          %qs: memref<?x?x8xf32>, %ks: memref<?x?x8xf32>, %vs: memref<?x?x8xf32>,
+                          %kz: memref<?x?x8xi32>, %vz: memref<?x?x8xi32>, %l: memref<?xi32>,
+                          %a: memref<8xf32>, %o: memref<?x?x8x64xf32>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x?x8x64xi8>, memref<?x?x8x64xui8>, memref<?x?x8x64xui8>)
+      q_scale(%qs : memref<?x?x8xf32>) k_scale(%ks : memref<?x?x8xf32>) v_scale(%vs : memref<?x?x8xf32>)
+      k_zero(%kz : memref<?x?x8xi32>) v_zero(%vz : memref<?x?x8xi32>) seq_lens(%l : memref<?xi32>)
+      alibi(%a : memref<8xf32>) outs(%o : memref<?x?x8x64xf32>)
+      {causal, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<ui8, per_token_head, asymmetric>,
+       v_quant = #attn.quant<ui8, per_token_head, asymmetric>, target = #attn.target<sm_90a>}
+  return
+}
+
+// CHECK-LABEL: func.func @mla_dense
+// CHECK: attn.mla_decode ins(%{{.*}}, %{{.*}} : memref<4x1x64x576xbf16>, memref<4x?x576xbf16>) seq_lens(%{{.*}} : memref<4xi32>) outs
+func.func @mla_dense(%q: memref<4x1x64x576xbf16>, %kv: memref<4x?x576xbf16>, %l: memref<4xi32>,
+                     %o: memref<4x1x64x512xbf16>) {
+  attn.mla_decode ins(%q, %kv : memref<4x1x64x576xbf16>, memref<4x?x576xbf16>) seq_lens(%l : memref<4xi32>)
+      outs(%o : memref<4x1x64x512xbf16>) {head_dim_v = 512 : i64, rope_dim = 64 : i64}
+  return
+}
+
+// CHECK-LABEL: func.func @pq_int8_values
+// CHECK: attn.pq.attention ins({{.*}}) v_scale(%{{.*}} : memref<?x1xf32>) length(%{{.*}}) outs
+func.func @pq_int8_values(%q: memref<4x64xf32>, %cb: memref<1x64x16x1xf32>, %c: memref<1x?x64x16xui8>,
+                          %v: memref<?x1x64xi8>, %vs: memref<?x1xf32>, %n: index, %o: memref<4x64xf32>) {
+  attn.pq.attention ins(%q, %cb, %c, %v : memref<4x64xf32>, memref<1x64x16x1xf32>, memref<1x?x64x16xui8>, memref<?x1x64xi8>)
+      v_scale(%vs : memref<?x1xf32>) length(%n) outs(%o : memref<4x64xf32>)
+      {pq = #attn.pq<dsub = 1>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<neon>}
+  return
+}

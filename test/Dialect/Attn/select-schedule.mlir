@@ -1,0 +1,99 @@
+// RUN: attn-opt %s --attn-select-schedule -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: attn-opt %s --attn-select-schedule=num-sms=16 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SM16
+// attn-select-schedule: decode packs query heads into the 64-row tile and splits K/V to fill
+// the SMs; prefill gets the FA3 layout; MLA gets crossover on FP8 caches with 128 heads.
+
+// Table-3 row ctx 8192 × batch 16: 16 heads × 3 tokens = 48 rows -> pack 16; 16 CTAs on 132 SMs
+// -> 9 splits (ceil(132 / 16)); on 16 SMs no split is needed.
+// CHECK-LABEL: func.func @mqa_decode
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 9, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 1, regs = 240>]>
+// SM16-LABEL: func.func @mqa_decode
+// SM16: pack_q_heads = 16, split_kv = 1,
+func.func @mqa_decode(%q: memref<16x3x16x128xbf16>, %k: memref<16x8192x1x128xi8>, %v: memref<16x8192x1x128xi8>,
+                      %ks: memref<16x8192x1xf32>, %vs: memref<16x8192x1xf32>, %o: memref<16x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<16x3x16x128xbf16>, memref<16x8192x1x128xi8>, memref<16x8192x1x128xi8>)
+      k_scale(%ks : memref<16x8192x1xf32>) v_scale(%vs : memref<16x8192x1xf32>) outs(%o : memref<16x3x16x128xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// Fields written in the spec are kept; split_kv is recomputed for the packing the spec fixed
+// (pack 2 of 8 -> 4 groups × 2 KV heads × batch 1 = 8 CTAs -> 17 splits).
+// CHECK-LABEL: func.func @partial
+// CHECK: schedule = #attn.schedule<pack_q_heads = 2, split_kv = 17, tile_m = 64, tile_n = 64, stages = 3, roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 1, regs = 240>]>
+func.func @partial(%q: memref<1x1x16x256xbf16>, %k: memref<1x4096x2x256xbf16>, %v: memref<1x4096x2x256xbf16>,
+                   %o: memref<1x1x16x256xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<1x1x16x256xbf16>, memref<1x4096x2x256xbf16>, memref<1x4096x2x256xbf16>)
+      outs(%o : memref<1x1x16x256xbf16>)
+      {target = #attn.target<sm_90a>, schedule = #attn.schedule<pack_q_heads = 2, stages = 3, split_kv = auto>}
+  return
+}
+
+// -----
+
+// Dynamic batch and length: split_kv stays `auto`, resolved at launch.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: schedule = #attn.schedule<pack_q_heads = 8, split_kv = auto,
+func.func @dynamic(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
+                   %o: memref<?x1x8x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
+      outs(%o : memref<?x1x8x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// Prefill: 128-row Q tiles on two consumer warpgroups, pingpong and intra-warpgroup overlap on.
+// CHECK-LABEL: func.func @prefill
+// CHECK: schedule = #attn.schedule<tile_m = 128, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>], pingpong = true, intra_wg_overlap = true, persistent = false>
+func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>, %v: memref<2x1024x1x128xbf16>,
+                   %o: memref<2x1024x16x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<2x1024x16x128xbf16>, memref<2x1024x1x128xbf16>, memref<2x1024x1x128xbf16>)
+      outs(%o : memref<2x1024x16x128xbf16>) {causal, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// MLA: FP8 cache and 128 heads -> crossover on a 2-CTA cluster; a dense cache gets no crossover.
+// CHECK-LABEL: func.func @mla
+// CHECK: schedule = #attn.schedule<pack_q_heads = 64, tile_m = 64, tile_n = 64, stages = 2, cluster = [2, 1, 1], crossover = true>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 64, tile_m = 64, tile_n = 64, stages = 2, cluster = [1, 1, 1], crossover = false>
+func.func @mla(%q: memref<8x2x128x576xbf16>, %kv: memref<8x4096x656xi8>, %kvd: memref<8x4096x576xbf16>,
+               %o: memref<8x2x128x512xbf16>) {
+  attn.mla_decode ins(%q, %kv : memref<8x2x128x576xbf16>, memref<8x4096x656xi8>) outs(%o : memref<8x2x128x512xbf16>)
+      {head_dim_v = 512 : i64, rope_dim = 64 : i64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>, target = #attn.target<sm_90a>}
+  attn.mla_decode ins(%q, %kvd : memref<8x2x128x576xbf16>, memref<8x4096x576xbf16>) outs(%o : memref<8x2x128x512xbf16>)
+      {head_dim_v = 512 : i64, rope_dim = 64 : i64, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// CPU attention keeps its (empty) schedule: CPU schedules come with the CPU lowering.
+// CHECK-LABEL: func.func @cpu
+// CHECK-NOT: schedule
+// CHECK: return
+func.func @cpu(%q: memref<1x1x4x64xf32>, %k: memref<1x100x1x64xf32>, %v: memref<1x100x1x64xf32>, %o: memref<1x1x4x64xf32>) {
+  attn.attention decode ins(%q, %k, %v : memref<1x1x4x64xf32>, memref<1x100x1x64xf32>, memref<1x100x1x64xf32>)
+      outs(%o : memref<1x1x4x64xf32>) {target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
+func.func @no_target(%q: memref<1x1x4x64xbf16>, %k: memref<1x100x1x64xbf16>, %v: memref<1x100x1x64xbf16>, %o: memref<1x1x4x64xbf16>) {
+  // expected-error @+1 {{no target to schedule for: write target = #attn.target<...> or run attn-normalize{target=...} first}}
+  attn.attention decode ins(%q, %k, %v : memref<1x1x4x64xbf16>, memref<1x100x1x64xbf16>, memref<1x100x1x64xbf16>) outs(%o : memref<1x1x4x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @dyn_heads(%q: memref<1x?x4x64xbf16>, %k: memref<1x100x1x64xbf16>, %v: memref<1x100x1x64xbf16>, %o: memref<1x?x4x64xbf16>) {
+  // expected-error @+1 {{decode scheduling needs static q_len and head counts}}
+  attn.attention decode ins(%q, %k, %v : memref<1x?x4x64xbf16>, memref<1x100x1x64xbf16>, memref<1x100x1x64xbf16>) outs(%o : memref<1x?x4x64xbf16>) {target = #attn.target<sm_90a>}
+  return
+}

@@ -1,0 +1,57 @@
+# lit configuration of the check-attn suite: test formats, substitutions, and the hardware
+# features detected at run time (ptxas, qemu-aarch64, cuda-device).
+import os
+import shutil
+import subprocess
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "ATTN"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["lit.cfg.py", "lit.site.cfg.py", "Inputs", "CMakeLists.txt", "README.md"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.attn_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "PATH", "CUDA_HOME"])
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.attn_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+config.substitutions.append(("%attn_src", config.attn_src_root))
+config.substitutions.append(("%attn_obj", config.attn_obj_root))
+config.substitutions.append(("%examples", os.path.join(config.attn_src_root, "examples")))
+config.substitutions.append(("%python", "/usr/bin/python3"))
+tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["attn-opt", "attn-fuzz-verifier", "FileCheck", "not"],
+                                   tool_dirs)
+
+# --- hardware / toolchain features -------------------------------------------------------------
+ptxas = config.ptxas_path or shutil.which("ptxas")
+if ptxas and os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+
+if shutil.which("qemu-aarch64") and shutil.which("aarch64-linux-gnu-g++"):
+    config.available_features.add("qemu-aarch64")
+
+
+def has_cuda_device():
+    if os.environ.get("ATTN_NO_CUDA_DEVICE"):
+        return False
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return False
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and "GPU" in out.stdout
+
+
+if has_cuda_device():
+    config.available_features.add("cuda-device")
+
+if config.sanitizers in ("ON", "1", "TRUE"):
+    config.available_features.add("asan")

@@ -1,0 +1,244 @@
+//===- attn-fuzz-verifier.cpp - deterministic mutation fuzzing of specs ---===//
+//
+// What this file is: a seeded, deterministic mutation fuzzer of the attn parser, verifiers and
+// spec-level passes. It splits seed files on `// -----`, mutates the chunks (byte flips, span
+// deletion and duplication, dictionary tokens, interesting integers, truncation), and for every
+// mutant checks three properties in-process:
+//   1. parsing either succeeds or reports at least one error diagnostic (no silent rejection);
+//   2. a module that parses and verifies prints to text that parses and verifies again;
+//   3. attn-normalize + attn-select-schedule + --emit=ptx/obj either succeed or report an error.
+// A crash, a sanitizer report or a hang (caught by lit's timeout) fails the run; so does a
+// violated property. Prints a one-line summary.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/InitAll.h"
+#include "attn/Target/Emit.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <random>
+
+using namespace mlir;
+
+static llvm::cl::list<std::string> inputFiles(llvm::cl::Positional, llvm::cl::OneOrMore,
+                                              llvm::cl::desc("<seed files>"));
+static llvm::cl::opt<unsigned> numMutations("mutations", llvm::cl::init(100000),
+                                            llvm::cl::desc("number of mutants to run"));
+static llvm::cl::opt<unsigned> seed("seed", llvm::cl::init(1), llvm::cl::desc("RNG seed"));
+static llvm::cl::opt<bool> dumpFailures("dump-failures", llvm::cl::init(false),
+                                        llvm::cl::desc("print inputs that violate a property"));
+
+/// Tokens that steer mutants towards the attn grammar's corners.
+static const char *const kDictionary[] = {
+    "<", ">", ",", "=", "[", "]", "(", ")", "?", "x", ":", "%q", "#attn.quant<", "#attn.schedule<",
+    "#attn.pq<", "#attn.mode<", "#attn.target<", "per_group<", "per_block<", "asymmetric",
+    "symmetric", "scale = f16", "i4", "ui8", "f8E5M2", "f8E4M3FN", "bf16", "f32", "i1", "index",
+    "memref<", "memref<?x?x?x?xi8>", "split_kv = auto", "roles = [", "producer<warpgroups = 1, regs = 24>",
+    "consumer<warpgroups = 4, regs = 256>", "cluster = [", "crossover = true", "causal", "decode",
+    "prefill", "sm_90a", "avx2", "neon", "avx512_vbmi", "pack_q_heads = ", "tile_n = ", "stages = ",
+    "dsub = ", "centroids = ", "block = ", "head_dim_v = ", "rope_dim = ", "// -----", "\"", "{", "}",
+    "}}", "attn.attention", "attn.pq.scores", "attn.mla_decode", "attn.quantize.append"};
+
+static const char *const kIntegers[] = {"0",  "1",   "-1",  "2",    "3",   "7",   "8",
+                                        "16", "31",  "32",  "63",   "64",  "65",  "127",
+                                        "128", "255", "256", "1024", "4096", "65536",
+                                        "2147483647", "2147483648", "-9223372036854775808",
+                                        "9223372036854775807", "99999999999999999999999"};
+
+namespace {
+class Mutator {
+public:
+  explicit Mutator(unsigned seed) : rng(seed) {}
+
+  std::string mutate(const std::string &in) {
+    std::string s = in;
+    unsigned rounds = 1 + pick(4);
+    for (unsigned r = 0; r < rounds; ++r)
+      applyOne(s);
+    return s;
+  }
+
+private:
+  std::mt19937_64 rng;
+  size_t pick(size_t n) { return n ? static_cast<size_t>(rng() % n) : 0; }
+
+  void applyOne(std::string &s) {
+    if (s.empty()) {
+      s = kDictionary[pick(std::size(kDictionary))];
+      return;
+    }
+    size_t pos = pick(s.size());
+    switch (pick(8)) {
+    case 0: // flip a byte
+      s[pos] = static_cast<char>(pick(256));
+      break;
+    case 1: { // delete a span
+      size_t len = 1 + pick(std::min<size_t>(32, s.size() - pos));
+      s.erase(pos, len);
+      break;
+    }
+    case 2: { // duplicate a span
+      size_t len = 1 + pick(std::min<size_t>(64, s.size() - pos));
+      s.insert(pos, s.substr(pos, len));
+      break;
+    }
+    case 3: // insert a dictionary token
+      s.insert(pos, kDictionary[pick(std::size(kDictionary))]);
+      break;
+    case 4: { // replace the next integer with an interesting one
+      size_t start = s.find_first_of("0123456789", pos);
+      if (start == std::string::npos)
+        break;
+      size_t end = s.find_first_not_of("0123456789", start);
+      s.replace(start, (end == std::string::npos ? s.size() : end) - start,
+                kIntegers[pick(std::size(kIntegers))]);
+      break;
+    }
+    case 5: // truncate
+      s.resize(pos);
+      break;
+    case 6: { // swap two lines
+      size_t a = s.rfind('\n', pos), b = s.find('\n', pos + 1);
+      if (a == std::string::npos || b == std::string::npos)
+        break;
+      size_t c = s.find('\n', b + 1);
+      if (c == std::string::npos)
+        break;
+      std::string l1 = s.substr(a + 1, b - a - 1), l2 = s.substr(b + 1, c - b - 1);
+      s.replace(a + 1, c - a - 1, l2 + "\n" + l1);
+      break;
+    }
+    default: { // replace a keyword-ish identifier with a dictionary token
+      size_t start = s.find_first_of("abcdefghijklmnopqrstuvwxyz_", pos);
+      if (start == std::string::npos)
+        break;
+      size_t end = s.find_first_not_of("abcdefghijklmnopqrstuvwxyz_0123456789", start);
+      s.replace(start, (end == std::string::npos ? s.size() : end) - start,
+                kDictionary[pick(std::size(kDictionary))]);
+      break;
+    }
+    }
+  }
+};
+
+struct Stats {
+  unsigned inputs = 0, parsed = 0, rejected = 0, pipelineOk = 0, pipelineRejected = 0;
+  unsigned violations = 0;
+};
+} // namespace
+
+/// Runs one input through parse, round trip, passes and emit; records property violations.
+static void runOne(const std::string &text, DialectRegistry &registry, Stats &stats) {
+  ++stats.inputs;
+  MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
+  ctx.loadAllAvailableDialects();
+  unsigned errors = 0;
+  ScopedDiagnosticHandler handler(&ctx, [&](Diagnostic &d) {
+    if (d.getSeverity() == DiagnosticSeverity::Error)
+      ++errors;
+    return success();
+  });
+  auto violation = [&](StringRef what) {
+    ++stats.violations;
+    if (dumpFailures)
+      llvm::errs() << "=== property violated: " << what << "\n" << text << "\n";
+  };
+
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, ParserConfig(&ctx));
+  if (!module) {
+    ++stats.rejected;
+    if (errors == 0)
+      violation("rejected without a diagnostic");
+    return;
+  }
+  ++stats.parsed;
+
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  module->print(os);
+  unsigned before = errors;
+  OwningOpRef<ModuleOp> again = parseSourceString<ModuleOp>(printed, ParserConfig(&ctx));
+  if (!again || errors != before) {
+    violation("printed module does not parse again");
+    return;
+  }
+
+  PassManager pm(&ctx);
+  attn::AttnNormalizeOptions opts;
+  opts.defaultTarget = "sm_90a";
+  pm.addPass(attn::createAttnNormalize(opts));
+  pm.addPass(attn::createAttnSelectSchedule());
+  before = errors;
+  if (failed(pm.run(*module))) {
+    ++stats.pipelineRejected;
+    if (errors == before)
+      violation("pass pipeline failed without a diagnostic");
+    return;
+  }
+  ++stats.pipelineOk;
+  if (failed(verify(*module)))
+    violation("pass pipeline produced an invalid module");
+  for (attn::EmitFormat f : {attn::EmitFormat::PTX, attn::EmitFormat::Object}) {
+    std::string artifact;
+    llvm::raw_string_ostream aos(artifact);
+    before = errors;
+    if (failed(attn::emitArtifact(*module, f, aos)) && errors == before)
+      violation("emit failed without a diagnostic");
+  }
+}
+
+/// Splits a file on `// -----` lines, as --split-input-file does.
+static std::vector<std::string> splitChunks(StringRef buffer) {
+  std::vector<std::string> chunks;
+  SmallVector<StringRef> parts;
+  buffer.split(parts, "// -----");
+  for (StringRef p : parts)
+    if (!p.trim().empty())
+      chunks.push_back(p.str());
+  return chunks;
+}
+
+int main(int argc, char **argv) {
+  llvm::cl::ParseCommandLineOptions(argc, argv, "attn mutation fuzzer\n");
+  DialectRegistry registry;
+  attn::registerAllDialects(registry);
+
+  std::vector<std::string> seeds;
+  for (const std::string &path : inputFiles) {
+    auto buf = llvm::MemoryBuffer::getFile(path);
+    if (!buf) {
+      llvm::errs() << "attn-fuzz-verifier: cannot read " << path << "\n";
+      return 2;
+    }
+    for (std::string &c : splitChunks((*buf)->getBuffer()))
+      seeds.push_back(std::move(c));
+  }
+  if (seeds.empty()) {
+    llvm::errs() << "attn-fuzz-verifier: no seed inputs\n";
+    return 2;
+  }
+
+  Stats stats;
+  for (const std::string &s : seeds) // the seeds themselves first
+    runOne(s, registry, stats);
+  Mutator mutator(seed);
+  std::mt19937_64 pickSeed(seed * 7919u + 1);
+  for (unsigned i = 0; i < numMutations; ++i)
+    runOne(mutator.mutate(seeds[pickSeed() % seeds.size()]), registry, stats);
+
+  llvm::outs() << "seeds: " << seeds.size() << " inputs: " << stats.inputs
+               << " parsed: " << stats.parsed << " rejected: " << stats.rejected
+               << " pipeline-ok: " << stats.pipelineOk
+               << " pipeline-rejected: " << stats.pipelineRejected
+               << " violations: " << stats.violations << "\n";
+  return stats.violations == 0 ? 0 : 1;
+}

@@ -1,0 +1,91 @@
+//===- ScheduleHeuristicsTest.cpp - tests of the schedule heuristic -------===//
+//
+// What this file is: unit tests of the rules attn-select-schedule applies (ScheduleHeuristics.h):
+// query-head packing into the 64-row WGMMA tile and split-KV to fill the SMs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir::attn;
+
+namespace {
+AttentionShape decode(int64_t batch, int64_t qLen, int64_t kvLen, int64_t hq, int64_t hkv,
+                      int64_t d = 128) {
+  AttentionShape s;
+  s.batch = batch;
+  s.qLen = qLen;
+  s.kvLen = kvLen;
+  s.qHeads = hq;
+  s.kvHeads = hkv;
+  s.headDim = d;
+  return s;
+}
+} // namespace
+
+TEST(PackQHeads, MQAPacksAllHeadsWhenTheyFit) {
+  // Table-3 rows: q_len 3, 16 query heads, 1 KV head -> 48 rows fit in 64.
+  EXPECT_EQ(selectPackQHeads(decode(16, 3, 8192, 16, 1), GPUInfo{}), 16);
+}
+
+TEST(PackQHeads, LargestDivisorWhoseRowsFit) {
+  // 16 heads per KV head at q_len 8: 8 × 8 = 64 rows fit, 16 × 8 = 128 do not.
+  EXPECT_EQ(selectPackQHeads(decode(1, 8, 1024, 16, 1), GPUInfo{}), 8);
+  // Ratio 6 at q_len 16: divisors 1, 2, 3, 6 -> 3 × 16 = 48 fits, 6 × 16 = 96 does not.
+  EXPECT_EQ(selectPackQHeads(decode(1, 16, 1024, 12, 2), GPUInfo{}), 3);
+}
+
+TEST(PackQHeads, MHAHasNothingToPack) {
+  EXPECT_EQ(selectPackQHeads(decode(1, 1, 1024, 32, 32), GPUInfo{}), 1);
+}
+
+TEST(PackQHeads, TooManyQueryTokensFallsBackToOne) {
+  EXPECT_EQ(selectPackQHeads(decode(1, 100, 1024, 8, 1), GPUInfo{}), 1);
+}
+
+TEST(SplitKv, LargeBatchNeedsNoSplit) {
+  EXPECT_EQ(selectSplitKv(/*ctas=*/256, /*kvLen=*/1024, /*tileN=*/128, GPUInfo{}), 1);
+  EXPECT_EQ(selectSplitKv(132, 1 << 20, 128, GPUInfo{}), 1);
+}
+
+TEST(SplitKv, SmallBatchSplitsToCoverTheSMs) {
+  // 2 CTAs on 132 SMs -> 66 splits, each still holding many 128-key tiles.
+  EXPECT_EQ(selectSplitKv(2, 131072, 128, GPUInfo{}), 66);
+  GPUInfo h200;
+  h200.numSMs = 132;
+  EXPECT_EQ(selectSplitKv(16, 8192, 128, h200), 9);
+}
+
+TEST(SplitKv, NeverMoreSplitsThanTiles) {
+  // 1 CTA, 300 keys -> at most ceil(300 / 128) = 3 splits.
+  EXPECT_EQ(selectSplitKv(1, 300, 128, GPUInfo{}), 3);
+  EXPECT_EQ(selectSplitKv(1, 1, 128, GPUInfo{}), 1);
+}
+
+TEST(DecodeSchedule, Table3Rows) {
+  // ctx × batch = 1024 × 256 ... 131072 × 2: the grid always covers the 132 SMs.
+  for (int64_t ctx = 1024, batch = 256; ctx <= 131072; ctx *= 2, batch /= 2) {
+    DecodeSchedule d = selectDecodeSchedule(decode(batch, 3, ctx, 16, 1), GPUInfo{});
+    EXPECT_EQ(d.packQHeads, 16) << ctx;
+    EXPECT_EQ(d.ctasPerSplit, batch) << ctx;
+    EXPECT_GE(d.ctasPerSplit * d.splitKv, 132) << ctx;
+    EXPECT_LE(d.splitKv, (ctx + d.tileN - 1) / d.tileN) << ctx;
+  }
+}
+
+TEST(DecodeSchedule, DynamicLengthDefersSplit) {
+  DecodeSchedule d =
+      selectDecodeSchedule(decode(AttentionShape::kDynamicExtent, 1,
+                                  AttentionShape::kDynamicExtent, 8, 1),
+                           GPUInfo{});
+  EXPECT_EQ(d.splitKv, 0);
+  EXPECT_EQ(d.packQHeads, 8);
+}
+
+TEST(TileN, HeadDim256HalvesTheTile) {
+  EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 64)), 128);
+  EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 128)), 128);
+  EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 256)), 64);
+}
