@@ -8,4 +8,5 @@ ninja -C "$build" attn-doc >/dev/null
 mkdir -p "$root/docs/generated"
 cp "$build/docs/Dialects/AttnDialect.md" "$root/docs/generated/AttnDialect.md"
 cp "$build/docs/Passes/AttnPasses.md" "$root/docs/generated/AttnPasses.md"
+cp "$build/docs/Passes/AttnConversionPasses.md" "$root/docs/generated/AttnConversionPasses.md"
 echo "docs/generated/ updated"

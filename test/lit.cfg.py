@@ -24,7 +24,7 @@ config.substitutions.append(("%attn_obj", config.attn_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.attn_src_root, "examples")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["attn-opt", "attn-fuzz-verifier", "FileCheck", "not"],
+llvm_config.add_tool_substitutions(["attn-opt", "attn-fuzz-verifier", "FileCheck", "not", "llvm-nm"],
                                    tool_dirs)
 
 # --- hardware / toolchain features -------------------------------------------------------------
@@ -32,6 +32,18 @@ ptxas = config.ptxas_path or shutil.which("ptxas")
 if ptxas and os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+
+# Host ISA features, for tests that execute x86 objects.
+try:
+    with open("/proc/cpuinfo") as f:
+        cpu_flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
+except OSError:
+    cpu_flags = []
+for flag in ("avx2", "avx512bw", "avx512vbmi"):
+    if flag in cpu_flags:
+        config.available_features.add("host-" + flag)
+if shutil.which("g++"):
+    config.available_features.add("host-cxx")
 
 if shutil.which("qemu-aarch64") and shutil.which("aarch64-linux-gnu-g++"):
     config.available_features.add("qemu-aarch64")

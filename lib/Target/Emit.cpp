@@ -9,7 +9,13 @@
 
 #include "attn/Target/Emit.h"
 
+#include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Target/CPU.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Pass/PassManager.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -26,6 +32,8 @@ StringRef mlir::attn::stringifyEmitFormat(EmitFormat f) {
     return "cubin";
   case EmitFormat::Object:
     return "obj";
+  case EmitFormat::Assembly:
+    return "asm";
   case EmitFormat::Header:
     return "header";
   }
@@ -59,7 +67,61 @@ static std::string describeVariant(Operation *op) {
   return s;
 }
 
-LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &) {
+/// Rank of an x86 ISA in "a function using both needs the wider": scalar < avx2 < avx512 < vbmi.
+static int x86Rank(TargetKind t) {
+  switch (t) {
+  case TargetKind::avx2:
+    return 1;
+  case TargetKind::avx512:
+    return 2;
+  case TargetKind::avx512_vbmi:
+    return 3;
+  default:
+    return 0;
+  }
+}
+
+/// Header, object or assembly for a module whose attn ops all have CPU targets.
+static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostream &os) {
+  llvm::StringMap<TargetKind> isaOf;
+  for (auto fn : module.getOps<func::FuncOp>()) {
+    std::optional<TargetKind> isa;
+    WalkResult r = fn.walk([&](Operation *op) {
+      std::optional<TargetKind> t = getOpTarget(op);
+      if (!t || !llvm::isa<AttnDialect>(op->getDialect()))
+        return WalkResult::advance();
+      if (isa && (*isa == TargetKind::neon) != (*t == TargetKind::neon)) {
+        op->emitError() << "one function holds one architecture; this op targets "
+                        << stringifyTargetKind(*t) << ", another " << stringifyTargetKind(*isa);
+        return WalkResult::interrupt();
+      }
+      if (!isa || x86Rank(*t) > x86Rank(*isa))
+        isa = t;
+      return WalkResult::advance();
+    });
+    if (r.wasInterrupted())
+      return failure();
+    if (isa)
+      isaOf[fn.getSymName()] = *isa;
+  }
+  if (format == EmitFormat::Header)
+    return emitCPUHeader(module, isaOf, os);
+
+  OwningOpRef<ModuleOp> clone = module.clone();
+  SymbolTable symbols(*clone);
+  for (auto fn : llvm::make_early_inc_range(clone->getOps<func::FuncOp>()))
+    if (!fn.isDeclaration() &&
+        failed(symbols.rename(fn, (Twine(kKernelSymbolPrefix) + fn.getSymName()).str())))
+      return fn.emitError() << "cannot rename the kernel's internal symbol";
+  PassManager pm(module.getContext());
+  pm.addPass(createConvertAttnToCPU());
+  buildCPUToLLVMPipeline(pm);
+  if (failed(pm.run(*clone)))
+    return failure();
+  return emitCPUObject(*clone, isaOf, format == EmitFormat::Assembly, os);
+}
+
+LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &os) {
   if (format == EmitFormat::MLIR)
     return success(); // printed by the MLIR driver itself
   AttnDialect *dialect = module.getContext()->getLoadedDialect<AttnDialect>();
@@ -72,8 +134,8 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
     return module.emitError() << "nothing to emit: the module holds no attn op";
 
   bool wantsGPU = format == EmitFormat::PTX || format == EmitFormat::Cubin;
-  bool wantsCPU = format == EmitFormat::Object;
-  bool ok = true;
+  bool wantsCPU = format == EmitFormat::Object || format == EmitFormat::Assembly;
+  bool ok = true, anyGPU = false;
   for (Operation *op : kernels) {
     std::optional<TargetKind> target = getOpTarget(op);
     if (!target) {
@@ -89,10 +151,15 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
       ok = false;
       continue;
     }
+    anyGPU |= isGPUTarget(*target);
+  }
+  if (!ok)
+    return failure();
+  if (!wantsGPU && !anyGPU)
+    return emitCPU(module, format, os);
+  for (Operation *op : kernels)
     op->emitError() << "not supported yet: no lowering of '" << op->getName() << "' ("
                     << describeVariant(op) << ") to " << stringifyEmitFormat(format) << " for "
-                    << stringifyTargetKind(*target);
-    ok = false;
-  }
-  return success(ok);
+                    << stringifyTargetKind(*getOpTarget(op));
+  return failure();
 }

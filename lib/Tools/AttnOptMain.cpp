@@ -32,6 +32,7 @@ static llvm::cl::opt<EmitFormat> emitFormat(
                      clEnumValN(EmitFormat::PTX, "ptx", "PTX for sm_90a"),
                      clEnumValN(EmitFormat::Cubin, "cubin", "a cubin for sm_90a (needs ptxas)"),
                      clEnumValN(EmitFormat::Object, "obj", "a relocatable CPU object file"),
+                     clEnumValN(EmitFormat::Assembly, "asm", "CPU assembly (what --emit=obj encodes)"),
                      clEnumValN(EmitFormat::Header, "header",
                                 "a C header with every kernel's signature and buffer layouts")));
 

@@ -8,6 +8,8 @@ Build a spec (``attention(...)``) or write MLIR by hand, then ``compile`` it::
     print(qattn.compile(spec).output)
 
 The compiler itself is the `attn-opt` executable; ``find_attn_opt`` says how it is located.
+``qattn.nomad`` trains and stores the product-quantization codebooks of NoMAD-Attention
+(``train_codebooks``, ``encode``, ``inertia``, ``save_codebooks``, ``load_codebooks``).
 """
 
 from .compiler import (
@@ -21,6 +23,7 @@ from .compiler import (
     parse_diagnostics,
     version,
 )
+from .nomad import encode, inertia, load_codebooks, save_codebooks, train_codebooks
 from .spec import Spec, attention
 
 __version__ = "0.1.0"
@@ -34,7 +37,12 @@ __all__ = [
     "Spec",
     "attention",
     "compile",
+    "encode",
     "find_attn_opt",
+    "inertia",
+    "load_codebooks",
     "parse_diagnostics",
+    "save_codebooks",
+    "train_codebooks",
     "version",
 ]

@@ -6,7 +6,8 @@
 // mutant checks three properties in-process:
 //   1. parsing either succeeds or reports at least one error diagnostic (no silent rejection);
 //   2. a module that parses and verifies prints to text that parses and verifies again;
-//   3. attn-normalize + attn-select-schedule + --emit=ptx/obj either succeed or report an error.
+//   3. attn-normalize + attn-select-schedule + --emit=ptx/header (and, for every Nth module,
+//      obj through LLVM) either succeed or report an error.
 // A crash, a sanitizer report or a hang (caught by lit's timeout) fails the run; so does a
 // violated property. Prints a one-line summary.
 //
@@ -34,6 +35,10 @@ static llvm::cl::list<std::string> inputFiles(llvm::cl::Positional, llvm::cl::On
 static llvm::cl::opt<unsigned> numMutations("mutations", llvm::cl::init(100000),
                                             llvm::cl::desc("number of mutants to run"));
 static llvm::cl::opt<unsigned> seed("seed", llvm::cl::init(1), llvm::cl::desc("RNG seed"));
+static llvm::cl::opt<unsigned> codegenEvery(
+    "codegen-every", llvm::cl::init(50),
+    llvm::cl::desc("run the full CPU code generation (--emit=obj) on every Nth accepted module; "
+                   "the others stop at --emit=header"));
 static llvm::cl::opt<bool> dumpFailures("dump-failures", llvm::cl::init(false),
                                         llvm::cl::desc("print inputs that violate a property"));
 
@@ -187,7 +192,9 @@ static void runOne(const std::string &text, DialectRegistry &registry, Stats &st
   ++stats.pipelineOk;
   if (failed(verify(*module)))
     violation("pass pipeline produced an invalid module");
-  for (attn::EmitFormat f : {attn::EmitFormat::PTX, attn::EmitFormat::Object}) {
+  bool codegen = codegenEvery && stats.pipelineOk % codegenEvery == 0;
+  for (attn::EmitFormat f : {attn::EmitFormat::PTX, attn::EmitFormat::Header,
+                             codegen ? attn::EmitFormat::Object : attn::EmitFormat::Header}) {
     std::string artifact;
     llvm::raw_string_ostream aos(artifact);
     before = errors;

@@ -13,7 +13,7 @@
 
 namespace mlir::attn {
 
-enum class EmitFormat { MLIR, PTX, Cubin, Object, Header };
+enum class EmitFormat { MLIR, PTX, Cubin, Object, Assembly, Header };
 
 llvm::StringRef stringifyEmitFormat(EmitFormat f);
 

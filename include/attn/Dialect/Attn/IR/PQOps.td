@@ -61,13 +61,14 @@ def Attn_PQScoresOp : Attn_Op<"pq.scores"> {
     * `lut` [Hq, S, C] ui8 and `lut_params` [Hq, 2] f32 from `attn.pq.lut`
     * `codes` [H, NB, S, R] ui8
     * `length`: index, number of valid keys (0 ≤ length ≤ 32·NB)
-    * `scores` [Hq, T] f32 (T ≥ length)
+    * `scores` [Hq, T]: f32 scores step · Σ lut + bias, or ui16 for the raw accumulators
+      (T ≥ length; keys at or beyond `length` are not written)
   }];
   let arguments = (ins Attn_In<MemRefRankOf<[UI8], [3]>, "lookup tables [Hq, S, C]">:$lut,
                        Attn_In<MemRefRankOf<[F32], [2]>, "(scale, bias) [Hq, 2]">:$lut_params,
                        Attn_In<MemRefRankOf<[UI8], [4]>, "code cache [H, NB, S, R]">:$codes,
                        Index:$length,
-                       Attn_Out<MemRefRankOf<[F32], [2]>, "scores [Hq, T]">:$scores,
+                       Attn_Out<MemRefRankOf<[F32, UI16], [2]>, "scores [Hq, T]">:$scores,
                        Attn_PQAttr:$pq,
                        OptionalAttr<Attn_TargetAttr>:$target);
   let assemblyFormat = [{

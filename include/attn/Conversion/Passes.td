@@ -1,0 +1,48 @@
+//===- Passes.td - attn conversions ------------------------*- tablegen -*-===//
+//
+// What this file is: every conversion out of the attn dialect, one def per target family, in the
+// style of MLIR's and CIRCT's Conversion/Passes.td. Target-specific code lives in
+// lib/Conversion/AttnTo<Target>/.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_CONVERSION_PASSES_TD
+#define ATTN_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+//===----------------------------------------------------------------------===//
+// AttnToCPU
+//===----------------------------------------------------------------------===//
+
+def ConvertAttnToCPU : Pass<"convert-attn-to-cpu", "ModuleOp"> {
+  let summary = "Lower NoMAD attn.pq.* ops to loops, vectors and explicit SIMD lookup intrinsics";
+  let description = [{
+    Rewrites each `attn.pq.*` op into scf loops over vector and memref ops. The table lookups of
+    `attn.pq.scores` (and of `attn.pq.attention`) are explicit `llvm.call_intrinsic`s, chosen by
+    the op's target (or the `isa` option):
+
+    | target        | 16 centroids (4-bit codes)       | 32 / 64 centroids (8-bit codes)        |
+    |---------------|----------------------------------|----------------------------------------|
+    | `avx2`        | `llvm.x86.avx2.pshuf.b` (2 rows) | not supported                          |
+    | `avx512`      | `llvm.x86.avx512.pshuf.b.512` (4)| not supported                          |
+    | `avx512_vbmi` | `llvm.x86.avx512.pshuf.b.512` (4)| `vpermb` / `vpermi2b` (2 rows)         |
+    | `neon`        | `llvm.aarch64.neon.tbl1` (1 row) | not supported                          |
+    | `scalar`      | plain loads (the reference path) | plain loads                            |
+
+    Accumulation is in u16 (FAISS's even/odd trick: add the looked-up bytes as u16 lanes and, in
+    a second accumulator, the same lanes shifted right by 8). Memref arguments of unsigned element
+    types become signless, and every converted function gets `llvm.emit_c_interface` so that the
+    object exports `_mlir_ciface_<name>` (the header from `--emit=header` wraps it).
+    Ops of other families on CPU targets are refused with "not supported yet".
+  }];
+  let options = [
+    Option<"isa", "isa", "std::string", /*default=*/"\"\"",
+           "Override the ops' target: scalar, avx2, avx512, avx512_vbmi or neon">
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::vector::VectorDialect", "::mlir::memref::MemRefDialect",
+                           "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+                           "::mlir::affine::AffineDialect"];
+}
+
+#endif // ATTN_CONVERSION_PASSES_TD

@@ -1,0 +1,220 @@
+//===- AttnToCPU.cpp - the convert-attn-to-cpu pass -----------------------===//
+//
+// What this file is: the pass driver of the CPU lowering — picks the ISA per op, makes the memref
+// arguments of each kernel function signless (ui8 → i8, ui16 → i16) and C-callable, dispatches each
+// attn op to its generator (PQLookup.cpp, PQBuild.cpp, PQAttention.cpp) and refuses the variants
+// that have no CPU lowering. Also the ISA table and the small builders the generators share, and
+// the `attn-cpu-to-llvm` pipeline that finishes the job.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/Passes.h"
+
+#include "CPUCodegen.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#define DEBUG_TYPE "convert-attn-to-cpu"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_CONVERTATTNTOCPU
+#include "attn/Conversion/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::cpu;
+
+//===----------------------------------------------------------------------===//
+// ISA table and shared builders
+//===----------------------------------------------------------------------===//
+
+ISA ISA::get(TargetKind kind) {
+  switch (kind) {
+  case TargetKind::avx2:
+    return {kind, 32, "llvm.x86.avx2.pshuf.b", "", ""};
+  case TargetKind::avx512:
+    return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "", ""};
+  case TargetKind::avx512_vbmi:
+    return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "llvm.x86.avx512.permvar.qi.512",
+            "llvm.x86.avx512.vpermi2var.qi.512"};
+  case TargetKind::neon:
+    return {kind, 16, "llvm.aarch64.neon.tbl1.v16i8", "", ""};
+  case TargetKind::scalar:
+  case TargetKind::sm_90a:
+    return {kind, 0, "", "", ""};
+  }
+  llvm_unreachable("unknown target");
+}
+
+Value cpu::idx(ImplicitLocOpBuilder &b, int64_t v) {
+  return arith::ConstantIndexOp::create(b, v);
+}
+
+Value cpu::intConst(ImplicitLocOpBuilder &b, Type t, int64_t v) {
+  return arith::ConstantOp::create(b, t, b.getIntegerAttr(t, v));
+}
+
+Value cpu::floatConst(ImplicitLocOpBuilder &b, Type t, double v) {
+  return arith::ConstantOp::create(b, t, b.getFloatAttr(t, v));
+}
+
+Value cpu::splat(ImplicitLocOpBuilder &b, VectorType t, double v) {
+  Type e = t.getElementType();
+  Attribute a = isa<FloatType>(e) ? Attribute(b.getFloatAttr(e, v))
+                                  : Attribute(b.getIntegerAttr(e, static_cast<int64_t>(v)));
+  return arith::ConstantOp::create(b, t, DenseElementsAttr::get(t, a));
+}
+
+Value cpu::clampIndex(ImplicitLocOpBuilder &b, Value v, Value lo, Value hi) {
+  return arith::MinSIOp::create(b, arith::MaxSIOp::create(b, v, lo), hi);
+}
+
+void cpu::forLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, int64_t step,
+                  function_ref<void(ImplicitLocOpBuilder &, Value)> body) {
+  scf::ForOp::create(b, lb, ub, idx(b, step), ValueRange{},
+                     [&](OpBuilder &nested, Location loc, Value iv, ValueRange) {
+                       ImplicitLocOpBuilder nb(loc, nested);
+                       body(nb, iv);
+                       scf::YieldOp::create(nb);
+                     });
+}
+
+Value cpu::dim(ImplicitLocOpBuilder &b, Value memref, int64_t d) {
+  auto t = cast<MemRefType>(memref.getType());
+  if (!t.isDynamicDim(d))
+    return idx(b, t.getDimSize(d));
+  return memref::DimOp::create(b, memref, d);
+}
+
+Value cpu::validKeys(ImplicitLocOpBuilder &b, Value length, Value codes, Value capacity) {
+  Value blockKeys = arith::MulIOp::create(b, dim(b, codes, 1), idx(b, 32));
+  Value hi = arith::MinSIOp::create(b, blockKeys, capacity);
+  return clampIndex(b, length, idx(b, 0), hi);
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+/// ui8 → i8, ui16 → i16 in a memref type; other types unchanged.
+static Type signless(Type t) {
+  auto m = dyn_cast<MemRefType>(t);
+  if (!m)
+    return t;
+  auto it = dyn_cast<IntegerType>(m.getElementType());
+  if (!it || it.isSignless())
+    return t;
+  return MemRefType::get(m.getShape(), IntegerType::get(t.getContext(), it.getWidth()),
+                         m.getLayout(), m.getMemorySpace());
+}
+
+namespace {
+struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAttnToCPUPass> {
+  using ConvertAttnToCPUBase::ConvertAttnToCPUBase;
+
+  LogicalResult lowerOp(Operation *op, TargetKind target) {
+    ISA isaInfo = ISA::get(target);
+    ImplicitLocOpBuilder b(op->getLoc(), op);
+    return llvm::TypeSwitch<Operation *, LogicalResult>(op)
+        .Case([&](PQLutOp o) {
+          return emitLUT(b, o.getPq(), o.getQuery(), o.getCodebooks(), o.getLut(),
+                         o.getLutParams());
+        })
+        .Case([&](PQScoresOp o) {
+          bool raw = !o.getScores().getType().getElementType().isF32();
+          return emitScores(b, isaInfo, o.getPq(), o.getLut(), o.getLutParams(), o.getCodes(),
+                            o.getLength(), o.getScores(), raw, o.getLoc());
+        })
+        .Case([&](PQEncodeOp o) {
+          return emitEncode(b, o.getPq(), o.getKeys(), o.getCodebooks(), o.getOffset(),
+                            o.getCodes());
+        })
+        .Case([&](PQAttentionOp o) {
+          return emitAttention(b, isaInfo, o, o.getQuery(), o.getCodebooks(), o.getCodes(),
+                               o.getValues(), o.getVScale(), o.getLength(), o.getOut());
+        })
+        .Default([&](Operation *o) {
+          return o->emitError() << "not supported yet: convert-attn-to-cpu lowers the NoMAD "
+                                   "attn.pq.* ops only, not '"
+                                << o->getName() << "' on " << stringifyTargetKind(target);
+        });
+  }
+
+  LogicalResult lowerFunction(func::FuncOp fn, std::optional<TargetKind> override) {
+    SmallVector<Operation *> ops;
+    fn.walk([&](Operation *op) {
+      if (llvm::isa<AttnDialect>(op->getDialect()))
+        ops.push_back(op);
+    });
+    if (ops.empty())
+      return success();
+    // Resolve every target first: a function lowers to one object for one ISA family.
+    SmallVector<TargetKind> targets;
+    for (Operation *op : ops) {
+      std::optional<TargetKind> t = override ? override : getOpTarget(op);
+      if (!t)
+        return op->emitError() << "no target: write target = #attn.target<...>, run "
+                                  "attn-normalize{target=...} or pass isa=...";
+      if (isGPUTarget(*t))
+        return op->emitError() << "convert-attn-to-cpu needs a CPU target, but this op targets "
+                               << stringifyTargetKind(*t);
+      targets.push_back(*t);
+    }
+    // Make memref arguments signless; the attn ops are erased below, so their (unsigned)
+    // operand constraints do not matter in between.
+    SmallVector<Type> inputs;
+    for (BlockArgument arg : fn.getArguments()) {
+      arg.setType(signless(arg.getType()));
+      inputs.push_back(arg.getType());
+    }
+    fn.setFunctionType(FunctionType::get(&getContext(), inputs, fn.getResultTypes()));
+    fn->setAttr("llvm.emit_c_interface", UnitAttr::get(&getContext()));
+    for (auto [op, t] : llvm::zip(ops, targets)) {
+      if (failed(lowerOp(op, t)))
+        return failure();
+      op->erase();
+    }
+    return success();
+  }
+
+  void runOnOperation() override {
+    std::optional<TargetKind> override;
+    if (!isa.empty()) {
+      override = symbolizeTargetKind(isa);
+      if (!override || isGPUTarget(*override)) {
+        getOperation().emitError() << "convert-attn-to-cpu: unknown CPU isa '" << isa
+                                   << "'; expected scalar, avx2, avx512, avx512_vbmi or neon";
+        return signalPassFailure();
+      }
+    }
+    for (auto fn : getOperation().getOps<func::FuncOp>())
+      if (failed(lowerFunction(fn, override)))
+        return signalPassFailure();
+  }
+};
+} // namespace
+
+void mlir::attn::buildCPUToLLVMPipeline(OpPassManager &pm) {
+  pm.addPass(memref::createExpandStridedMetadataPass()); // collapse_shape → reinterpret_cast
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mlir::attn::registerCPUToLLVMPipeline() {
+  PassPipelineRegistration<>("attn-cpu-to-llvm",
+                             "Lower the output of convert-attn-to-cpu to the LLVM dialect",
+                             buildCPUToLLVMPipeline);
+}

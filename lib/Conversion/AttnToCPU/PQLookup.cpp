@@ -1,0 +1,227 @@
+//===- PQLookup.cpp - lowering of attn.pq.scores (in-register lookups) ----===//
+//
+// What this file is: the hot loop of NoMAD — scores of every key by looking up, per
+// sub-quantizer, the query's u8 table with the key's code, accumulated in u16. One generator for
+// the SIMD targets (the lookup intrinsic and register width come from the ISA table) and one for
+// the scalar reference path. Both produce bit-identical u16 sums and f32 scores.
+//
+//   block of 32 keys, 16 centroids (4-bit codes), R = register bytes / 16 sub-quantizer rows:
+//     codes  = load R rows × 16 bytes          byte j of a row: key j (low nibble), key j+16 (high)
+//     table  = load R LUT rows × 16 bytes
+//     lo, hi = codes & 0xF, codes >> 4         → keys 0..15, keys 16..31
+//     A     += lookup(table, lo) as u16 lanes  (byte 2i + 256 · byte 2i+1, wraps)
+//     B     += lookup(table, lo) as u16 >> 8   (byte 2i+1)
+//   after all rows: even keys = A − (B << 8), odd keys = B; fold the R rows; interleave.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUCodegen.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::cpu;
+
+namespace {
+/// Keys of one code block and the u16 lanes of one 16-byte half-row.
+constexpr int64_t kBlock = 32;
+
+/// Collapses the two innermost dims of an identity-layout memref so that one vector load may span
+/// several sub-quantizer rows: [.., S, R] → [.., S·R].
+Value collapseInner(ImplicitLocOpBuilder &b, Value m) {
+  auto t = cast<MemRefType>(m.getType());
+  int64_t rank = t.getRank();
+  SmallVector<ReassociationIndices> groups;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    groups.push_back({i});
+  groups.push_back({rank - 2, rank - 1});
+  return memref::CollapseShapeOp::create(b, m, groups);
+}
+
+Value lookup(ImplicitLocOpBuilder &b, StringRef intrinsic, VectorType t, ValueRange args) {
+  return LLVM::CallIntrinsicOp::create(b, t, b.getStringAttr(intrinsic), args)->getResult(0);
+}
+
+Value slice(ImplicitLocOpBuilder &b, Value v, int64_t offset, int64_t size) {
+  return vector::ExtractStridedSliceOp::create(b, v, ArrayRef<int64_t>{offset},
+                                               ArrayRef<int64_t>{size}, ArrayRef<int64_t>{1});
+}
+
+/// From the two accumulators of one lookup stream (rows × keysPerRow keys), the u16 sum of each
+/// key over all rows, in key order: vector<keysPerRow x i16>.
+Value finalize(ImplicitLocOpBuilder &b, Value a, Value bAcc, int64_t rows, int64_t keysPerRow) {
+  auto t = cast<VectorType>(a.getType());
+  Value even = arith::SubIOp::create(b, a, arith::ShLIOp::create(b, bAcc, splat(b, t, 8)));
+  int64_t lanes = keysPerRow / 2;
+  Value e = slice(b, even, 0, lanes), o = slice(b, bAcc, 0, lanes);
+  for (int64_t r = 1; r < rows; ++r) {
+    e = arith::AddIOp::create(b, e, slice(b, even, r * lanes, lanes));
+    o = arith::AddIOp::create(b, o, slice(b, bAcc, r * lanes, lanes));
+  }
+  SmallVector<int64_t> interleave;
+  for (int64_t j = 0; j < lanes; ++j) {
+    interleave.push_back(j);
+    interleave.push_back(lanes + j);
+  }
+  return vector::ShuffleOp::create(b, e, o, interleave);
+}
+
+/// Dequantizes (or keeps raw) the 32 u16 sums of a block and stores the valid ones.
+void storeBlock(ImplicitLocOpBuilder &b, Value sums, Value scores, Value hq, Value blk, Value len,
+                Value delta, Value bias, bool rawU16) {
+  Value base = arith::MulIOp::create(b, blk, idx(b, kBlock));
+  Value remaining = arith::SubIOp::create(b, len, base);
+  auto maskT = VectorType::get({kBlock}, b.getI1Type());
+  Value mask = vector::CreateMaskOp::create(b, maskT, ValueRange{remaining});
+  Value value = sums;
+  if (!rawU16) {
+    auto f32x32 = VectorType::get({kBlock}, b.getF32Type());
+    Value f = arith::UIToFPOp::create(b, f32x32, sums);
+    Value d = vector::BroadcastOp::create(b, f32x32, delta);
+    Value c = vector::BroadcastOp::create(b, f32x32, bias);
+    value = arith::AddFOp::create(b, arith::MulFOp::create(b, f, d), c);
+  }
+  vector::MaskedStoreOp::create(b, scores, ValueRange{hq, base}, mask, value);
+}
+
+/// The SIMD loop over the sub-quantizers of one block; returns the 32 sums in key order.
+Value simdBlock(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub, Value lutRows,
+                Value codeRows, Value hq, Value h, Value blk) {
+  int64_t w = isa.vecBytes;
+  bool fourBit = pq.getCentroids() == 16;
+  int64_t rowBytes = fourBit ? 16 : kBlock; // code bytes of one sub-quantizer row
+  int64_t rowsPerVec = w / rowBytes;
+  int64_t c = pq.getCentroids();
+  auto i8v = VectorType::get({w}, b.getI8Type());
+  auto i16v = VectorType::get({w / 2}, b.getI16Type());
+  int64_t numAcc = fourBit ? 4 : 2;
+  SmallVector<Value> init(numAcc, splat(b, i16v, 0));
+
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), idx(b, numSub), idx(b, rowsPerVec), init,
+      [&](OpBuilder &nested, Location loc, Value s, ValueRange accs) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        Value codeOff = arith::MulIOp::create(nb, s, idx(nb, rowBytes));
+        Value codesV = vector::LoadOp::create(nb, i8v, codeRows, ValueRange{h, blk, codeOff});
+        SmallVector<Value> results;
+        if (fourBit) {
+          Value lutOff = arith::MulIOp::create(nb, s, idx(nb, 16));
+          Value table = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
+          Value lo = arith::AndIOp::create(nb, codesV, splat(nb, i8v, 15));
+          Value hi = arith::ShRUIOp::create(nb, codesV, splat(nb, i8v, 4));
+          results.push_back(lookup(nb, isa.lookup16, i8v, {table, lo}));
+          results.push_back(lookup(nb, isa.lookup16, i8v, {table, hi}));
+        } else {
+          // Two rows of 32 one-byte codes; the second row indexes the second table.
+          SmallVector<Attribute> offsets;
+          for (int64_t i = 0; i < w; ++i)
+            offsets.push_back(nb.getI8IntegerAttr(i < kBlock ? 0 : c));
+          Value rowOffset = arith::ConstantOp::create(nb, i8v, DenseElementsAttr::get(i8v, offsets));
+          Value index = arith::OrIOp::create(nb, codesV, rowOffset);
+          Value lutOff = arith::MulIOp::create(nb, s, idx(nb, c));
+          if (c == 32) {
+            Value table = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
+            results.push_back(lookup(nb, isa.permute64, i8v, {table, index}));
+          } else {
+            Value t0 = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
+            Value lutOff1 = arith::AddIOp::create(nb, lutOff, idx(nb, c));
+            Value t1 = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff1});
+            results.push_back(lookup(nb, isa.permute128, i8v, {t0, index, t1}));
+          }
+        }
+        SmallVector<Value> next;
+        for (auto [i, r] : llvm::enumerate(results)) {
+          Value lanes = vector::BitCastOp::create(nb, i16v, r);
+          next.push_back(arith::AddIOp::create(nb, accs[2 * i], lanes));
+          next.push_back(arith::AddIOp::create(
+              nb, accs[2 * i + 1], arith::ShRUIOp::create(nb, lanes, splat(nb, i16v, 8))));
+        }
+        scf::YieldOp::create(nb, next);
+      });
+  ValueRange accs = loop.getResults();
+  if (fourBit) {
+    Value lo = finalize(b, accs[0], accs[1], rowsPerVec, 16);
+    Value hi = finalize(b, accs[2], accs[3], rowsPerVec, 16);
+    SmallVector<int64_t> concat;
+    for (int64_t i = 0; i < kBlock; ++i)
+      concat.push_back(i);
+    return vector::ShuffleOp::create(b, lo, hi, concat);
+  }
+  return finalize(b, accs[0], accs[1], rowsPerVec, kBlock);
+}
+} // namespace
+
+LogicalResult cpu::emitScores(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, Value lut,
+                              Value params, Value codes, Value length, Value scores, bool rawU16,
+                              Location loc) {
+  auto lutT = cast<MemRefType>(lut.getType());
+  int64_t numSub = lutT.getDimSize(1);
+  bool fourBit = pq.getCentroids() == 16;
+  if (ShapedType::isDynamic(numSub))
+    return emitError(loc) << "not supported yet: a dynamic number of sub-quantizers";
+  if (!isa.isScalar()) {
+    int64_t rowsPerVec = isa.vecBytes / (fourBit ? 16 : kBlock);
+    if (!fourBit && isa.permute64.empty())
+      return emitError(loc) << "not supported yet: " << pq.getCentroids()
+                            << "-centroid lookups on " << stringifyTargetKind(isa.kind);
+    if (numSub % rowsPerVec != 0)
+      return emitError(loc) << "not supported yet: " << numSub
+                            << " sub-quantizers on " << stringifyTargetKind(isa.kind)
+                            << ", which looks up " << rowsPerVec << " at a time";
+  }
+  Value numQ = dim(b, lut, 0);
+  Value ratio = arith::DivUIOp::create(b, numQ, dim(b, codes, 0));
+  Value len = validKeys(b, length, codes, dim(b, scores, 1));
+  Value numBlocks = arith::CeilDivUIOp::create(b, len, idx(b, kBlock));
+
+  forLoop(b, idx(b, 0), numQ, 1, [&](ImplicitLocOpBuilder &b, Value hq) {
+    Value h = arith::DivUIOp::create(b, hq, ratio);
+    Value delta, bias;
+    if (!rawU16) {
+      delta = memref::LoadOp::create(b, params, ValueRange{hq, idx(b, 0)});
+      bias = memref::LoadOp::create(b, params, ValueRange{hq, idx(b, 1)});
+    }
+    if (!isa.isScalar()) {
+      Value lutRows = collapseInner(b, lut);
+      Value codeRows = collapseInner(b, codes);
+      forLoop(b, idx(b, 0), numBlocks, 1, [&](ImplicitLocOpBuilder &b, Value blk) {
+        Value sums = simdBlock(b, isa, pq, numSub, lutRows, codeRows, hq, h, blk);
+        storeBlock(b, sums, scores, hq, blk, len, delta, bias, rawU16);
+      });
+      return;
+    }
+    // Scalar reference: one key at a time, same u16 sum, same float operations.
+    forLoop(b, idx(b, 0), len, 1, [&](ImplicitLocOpBuilder &b, Value t) {
+      Value blk = arith::DivUIOp::create(b, t, idx(b, kBlock));
+      Value j = arith::RemUIOp::create(b, t, idx(b, kBlock));
+      Value i32zero = intConst(b, b.getI32Type(), 0);
+      auto sum = scf::ForOp::create(
+          b, idx(b, 0), idx(b, numSub), idx(b, 1), ValueRange{i32zero},
+          [&](OpBuilder &nested, Location l, Value s, ValueRange acc) {
+            ImplicitLocOpBuilder nb(l, nested);
+            Value code;
+            if (fourBit) {
+              Value col = arith::RemUIOp::create(nb, j, idx(nb, 16));
+              Value byte = memref::LoadOp::create(nb, codes, ValueRange{h, blk, s, col});
+              Value low = arith::AndIOp::create(nb, byte, intConst(nb, nb.getI8Type(), 15));
+              Value high = arith::ShRUIOp::create(nb, byte, intConst(nb, nb.getI8Type(), 4));
+              Value first = arith::CmpIOp::create(nb, arith::CmpIPredicate::ult, j, idx(nb, 16));
+              code = arith::SelectOp::create(nb, first, low, high);
+            } else {
+              code = memref::LoadOp::create(nb, codes, ValueRange{h, blk, s, j});
+            }
+            Value codeIdx = arith::IndexCastUIOp::create(nb, nb.getIndexType(), code);
+            Value entry = memref::LoadOp::create(nb, lut, ValueRange{hq, s, codeIdx});
+            Value wide = arith::ExtUIOp::create(nb, nb.getI32Type(), entry);
+            scf::YieldOp::create(nb, ValueRange{arith::AddIOp::create(nb, acc[0], wide)});
+          });
+      Value u16 = arith::TruncIOp::create(b, b.getI16Type(), sum.getResult(0));
+      Value out = u16;
+      if (!rawU16) {
+        Value f = arith::UIToFPOp::create(b, b.getF32Type(), u16);
+        out = arith::AddFOp::create(b, arith::MulFOp::create(b, f, delta), bias);
+      }
+      memref::StoreOp::create(b, out, scores, ValueRange{hq, t});
+    });
+  });
+  return success();
+}

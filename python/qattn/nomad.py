@@ -1,0 +1,387 @@
+"""NoMAD-Attention codebooks: training them on recorded keys, and storing them for a whole model.
+
+NoMAD-Attention replaces the query-key dot products of decoding with lookups: every key of head_dim
+D is split into S = D / dsub sub-vectors, and each sub-vector is stored as the index of its nearest
+centroid in a small codebook (product quantization). Each (layer, KV head, sub-quantizer) has its
+own codebook of C centroids (16 gives 4-bit codes; 32 or 64 give 8-bit codes) of dimension dsub,
+learned by k-means on keys recorded from the model. The compiler's ``attn.pq.*`` ops take the
+codebooks of one layer as a float32 array of shape [H, S, C, dsub] (H = KV heads), row-major.
+
+- ``train_codebooks(keys, dsub)`` learns the codebooks of one layer from its keys [T, H, D]:
+  k-means++ initialisation, then Lloyd iterations, all (head, sub-quantizer) pairs at once.
+- ``encode(keys, codebooks)`` gives the nearest-centroid codes [T, H, S]: a reference for what
+  ``attn.pq.encode`` computes (f32 squared distances, lowest index on ties), without its blocked,
+  nibble-packed code layout. ``inertia(keys, codebooks)`` is the total squared quantization error.
+- ``save_codebooks`` / ``load_codebooks`` write and read the codebooks of every layer of a model.
+
+Codebook file format (version 1)
+--------------------------------
+One uncompressed NumPy ``.npz`` archive (``np.savez``) per model, written to exactly the path given
+(``.npz`` is the conventional suffix). It holds:
+
+- ``layer_<i>`` for each layer i (decimal, no padding: ``layer_0``, ``layer_17``): a float32 array
+  [H, S, C, dsub], the codebooks of that layer exactly as the kernels take them.
+- ``__header__``: a 0-d unicode array holding a JSON object::
+
+      {"format": "qattn-nomad-codebooks", "version": 1,
+       "dsub": 1, "centroids": 16,
+       "layers": [0, 1, ...],                       # sorted layer indices
+       "shapes": {"0": [H, S, C, dsub], ...},       # per layer, keyed by str(layer)
+       "meta": {...}}                               # free-form, JSON-serializable
+
+Every layer shares ``dsub`` and ``centroids``; H and S may differ between layers. The file needs
+no qattn to read: ``np.load(path)["layer_3"]``, ``json.loads(str(np.load(path)["__header__"]))``.
+``load_codebooks`` checks the format tag, the version, that the arrays present are exactly the
+layers listed, and every dtype and shape against the header; any mismatch raises ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+import numpy as np
+
+FORMAT = "qattn-nomad-codebooks"
+FORMAT_VERSION = 1
+DSUBS = (1, 2, 4, 8)  # what #attn.pq<dsub = ...> accepts
+CENTROIDS = (16, 32, 64)  # what #attn.pq<centroids = ...> accepts
+HEADER_KEY = "__header__"
+
+PathLike = Union[str, "os.PathLike[str]"]
+
+# Distance blocks are computed in chunks of tokens holding at most this many elements.
+_CHUNK_ELEMENTS = 1 << 16  # ~0.5 MiB of float64: cache-sized blocks are fastest
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------------------------
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
+def _check_pq(dsub: int, centroids: int) -> None:
+    if not _is_int(dsub) or dsub not in DSUBS:
+        raise ValueError(f"dsub must be one of {DSUBS}, got {dsub!r}")
+    if not _is_int(centroids) or centroids not in CENTROIDS:
+        raise ValueError(f"centroids must be one of {CENTROIDS}, got {centroids!r}")
+
+
+def _as_keys(keys: Any, dtype: Any) -> np.ndarray:
+    """``keys`` as a [T, H, D] array of ``dtype``; ValueError if it is not one."""
+    arr = np.asarray(keys)
+    if arr.dtype.kind in "bcOSU":
+        raise ValueError(f"keys must be a real-valued array, got dtype {arr.dtype}")
+    if arr.ndim != 3:
+        raise ValueError(f"keys must have shape [T, H, D], got shape {arr.shape}")
+    return arr.astype(dtype, copy=False)
+
+
+def _split(keys: np.ndarray, codebooks: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Flatten (head, sub-quantizer) into one axis Q = H * S.
+
+    Returns the sub-vectors [T, Q, dsub] and the codebooks [Q, C, dsub] (same dtype as keys).
+    """
+    if codebooks.ndim != 4:
+        raise ValueError(f"codebooks must have shape [H, S, C, dsub], got {codebooks.shape}")
+    t, h, d = keys.shape
+    ch, s, c, dsub = codebooks.shape
+    if ch != h or s * dsub != d:
+        raise ValueError(
+            f"codebooks of shape {codebooks.shape} do not fit keys of shape {keys.shape}: "
+            f"expected [{h}, {d // max(dsub, 1)}, C, {dsub}] (H = {h}, S * dsub = D = {d})")
+    x = keys.reshape(t, h * s, dsub)
+    cb = codebooks.astype(keys.dtype, copy=False).reshape(h * s, c, dsub)
+    return x, cb
+
+
+def _nearest(x: np.ndarray, cb: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """Nearest centroid of every sub-vector.
+
+    ``x`` [N, Q, dsub], ``cb`` [Q, C, dsub] (one dtype). Returns the indices [N, Q] and squared
+    distances [N, Q]. Distances are accumulated over dsub in order, as ``sum_j (x_j - c_j)^2``
+    (subtract, multiply, add: no expansion), in the dtype of the inputs, like attn.pq.encode; the
+    lowest index wins ties, and NaN distances never win.
+    """
+    n, q, dsub = x.shape
+    c = cb.shape[1]
+    labels = np.empty((n, q), dtype=np.intp)
+    dists = np.empty((n, q), dtype=x.dtype)
+    step = max(1, _CHUNK_ELEMENTS // max(1, q * c))
+    for start in range(0, n, step):
+        xs = x[start:start + step]
+        d = np.zeros((xs.shape[0], q, c), dtype=x.dtype)
+        for j in range(dsub):
+            diff = xs[:, :, None, j] - cb[None, :, :, j]
+            d += diff * diff
+        d[np.isnan(d)] = np.inf
+        idx = np.argmin(d, axis=2)
+        labels[start:start + step] = idx
+        dists[start:start + step] = np.take_along_axis(d, idx[:, :, None], axis=2)[:, :, 0]
+    return labels, dists
+
+
+# --------------------------------------------------------------------------------------------
+# Encoding and quantization error
+# --------------------------------------------------------------------------------------------
+
+
+def encode(keys: Any, codebooks: Any) -> np.ndarray:
+    """Nearest-centroid codes of ``keys`` [T, H, D] under ``codebooks`` [H, S, C, dsub].
+
+    Returns uint8 codes [T, H, S]. This is the arithmetic of ``attn.pq.encode``: keys and
+    codebooks in float32, squared L2 distance accumulated over the dsub components in order, the
+    lowest centroid index on ties. (The op additionally writes the codes into the blocked,
+    transposed code cache; this returns them unpacked.)
+    """
+    k = _as_keys(keys, np.float32)
+    x, cb = _split(k, np.asarray(codebooks))
+    labels, _ = _nearest(x, cb)
+    t, h, _ = k.shape
+    return labels.astype(np.uint8).reshape(t, h, -1)
+
+
+def inertia(keys: Any, codebooks: Any) -> float:
+    """Sum over (token, head, sub-quantizer) of the squared distance to the nearest centroid.
+
+    ``keys`` [T, H, D], ``codebooks`` [H, S, C, dsub]; computed in float64.
+    """
+    k = _as_keys(keys, np.float64)
+    x, cb = _split(k, np.asarray(codebooks))
+    _, dists = _nearest(x, cb)
+    return float(dists.sum())
+
+
+# --------------------------------------------------------------------------------------------
+# k-means
+# --------------------------------------------------------------------------------------------
+
+
+def _kmeans_pp(x: np.ndarray, centroids: int, rng: np.random.Generator) -> np.ndarray:
+    """k-means++ seeding of every sub-quantizer at once: x [N, Q, dsub] -> [Q, C, dsub].
+
+    The first centroid of each sub-quantizer is a uniformly random point; each next one is a
+    point drawn with probability proportional to its squared distance to the nearest centroid
+    chosen so far. (When every point already coincides with a centroid, a uniform draw.)
+    """
+    n, q, dsub = x.shape
+    cols = np.arange(q)
+    cb = np.empty((q, centroids, dsub), dtype=x.dtype)
+    first = rng.integers(n, size=q)
+    cb[:, 0] = x[first, cols]
+    d2 = ((x - cb[None, :, 0]) ** 2).sum(axis=2)  # [N, Q]
+    for k in range(1, centroids):
+        cum = np.cumsum(d2, axis=0)
+        total = cum[-1]
+        u = (1.0 - rng.random(q)) * total  # in (0, total]
+        pick = np.minimum((cum < u[None, :]).sum(axis=0), n - 1)  # first i with cum[i] >= u
+        uniform = rng.integers(n, size=q)
+        pick = np.where(total > 0, pick, uniform)
+        cb[:, k] = x[pick, cols]
+        d2 = np.minimum(d2, ((x - cb[None, :, k]) ** 2).sum(axis=2))
+    return cb
+
+
+def _update(x: np.ndarray, labels: np.ndarray, dists: np.ndarray, centroids: int) -> np.ndarray:
+    """Lloyd update: every centroid becomes the mean of its points. Modifies ``labels``.
+
+    An empty cluster is re-seeded with the point farthest from its centroid (lowest index on
+    ties) among clusters of two or more points, which then moves to the empty cluster. Both steps
+    can only lower the inertia, so k-means stays monotone.
+    """
+    n, q, dsub = x.shape
+    flat = (labels + centroids * np.arange(q)[None, :]).ravel()
+    counts = np.bincount(flat, minlength=q * centroids).reshape(q, centroids)
+    sums = np.stack([np.bincount(flat, weights=x[:, :, j].ravel(), minlength=q * centroids)
+                     for j in range(dsub)], axis=-1).reshape(q, centroids, dsub)
+    if not counts.all():
+        dists = dists.copy()
+        for sq, empty in np.argwhere(counts == 0):  # rare: a short Python loop is fine
+            donors = counts[sq, labels[:, sq]] >= 2
+            i = int(np.argmax(np.where(donors, dists[:, sq], -1.0)))
+            old = labels[i, sq]
+            counts[sq, old] -= 1
+            sums[sq, old] -= x[i, sq]
+            counts[sq, empty] = 1
+            sums[sq, empty] = x[i, sq]
+            labels[i, sq] = empty
+            dists[i, sq] = 0.0
+    return sums / counts[:, :, None]
+
+
+def train_codebooks(keys: Any, dsub: int, centroids: int = 16, iters: int = 25, seed: int = 0,
+                    sample: Optional[int] = None, return_history: bool = False):
+    """Learn the NoMAD codebooks of one layer by k-means on its recorded keys.
+
+    Args:
+      keys: [T, H, D] keys of one layer (tokens, KV heads, head_dim), any real dtype.
+      dsub: sub-vector dimension (1, 2, 4 or 8); D must be a multiple of it. S = D / dsub.
+      centroids: codebook size C (16, 32 or 64).
+      iters: maximum number of Lloyd iterations; training stops earlier once the assignments
+        (or, with duplicate points, the centroids) stop changing.
+      seed: seed of ``np.random.default_rng``, used for ``sample`` and k-means++. The result is
+        a deterministic function of (keys, dsub, centroids, iters, seed, sample).
+      sample: train on at most this many tokens, a random subset of the T (all when ``None``).
+      return_history: also return the inertia (on the training tokens, float64) of the k-means++
+        centroids followed by that after each Lloyd iteration; it never increases.
+
+    Returns:
+      float32 codebooks [H, S, C, dsub], or ``(codebooks, history)`` with ``return_history``.
+
+    Each (head, sub-quantizer) pair is its own k-means problem; all are solved together, in
+    float64, vectorized over heads and sub-quantizers. Raises ValueError when there are fewer
+    training tokens than centroids, or the keys are not finite.
+    """
+    _check_pq(dsub, centroids)
+    k = _as_keys(keys, np.float64)
+    t, h, d = k.shape
+    if d % dsub:
+        raise ValueError(f"head_dim {d} is not a multiple of dsub = {dsub}")
+    if iters < 0:
+        raise ValueError(f"iters must be >= 0, got {iters}")
+    if t < centroids:
+        raise ValueError(f"need at least as many key vectors as centroids to train codebooks: "
+                         f"got T = {t} tokens for {centroids} centroids")
+    if sample is not None and sample < centroids:
+        raise ValueError(f"sample = {sample} is smaller than centroids = {centroids}")
+    if not np.isfinite(k).all():
+        raise ValueError("keys contain NaN or infinite values")
+
+    rng = np.random.default_rng(seed)
+    if sample is not None and sample < t:
+        k = k[np.sort(rng.choice(t, size=sample, replace=False))]
+    n = k.shape[0]
+    s = d // dsub
+    x = np.ascontiguousarray(k.reshape(n, h * s, dsub))
+
+    cb = _kmeans_pp(x, centroids, rng)
+    labels, dists = _nearest(x, cb)
+    history: List[float] = [float(dists.sum())]
+    for _ in range(iters):
+        new_cb = _update(x, labels, dists, centroids)  # labels now reflect any re-seeding
+        new_labels, dists = _nearest(x, new_cb)
+        history.append(float(dists.sum()))
+        # A fixed point: the assignments (or, with duplicate points, the centroids) repeat.
+        converged = np.array_equal(new_labels, labels) or np.array_equal(new_cb, cb)
+        cb, labels = new_cb, new_labels
+        if converged:
+            break
+
+    out = cb.reshape(h, s, centroids, dsub).astype(np.float32)
+    return (out, history) if return_history else out
+
+
+# --------------------------------------------------------------------------------------------
+# The codebook file of a model
+# --------------------------------------------------------------------------------------------
+
+
+def save_codebooks(path: PathLike, codebooks_by_layer: Mapping[int, Any], dsub: int,
+                   centroids: int, meta: Optional[Mapping[str, Any]] = None) -> None:
+    """Write the codebooks of a model to ``path`` in the format of this module's docstring.
+
+    ``codebooks_by_layer`` maps each layer index to its codebooks [H, S, C, dsub] (stored as
+    float32). ``meta`` is any JSON-serializable mapping (model name, calibration data, ...).
+    The file is written to exactly ``path`` (no suffix is added).
+    """
+    _check_pq(dsub, centroids)
+    arrays: Dict[str, np.ndarray] = {}
+    shapes: Dict[str, List[int]] = {}
+    layers: List[int] = []
+    for layer, cb in codebooks_by_layer.items():
+        if not _is_int(layer) or layer < 0:
+            raise ValueError(f"layer indices must be non-negative integers, got {layer!r}")
+        layer = int(layer)
+        if layer in layers:
+            raise ValueError(f"layer {layer} given twice")
+        arr = np.ascontiguousarray(cb, dtype=np.float32)
+        if arr.ndim != 4 or arr.shape[2] != centroids or arr.shape[3] != dsub:
+            raise ValueError(f"layer {layer}: codebooks must have shape [H, S, {centroids}, "
+                             f"{dsub}], got {arr.shape}")
+        if not np.isfinite(arr).all():
+            raise ValueError(f"layer {layer}: codebooks contain NaN or infinite values")
+        layers.append(layer)
+        arrays[f"layer_{layer}"] = arr
+        shapes[str(layer)] = [int(e) for e in arr.shape]
+    layers.sort()
+    header = {"format": FORMAT, "version": FORMAT_VERSION, "dsub": int(dsub),
+              "centroids": int(centroids), "layers": layers,
+              "shapes": {str(i): shapes[str(i)] for i in layers},
+              "meta": dict(meta) if meta is not None else {}}
+    try:
+        text = json.dumps(header)
+    except TypeError as err:
+        raise ValueError(f"meta is not JSON-serializable: {err}") from None
+    with open(path, "wb") as f:
+        np.savez(f, **{HEADER_KEY: np.array(text)}, **arrays)
+
+
+def load_codebooks(path: PathLike) -> Tuple[Dict[int, np.ndarray], Dict[str, Any]]:
+    """Read a file written by ``save_codebooks``.
+
+    Returns ``(codebooks_by_layer, info)``: float32 [H, S, C, dsub] arrays keyed by layer index,
+    and the header (format, version, dsub, centroids, layers, shapes, meta). Raises ValueError
+    when the file is not a codebook file of a supported version or disagrees with its header.
+    """
+    def bad(why: str) -> ValueError:
+        return ValueError(f"{os.fspath(path)}: not a valid {FORMAT} file: {why}")
+
+    try:
+        npz = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, zipfile.BadZipFile) as err:
+        raise bad(str(err)) from None
+    if isinstance(npz, np.ndarray):
+        raise bad("a single .npy array, not an .npz archive")
+    with npz:
+        names = set(npz.files)
+        if HEADER_KEY not in names:
+            raise bad(f"no {HEADER_KEY} array")
+        raw = npz[HEADER_KEY]
+        if raw.dtype.kind != "U" or raw.ndim != 0:
+            raise bad(f"{HEADER_KEY} must be a 0-d string array")
+        try:
+            info = json.loads(str(raw))
+        except json.JSONDecodeError as err:
+            raise bad(f"{HEADER_KEY} is not JSON: {err}") from None
+        if not isinstance(info, dict):
+            raise bad(f"{HEADER_KEY} is not a JSON object")
+        if info.get("format") != FORMAT:
+            raise bad(f"format tag is {info.get('format')!r}, expected {FORMAT!r}")
+        if info.get("version") != FORMAT_VERSION:
+            raise bad(f"unsupported version {info.get('version')!r} (this qattn reads version "
+                      f"{FORMAT_VERSION})")
+        dsub, centroids = info.get("dsub"), info.get("centroids")
+        try:
+            _check_pq(dsub, centroids)
+        except ValueError as err:
+            raise bad(str(err)) from None
+        layers, shapes = info.get("layers"), info.get("shapes")
+        if (not isinstance(layers, list) or not isinstance(shapes, dict)
+                or not all(_is_int(i) for i in layers)):
+            raise bad("'layers' must be a list of integers and 'shapes' an object")
+        if not isinstance(info.get("meta", {}), dict):
+            raise bad("'meta' must be an object")
+        expected = {f"layer_{i}" for i in layers} | {HEADER_KEY}
+        if len(set(layers)) != len(layers) or names != expected:
+            raise bad(f"arrays {sorted(names - {HEADER_KEY})} do not match layers {layers}")
+        if set(shapes) != {str(i) for i in layers}:
+            raise bad(f"'shapes' has entries for {sorted(shapes)}, expected one per layer")
+        out: Dict[int, np.ndarray] = {}
+        for i in layers:
+            arr = npz[f"layer_{i}"]
+            shape = shapes[str(i)]
+            if arr.dtype != np.float32:
+                raise bad(f"layer_{i} has dtype {arr.dtype}, expected float32")
+            if list(arr.shape) != shape:
+                raise bad(f"layer_{i} has shape {list(arr.shape)}, header says {shape}")
+            if arr.ndim != 4 or arr.shape[2] != centroids or arr.shape[3] != dsub:
+                raise bad(f"layer_{i} has shape {list(arr.shape)}, expected [H, S, "
+                          f"{centroids}, {dsub}]")
+            out[i] = arr
+    info.setdefault("meta", {})
+    return out, info

@@ -1,0 +1,20 @@
+// RUN: attn-opt %s --convert-attn-to-cpu -split-input-file -verify-diagnostics
+// RUN: not attn-opt %s --convert-attn-to-cpu=isa=sm_90a 2>&1 | FileCheck %s --check-prefix=ISA
+// The CPU lowering refuses what it cannot lower, on the op, with the reason.
+
+// ISA: convert-attn-to-cpu: unknown CPU isa 'sm_90a'
+
+func.func @attention_on_cpu(%q: memref<1x1x4x64xf32>, %k: memref<1x100x1x64xf32>, %v: memref<1x100x1x64xf32>, %o: memref<1x1x4x64xf32>) {
+  // expected-error @+1 {{not supported yet: convert-attn-to-cpu lowers the NoMAD attn.pq.* ops only, not 'attn.attention' on avx2}}
+  attn.attention decode ins(%q, %k, %v : memref<1x1x4x64xf32>, memref<1x100x1x64xf32>, memref<1x100x1x64xf32>) outs(%o : memref<1x1x4x64xf32>) {target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
+func.func @no_target(%l: memref<1x64x16xui8>, %p: memref<1x2xf32>, %c: memref<1x4x64x16xui8>, %n: index, %s: memref<1x128xf32>) {
+  // expected-error @+1 {{no target: write target = #attn.target<...>, run attn-normalize{target=...} or pass isa=...}}
+  attn.pq.scores ins(%l, %p, %c : memref<1x64x16xui8>, memref<1x2xf32>, memref<1x4x64x16xui8>) length(%n) outs(%s : memref<1x128xf32>) {pq = #attn.pq<dsub = 2>}
+  return
+}
+
