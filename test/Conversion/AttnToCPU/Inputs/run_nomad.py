@@ -34,6 +34,9 @@ def main():
     ap.add_argument("--isa", required=True)
     ap.add_argument("--configs", default="64:1,64:2,64:4,128:1,128:2,128:4",
                     help="comma-separated head_dim:dsub[:centroids]")
+    ap.add_argument("--build-only", metavar="DIR",
+                    help="build static harnesses into DIR (harness_<isa>_<d>_<dsub>_<c>) to run on "
+                         "another machine, instead of running them here")
     args = ap.parse_args()
 
     flags = host_flags()
@@ -42,6 +45,9 @@ def main():
     missing = sorted(needs - flags)
     neon = args.isa == "neon"
     cxx = ["aarch64-linux-gnu-g++", "-static"] if neon else ["g++"]
+    if args.build_only:
+        cxx = cxx + ["-static"] if not neon else cxx
+        missing = []
     ok = True
     with tempfile.TemporaryDirectory() as tmp:
         for cfg in args.configs.split(","):
@@ -74,6 +80,12 @@ def main():
                 if res.returncode != 0:
                     print(f"FAIL {name}: harness build\n{res.stderr}")
                     ok = False
+                    continue
+                if args.build_only:
+                    import shutil
+                    shutil.copy(work / "harness",
+                                pathlib.Path(args.build_only) / f"harness_{args.isa}_{d}_{dsub}_{c}")
+                    print(f"BUILT {name}")
                     continue
                 if missing:
                     print(f"COMPILED {name} (not run: host lacks {' '.join(missing)})")
