@@ -39,6 +39,10 @@ static llvm::cl::opt<unsigned> codegenEvery(
     "codegen-every", llvm::cl::init(50),
     llvm::cl::desc("run the full CPU code generation (--emit=obj) on every Nth accepted module; "
                    "the others stop at --emit=header"));
+static llvm::cl::opt<std::string> lastInput(
+    "last-input", llvm::cl::init(""),
+    llvm::cl::desc("write each input to this file before running it, so that a crash leaves "
+                   "its reproducer behind"));
 static llvm::cl::opt<bool> dumpFailures("dump-failures", llvm::cl::init(false),
                                         llvm::cl::desc("print inputs that violate a property"));
 
@@ -144,6 +148,11 @@ struct Stats {
 /// Runs one input through parse, round trip, passes and emit; records property violations.
 static void runOne(const std::string &text, DialectRegistry &registry, Stats &stats) {
   ++stats.inputs;
+  if (!lastInput.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(lastInput, ec);
+    os << text;
+  }
   MLIRContext ctx(registry, MLIRContext::Threading::DISABLED);
   ctx.loadAllAvailableDialects();
   unsigned errors = 0;

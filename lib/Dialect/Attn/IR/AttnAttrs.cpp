@@ -248,15 +248,23 @@ int64_t ScheduleAttr::getClusterSize() const {
   return size;
 }
 
-namespace {
-/// Field values while parsing `#attn.schedule<...>`.
-struct ScheduleFields {
-  int64_t packQHeads = 0, splitKv = 0, tileM = 0, tileN = 0, stages = 0;
-  ArrayAttr roles;
-  SmallVector<int64_t> cluster;
-  BoolAttr crossover, pingpong, intraWgOverlap, persistent;
-};
-} // namespace
+ScheduleFields::ScheduleFields(ScheduleAttr s)
+    : packQHeads(s.getPackQHeads()), splitKv(s.getSplitKv()), tileM(s.getTileM()),
+      tileN(s.getTileN()), stages(s.getStages()), roles(s.getRoles()),
+      cluster(s.getCluster().begin(), s.getCluster().end()), crossover(s.getCrossover()),
+      pingpong(s.getPingpong()), intraWgOverlap(s.getIntraWgOverlap()),
+      persistent(s.getPersistent()) {}
+
+ScheduleAttr ScheduleFields::get(MLIRContext *ctx) const {
+  return ScheduleAttr::get(ctx, packQHeads, splitKv, tileM, tileN, stages, roles, cluster,
+                           crossover, pingpong, intraWgOverlap, persistent);
+}
+
+ScheduleAttr ScheduleFields::getChecked(function_ref<InFlightDiagnostic()> emitError,
+                                        MLIRContext *ctx) const {
+  return ScheduleAttr::getChecked(emitError, ctx, packQHeads, splitKv, tileM, tileN, stages,
+                                  roles, cluster, crossover, pingpong, intraWgOverlap, persistent);
+}
 
 static ParseResult parseBool(AsmParser &parser, BoolAttr &out) {
   SMLoc loc = parser.getCurrentLocation();
@@ -364,10 +372,7 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
     parser.emitError(loc) << "stages must be in [1, 8], got 0";
     return {};
   }
-  return ScheduleAttr::getChecked([&] { return parser.emitError(loc); }, parser.getContext(),
-                                  f.packQHeads, f.splitKv, f.tileM, f.tileN, f.stages, f.roles,
-                                  f.cluster, f.crossover, f.pingpong, f.intraWgOverlap,
-                                  f.persistent);
+  return f.getChecked([&] { return parser.emitError(loc); }, parser.getContext());
 }
 
 void ScheduleAttr::print(AsmPrinter &p) const {

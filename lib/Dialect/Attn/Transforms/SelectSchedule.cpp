@@ -23,27 +23,11 @@ using namespace mlir;
 using namespace mlir::attn;
 
 namespace {
-/// Mutable copy of a schedule: unset fields are 0 / null, as in ScheduleAttr.
-struct Fields {
-  int64_t packQHeads = 0, splitKv = 0, tileM = 0, tileN = 0, stages = 0;
-  ArrayAttr roles;
-  SmallVector<int64_t> cluster;
-  BoolAttr crossover, pingpong, intraWgOverlap, persistent;
-
+/// A schedule being completed: fills only the fields the spec left undecided.
+struct Fields : ScheduleFields {
   explicit Fields(ScheduleAttr s) {
-    if (!s)
-      return;
-    packQHeads = s.getPackQHeads();
-    splitKv = s.getSplitKv();
-    tileM = s.getTileM();
-    tileN = s.getTileN();
-    stages = s.getStages();
-    roles = s.getRoles();
-    cluster.assign(s.getCluster().begin(), s.getCluster().end());
-    crossover = s.getCrossover();
-    pingpong = s.getPingpong();
-    intraWgOverlap = s.getIntraWgOverlap();
-    persistent = s.getPersistent();
+    if (s)
+      static_cast<ScheduleFields &>(*this) = ScheduleFields(s);
   }
   static void fill(int64_t &field, int64_t value) {
     if (field == 0)
@@ -60,10 +44,6 @@ struct Fields {
     roles = ArrayAttr::get(
         ctx, {WarpRoleAttr::get(ctx, RoleKind::producer, 1, producerRegs),
               WarpRoleAttr::get(ctx, RoleKind::consumer, consumerWGs, consumerRegs)});
-  }
-  ScheduleAttr build(MLIRContext *ctx) const {
-    return ScheduleAttr::get(ctx, packQHeads, splitKv, tileM, tileN, stages, roles, cluster,
-                             crossover, pingpong, intraWgOverlap, persistent);
   }
 };
 
@@ -120,7 +100,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       Fields::fill(f.intraWgOverlap, ctx, true);
       Fields::fill(f.persistent, ctx, false);
     }
-    op.setScheduleAttr(f.build(ctx));
+    op.setScheduleAttr(f.get(ctx));
     return mlir::verify(op, /*verifyRecursively=*/false);
   }
 
@@ -137,7 +117,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     if (f.cluster.empty())
       f.cluster = f.crossover.getValue() ? SmallVector<int64_t>{2, 1, 1}
                                          : SmallVector<int64_t>{1, 1, 1};
-    op.setScheduleAttr(f.build(ctx));
+    op.setScheduleAttr(f.get(ctx));
     return mlir::verify(op, /*verifyRecursively=*/false);
   }
 

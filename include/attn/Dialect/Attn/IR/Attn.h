@@ -26,6 +26,20 @@
 #include "attn/Dialect/Attn/IR/AttnOps.h.inc"
 
 namespace mlir::attn {
+/// The fields of #attn.schedule as plain values (0 / null: not decided), to edit a schedule and
+/// build a new one: the parser and attn-select-schedule both go through it.
+struct ScheduleFields {
+  int64_t packQHeads = 0, splitKv = 0, tileM = 0, tileN = 0, stages = 0;
+  ArrayAttr roles;
+  SmallVector<int64_t> cluster;
+  BoolAttr crossover, pingpong, intraWgOverlap, persistent;
+
+  ScheduleFields() = default;
+  explicit ScheduleFields(ScheduleAttr s);
+  ScheduleAttr get(MLIRContext *ctx) const;
+  ScheduleAttr getChecked(function_ref<InFlightDiagnostic()> emitError, MLIRContext *ctx) const;
+};
+
 /// True for the GPU targets (sm_90a).
 inline bool isGPUTarget(TargetKind t) { return t == TargetKind::sm_90a; }
 /// The target written on an attn op, if any.
