@@ -31,6 +31,14 @@ for spec in examples/*.mlir; do
     fi
   done
 done
+# Run what runs here: the NoMAD CPU kernels, compiled for this host's best ISA, against the C++
+# reference (the full grid is in the test command).
+isa=scalar
+grep -qw avx2 /proc/cpuinfo && isa=avx2
+grep -qw avx512bw /proc/cpuinfo && isa=avx512
+echo "== running the NoMAD kernels on this CPU ($isa, head_dim 128, dsub 1)"
+/usr/bin/python3 test/Conversion/AttnToCPU/Inputs/run_nomad.py --attn-opt "$opt" --src . --isa "$isa" \
+  --configs 128:1 | sed 's/^/   /'
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "== GPU present: GPU kernels run once convert-attn-to-nvvm lands (nothing to run yet)"
 else

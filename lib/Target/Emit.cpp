@@ -1,9 +1,10 @@
 //===- Emit.cpp - attn-opt --emit: from a module to an artifact -----------===//
 //
-// What this file is: the dispatcher behind `--emit=ptx|cubin|obj|header`. It checks that every
+// What this file is: the dispatcher behind `--emit=ptx|cubin|obj|asm|header`. It checks that every
 // attn op of the module can go to the requested artifact (target kind, lowering available) and
-// produces it. No lowering has landed yet, so every attn op is refused with a located
-// "not supported yet" diagnostic naming the variant: never an empty or fake artifact.
+// produces it: CPU modules through convert-attn-to-cpu and lib/Target/CPU; GPU variants, which
+// have no lowering yet, are refused with a located "not supported yet" diagnostic naming the
+// variant — never an empty or fake artifact.
 //
 //===----------------------------------------------------------------------===//
 
