@@ -72,3 +72,7 @@ if config.sanitizers in ("ON", "1", "TRUE"):
     # which ASan reports as use-after-poison on valid attribute storage. Ignore manual poisoning;
     # heap errors of malloc/new are still caught.
     config.environment["ASAN_OPTIONS"] = "allow_user_poisoning=0"
+# Full LLVM code generation in the fuzz run: every 50th accepted module normally, every 500th in
+# the (about 10× slower) sanitizer build; all of them still go through --emit=header and ptx.
+config.substitutions.append(
+    ("%fuzz_codegen_every", "500" if "asan" in config.available_features else "50"))
