@@ -14,7 +14,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
+#include <vector>
 
 namespace {
 thread_local std::string lastError;
@@ -122,15 +124,16 @@ struct attn_rt_context {
   char name[256];
 };
 
+struct attn_rt_kernel {
+  CUfunction function;
+  unsigned smemConfigured;
+};
+
+/// A loaded module owns the kernel handles taken from it; attn_rt_unload_module frees both.
 struct attn_rt_module {
   attn_rt_context *ctx;
   CUmodule module;
-};
-
-struct attn_rt_kernel {
-  attn_rt_module *module;
-  CUfunction function;
-  unsigned smemConfigured;
+  std::vector<std::unique_ptr<attn_rt_kernel>> kernels;
 };
 
 extern "C" {
@@ -198,7 +201,7 @@ attn_rt_status attn_rt_load_module(attn_rt_context *ctx, const void *image, size
   if (r != CUDA_SUCCESS)
     return fail(ATTN_RT_LOAD_FAILED, "cuModuleLoadDataEx failed: " + describe(r) +
                                          (log[0] ? std::string("; JIT log: ") + log : ""));
-  *out = new attn_rt_module{ctx, module};
+  *out = new attn_rt_module{ctx, module, {}};
   return ATTN_RT_OK;
 }
 
@@ -218,7 +221,8 @@ attn_rt_status attn_rt_get_kernel(attn_rt_module *module, const char *name, attn
   if (r != CUDA_SUCCESS)
     return fail(ATTN_RT_NOT_FOUND, std::string("no kernel '") + name + "' in the module: " +
                                        describe(r));
-  *out = new attn_rt_kernel{module, fn, 0};
+  module->kernels.push_back(std::make_unique<attn_rt_kernel>(attn_rt_kernel{fn, 0}));
+  *out = module->kernels.back().get();
   return ATTN_RT_OK;
 }
 

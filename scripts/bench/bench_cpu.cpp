@@ -45,19 +45,6 @@ static double medianUs(const std::function<void()> &f, int reps) {
   return t[t.size() / 2];
 }
 
-static uint16_t toHalf(float f) { // round to nearest even; |f| stays in the normal range here
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000, m = x & 0x7fffff;
-  int32_t e = static_cast<int32_t>((x >> 23) & 0xff) - 112;
-  if (e <= 0)
-    return static_cast<uint16_t>(sign);
-  uint32_t h = (static_cast<uint32_t>(e) << 10) | (m >> 13), rem = m & 0x1fff;
-  if (rem > 0x1000 || (rem == 0x1000 && (h & 1)))
-    ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-
 /// k-means (Lloyd, k-means++-style seeding by sampling) per sub-quantizer of one head.
 static std::vector<float> trainCodebooks(const std::vector<float> &keys, int64_t t, int64_t d,
                                          int64_t dsub, int64_t c, std::mt19937 &rng) {
@@ -173,7 +160,7 @@ int main(int argc, char **argv) {
         x = normal(rng);
       std::vector<uint16_t> vh(v.size());
       for (size_t i = 0; i < v.size(); ++i)
-        vh[i] = toHalf(v[i]);
+        vh[i] = attn::ref::floatToHalf(v[i]);
 
       // Dense peers: OpenBLAS sgemv scores, and a full f32 decode built on it.
       std::vector<float> s(t), p(t), od(d);

@@ -14,10 +14,44 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 namespace attn::ref {
+
+/// IEEE binary16 bits of `f`, rounded to nearest even (the f16 values of attn.pq.attention);
+/// portable, no _Float16 needed.
+inline uint16_t floatToHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000, mant = x & 0x7fffff;
+  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
+  if (exp >= 31)
+    return static_cast<uint16_t>(sign | 0x7c00);
+  uint32_t m = mant, shift = 13, base = 0;
+  if (exp <= 0) { // subnormal half
+    if (exp < -10)
+      return static_cast<uint16_t>(sign);
+    m |= 0x800000;
+    shift = static_cast<uint32_t>(14 - exp);
+  } else {
+    base = static_cast<uint32_t>(exp) << 10;
+  }
+  uint32_t h = base + (m >> shift);
+  const uint32_t rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
+  if (rem > halfway || (rem == halfway && (h & 1)))
+    ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+/// The value of IEEE binary16 bits.
+inline float halfToFloat(uint16_t h) {
+  const int exp = (h >> 10) & 31, mant = h & 1023;
+  float v = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
+            : exp == 31 ? INFINITY
+                        : std::ldexp(static_cast<float>(1024 + mant), exp - 25);
+  return (h & 0x8000) ? -v : v;
+}
 
 struct PQShape {
   int64_t headDim, dsub, centroids;

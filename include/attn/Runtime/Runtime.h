@@ -53,7 +53,9 @@ const char *attn_rt_device_name(const attn_rt_context *ctx);
  * fails with ATTN_RT_WRONG_ARCH unless the device has exactly that compute capability. */
 attn_rt_status attn_rt_load_module(attn_rt_context *ctx, const void *image, size_t size,
                                    int arch, attn_rt_module **out);
+/* Unloads the module; kernel handles taken from it become invalid. */
 void attn_rt_unload_module(attn_rt_module *module);
+/* The kernel handle is owned by its module (valid until attn_rt_unload_module). */
 attn_rt_status attn_rt_get_kernel(attn_rt_module *module, const char *name, attn_rt_kernel **out);
 
 /* Launches with the given configuration; `args` points to each kernel parameter's value. */

@@ -91,6 +91,14 @@ Value cpu::dim(ImplicitLocOpBuilder &b, Value memref, int64_t d) {
   return memref::DimOp::create(b, memref, d);
 }
 
+FailureOr<int64_t> cpu::staticDim(ImplicitLocOpBuilder &b, Value memref, int64_t d,
+                                  StringRef what) {
+  auto t = cast<MemRefType>(memref.getType());
+  if (t.isDynamicDim(d))
+    return emitError(b.getLoc()) << "not supported yet: a dynamic " << what;
+  return t.getDimSize(d);
+}
+
 Value cpu::validKeys(ImplicitLocOpBuilder &b, Value length, Value codes, Value capacity) {
   Value blockKeys = arith::MulIOp::create(b, dim(b, codes, 1), idx(b, 32));
   Value hi = arith::MinSIOp::create(b, blockKeys, capacity);

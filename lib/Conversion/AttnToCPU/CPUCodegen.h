@@ -48,6 +48,9 @@ void forLoop(ImplicitLocOpBuilder &b, Value lb, Value ub, int64_t step,
 /// Dimension `d` of a memref value as an index (constant when static).
 Value dim(ImplicitLocOpBuilder &b, Value memref, int64_t d);
 
+/// Extent `d` of `memref` when static; otherwise a located "not supported yet" naming `what`.
+FailureOr<int64_t> staticDim(ImplicitLocOpBuilder &b, Value memref, int64_t d, StringRef what);
+
 /// Number of valid keys: length clamped to [0, min(32 · NB, capacity)].
 Value validKeys(ImplicitLocOpBuilder &b, Value length, Value codes, Value capacity);
 

@@ -48,10 +48,10 @@ static Value loadF32(ImplicitLocOpBuilder &b, Value m, ValueRange indices) {
 
 LogicalResult cpu::emitLUT(ImplicitLocOpBuilder &b, PQAttr pq, Value query, Value codebooks,
                            Value lut, Value params) {
-  auto cbT = cast<MemRefType>(codebooks.getType());
-  int64_t numSub = cbT.getDimSize(1), c = pq.getCentroids(), dsub = pq.getDsub();
-  if (ShapedType::isDynamic(numSub))
-    return emitError(b.getLoc()) << "not supported yet: a dynamic number of sub-quantizers";
+  FailureOr<int64_t> sub = staticDim(b, codebooks, 1, "number of sub-quantizers");
+  if (failed(sub))
+    return failure();
+  int64_t numSub = *sub, c = pq.getCentroids(), dsub = pq.getDsub();
   Type f32 = b.getF32Type();
   Value numQ = dim(b, query, 0);
   Value ratio = arith::DivUIOp::create(b, numQ, dim(b, codebooks, 0));
@@ -115,10 +115,10 @@ LogicalResult cpu::emitLUT(ImplicitLocOpBuilder &b, PQAttr pq, Value query, Valu
 
 LogicalResult cpu::emitEncode(ImplicitLocOpBuilder &b, PQAttr pq, Value keys, Value codebooks,
                               Value offset, Value codes) {
-  auto cbT = cast<MemRefType>(codebooks.getType());
-  int64_t numSub = cbT.getDimSize(1), c = pq.getCentroids(), dsub = pq.getDsub();
-  if (ShapedType::isDynamic(numSub))
-    return emitError(b.getLoc()) << "not supported yet: a dynamic number of sub-quantizers";
+  FailureOr<int64_t> sub = staticDim(b, codebooks, 1, "number of sub-quantizers");
+  if (failed(sub))
+    return failure();
+  int64_t numSub = *sub, c = pq.getCentroids(), dsub = pq.getDsub();
   bool fourBit = c == 16;
   Type f32 = b.getF32Type(), i8 = b.getI8Type();
   Value capacity = arith::MulIOp::create(b, dim(b, codes, 1), idx(b, 32));

@@ -153,11 +153,11 @@ Value simdBlock(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numS
 LogicalResult cpu::emitScores(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, Value lut,
                               Value params, Value codes, Value length, Value scores, bool rawU16,
                               Location loc) {
-  auto lutT = cast<MemRefType>(lut.getType());
-  int64_t numSub = lutT.getDimSize(1);
+  FailureOr<int64_t> sub = staticDim(b, lut, 1, "number of sub-quantizers");
+  if (failed(sub))
+    return failure();
+  int64_t numSub = *sub;
   bool fourBit = pq.getCentroids() == 16;
-  if (ShapedType::isDynamic(numSub))
-    return emitError(loc) << "not supported yet: a dynamic number of sub-quantizers";
   if (!isa.isScalar()) {
     int64_t rowsPerVec = isa.vecBytes / (fourBit ? 16 : kBlock);
     if (!fourBit && isa.permute64.empty())

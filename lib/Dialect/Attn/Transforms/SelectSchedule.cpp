@@ -68,7 +68,6 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     shape.kvLen = staticOr(kT.getDimSize(1));
     shape.kvHeads = kT.getDimSize(2);
     shape.headDim = qT.getDimSize(3);
-    shape.kvElemBytes = (kT.getElementTypeBitWidth() + 7) / 8;
     GPUInfo gpu;
     gpu.numSMs = numSMs;
     bool lowRegProducer = *mode == Mode::bf16;

@@ -37,37 +37,6 @@ static float relErr(const std::vector<float> &got, const std::vector<float> &wan
   return diff / scale;
 }
 
-// IEEE binary16 conversions (round to nearest even), portable across x86-64 and AArch64 g++.
-static uint16_t toHalf(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000, mant = x & 0x7fffff;
-  const int32_t exp = static_cast<int32_t>((x >> 23) & 0xff) - 127 + 15;
-  if (exp >= 31)
-    return static_cast<uint16_t>(sign | 0x7c00);
-  uint32_t m = mant, shift = 13, base = 0;
-  if (exp <= 0) { // subnormal half
-    if (exp < -10)
-      return static_cast<uint16_t>(sign);
-    m |= 0x800000;
-    shift = static_cast<uint32_t>(14 - exp);
-  } else {
-    base = static_cast<uint32_t>(exp) << 10;
-  }
-  uint32_t h = base + (m >> shift);
-  const uint32_t rem = m & ((1u << shift) - 1), halfway = 1u << (shift - 1);
-  if (rem > halfway || (rem == halfway && (h & 1)))
-    ++h;
-  return static_cast<uint16_t>(sign | h);
-}
-static float fromHalf(uint16_t h) {
-  const int exp = (h >> 10) & 31, mant = h & 1023;
-  float v = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
-            : exp == 31 ? INFINITY
-                        : std::ldexp(static_cast<float>(1024 + mant), exp - 25);
-  return (h & 0x8000) ? -v : v;
-}
-
 int main() {
   const PQShape p{ATTN_D, ATTN_DSUB, ATTN_C};
   const int64_t d = p.headDim, s = p.numSub(), c = p.centroids, r = p.rowBytes();
@@ -139,7 +108,7 @@ int main() {
       std::vector<float> vhf(vals.size()), vsc(t * h), vi8f(vals.size());
       std::vector<int8_t> vi8(vals.size());
       for (size_t i = 0; i < vals.size(); ++i)
-        vhf[i] = fromHalf(vh[i] = toHalf(vals[i]));
+        vhf[i] = halfToFloat(vh[i] = floatToHalf(vals[i]));
       for (int64_t i = 0; i < t * h; ++i) {
         float amax = 0;
         for (int64_t j = 0; j < d; ++j)

@@ -21,8 +21,6 @@ struct AttentionShape {
   int64_t qHeads = 1;
   int64_t kvHeads = 1;
   int64_t headDim = 128;
-  /// Bytes of one K (or V) element as stored (1 for int8/fp8, 2 for bf16).
-  int64_t kvElemBytes = 2;
 };
 
 struct GPUInfo {
