@@ -53,9 +53,11 @@ TEST(SplitKv, LargeBatchNeedsNoSplit) {
 TEST(SplitKv, SmallBatchSplitsToCoverTheSMs) {
   // 2 CTAs on 132 SMs -> 66 splits, each still holding many 128-key tiles.
   EXPECT_EQ(selectSplitKv(2, 131072, 128, GPUInfo{}), 66);
-  GPUInfo h200;
-  h200.numSMs = 132;
-  EXPECT_EQ(selectSplitKv(16, 8192, 128, h200), 9);
+  // 16 CTAs -> 8 splits (128 CTAs, one wave), not 9 (144: a second, nearly empty wave).
+  EXPECT_EQ(selectSplitKv(16, 8192, 128, GPUInfo{}), 8);
+  GPUInfo small;
+  small.numSMs = 16;
+  EXPECT_EQ(selectSplitKv(16, 8192, 128, small), 1);
 }
 
 TEST(SplitKv, NeverMoreSplitsThanTiles) {
@@ -65,12 +67,15 @@ TEST(SplitKv, NeverMoreSplitsThanTiles) {
 }
 
 TEST(DecodeSchedule, Table3Rows) {
-  // ctx × batch = 1024 × 256 ... 131072 × 2: the grid always covers the 132 SMs.
+  // ctx × batch = 1024 × 256 ... 131072 × 2: one wave (1, 1, 2, 4, 8, 16, 33, 66 splits), at
+  // least 128 of the 132 SMs busy.
   for (int64_t ctx = 1024, batch = 256; ctx <= 131072; ctx *= 2, batch /= 2) {
     DecodeSchedule d = selectDecodeSchedule(decode(batch, 3, ctx, 16, 1), GPUInfo{});
     EXPECT_EQ(d.packQHeads, 16) << ctx;
     EXPECT_EQ(d.ctasPerSplit, batch) << ctx;
-    EXPECT_GE(d.ctasPerSplit * d.splitKv, 132) << ctx;
+    EXPECT_GE(d.ctasPerSplit * d.splitKv, 128) << ctx;
+    if (batch < 132)
+      EXPECT_LE(d.ctasPerSplit * d.splitKv, 132) << ctx;
     EXPECT_LE(d.splitKv, (ctx + d.tileN - 1) / d.tileN) << ctx;
   }
 }
@@ -88,4 +93,17 @@ TEST(TileN, HeadDim256HalvesTheTile) {
   EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 64)), 128);
   EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 128)), 128);
   EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 256)), 64);
+  // bf16 caches stage twice the bytes: half the tile.
+  AttentionShape bf = decode(1, 1, 1, 1, 1, 128);
+  bf.kvElemBytes = 2;
+  EXPECT_EQ(selectTileN(bf), 64);
+  bf.headDim = 256;
+  EXPECT_EQ(selectTileN(bf), 32);
+  // Every choice fits one SM.
+  for (int64_t d : {64, 128, 256})
+    for (int64_t e : {1, 2}) {
+      AttentionShape s = decode(1, 1, 1, 1, 1, d);
+      s.kvElemBytes = e;
+      EXPECT_LE(decodeSharedBytes(d, selectTileN(s), e, 2), kMaxSharedBytesSm90);
+    }
 }

@@ -3,7 +3,9 @@
 // What this file is: the implementation of attn/Runtime/Runtime.h. The CUDA driver entry points
 // are looked up with dlopen/dlsym on first use (versioned names, as CUDA 13's cuda.h maps them),
 // so nothing here links libcuda; cuda.h is used for types only. Launches go through
-// cuLaunchKernelEx with a cluster-dimension attribute when a cluster is asked for.
+// cuLaunchKernelEx with a cluster-dimension attribute when a cluster is asked for. Entry points
+// newer than the basic set (tensor maps, events, memset) are optional: a driver without them still
+// opens, and only the call that needs one fails, naming it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +14,10 @@
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +54,17 @@ struct Driver {
   CUresult (*memcpyDtoH)(void *, CUdeviceptr, size_t) = nullptr;
   CUresult (*getErrorName)(CUresult, const char **) = nullptr;
   CUresult (*getErrorString)(CUresult, const char **) = nullptr;
+  // Optional entry points (nullptr when the driver lacks them).
+  CUresult (*tensorMapEncodeTiled)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
+                                   const cuuint64_t *, const cuuint64_t *, const cuuint32_t *,
+                                   const cuuint32_t *, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill) = nullptr;
+  CUresult (*eventCreate)(CUevent *, unsigned) = nullptr;
+  CUresult (*eventDestroy)(CUevent) = nullptr;
+  CUresult (*eventRecord)(CUevent, CUstream) = nullptr;
+  CUresult (*eventSynchronize)(CUevent) = nullptr;
+  CUresult (*eventElapsedTime)(float *, CUevent, CUevent) = nullptr;
+  CUresult (*memsetD8)(CUdeviceptr, unsigned char, size_t) = nullptr;
   std::string error;
 };
 
@@ -58,6 +73,13 @@ template <typename F> bool resolve(Driver &d, F &fn, const char *symbol) {
   if (!fn)
     d.error = std::string("the CUDA driver lacks ") + symbol + " (driver too old?)";
   return fn != nullptr;
+}
+
+/// Looks up the first of `symbols` the driver has; leaves `fn` null when it has none.
+template <typename F> void resolveOptional(Driver &d, F &fn, std::initializer_list<const char *> symbols) {
+  for (const char *symbol : symbols)
+    if ((fn = reinterpret_cast<F>(dlsym(d.handle, symbol))))
+      return;
 }
 
 const Driver &driver() {
@@ -94,7 +116,17 @@ const Driver &driver() {
     if (!ok) {
       dlclose(d.handle);
       d.handle = nullptr;
+      return d;
     }
+    resolveOptional(d, d.tensorMapEncodeTiled, {"cuTensorMapEncodeTiled"});
+    resolveOptional(d, d.eventCreate, {"cuEventCreate"});
+    resolveOptional(d, d.eventDestroy, {"cuEventDestroy_v2", "cuEventDestroy"});
+    resolveOptional(d, d.eventRecord, {"cuEventRecord"});
+    resolveOptional(d, d.eventSynchronize, {"cuEventSynchronize"});
+    // CUDA 12.8 renamed the entry point (cuda.h maps cuEventElapsedTime to _v2); older drivers
+    // only have the original.
+    resolveOptional(d, d.eventElapsedTime, {"cuEventElapsedTime_v2", "cuEventElapsedTime"});
+    resolveOptional(d, d.memsetD8, {"cuMemsetD8_v2"});
     return d;
   }();
   return d;
@@ -115,7 +147,35 @@ attn_rt_status check(CUresult r, const char *what, attn_rt_status status = ATTN_
     return ATTN_RT_OK;
   return fail(status, std::string(what) + " failed: " + describe(r));
 }
+
+/// Fails with ATTN_RT_NO_DRIVER when the driver is not open or lacks the optional entry point.
+template <typename F> attn_rt_status need(const F &fn, const char *symbol) {
+  const Driver &d = driver();
+  if (!d.handle)
+    return fail(ATTN_RT_NO_DRIVER, d.error);
+  if (!fn)
+    return fail(ATTN_RT_NO_DRIVER, std::string("the CUDA driver lacks ") + symbol +
+                                       " (driver too old? it needs CUDA 12 or newer)");
+  return ATTN_RT_OK;
+}
+
+std::string join(const uint64_t *values, unsigned n) {
+  std::string s = "{";
+  for (unsigned i = 0; i < n; ++i)
+    s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "}";
+}
+std::string join(const unsigned *values, unsigned n) {
+  std::string s = "{";
+  for (unsigned i = 0; i < n; ++i)
+    s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + "}";
+}
 } // namespace
+
+struct attn_rt_event {
+  CUevent event;
+};
 
 struct attn_rt_context {
   CUdevice device;
@@ -313,6 +373,176 @@ attn_rt_status attn_rt_copy_to_device(attn_rt_context *, uint64_t dst, const voi
 attn_rt_status attn_rt_copy_to_host(attn_rt_context *, void *dst, uint64_t src, size_t bytes) {
   lastError.clear();
   return check(driver().memcpyDtoH(dst, src, bytes), "cuMemcpyDtoH");
+}
+
+attn_rt_status attn_rt_memset_d8(attn_rt_context *, uint64_t dst, unsigned char value,
+                                 size_t bytes) {
+  lastError.clear();
+  const Driver &d = driver();
+  if (attn_rt_status s = need(d.memsetD8, "cuMemsetD8_v2"))
+    return s;
+  return check(d.memsetD8(dst, value, bytes), "cuMemsetD8");
+}
+
+attn_rt_status attn_rt_sm_count(attn_rt_context *ctx, int *out) {
+  lastError.clear();
+  if (!ctx || !out)
+    return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_sm_count: null context or output");
+  int n = 0;
+  if (attn_rt_status s =
+          check(driver().deviceGetAttribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+                                            ctx->device),
+                "cuDeviceGetAttribute(MULTIPROCESSOR_COUNT)"))
+    return s;
+  *out = n;
+  return ATTN_RT_OK;
+}
+
+size_t attn_rt_dtype_size(attn_rt_dtype dtype) {
+  switch (dtype) {
+  case ATTN_RT_DTYPE_U8: return 1;
+  case ATTN_RT_DTYPE_BF16: return 2;
+  case ATTN_RT_DTYPE_F16: return 2;
+  case ATTN_RT_DTYPE_F32: return 4;
+  case ATTN_RT_DTYPE_I32: return 4;
+  }
+  return 0;
+}
+
+attn_rt_status attn_rt_tensor_map_encode(attn_rt_context *ctx, void *out128, attn_rt_dtype dtype,
+                                         unsigned rank, const uint64_t *dims,
+                                         const uint64_t *byte_strides, const unsigned *box,
+                                         unsigned swizzle_bytes, uint64_t base_ptr) {
+  lastError.clear();
+  const std::string where = "attn_rt_tensor_map_encode: ";
+  if (!ctx || !out128 || !dims || !box || (rank > 1 && !byte_strides))
+    return fail(ATTN_RT_INVALID_ARGUMENT, where + "null context, output, dims, strides or box");
+  if (reinterpret_cast<uintptr_t>(out128) % 64 != 0)
+    return fail(ATTN_RT_INVALID_ARGUMENT, where + "the 128-byte output must be 64-byte aligned");
+  const size_t elem = attn_rt_dtype_size(dtype); // 0 for a value outside the enum (from C)
+  if (elem == 0)
+    return fail(ATTN_RT_INVALID_ARGUMENT,
+                where + "unknown element type " + std::to_string(static_cast<int>(dtype)));
+  CUtensorMapDataType type = CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  switch (dtype) {
+  case ATTN_RT_DTYPE_U8: type = CU_TENSOR_MAP_DATA_TYPE_UINT8; break;
+  case ATTN_RT_DTYPE_BF16: type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; break;
+  case ATTN_RT_DTYPE_F16: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16; break;
+  case ATTN_RT_DTYPE_F32: type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32; break;
+  case ATTN_RT_DTYPE_I32: type = CU_TENSOR_MAP_DATA_TYPE_INT32; break;
+  }
+  if (rank < 1 || rank > 5)
+    return fail(ATTN_RT_INVALID_ARGUMENT,
+                where + "rank " + std::to_string(rank) + " is not in 1..5");
+  CUtensorMapSwizzle swizzle;
+  switch (swizzle_bytes) {
+  case 0: swizzle = CU_TENSOR_MAP_SWIZZLE_NONE; break;
+  case 32: swizzle = CU_TENSOR_MAP_SWIZZLE_32B; break;
+  case 64: swizzle = CU_TENSOR_MAP_SWIZZLE_64B; break;
+  case 128: swizzle = CU_TENSOR_MAP_SWIZZLE_128B; break;
+  default:
+    return fail(ATTN_RT_INVALID_ARGUMENT, where + "swizzle of " + std::to_string(swizzle_bytes) +
+                                              " bytes is not 0, 32, 64 or 128");
+  }
+  const std::string args = "dims " + join(dims, rank) + ", byte strides " +
+                           join(byte_strides, rank - 1) + ", box " + join(box, rank) +
+                           ", element bytes " + std::to_string(elem) + ", swizzle " +
+                           std::to_string(swizzle_bytes) + ", base 0x";
+  char base[32];
+  std::snprintf(base, sizeof(base), "%" PRIx64, base_ptr);
+  const std::string described = args + base;
+  for (unsigned i = 0; i < rank; ++i) {
+    if (dims[i] == 0 || dims[i] > (uint64_t(1) << 32))
+      return fail(ATTN_RT_INVALID_ARGUMENT,
+                  where + "dimension " + std::to_string(i) + " must be in 1..2^32 (" + described + ")");
+    if (box[i] == 0 || box[i] > 256)
+      return fail(ATTN_RT_INVALID_ARGUMENT,
+                  where + "box extent " + std::to_string(i) + " must be in 1..256 (" + described + ")");
+  }
+  for (unsigned i = 0; i + 1 < rank; ++i)
+    if (byte_strides[i] % 16 != 0 || byte_strides[i] >= (uint64_t(1) << 40))
+      return fail(ATTN_RT_INVALID_ARGUMENT, where + "byte stride of dimension " +
+                                                std::to_string(i + 1) +
+                                                " must be a multiple of 16 below 2^40 (" +
+                                                described + ")");
+  if (box[0] * elem % 16 != 0)
+    return fail(ATTN_RT_INVALID_ARGUMENT,
+                where + "the box's inner extent must span a multiple of 16 bytes (" + described + ")");
+  if (swizzle_bytes && box[0] * elem > swizzle_bytes)
+    return fail(ATTN_RT_INVALID_ARGUMENT, where + "the box's inner extent (" +
+                                              std::to_string(box[0] * elem) +
+                                              " bytes) exceeds the swizzle span (" + described + ")");
+  if (base_ptr % 16 != 0)
+    return fail(ATTN_RT_INVALID_ARGUMENT,
+                where + "the base address must be 16-byte aligned (" + described + ")");
+  const Driver &d = driver();
+  if (attn_rt_status s = need(d.tensorMapEncodeTiled, "cuTensorMapEncodeTiled"))
+    return s;
+  cuuint64_t globalDim[5], globalStrides[4];
+  cuuint32_t boxDim[5], elementStrides[5];
+  for (unsigned i = 0; i < rank; ++i) {
+    globalDim[i] = dims[i];
+    boxDim[i] = box[i];
+    elementStrides[i] = 1;
+    if (i + 1 < rank)
+      globalStrides[i] = byte_strides[i];
+  }
+  CUresult r = d.tensorMapEncodeTiled(
+      static_cast<CUtensorMap *>(out128), type, rank,
+      reinterpret_cast<void *>(static_cast<uintptr_t>(base_ptr)), globalDim, globalStrides, boxDim,
+      elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    return fail(ATTN_RT_INVALID_ARGUMENT,
+                "cuTensorMapEncodeTiled failed: " + describe(r) + " (" + described + ")");
+  return ATTN_RT_OK;
+}
+
+attn_rt_status attn_rt_event_create(attn_rt_context *ctx, attn_rt_event **out) {
+  lastError.clear();
+  if (!ctx || !out)
+    return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_event_create: null context or output");
+  const Driver &d = driver();
+  if (attn_rt_status s = need(d.eventCreate, "cuEventCreate"))
+    return s;
+  if (attn_rt_status s = need(d.eventDestroy, "cuEventDestroy_v2"))
+    return s;
+  CUevent e;
+  if (attn_rt_status s = check(d.eventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate"))
+    return s;
+  *out = new attn_rt_event{e};
+  return ATTN_RT_OK;
+}
+
+void attn_rt_event_destroy(attn_rt_event *event) {
+  if (!event)
+    return;
+  driver().eventDestroy(event->event);
+  delete event;
+}
+
+attn_rt_status attn_rt_event_record(attn_rt_event *event, void *stream) {
+  lastError.clear();
+  if (!event)
+    return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_event_record: null event");
+  const Driver &d = driver();
+  if (attn_rt_status s = need(d.eventRecord, "cuEventRecord"))
+    return s;
+  return check(d.eventRecord(event->event, static_cast<CUstream>(stream)), "cuEventRecord");
+}
+
+attn_rt_status attn_rt_event_elapsed_ms(attn_rt_event *start, attn_rt_event *end, float *ms) {
+  lastError.clear();
+  if (!start || !end || !ms)
+    return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_event_elapsed_ms: null event or output");
+  const Driver &d = driver();
+  if (attn_rt_status s = need(d.eventSynchronize, "cuEventSynchronize"))
+    return s;
+  if (attn_rt_status s = need(d.eventElapsedTime, "cuEventElapsedTime"))
+    return s;
+  if (attn_rt_status s = check(d.eventSynchronize(end->event), "cuEventSynchronize"))
+    return s;
+  return check(d.eventElapsedTime(ms, start->event, end->event), "cuEventElapsedTime");
 }
 
 } // extern "C"

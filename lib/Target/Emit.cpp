@@ -13,12 +13,12 @@
 #include "attn/Conversion/Passes.h"
 #include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Target/CPU.h"
+#include "attn/Target/GPU.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 
-#include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -37,35 +37,10 @@ StringRef mlir::attn::stringifyEmitFormat(EmitFormat f) {
     return "asm";
   case EmitFormat::Header:
     return "header";
+  case EmitFormat::Launch:
+    return "launch";
   }
   llvm_unreachable("unknown emit format");
-}
-
-/// A short description of the kernel variant an op asks for, for diagnostics.
-static std::string describeVariant(Operation *op) {
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  llvm::TypeSwitch<Operation *>(op)
-      .Case([&](AttentionOp a) {
-        os << stringifyAttentionKind(a.getKind());
-        if (FailureOr<Mode> m = a.getEffectiveMode(); succeeded(m))
-          os << ", mode " << stringifyMode(*m);
-        if (QuantAttr k = a.getKQuantAttr())
-          os << ", " << k.getElementType() << " K/V " << stringifyGranularity(k.getGranularity());
-      })
-      .Case([&](MLADecodeOp m) {
-        os << (m.getKvQuantAttr() ? "fp8 cache" : "bf16 cache")
-           << (m.getIndices() ? ", sparse" : ", dense");
-      })
-      .Case([&](QuantizeAppendOp q) { os << stringifyGranularity(q.getQuant().getGranularity()); })
-      .Case([&](QuantizeDynamicOp q) {
-        os << stringifyGranularity(q.getQuant().getGranularity());
-      })
-      .Default([&](Operation *o) {
-        if (auto pq = o->getAttrOfType<PQAttr>("pq"))
-          os << "dsub " << pq.getDsub() << ", " << pq.getCentroids() << " centroids";
-      });
-  return s;
 }
 
 /// Rank of an x86 ISA in "a function using both needs the wider": scalar < avx2 < avx512 < vbmi.
@@ -122,7 +97,8 @@ static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostre
   return emitCPUObject(*clone, isaOf, format == EmitFormat::Assembly, os);
 }
 
-LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &os) {
+LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &os,
+                                       std::string *launchJSON) {
   if (format == EmitFormat::MLIR)
     return success(); // printed by the MLIR driver itself
   AttnDialect *dialect = module.getContext()->getLoadedDialect<AttnDialect>();
@@ -134,7 +110,8 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
   if (kernels.empty())
     return module.emitError() << "nothing to emit: the module holds no attn op";
 
-  bool wantsGPU = format == EmitFormat::PTX || format == EmitFormat::Cubin;
+  bool wantsGPU = format == EmitFormat::PTX || format == EmitFormat::Cubin ||
+                  format == EmitFormat::Launch;
   bool wantsCPU = format == EmitFormat::Object || format == EmitFormat::Assembly;
   bool ok = true, anyGPU = false;
   for (Operation *op : kernels) {
@@ -158,9 +135,22 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
     return failure();
   if (!wantsGPU && !anyGPU)
     return emitCPU(module, format, os);
-  for (Operation *op : kernels)
-    op->emitError() << "not supported yet: no lowering of '" << op->getName() << "' ("
-                    << describeVariant(op) << ") to " << stringifyEmitFormat(format) << " for "
-                    << stringifyTargetKind(*getOpTarget(op));
-  return failure();
+  if (!wantsGPU) {
+    for (Operation *op : kernels)
+      if (isGPUTarget(*getOpTarget(op)))
+        op->emitError() << "--emit=" << stringifyEmitFormat(format)
+                        << " needs a CPU target, but this op targets sm_90a";
+    return failure();
+  }
+  std::string artifact, launch;
+  if (failed(compileGPU(module, format == EmitFormat::Cubin, artifact, launch)))
+    return failure();
+  if (format == EmitFormat::Launch) {
+    os << launch;
+    return success();
+  }
+  os << artifact;
+  if (launchJSON)
+    *launchJSON = launch;
+  return success();
 }

@@ -34,19 +34,23 @@ static llvm::cl::opt<EmitFormat> emitFormat(
                      clEnumValN(EmitFormat::Object, "obj", "a relocatable CPU object file"),
                      clEnumValN(EmitFormat::Assembly, "asm", "CPU assembly (what --emit=obj encodes)"),
                      clEnumValN(EmitFormat::Header, "header",
-                                "a C header with every kernel's signature and buffer layouts")));
+                                "a C header with every kernel's signature and buffer layouts"),
+                     clEnumValN(EmitFormat::Launch, "launch",
+                                "the GPU kernels' launch metadata (JSON; --emit=ptx|cubin -o F "
+                                "also writes it to F.launch.json)")));
 
 /// Compiles one buffer (a whole file or one `// -----` chunk): parse, run the command-line
 /// pipeline, emit the artifact into `os`.
 static LogicalResult compileChunk(llvm::SourceMgr &sourceMgr, MLIRContext &context,
-                                  const MlirOptMainConfig &config, llvm::raw_ostream &os) {
+                                  const MlirOptMainConfig &config, llvm::raw_ostream &os,
+                                  std::string &launch) {
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failure();
   PassManager pm(&context);
   if (failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
     return failure();
-  return emitArtifact(*module, emitFormat, os);
+  return emitArtifact(*module, emitFormat, os, &launch);
 }
 
 /// The --emit path: like MlirOptMain (honours -split-input-file and -verify-diagnostics) but
@@ -64,6 +68,7 @@ static LogicalResult runEmit(StringRef inputFilename, StringRef outputFilename,
     llvm::errs() << "attn-opt: " << error << "\n";
     return failure();
   }
+  std::string launch;
   auto processChunk = [&](std::unique_ptr<llvm::MemoryBuffer> chunk,
                           llvm::raw_ostream &os) -> LogicalResult {
     MLIRContext context(registry);
@@ -74,17 +79,28 @@ static LogicalResult runEmit(StringRef inputFilename, StringRef outputFilename,
     sourceMgr.AddNewSourceBuffer(std::move(chunk), SMLoc());
     if (!config.shouldVerifyDiagnostics()) {
       SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-      return compileChunk(sourceMgr, context, config, os);
+      return compileChunk(sourceMgr, context, config, os, launch);
     }
     SourceMgrDiagnosticVerifierHandler handler(sourceMgr, &context,
                                                config.verifyDiagnosticsLevel());
-    (void)compileChunk(sourceMgr, context, config, os);
+    (void)compileChunk(sourceMgr, context, config, os, launch);
     return handler.verify();
   };
   if (failed(splitAndProcessBuffer(std::move(input), processChunk, output->os(),
                                    config.inputSplitMarker(), config.outputSplitMarker())))
     return failure();
   output->keep();
+  // GPU artifacts written to a file get their launch metadata beside them.
+  if (!launch.empty() && outputFilename != "-") {
+    std::unique_ptr<llvm::ToolOutputFile> meta =
+        openOutputFile((outputFilename + ".launch.json").str(), &error);
+    if (!meta) {
+      llvm::errs() << "attn-opt: " << error << "\n";
+      return failure();
+    }
+    meta->os() << launch;
+    meta->keep();
+  }
   return success();
 }
 

@@ -48,7 +48,7 @@ def main():
                 continue
             verdict = f"emit={emit}: {out.stat().st_size} bytes"
         else:
-            if not re.search(r"\.mlir:\d+:\d+: error: not supported yet: ", em.stderr):
+            if not re.search(r"\.mlir:\d+:\d+: error: not supported yet( by [\w-]+)?: ", em.stderr):
                 failures.append(f"{ex.name}: --emit={emit} failed without a located "
                                 f"'not supported yet':\n{em.stderr}")
                 continue

@@ -1,15 +1,16 @@
 // RUN: attn-opt %s --emit=ptx -split-input-file -verify-diagnostics
 // RUN: not attn-opt %s --emit=cubin -split-input-file 2>&1 | FileCheck %s --check-prefix=CUBIN
 // RUN: not attn-opt %s --attn-normalize=target=sm_90a --emit=header -split-input-file 2>&1 | FileCheck %s --check-prefix=HEADER
-// --emit: until a lowering lands, every kernel variant is refused with a located
-// "not supported yet" naming the variant — never an empty or fake artifact.
+// --emit: a kernel variant without a lowering is refused with a located "not supported yet"
+// naming what is missing — never an empty or fake artifact. (Decode on sm_90a compiles: see
+// test/Conversion/AttnToNVVM/emit-ptx.mlir.)
 
-func.func @decode(%q: memref<2x1x8x128xbf16>, %k: memref<2x100x1x128xi8>, %v: memref<2x100x1x128xi8>,
-                  %ks: memref<2x100x1xf32>, %vs: memref<2x100x1xf32>, %o: memref<2x1x8x128xbf16>) {
-  // expected-error @+2 {{not supported yet: no lowering of 'attn.attention' (decode, mode half_int8, i8 K/V per_token_head) to ptx for sm_90a}}
-  // CUBIN: error: not supported yet: no lowering of 'attn.attention' (decode, mode half_int8, i8 K/V per_token_head) to cubin for sm_90a
-  attn.attention decode ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<2x100x1x128xi8>, memref<2x100x1x128xi8>)
-      k_scale(%ks : memref<2x100x1xf32>) v_scale(%vs : memref<2x100x1xf32>) outs(%o : memref<2x1x8x128xbf16>)
+func.func @prefill(%q: memref<2x64x8x128xbf16>, %k: memref<2x100x1x128xi8>, %v: memref<2x100x1x128xi8>,
+                   %ks: memref<2x100x1xf32>, %vs: memref<2x100x1xf32>, %o: memref<2x64x8x128xbf16>) {
+  // expected-error @+2 {{not supported yet by convert-attn-to-nvvm: prefill attention (only decode is lowered for sm_90a)}}
+  // CUBIN: error: not supported yet by convert-attn-to-nvvm: prefill attention (only decode is lowered for sm_90a)
+  attn.attention prefill ins(%q, %k, %v : memref<2x64x8x128xbf16>, memref<2x100x1x128xi8>, memref<2x100x1x128xi8>)
+      k_scale(%ks : memref<2x100x1xf32>) v_scale(%vs : memref<2x100x1xf32>) outs(%o : memref<2x64x8x128xbf16>)
       {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
   return
 }
@@ -26,7 +27,7 @@ func.func @cpu_op_to_ptx(%k: memref<1x2x128xf32>, %cb: memref<2x128x16x1xf32>, %
 
 func.func @no_target(%q: memref<1x1x64x576xbf16>, %kv: memref<1x100x576xbf16>, %o: memref<1x1x64x512xbf16>) {
   // expected-error @+2 {{no target: write target = #attn.target<...> or run attn-normalize{target=...}}}
-  // HEADER: error: not supported yet: no lowering of 'attn.mla_decode' (bf16 cache, dense) to header for sm_90a
+  // HEADER: error: --emit=header needs a CPU target, but this op targets sm_90a
   attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x100x576xbf16>) outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 512 : i64, rope_dim = 64 : i64}
   return
 }

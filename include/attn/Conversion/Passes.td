@@ -45,4 +45,34 @@ def ConvertAttnToCPU : Pass<"convert-attn-to-cpu", "ModuleOp"> {
                            "::mlir::affine::AffineDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// AttnToNVVM
+//===----------------------------------------------------------------------===//
+
+def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
+  let summary = "Lower sm_90a attn.attention decode to warp-specialized WGMMA/TMA kernels in NVVM";
+  let description = [{
+    Each function holding one `attn.attention decode` op with target `sm_90a` (and a complete
+    schedule: run `attn-select-schedule` first) becomes two kernels in
+    `gpu.module @attn_kernels` (NVVM target sm_90a, PTX 8.6), written in the LLVM and NVVM
+    dialects:
+
+    * `<f>_decode`: grid (splits, query-head groups, batch), 256 threads. A producer warpgroup
+      streams K/V tiles with `nvvm.cp.async.bulk.tensor` into `stages` mbarrier-guarded stages
+      and dequantizes them (int8 / e4m3 → bf16) into 128-byte-swizzled buffers; a consumer
+      warpgroup runs S = Q·Kᵀ on `nvvm.wgmma.mma_async` with the packed query heads as the M
+      tile, scales by the K scales, masks (lengths, causal), adds ALiBi, does the online softmax,
+      and O += P·V on WGMMA with P in registers. Register budgets come from the schedule's roles
+      (`nvvm.setmaxregister`).
+    * `<f>_combine`: merges split-KV partials.
+
+    The launch metadata (docs/GPUDecode.md) is attached to `<f>_decode` as `attn.launch`; the
+    host function is removed. Variants the generators do not implement (prefill, MLA, quantize,
+    other granularities, zero points, f16/f32 outputs, ...) are refused on the op with
+    "not supported yet".
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+}
+
 #endif // ATTN_CONVERSION_PASSES_TD

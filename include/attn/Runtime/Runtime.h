@@ -69,6 +69,45 @@ attn_rt_status attn_rt_free(attn_rt_context *ctx, uint64_t ptr);
 attn_rt_status attn_rt_copy_to_device(attn_rt_context *ctx, uint64_t dst, const void *src,
                                       size_t bytes);
 attn_rt_status attn_rt_copy_to_host(attn_rt_context *ctx, void *dst, uint64_t src, size_t bytes);
+/* Sets `bytes` bytes at `dst` to `value` (cuMemsetD8; e.g. 0xFF poisons bf16/f32 buffers with NaN). */
+attn_rt_status attn_rt_memset_d8(attn_rt_context *ctx, uint64_t dst, unsigned char value,
+                                 size_t bytes);
+/* Number of streaming multiprocessors of the context's device (132 on an H100 SXM). */
+attn_rt_status attn_rt_sm_count(attn_rt_context *ctx, int *out);
+
+/* Element types of tensor maps. */
+typedef enum {
+  ATTN_RT_DTYPE_U8 = 0, /* also i8 and f8E4M3FN caches: TMA copies bytes */
+  ATTN_RT_DTYPE_BF16,
+  ATTN_RT_DTYPE_F16,
+  ATTN_RT_DTYPE_F32,
+  ATTN_RT_DTYPE_I32
+} attn_rt_dtype;
+
+/* Bytes of one element of `dtype` (0 for an unknown value). */
+size_t attn_rt_dtype_size(attn_rt_dtype dtype);
+
+/* Encodes a tiled TMA descriptor (cuTensorMapEncodeTiled) into `out128`: 128 bytes, 64-byte
+ * aligned, passed to a kernel by value. `dims` (rank entries, innermost first, each 1..2^32),
+ * `byte_strides` (rank-1 entries: strides of dims 1..rank-1, multiples of 16, < 2^40), `box`
+ * (rank entries, 1..256, box[0] * element size a multiple of 16), `swizzle_bytes` 0 (none), 32,
+ * 64 or 128 (box[0] * element size must not exceed it), `base_ptr` 16-byte aligned. Element
+ * strides 1, no interleave, L2 promotion 256 B, out-of-bounds elements read as zeros. Arguments
+ * out of range give ATTN_RT_INVALID_ARGUMENT before the driver is asked; a driver rejection gives
+ * ATTN_RT_INVALID_ARGUMENT with the driver's error name and the arguments in the message; a
+ * driver without cuTensorMapEncodeTiled (older than CUDA 12) gives ATTN_RT_NO_DRIVER. */
+attn_rt_status attn_rt_tensor_map_encode(attn_rt_context *ctx, void *out128, attn_rt_dtype dtype,
+                                         unsigned rank, const uint64_t *dims,
+                                         const uint64_t *byte_strides, const unsigned *box,
+                                         unsigned swizzle_bytes, uint64_t base_ptr);
+
+/* Events, for timing launches on a stream (NULL = the default stream). */
+typedef struct attn_rt_event attn_rt_event;
+attn_rt_status attn_rt_event_create(attn_rt_context *ctx, attn_rt_event **out);
+void attn_rt_event_destroy(attn_rt_event *event);
+attn_rt_status attn_rt_event_record(attn_rt_event *event, void *stream);
+/* Waits for `end` to complete, then gives the milliseconds between the two recorded events. */
+attn_rt_status attn_rt_event_elapsed_ms(attn_rt_event *start, attn_rt_event *end, float *ms);
 
 #ifdef __cplusplus
 }

@@ -11,15 +11,19 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <string>
+
 namespace mlir::attn {
 
-enum class EmitFormat { MLIR, PTX, Cubin, Object, Assembly, Header };
+enum class EmitFormat { MLIR, PTX, Cubin, Object, Assembly, Header, Launch };
 
 llvm::StringRef stringifyEmitFormat(EmitFormat f);
 
 /// Writes the artifact of `module` to `os`. Emits located diagnostics and fails when an op of the
 /// module cannot be compiled to `format` (no lowering yet, wrong target, missing toolkit).
-LogicalResult emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &os);
+/// For PTX and cubin, `launchJSON` (when given) receives the kernels' launch metadata.
+LogicalResult emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &os,
+                           std::string *launchJSON = nullptr);
 
 } // namespace mlir::attn
 

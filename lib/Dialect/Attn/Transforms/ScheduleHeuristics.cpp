@@ -24,10 +24,25 @@ int64_t mlir::attn::selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu
   return best;
 }
 
+static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+int64_t mlir::attn::decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes,
+                                      int64_t stages) {
+  int64_t bytes = 64 * headDim * 2;                                  // packed queries (bf16)
+  bytes += stages * alignUp(2 * tileN * headDim * kvElemBytes, 1024); // K+V stages (TMA)
+  bytes += 2 * 2 * tileN * headDim * 2;                               // K+V bf16, double-buffered
+  bytes += 2 * 2 * tileN * 4;                                         // K and V scales
+  bytes += 8 * (stages + 4);                                          // mbarriers
+  return alignUp(bytes, 128) + 1024;
+}
+
 int64_t mlir::attn::selectTileN(const AttentionShape &s) {
-  // K and V tiles of 128 keys fit two pipeline stages in shared memory up to head_dim 128;
-  // head_dim 256 halves the tile to stay within the 227 KiB of one SM.
-  return s.headDim <= 128 ? 128 : 64;
+  // Long tiles amortize the per-tile softmax bookkeeping; shared memory bounds them: int8/fp8
+  // caches get 128 keys up to head_dim 128 and 64 at 256, bf16 caches half of that.
+  for (int64_t n : {128, 64, 32})
+    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2) <= kMaxSharedBytesSm90)
+      return n;
+  return 32;
 }
 
 int64_t mlir::attn::selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu) {
@@ -36,7 +51,9 @@ int64_t mlir::attn::selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, co
   int64_t maxSplits = std::max<int64_t>(1, ceilDiv(kvLen, tileN));
   if (ctas >= gpu.numSMs)
     return 1;
-  return std::min(ceilDiv(gpu.numSMs, ctas), maxSplits);
+  // The largest count that still fits one wave: a second, partial wave would cost a whole extra
+  // CTA time (measured on the H100: 5 splits of 32 CTAs ran in two waves, 4 fill 128 SMs).
+  return std::max<int64_t>(1, std::min(gpu.numSMs / ctas, maxSplits));
 }
 
 DecodeSchedule mlir::attn::selectDecodeSchedule(const AttentionShape &s, const GPUInfo &gpu) {

@@ -68,6 +68,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     shape.kvLen = staticOr(kT.getDimSize(1));
     shape.kvHeads = kT.getDimSize(2);
     shape.headDim = qT.getDimSize(3);
+    shape.kvElemBytes = kT.getElementType().getIntOrFloatBitWidth() > 8 ? 2 : 1;
     GPUInfo gpu;
     gpu.numSMs = numSMs;
     bool lowRegProducer = *mode == Mode::bf16;
@@ -89,10 +90,12 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
           f.splitKv = ScheduleAttr::kAuto; // resolved at launch by selectSplitKv
         }
       }
-      f.fillRoles(ctx, lowRegProducer ? 24 : 40, 1, 240);
+      // The decode producer stages every tile through registers (dequantization or, for bf16,
+      // the swizzling copy): below 72 registers ptxas spills it (measured over the variant grid).
+      f.fillRoles(ctx, 72, 1, 240);
     } else {
       Fields::fill(f.tileM, 128);
-      Fields::fill(f.tileN, selectTileN(shape));
+      Fields::fill(f.tileN, shape.headDim <= 128 ? 128 : 64);
       Fields::fill(f.stages, 2);
       f.fillRoles(ctx, lowRegProducer ? 24 : 40, 2, lowRegProducer ? 240 : 232);
       Fields::fill(f.pingpong, ctx, true);

@@ -21,6 +21,8 @@ struct AttentionShape {
   int64_t qHeads = 1;
   int64_t kvHeads = 1;
   int64_t headDim = 128;
+  /// Bytes of one K/V element in the cache (1 for int8 / fp8, 2 for bf16).
+  int64_t kvElemBytes = 1;
 };
 
 struct GPUInfo {
@@ -42,11 +44,18 @@ struct DecodeSchedule {
 /// Largest divisor of (qHeads / kvHeads) whose packed rows (pack × qLen) fit in one WGMMA M tile.
 int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 
-/// Number of KV tiles per CTA: the columns of K/V one CTA walks for `tileN` and `numSplits`.
+/// Dynamic shared memory of the sm_90a decode kernel (convert-attn-to-nvvm's layout: the 64-row
+/// query tile, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
+/// and 1 KiB to align the base).
+int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages);
+/// Shared memory of one sm_90a CTA.
+inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;
+
+/// Keys per K/V tile: the largest of 128, 64, 32 whose two-stage pipeline fits in shared memory.
 int64_t selectTileN(const AttentionShape &s);
 
-/// Smallest split count that makes `ctas × split` cover the SMs (at least one wave), capped so that
-/// every split keeps at least one tile of `tileN` keys. `kvLen` must be known.
+/// Largest split count with `ctas × split` within one wave of the SMs (the decode kernel runs
+/// one CTA per SM), capped so that every split keeps at least one tile of `tileN` keys.
 int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu);
 
 /// The whole decode decision. `splitKv` is 0 when kvLen or batch is dynamic.

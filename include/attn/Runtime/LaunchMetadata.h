@@ -1,0 +1,104 @@
+//===- LaunchMetadata.h - reader of attn-opt's *.launch.json -----*- C++ -*-===//
+//
+// What this file is: a small self-contained JSON parser (objects, arrays, strings with escapes,
+// numbers, true/false/null) and the reader of the launch metadata attn-opt writes beside a decode
+// kernel (`X.ptx.launch.json`, format "attn-launch-v1", docs/GPUDecode.md) into a plain struct,
+// for launchers (attn-bench) that must not depend on MLIR/LLVM. Plain C++17; no exceptions: every
+// function returns false and a message in `error` when the input is not what it should be.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_RUNTIME_LAUNCHMETADATA_H
+#define ATTN_RUNTIME_LAUNCHMETADATA_H
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attn::rt {
+
+/// One JSON value. Objects keep their members in file order (duplicate keys are an error).
+struct JsonValue {
+  enum Kind { Null, Bool, Number, String, Array, Object };
+  Kind kind = Null;
+  bool boolean = false;
+  double number = 0;
+  std::string string;
+  std::vector<JsonValue> array;
+  std::vector<std::pair<std::string, JsonValue>> object;
+
+  /// The member `key` of an object, or nullptr (also when this is not an object).
+  const JsonValue *find(const std::string &key) const;
+};
+
+/// Parses one JSON document (RFC 8259; \uXXXX escapes incl. surrogate pairs become UTF-8).
+/// On failure `error` says what and where ("line L, column C: ...").
+bool parseJson(const std::string &text, JsonValue &out, std::string &error);
+
+/// Name of a JSON kind, for messages ("object", "number", ...).
+const char *jsonKindName(JsonValue::Kind kind);
+
+/// One grid extent of a kernel: a symbol ("num_splits", "groups", "batch", "row_blocks", ...)
+/// evaluated at launch, or a constant (empty symbol).
+struct GridExtent {
+  std::string symbol;
+  int64_t value = 0;
+};
+
+struct LaunchKernel {
+  std::string name;
+  std::string role; // "decode" or "combine"
+  unsigned block[3] = {1, 1, 1};
+  unsigned cluster[3] = {1, 1, 1};
+  unsigned smemBytes = 0;
+  GridExtent grid[3];
+  std::vector<std::string> params; // parameter names in order
+};
+
+struct TensorMapInfo {
+  std::string dtype; // "u8", "bf16", "f16", "f32", "i32"
+  std::vector<unsigned> box;
+};
+
+/// Everything of a decode `*.launch.json`. -1 marks a dimension known only at launch.
+struct DecodeLaunch {
+  std::string format; // "attn-launch-v1"
+  int arch = 0;       // 90 for sm_90a
+  // problem
+  std::string kind; // "decode"
+  int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 0, kvLen = -1;
+  std::string kvDtype;          // "i8", "f8E4M3FN", "bf16"
+  std::string kQuant, vQuant;   // "per_token_head", "per_token", "per_head", "per_tensor", "none"
+  std::string outDtype;         // "bf16"
+  bool causal = false, alibi = false, seqLens = false;
+  double softmaxScale = 0;
+  // schedule
+  int64_t packQHeads = 1, rowsPerCta = 1, groups = 1, tileN = 0, stages = 0, splitKv = 0;
+  int64_t producerRegs = 0, consumerRegs = 0;
+  int64_t workspaceFloatsPerSplit = 0;
+  TensorMapInfo kMap, vMap;
+  std::vector<LaunchKernel> kernels;
+
+  /// The kernel with role `role`, or nullptr.
+  const LaunchKernel *kernel(const std::string &role) const;
+};
+
+/// Fills `out` from the text of a launch metadata file: checks that every required field is
+/// present with the right type and an allowed value, and that the schedule is consistent with the
+/// problem (rows_per_cta = q_len · pack_q_heads, groups = q_heads / pack_q_heads, workspace =
+/// rows_per_cta · (head_dim + 2), a "decode" kernel, tensor map boxes of rank 4). Unknown members
+/// are ignored (forward compatible).
+bool parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std::string &error);
+
+/// Reads and parses `path`; the error names the file.
+bool readDecodeLaunch(const std::string &path, DecodeLaunch &out, std::string &error);
+
+/// Evaluates a kernel's grid from the symbols' values; fails on an unknown symbol or an extent
+/// outside 1..2^31-1 (x) / 1..65535 (y, z).
+bool resolveGrid(const LaunchKernel &kernel, const std::map<std::string, int64_t> &symbols,
+                 unsigned grid[3], std::string &error);
+
+} // namespace attn::rt
+
+#endif // ATTN_RUNTIME_LAUNCHMETADATA_H

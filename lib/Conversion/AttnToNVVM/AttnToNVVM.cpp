@@ -1,0 +1,235 @@
+//===- AttnToNVVM.cpp - the convert-attn-to-nvvm pass ---------------------===//
+//
+// What this file is: `convert-attn-to-nvvm` — turns each function holding one
+// `attn.attention decode` op for sm_90a into kernels in the `gpu.module @attn_kernels` (NVVM
+// target sm_90a): it checks that the variant is one the generators implement (and says which part
+// is not, on the op, otherwise), resolves the spec and its schedule into a DecodePlan, builds the
+// decode and combine kernels (DecodeKernel.cpp, CombineKernel.cpp) and attaches the launch
+// metadata to the decode kernel as `attn.launch`. The host function is removed: the launcher
+// (attn-bench, qattn) drives the kernels through the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/Passes.h"
+
+#include "DecodePlan.h"
+
+#include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+#include <cmath>
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_CONVERTATTNTONVVM
+#include "attn/Conversion/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::nvvm;
+
+
+namespace {
+/// Collects "not supported yet" reasons for one op.
+struct Checker {
+  Operation *op;
+  bool ok = true;
+  InFlightDiagnostic fail() {
+    ok = false;
+    return op->emitError() << "not supported yet by convert-attn-to-nvvm: ";
+  }
+};
+} // namespace
+
+static FailureOr<DecodePlan> planDecode(AttentionOp op) {
+  Checker c{op};
+  DecodePlan p;
+  p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
+  auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType(),
+       oT = op.getOut().getType();
+  if (op.getKind() != AttentionKind::decode) {
+    c.fail() << "prefill attention (only decode is lowered for sm_90a)";
+    return failure();
+  }
+  for (int64_t d : {1, 2, 3})
+    if (qT.isDynamicDim(d) || oT.isDynamicDim(d) || (d > 1 && kT.isDynamicDim(d)))
+      c.fail() << "a dynamic query length, head count or head_dim (only batch and the K/V "
+                  "length may be dynamic)";
+  if (!c.ok)
+    return failure();
+  p.batch = qT.isDynamicDim(0) ? -1 : qT.getDimSize(0);
+  p.qLen = qT.getDimSize(1);
+  p.qHeads = qT.getDimSize(2);
+  p.kvHeads = kT.getDimSize(2);
+  p.headDim = qT.getDimSize(3);
+  p.kvLen = kT.isDynamicDim(1) ? -1 : kT.getDimSize(1);
+  if (!qT.getElementType().isBF16())
+    c.fail() << "queries of type " << qT.getElementType() << " (bf16 queries only)";
+  if (!oT.getElementType().isBF16())
+    c.fail() << "output of type " << oT.getElementType() << " (bf16 output only)";
+  if (p.headDim != 64 && p.headDim != 128 && p.headDim != 256)
+    c.fail() << "head_dim " << p.headDim << " (64, 128 or 256)";
+  if (vT.getDimSize(3) != p.headDim)
+    c.fail() << "a value head_dim different from the key head_dim";
+  if (p.qLen > 8)
+    c.fail() << "q_len " << p.qLen << " (decode kernels take 1 to 8 new tokens)";
+  if (op.getQScale() || op.getKZero() || op.getVZero())
+    c.fail() << "quantized queries or asymmetric K/V (zero points)";
+
+  Type kE = kT.getElementType();
+  if (kE != vT.getElementType())
+    c.fail() << "K and V of different element types";
+  if (kE.isInteger(8))
+    p.kv = KVType::I8;
+  else if (isa<Float8E4M3FNType>(kE))
+    p.kv = KVType::F8E4M3;
+  else if (kE.isBF16())
+    p.kv = KVType::BF16;
+  else
+    c.fail() << "K/V of type " << kE << " (i8, f8E4M3FN or bf16)";
+  FailureOr<Mode> mode = op.getEffectiveMode();
+  if (succeeded(mode) && *mode == Mode::full_int8)
+    c.fail() << "mode full_int8 for decode (P stays bf16: use half_int8)";
+  if (p.hasScales()) {
+    for (QuantAttr qa : {op.getKQuantAttr(), op.getVQuantAttr()}) {
+      if (!qa) {
+        c.fail() << "a quantized K/V cache without k_quant/v_quant";
+        continue;
+      }
+      Granularity g = qa.getGranularity();
+      if (g != Granularity::per_token_head && g != Granularity::per_token &&
+          g != Granularity::per_head && g != Granularity::per_tensor)
+        c.fail() << "K/V granularity " << stringifyGranularity(g)
+                 << " (per_token_head, per_token, per_head or per_tensor)";
+      if (!qa.getScaleType().isF32())
+        c.fail() << "scales of type " << qa.getScaleType() << " (f32 scales only)";
+    }
+    if (c.ok) {
+      p.kGran = op.getKQuantAttr().getGranularity();
+      p.vGran = op.getVQuantAttr().getGranularity();
+    }
+  }
+  p.causal = op.getCausal();
+  p.alibi = static_cast<bool>(op.getAlibi());
+  p.seqLens = static_cast<bool>(op.getSeqLens());
+  p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()
+                                            : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s || !s.getPackQHeads() || !s.getTileN() || !s.getStages() || !s.getSplitKv() ||
+      !s.getRoles()) {
+    c.fail() << "an incomplete schedule: run attn-select-schedule first";
+    return failure();
+  }
+  p.pack = s.getPackQHeads();
+  p.tileN = s.getTileN();
+  p.stages = s.getStages();
+  p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
+  WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
+  if (!prod || !cons || prod.getWarpgroups() != 1 || cons.getWarpgroups() != 1)
+    c.fail() << "warp roles other than one producer and one consumer warpgroup";
+  else {
+    p.producerRegs = prod.getRegs();
+    p.consumerRegs = cons.getRegs();
+    if (128 * (p.producerRegs + p.consumerRegs) > 65536)
+      c.fail() << "register budgets " << p.producerRegs << " + " << p.consumerRegs
+               << " per thread exceed the SM's 65536 registers for 2 × 128 threads";
+  }
+  if (s.getClusterSize() != 1 || s.hasCrossover() ||
+      (s.getPingpong() && s.getPingpong().getValue()) ||
+      (s.getPersistent() && s.getPersistent().getValue()))
+    c.fail() << "clusters, crossover, pingpong or a persistent grid for decode";
+  if (p.tileN != 32 && p.tileN != 64 && p.tileN != 128)
+    c.fail() << "tile_n " << p.tileN << " (32, 64 or 128)";
+  if (p.stages < 1 || p.stages > 4)
+    c.fail() << "stages " << p.stages << " (1 to 4)";
+  if (p.groupSize() % p.pack != 0 || p.rows() > 64)
+    c.fail() << "pack_q_heads " << p.pack << " (a divisor of " << p.groupSize()
+             << " with pack · q_len ≤ 64)";
+  if (!c.ok)
+    return failure();
+  // The heuristic's formula and the generator's layout must agree.
+  if (p.smemBytes() != decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages)) {
+    op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
+    return failure();
+  }
+  if (p.smemBytes() > kMaxSharedBytesSm90) {
+    c.fail() << "this schedule needs " << p.smemBytes() << " bytes of shared memory (head_dim "
+             << p.headDim << ", tile_n " << p.tileN << ", stages " << p.stages
+             << "); an sm_90a CTA has " << kMaxSharedBytesSm90 << ": lower tile_n or stages";
+    return failure();
+  }
+  return p;
+}
+
+namespace {
+struct ConvertAttnToNVVMPass
+    : public attn::impl::ConvertAttnToNVVMBase<ConvertAttnToNVVMPass> {
+  using ConvertAttnToNVVMBase::ConvertAttnToNVVMBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> gpuOps;
+    module.walk([&](Operation *op) {
+      if (!isa<AttnDialect>(op->getDialect()))
+        return;
+      std::optional<TargetKind> t = getOpTarget(op);
+      if (t && isGPUTarget(*t))
+        gpuOps.push_back(op);
+    });
+    if (gpuOps.empty())
+      return;
+    bool ok = true;
+    SmallVector<std::pair<func::FuncOp, DecodePlan>> plans;
+    for (Operation *op : gpuOps) {
+      auto att = dyn_cast<AttentionOp>(op);
+      if (!att) {
+        op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()
+                        << "' for sm_90a (only attn.attention decode is lowered)";
+        ok = false;
+        continue;
+      }
+      auto fn = op->getParentOfType<func::FuncOp>();
+      int64_t attnOps = 0;
+      fn.walk([&](Operation *o) { attnOps += isa<AttnDialect>(o->getDialect()); });
+      if (attnOps != 1) {
+        op->emitError() << "not supported yet by convert-attn-to-nvvm: a GPU function holds one "
+                           "attn op (this one holds "
+                        << attnOps << ")";
+        ok = false;
+        continue;
+      }
+      FailureOr<DecodePlan> plan = planDecode(att);
+      if (failed(plan)) {
+        ok = false;
+        continue;
+      }
+      plans.push_back({fn, *plan});
+    }
+    if (!ok)
+      return signalPassFailure();
+
+    MLIRContext *ctx = &getContext();
+    OpBuilder b(ctx);
+    module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+    auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("attn_kernels");
+    if (!gpuModule) {
+      b.setInsertionPointToEnd(module.getBody());
+      auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
+                                              "sm_90a", "+ptx86");
+      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "attn_kernels",
+                                           b.getArrayAttr({target}));
+    }
+    for (auto &[fn, plan] : plans) {
+      buildDecodeKernel(b, fn.getLoc(), gpuModule, plan);
+      buildCombineKernel(b, fn.getLoc(), gpuModule, plan);
+      auto decode = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_decode");
+      decode->setAttr("attn.launch", b.getStringAttr(launchMetadataJSON(plan)));
+      fn.erase();
+    }
+  }
+};
+} // namespace

@@ -1,0 +1,624 @@
+//===- DecodeKernel.cpp - the warp-specialized Hopper decode kernel -------===//
+//
+// What this file is: the generator of `<name>_decode`, one CTA per (KV split, group of packed query
+// heads, batch element), 256 threads in two warp-specialized warpgroups:
+//
+//   producer (warpgroup 0, setmaxnreg.dec): thread 0 streams K/V tiles with TMA into `stages`
+//     shared-memory stages guarded by mbarriers; the whole warpgroup dequantizes each tile (int8 /
+//     e4m3 → bf16, exact) into one of two 128-byte-swizzled bf16 buffers, zeroes keys past the
+//     sequence length, stages the per-token scales (K's pre-multiplied by softmax_scale·log2 e),
+//     and signals the consumer through a "full" mbarrier;
+//   consumer (warpgroup 1, setmaxnreg.inc): S = Q·Kᵀ on WGMMA (A = packed queries, B = K, both
+//     from shared memory), S scaled by the K scales, masks (length, causal) and ALiBi, online
+//     softmax in the log2 domain, P·diag(v_scale) packed to bf16 in registers, O += P·V on WGMMA
+//     with A from registers and an MN-major V; releases the buffer through an "empty" mbarrier.
+//
+// The epilogue writes O / l as bf16 when there is one split, else the f32 partial (O, m, l) that
+// `<name>_combine` merges. docs/GPUDecode.md is the contract with the launcher.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DecodePlan.h"
+#include "KernelBuilder.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::nvvm;
+using P = LLVM::ICmpPredicate;
+
+static constexpr double kLog2e = 1.4426950408889634;
+
+static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+DecodePlan::Smem DecodePlan::smem() const {
+  Smem m;
+  int64_t off = 0;
+  m.q = off;
+  off += 64 * headDim * 2;
+  for (int64_t s = 0; s < stages; ++s) {
+    m.stage[s] = off;
+    off += alignUp(2 * stageTileBytes(), 1024);
+  }
+  m.stageV = stageTileBytes();
+  int64_t convTile = tileN * headDim * 2;
+  for (int b = 0; b < 2; ++b) {
+    m.conv[b] = off;
+    off += 2 * convTile;
+  }
+  m.convV = convTile;
+  for (int b = 0; b < 2; ++b) {
+    m.scales[b] = off;
+    off += 2 * tileN * 4;
+  }
+  m.bars = off;
+  off += 8 * (stages + 4);
+  m.total = alignUp(off, 128);
+  return m;
+}
+
+namespace {
+/// Values every part of the kernel uses.
+struct Ctx {
+  const DecodePlan &p;
+  DecodePlan::Smem sm;
+  Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
+        ws = {}, batch = {}, kvLen = {}, numSplits = {};
+  Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
+        base = {} /*aligned shared base*/;
+  Value len = {}, tile0 = {}, numTiles = {};
+};
+} // namespace
+
+/// Shared pointer at byte offset `off` (i32 Value or constant) from the aligned base.
+static Value sptr(KernelBuilder &k, Ctx &c, Value off) { return k.gep(c.base, off); }
+static Value sptr(KernelBuilder &k, Ctx &c, int64_t off) { return k.gep(c.base, off); }
+
+/// Byte offset of the 16-byte chunk `chunk` (8 bf16) of row `row` in the swizzled layout of a
+/// [rows × D] tile: column block chunk/8 (64 elements), chunk index XOR (row mod 8).
+static Value swizzledChunk(KernelBuilder &k, Value row, Value chunk, int64_t rows) {
+  Value blk = k.mul(k.lshr(chunk, 3), rows * 128);
+  Value inRow = k.shl(k.bxor(k.band(chunk, 7), k.band(row, 7)), 4);
+  return k.add(k.add(blk, k.mul(row, 128)), inRow);
+}
+
+//===----------------------------------------------------------------------===//
+// Dequantization functors: one 16-byte chunk of a stage → bf16x2 words.
+//===----------------------------------------------------------------------===//
+
+/// Four signed bytes → four exact f32 (2^23 magic: 0x4B000000 | (b + 128), minus 2^23 + 128).
+static SmallVector<Value> int8x4ToF32(KernelBuilder &k, Value word) {
+  Value u = k.bxor(word, k.i32(static_cast<int32_t>(0x80808080u)));
+  SmallVector<Value> out;
+  for (int i = 0; i < 4; ++i) {
+    Value bits = k.prmt(u, k.i32(0x4B000000), 0x7440 | i);
+    out.push_back(k.fsub(k.bitcast(k.f32(), bits), k.f32(8388736.0)));
+  }
+  return out;
+}
+
+/// Two e4m3 bytes (low half of `half16`) → bf16x2, exactly (through f16x2).
+static Value e4m3x2ToBF16x2(KernelBuilder &k, Value half16) {
+  Type v2f16 = VectorType::get({2}, k.builder().getF16Type());
+  Value h = k.intrinsic("llvm.nvvm.e4m3x2.to.f16x2.rn", v2f16, {half16});
+  Value f = LLVM::FPExtOp::create(k.builder(), k.getLoc(), k.vec2f32Type(), h);
+  Value bf = LLVM::FPTruncOp::create(k.builder(), k.getLoc(),
+                                     VectorType::get({2}, k.builder().getBF16Type()), f);
+  return k.bitcast(k.i32(), bf);
+}
+
+/// The bf16x2 words of one 16-byte stage chunk (8 words for 8-bit types, 4 for bf16).
+static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4) {
+  SmallVector<Value> words;
+  for (int w = 0; w < 4; ++w) {
+    Value x = k.extract(v4, w);
+    switch (kv) {
+    case KVType::BF16:
+      words.push_back(x);
+      break;
+    case KVType::I8: {
+      SmallVector<Value> f = int8x4ToF32(k, x);
+      words.push_back(k.packBF16x2(f[0], f[1]));
+      words.push_back(k.packBF16x2(f[2], f[3]));
+      break;
+    }
+    case KVType::F8E4M3:
+      words.push_back(e4m3x2ToBF16x2(k, k.trunc(k.i16(), x)));
+      words.push_back(e4m3x2ToBF16x2(k, k.trunc(k.i16(), k.lshr(x, 16))));
+      break;
+    }
+  }
+  return words;
+}
+
+/// Producer: dequantizes one stage tile (K or V) into a swizzled bf16 buffer; rows at or past
+/// `rowsValid` become zeros (keys past the length must not poison P·V with NaN/Inf).
+static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid) {
+  const DecodePlan &p = c.p;
+  int64_t e = p.kvElemBytes();
+  int64_t rowBytes = p.headDim * e;
+  int64_t chunks = p.tileN * rowBytes / 16;
+  for (int64_t it = 0; it < chunks / 128; ++it) {
+    Value chunk = k.add(c.tid, it * 128);
+    Value byteOff = k.mul(chunk, 16);
+    Value row = k.udiv(byteOff, rowBytes);
+    Value col = k.udiv(k.urem(byteOff, rowBytes), e); // first element of the chunk
+    Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(stageOff, byteOff)), 16);
+    SmallVector<Value> words = dequantChunk(k, p.kv, v4);
+    Value valid = k.cmp(P::slt, row, rowsValid);
+    for (Value &w : words)
+      w = k.select(valid, w, k.i32(0));
+    for (size_t o = 0; o < words.size() / 4; ++o) {
+      Value outChunk = k.add(k.lshr(col, 3), static_cast<int64_t>(o));
+      Value dst = k.add(convOff, swizzledChunk(k, row, outChunk, p.tileN));
+      k.store(k.vector4(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
+    }
+  }
+}
+
+/// Index (in f32 elements) of the scale of `token` for a granularity.
+static Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token) {
+  switch (g) {
+  case Granularity::per_token_head:
+    return k.add(k.mul(k.add(k.mul(c.bIdx, c.kvLen), token), c.p.kvHeads), c.hkv);
+  case Granularity::per_token:
+    return k.add(k.mul(c.bIdx, c.kvLen), token);
+  case Granularity::per_head:
+    return c.hkv;
+  default:
+    return k.i32(0);
+  }
+}
+
+/// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid).
+static std::pair<Value, Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
+  if (!c.p.hasScales())
+    return {k.f32(0), k.f32(0)};
+  Value t = k.smax(k.smin(token, k.add(c.len, -1)), k.i32(0));
+  auto ld = [&](Value base, Granularity g) {
+    Value idx = k.sext64(scaleIndex(k, c, g, t));
+    return k.loadInvariant(k.f32(), k.gep(base, k.mul(idx, int64_t(4))));
+  };
+  return {ld(c.kScale, c.p.kGran), ld(c.vScale, c.p.vGran)};
+}
+
+static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile) {
+  const DecodePlan &p = c.p;
+  Value stageOff = k.i32(0);
+  // stage offsets are uniform: stage[s] = stage[0] + s * stride
+  int64_t stride = p.stages > 1 ? c.sm.stage[1] - c.sm.stage[0] : 0;
+  stageOff = k.add(k.mul(stage, stride), c.sm.stage[0]);
+  Value bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
+  k.mbarrierArriveExpectTx(bar, 2 * p.stageTileBytes());
+  SmallVector<Value> coords = {k.i32(0), c.hkv, k.mul(tile, p.tileN), c.bIdx};
+  k.tmaLoad(sptr(k, c, stageOff), c.kMap, coords, bar);
+  k.tmaLoad(sptr(k, c, k.add(stageOff, c.sm.stageV)), c.vMap, coords, bar);
+}
+
+static void buildProducer(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
+                                 NVVM::SetMaxRegisterAction::decrease);
+  Value isLeader = k.cmp(P::eq, c.tid, 0);
+  // Fill the pipeline.
+  k.ifThen(isLeader, [&] {
+    Value n = k.smin(c.numTiles, k.i32(p.stages));
+    k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
+      issueTile(k, c, s, k.add(c.tile0, s));
+      return SmallVector<Value>();
+    });
+  });
+  double kFactor = p.softmaxScale * kLog2e;
+  int64_t stride = p.stages > 1 ? c.sm.stage[1] - c.sm.stage[0] : 0;
+  auto [ks0, vs0] = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
+  k.forLoop(k.i32(0), c.numTiles, 1, {ks0, vs0}, [&](Value j, ValueRange carried) {
+    Value s = k.urem(j, p.stages);
+    Value phaseS = k.band(k.udiv(j, p.stages), 1);
+    Value buf = k.band(j, 1);
+    Value phaseB = k.band(k.lshr(j, 1), 1);
+    Value tile = k.add(c.tile0, j);
+    Value tileStart = k.mul(tile, p.tileN);
+    // Prefetch the next tile's scales while this one converts.
+    auto [ksN, vsN] = loadScales(k, c, k.add(k.add(tileStart, p.tileN), c.tid));
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.fullStage(0))), phaseS);
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), c.sm.emptyConv(0, p.stages))),
+                   k.bxor(phaseB, k.i32(1)));
+    Value stageOff = k.add(k.mul(s, stride), c.sm.stage[0]);
+    Value convOff = k.add(k.mul(buf, c.sm.conv[1] - c.sm.conv[0]), c.sm.conv[0]);
+    Value rowsValid = k.sub(c.len, tileStart);
+    dequantTile(k, c, stageOff, convOff, rowsValid);
+    dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid);
+    // Scales: K pre-multiplied by softmax_scale · log2(e); bf16 caches get the bare factors.
+    k.ifThen(k.cmp(P::slt, c.tid, p.tileN), [&] {
+      Value scOff = k.add(k.mul(buf, c.sm.scales[1] - c.sm.scales[0]), c.sm.scales[0]);
+      Value ksv = p.hasScales() ? k.fmul(carried[0], k.f32(kFactor)) : k.f32(kFactor);
+      Value vsv = p.hasScales() ? carried[1] : k.f32(1.0);
+      k.store(ksv, sptr(k, c, k.add(scOff, k.mul(c.tid, 4))));
+      k.store(vsv, sptr(k, c, k.add(scOff, k.add(k.mul(c.tid, 4), p.tileN * 4))));
+    });
+    k.fenceProxyAsyncShared();
+    k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))));
+    // Every producer thread is done with stage s: refill it.
+    k.barrier(1, 128);
+    Value next = k.add(j, p.stages);
+    k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)),
+             [&] { issueTile(k, c, s, k.add(c.tile0, next)); });
+    return SmallVector<Value>{ksN, vsN};
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Consumer
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Per-thread geometry of the m64nN accumulator: thread t of the warpgroup owns rows r0 and r0+8
+/// and, for register i, column (i/4)·8 + (t mod 4)·2 + (i mod 2), row r0 + 8·((i/2) mod 2).
+struct Frag {
+  Value r[2];         // packed row indices
+  Value colBase;      // (lane mod 4) · 2
+  Value rowLimit[2];  // last visible key per row
+  Value alibiA[2];    // log2e · slope per row (0 without ALiBi)
+  Value alibiB[2];    // −log2e · slope · pos per row
+};
+} // namespace
+
+static int64_t accRow(int64_t i) { return (i / 2) % 2; }
+static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
+
+struct SoftmaxOut {
+  Value m[2], l[2], alpha[2];
+  SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments
+};
+
+/// Scales, masks, exponentiates one S tile and returns the new row state and the P fragments.
+static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> acc,
+                              Value scOff, Value tileStart, Value mOld[2], Value lOld[2],
+                              bool masked) {
+  const DecodePlan &p = c.p;
+  int64_t nacc = p.tileN / 2;
+  Value negInf = k.f32(-INFINITY);
+  // Scale (and mask) column pair by column pair: each thread owns columns colBase + 8·cb + {0,1};
+  // the scales are loaded where they are used to keep register pressure down.
+  SmallVector<Value> s(nacc);
+  Value rowMax[2] = {negInf, negInf};
+  for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
+    Value col = k.add(f.colBase, cb * 8);
+    Value kv2 = k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8);
+    for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
+      Value v = k.fmul(acc[i], k.extract(kv2, i % 2));
+      int64_t r = accRow(i);
+      Value key;
+      if (p.alibi || masked)
+        key = k.add(k.add(tileStart, f.colBase), accCol(i));
+      if (p.alibi)
+        v = k.fma(f.alibiA[r], k.sitofp(key), k.fadd(v, f.alibiB[r]));
+      if (masked)
+        v = k.select(k.cmp(P::sle, key, f.rowLimit[r]), v, negInf);
+      s[i] = v;
+      rowMax[r] = k.fmax(rowMax[r], v);
+    }
+  }
+  SoftmaxOut o;
+  Value mUse[2];
+  for (int r = 0; r < 2; ++r) {
+    Value mx = rowMax[r];
+    mx = k.fmax(mx, k.shflXor(mx, 1));
+    mx = k.fmax(mx, k.shflXor(mx, 2));
+    o.m[r] = k.fmax(mOld[r], mx);
+    Value isNegInf = k.fcmp(LLVM::FCmpPredicate::oeq, o.m[r], negInf);
+    mUse[r] = k.select(isNegInf, k.f32(0), o.m[r]);
+    o.alpha[r] = k.exp2(k.fsub(mOld[r], mUse[r]));
+  }
+  Value sum[2] = {k.f32(0), k.f32(0)};
+  SmallVector<Value> pv(nacc);
+  for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
+    Value vv2;
+    if (p.hasScales()) {
+      Value col = k.add(f.colBase, cb * 8);
+      vv2 = k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.add(k.mul(col, 4), p.tileN * 4))), 8);
+    }
+    for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
+      int64_t r = accRow(i);
+      Value e = k.exp2(k.fsub(s[i], mUse[r]));
+      sum[r] = k.fadd(sum[r], e);
+      pv[i] = p.hasScales() ? k.fmul(e, k.extract(vv2, i % 2)) : e;
+    }
+  }
+  for (int r = 0; r < 2; ++r)
+    o.l[r] = k.fma(lOld[r], o.alpha[r], sum[r]);
+  // A fragment of k-step t: {S[8t], S[8t+1]}, {S[8t+2], S[8t+3]}, {S[8t+4], ...}, {S[8t+6], ...}.
+  for (int64_t i = 0; i < nacc; i += 2)
+    o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1]));
+  return o;
+}
+
+static void buildConsumer(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
+                                 NVVM::SetMaxRegisterAction::increase);
+  Value ct = k.add(c.tid, -128);
+  Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
+  Frag f;
+  f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
+  f.r[1] = k.add(f.r[0], 8);
+  f.colBase = k.mul(k.band(lane, 3), 2);
+  Value qi[2], head[2];
+  for (int r = 0; r < 2; ++r) {
+    Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
+    qi[r] = k.udiv(row, p.pack);
+    head[r] = k.add(c.headBase, k.urem(row, p.pack));
+    Value pos = k.add(k.sub(c.len, k.i32(p.qLen)), qi[r]);
+    f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
+    if (p.alibi) {
+      Value slope = k.loadInvariant(k.f32(), k.gep(c.alibi, k.mul(k.sext64(head[r]), int64_t(4))));
+      f.alibiA[r] = k.fmul(slope, k.f32(kLog2e));
+      f.alibiB[r] = k.fmul(k.f32(-1.0), k.fmul(f.alibiA[r], k.sitofp(pos)));
+    }
+  }
+  // Keys past this bound need masking: the smallest row limit.
+  Value maskFrom = p.causal ? k.sub(c.len, k.i32(p.qLen)) : k.add(c.len, -1);
+
+  int64_t nS = p.tileN / 2, nO = p.headDim / 2;
+  Value negInf = k.f32(-INFINITY);
+  SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
+  for (int64_t i = 0; i < nO; ++i)
+    inits.push_back(k.f32(0));
+  int64_t convStride = c.sm.conv[1] - c.sm.conv[0];
+  int64_t scStride = c.sm.scales[1] - c.sm.scales[0];
+  Value qAddr = k.sharedAddr(sptr(k, c, c.sm.q));
+
+  SmallVector<Value> fin = k.forLoop(k.i32(0), c.numTiles, 1, inits, [&](Value j, ValueRange st) {
+    Value buf = k.band(j, 1);
+    Value phaseB = k.band(k.lshr(j, 1), 1);
+    Value tileStart = k.mul(k.add(c.tile0, j), p.tileN);
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))), phaseB);
+    Value convOff = k.add(k.mul(buf, convStride), c.sm.conv[0]);
+    Value kAddr = k.sharedAddr(sptr(k, c, convOff));
+    Value vAddr = k.sharedAddr(sptr(k, c, k.add(convOff, c.sm.convV)));
+    // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step.
+    k.wgmmaFence();
+    SmallVector<Value> acc(nS);
+    for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
+      int64_t aOff = (kk / 4) * 64 * 128 + (kk % 4) * 32;
+      int64_t bOff = (kk / 4) * p.tileN * 128 + (kk % 4) * 32;
+      Value da = k.wgmmaDescriptor(k.add(qAddr, aOff), 16, 1024);
+      Value db = k.wgmmaDescriptor(k.add(kAddr, bOff), 16, 1024);
+      acc = k.wgmmaSS(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*transB=*/false);
+    }
+    k.wgmmaCommit();
+    k.wgmmaWait(0);
+
+    Value scOff = k.add(k.mul(buf, scStride), c.sm.scales[0]);
+    Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
+    Value needMask = k.cmp(P::sgt, k.add(tileStart, p.tileN - 1), maskFrom);
+    SmallVector<Type> types(4 + nS / 2, k.f32());
+    for (int64_t i = 0; i < nS / 2; ++i)
+      types[4 + i] = k.i32();
+    types.push_back(k.f32());
+    types.push_back(k.f32());
+    auto pack = [&](const SoftmaxOut &o) {
+      SmallVector<Value> v = {o.m[0], o.m[1], o.l[0], o.l[1]};
+      v.append(o.pWords.begin(), o.pWords.end());
+      v.push_back(o.alpha[0]);
+      v.push_back(o.alpha[1]);
+      return v;
+    };
+    SmallVector<Value> sm = k.ifThenElse(
+        needMask, types,
+        [&] { return pack(softmaxTile(k, c, f, acc, scOff, tileStart, mOld, lOld, true)); },
+        [&] { return pack(softmaxTile(k, c, f, acc, scOff, tileStart, mOld, lOld, false)); });
+    Value alpha[2] = {sm[4 + nS / 2], sm[5 + nS / 2]};
+    SmallVector<Value> o(st.begin() + 4, st.end());
+    for (int64_t i = 0; i < nO; ++i)
+      o[i] = k.fmul(o[i], alpha[accRow(i)]);
+    // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step.
+    k.wgmmaFence();
+    for (int64_t kk = 0; kk < p.tileN / 16; ++kk) {
+      Value db = k.wgmmaDescriptor(k.add(vAddr, kk * 16 * 128), p.tileN * 128, 1024);
+      o = k.wgmmaRS(o, ArrayRef<Value>(sm).slice(4 + 4 * kk, 4), db, p.headDim, true);
+    }
+    k.wgmmaCommit();
+    k.wgmmaWait(0);
+    k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), c.sm.emptyConv(0, p.stages))));
+    SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
+    next.append(o.begin(), o.end());
+    return next;
+  });
+
+  // Epilogue.
+  Value l[2], m[2] = {fin[0], fin[1]};
+  for (int r = 0; r < 2; ++r) {
+    l[r] = fin[2 + r];
+    l[r] = k.fadd(l[r], k.shflXor(l[r], 1));
+    l[r] = k.fadd(l[r], k.shflXor(l[r], 2));
+  }
+  ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
+  Value rowOk[2] = {k.cmp(P::slt, f.r[0], k.i32(p.rows())), k.cmp(P::slt, f.r[1], k.i32(p.rows()))};
+  k.ifThenElse(
+      k.cmp(P::eq, c.numSplits, 1), TypeRange{},
+      [&] {
+        Value inv[2];
+        for (int r = 0; r < 2; ++r)
+          inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)),
+                            k.fdiv(k.f32(1.0), l[r]), k.f32(0));
+        for (int r = 0; r < 2; ++r) {
+          k.ifThen(rowOk[r], [&] {
+            // out[b, qi, head, :]
+            Value rowBase = k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi[r]), p.qHeads), head[r]);
+            Value base64 = k.mul(k.sext64(rowBase), p.headDim * 2);
+            for (int64_t i = 0; i < nO; i += 2) {
+              if (accRow(i) != r)
+                continue;
+              Value w = k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
+              Value col = k.add(f.colBase, (i / 4) * 8);
+              k.store(w, k.gep(c.out, k.add(base64, k.mul(k.sext64(col), int64_t(2)))));
+            }
+          });
+        }
+        return SmallVector<Value>();
+      },
+      [&] {
+        int64_t W = p.workspaceFloatsPerSplit();
+        Value slot = k.add(k.mul(k.add(k.mul(c.bIdx, p.groups()), c.grp), c.numSplits), c.split);
+        Value base64 = k.mul(k.sext64(slot), W * 4);
+        Value isQuadLead = k.cmp(P::eq, k.band(ct, 3), 0);
+        for (int r = 0; r < 2; ++r) {
+          k.ifThen(rowOk[r], [&] {
+            Value rowOff = k.add(base64, k.mul(k.sext64(f.r[r]), p.headDim * 4));
+            for (int64_t i = 0; i < nO; i += 2) {
+              if (accRow(i) != r)
+                continue;
+              Value col = k.add(f.colBase, (i / 4) * 8);
+              Value v = LLVM::UndefOp::create(k.builder(), k.getLoc(), k.vec2f32Type());
+              v = LLVM::InsertElementOp::create(k.builder(), k.getLoc(), v, o[i], k.i32(0));
+              v = LLVM::InsertElementOp::create(k.builder(), k.getLoc(), v, o[i + 1], k.i32(1));
+              k.store(v, k.gep(c.ws, k.add(rowOff, k.mul(k.sext64(col), int64_t(4)))), 8);
+            }
+            k.ifThen(isQuadLead, [&] {
+              Value mOff = k.add(base64, k.mul(k.sext64(k.add(f.r[r], p.rows() * p.headDim)),
+                                               int64_t(4)));
+              k.store(m[r], k.gep(c.ws, mOff));
+              k.store(l[r], k.gep(c.ws, k.add(mOff, p.rows() * 4)));
+            });
+          });
+        }
+        return SmallVector<Value>();
+      });
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel
+//===----------------------------------------------------------------------===//
+
+/// Copies the packed query rows into the swizzled Q tile (rows past `rows` are zeros).
+static void loadQueries(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  int64_t chunksPerRow = p.headDim / 8;
+  for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it) {
+    Value chunk = k.add(c.tid, it * 256);
+    Value row = k.udiv(chunk, chunksPerRow);
+    Value ch = k.urem(chunk, chunksPerRow);
+    Value rowC = k.smin(row, k.i32(p.rows() - 1));
+    Value qi = k.udiv(rowC, p.pack);
+    Value head = k.add(c.headBase, k.urem(rowC, p.pack));
+    Value elem = k.add(k.mul(k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi), p.qHeads), head),
+                             p.headDim),
+                       k.mul(ch, 8));
+    Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), int64_t(2))), 16);
+    Value zero = k.vector4({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
+    v = k.select(k.cmp(P::slt, row, k.i32(p.rows())), v, zero);
+    k.store(v, sptr(k, c, k.add(k.i32(c.sm.q), swizzledChunk(k, row, ch, 64))), 16);
+  }
+}
+
+static LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                      StringRef name, ArrayRef<Type> args, int64_t threads,
+                                      int64_t minBlocks) {
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToEnd(module.getBody());
+  MLIRContext *ctx = b.getContext();
+  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), args);
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnTy);
+  fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
+  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(minBlocks));
+  return fn;
+}
+
+static void ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module) {
+  if (SymbolTable::lookupSymbolIn(module, kSharedSymbol))
+    return;
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(module.getBody());
+  auto arrTy = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
+  LLVM::GlobalOp::create(b, loc, arrTy, /*isConstant=*/false, LLVM::Linkage::External,
+                         kSharedSymbol, Attribute(), /*alignment=*/1024, /*addrSpace=*/kShared);
+}
+
+void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                         const DecodePlan &p) {
+  ensureSharedSymbol(b, loc, module);
+  MLIRContext *ctx = b.getContext();
+  Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
+  Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
+  Type i32 = b.getI32Type();
+  SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32};
+  LLVM::LLVMFuncOp fn = declareKernel(b, loc, module, p.name + "_decode", args, 256, 1);
+  auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
+  for (unsigned a = 0; a < 2; ++a) {
+    fn.setArgAttr(a, "llvm.byval", TypeAttr::get(mapTy));
+    fn.setArgAttr(a, "nvvm.grid_constant", UnitAttr::get(ctx));
+    fn.setArgAttr(a, "llvm.align", b.getI64IntegerAttr(64));
+  }
+  for (unsigned a = 2; a < 9; ++a)
+    fn.setArgAttr(a, "llvm.noalias", UnitAttr::get(ctx));
+
+  OpBuilder::InsertionGuard g(b);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  KernelBuilder k(b, loc);
+  Ctx c{p, p.smem()};
+  c.kMap = fn.getArgument(0);
+  c.vMap = fn.getArgument(1);
+  c.q = fn.getArgument(2);
+  c.kScale = fn.getArgument(3);
+  c.vScale = fn.getArgument(4);
+  c.lens = fn.getArgument(5);
+  c.alibi = fn.getArgument(6);
+  c.out = fn.getArgument(7);
+  c.ws = fn.getArgument(8);
+  c.batch = fn.getArgument(9);
+  c.kvLen = fn.getArgument(10);
+  c.numSplits = fn.getArgument(11);
+
+  c.tid = k.tidX();
+  c.split = k.ctaidX();
+  c.grp = k.ctaidY();
+  c.bIdx = k.ctaidZ();
+  c.hkv = k.udiv(c.grp, p.groupsPerKv());
+  c.headBase = k.add(k.mul(c.hkv, p.groupSize()), k.mul(k.urem(c.grp, p.groupsPerKv()), p.pack));
+  // Align the dynamic shared memory to 1024 bytes (the swizzle atom).
+  Value raw = k.dynamicShared(kSharedSymbol);
+  Value rawAddr = k.sharedAddr(raw);
+  Value pad = k.band(k.sub(k.i32(1024), k.band(rawAddr, 1023)), 1023);
+  c.base = k.gep(raw, pad);
+
+  // This CTA's keys: tiles [tile0, tile0 + numTiles) of the batch element's length.
+  c.len = c.kvLen;
+  if (p.seqLens) {
+    Value l = k.loadInvariant(i32, k.gep(c.lens, k.mul(k.sext64(c.bIdx), int64_t(4))));
+    c.len = k.smax(k.smin(l, c.kvLen), k.i32(0));
+  }
+  Value tiles = k.ceilDiv(c.len, p.tileN);
+  Value perSplit = k.udiv(k.add(tiles, k.add(c.numSplits, -1)), c.numSplits);
+  c.tile0 = k.mul(c.split, perSplit);
+  Value end = k.smin(k.add(c.tile0, perSplit), tiles);
+  c.numTiles = k.smax(k.sub(end, c.tile0), k.i32(0));
+
+  k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
+    for (int64_t s = 0; s < p.stages; ++s)
+      k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
+    for (int64_t bf = 0; bf < 2; ++bf) {
+      k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), 128);
+      k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), 128);
+    }
+    k.fenceMbarrierInit();
+  });
+  loadQueries(k, c);
+  k.fenceProxyAsyncShared();
+  k.barrier(0, 0);
+
+  k.ifThenElse(
+      k.cmp(P::ult, c.tid, 128), TypeRange{},
+      [&] {
+        buildProducer(k, c);
+        return SmallVector<Value>();
+      },
+      [&] {
+        buildConsumer(k, c);
+        return SmallVector<Value>();
+      });
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}

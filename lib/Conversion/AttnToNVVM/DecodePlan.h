@@ -1,0 +1,71 @@
+//===- DecodePlan.h - one Hopper decode kernel, fully decided ---*- C++ -*-===//
+//
+// What this file is: the kernel-level description of a decode attention kernel — every decision
+// of the spec and its schedule resolved to numbers (packing, tiles, stages, roles, the shared
+// memory map) — that the generators in DecodeKernel.cpp and CombineKernel.cpp turn into NVVM, and
+// that the launch metadata (docs/GPUDecode.md) is written from. Private to this folder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::attn::nvvm {
+
+enum class KVType { I8, F8E4M3, BF16 };
+
+struct DecodePlan {
+  std::string name;
+  // Problem (-1: known at launch).
+  int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 128, kvLen = -1;
+  KVType kv = KVType::BF16;
+  Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;
+  bool causal = false, alibi = false, seqLens = false;
+  double softmaxScale = 0.0;
+  // Schedule.
+  int64_t pack = 1, tileN = 128, stages = 2, splitKv = 0 /*0: auto*/;
+  int64_t producerRegs = 40, consumerRegs = 232;
+
+  int64_t groupSize() const { return qHeads / kvHeads; }
+  int64_t rows() const { return qLen * pack; }
+  int64_t groupsPerKv() const { return groupSize() / pack; }
+  int64_t groups() const { return kvHeads * groupsPerKv(); }
+  int64_t kvElemBytes() const { return kv == KVType::BF16 ? 2 : 1; }
+  bool hasScales() const { return kv != KVType::BF16; }
+  int64_t workspaceFloatsPerSplit() const { return rows() * (headDim + 2); }
+
+  // Shared memory map (offsets from a 1024-aligned base).
+  struct Smem {
+    int64_t q = 0, stage[8] = {}, stageV = 0, conv[2] = {}, convV = 0, scales[2] = {},
+            bars = 0, total = 0;
+    // Offsets of the mbarriers inside `bars`.
+    int64_t fullStage(int64_t s) const { return bars + 8 * s; }
+    int64_t fullConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + b); }
+    int64_t emptyConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + 2 + b); }
+  };
+  Smem smem() const;
+  /// Dynamic shared memory to request: the map plus 1 KiB to align the base.
+  int64_t smemBytes() const { return smem().total + 1024; }
+  /// Bytes of one K (or V) tile in a pipeline stage.
+  int64_t stageTileBytes() const { return tileN * headDim * kvElemBytes(); }
+};
+
+/// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
+void buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
+/// Adds `<name>_combine`, which merges split-KV partials.
+void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                        const DecodePlan &p);
+/// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
+std::string launchMetadataJSON(const DecodePlan &p);
+
+/// Name of the dynamic shared-memory symbol of the module.
+inline constexpr const char *kSharedSymbol = "__attn_dynamic_smem";
+
+} // namespace mlir::attn::nvvm
+
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H

@@ -1,0 +1,193 @@
+//===- KernelBuilder.cpp - building blocks of the Hopper kernels ----------===//
+//
+// What this file is: the implementation of KernelBuilder.h — how each kernel-level building block
+// (mbarrier, TMA load, WGMMA descriptor and instruction, shuffle, barrier, loop) is spelled in the
+// LLVM and NVVM dialects.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelBuilder.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::attn::nvvm;
+
+Value KernelBuilder::intrinsic(StringRef name, Type result, ValueRange args) {
+  return LLVM::CallIntrinsicOp::create(b, loc, result, b.getStringAttr(name), args).getResult(0);
+}
+
+void KernelBuilder::intrinsicVoid(StringRef name, ValueRange args) {
+  LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr(name), args);
+}
+
+Value KernelBuilder::packBF16x2(Value lo, Value hi) {
+  Type v2f32 = vec2f32Type();
+  Value v = LLVM::UndefOp::create(b, loc, v2f32);
+  v = LLVM::InsertElementOp::create(b, loc, v, lo, i32(0));
+  v = LLVM::InsertElementOp::create(b, loc, v, hi, i32(1));
+  Value bf = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), v);
+  return bitcast(i32(), bf);
+}
+
+Value KernelBuilder::vector4(ArrayRef<Value> v) {
+  Value r = LLVM::UndefOp::create(b, loc, vec4Type());
+  for (auto [i, x] : llvm::enumerate(v))
+    r = LLVM::InsertElementOp::create(b, loc, r, x, i32(i));
+  return r;
+}
+
+Value KernelBuilder::shflXor(Value v, int64_t mask) {
+  return NVVM::ShflOp::create(b, loc, v.getType(), i32(-1), v, i32(mask), i32(0x1f),
+                              NVVM::ShflKind::bfly, UnitAttr());
+}
+
+void KernelBuilder::barrier(int64_t id, int64_t threads) {
+  if (threads == 0) {
+    NVVM::BarrierOp::create(b, loc, Type(), i32(id), Value(), NVVM::BarrierReductionAttr(),
+                            Value());
+    return;
+  }
+  NVVM::BarrierOp::create(b, loc, Type(), i32(id), i32(threads), NVVM::BarrierReductionAttr(),
+                          Value());
+}
+
+void KernelBuilder::fenceProxyAsyncShared() {
+  NVVM::FenceProxyOp::create(b, loc, NVVM::ProxyKind::async_shared,
+                             NVVM::SharedSpaceAttr::get(ctx(), NVVM::SharedSpace::shared_cta));
+}
+
+void KernelBuilder::fenceMbarrierInit() { NVVM::FenceMbarrierInitOp::create(b, loc); }
+
+void KernelBuilder::mbarrierInit(Value bar, int64_t count) {
+  NVVM::MBarrierInitOp::create(b, loc, bar, i32(count), Value());
+}
+
+void KernelBuilder::mbarrierArrive(Value bar) {
+  NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
+}
+
+void KernelBuilder::mbarrierArriveExpectTx(Value bar, int64_t bytes) {
+  NVVM::MBarrierArriveExpectTxOp::create(b, loc, Type(), bar, i32(bytes), NVVM::MemScopeKind::CTA,
+                                         false, Value());
+}
+
+void KernelBuilder::mbarrierWait(Value bar, Value parity) {
+  NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, i32(0));
+}
+
+void KernelBuilder::tmaLoad(Value dst, Value map, ValueRange coords, Value bar) {
+  NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+      b, loc, dst, map, coords, bar, ValueRange{}, Value(), Value(), NVVM::TMALoadMode::TILE,
+      /*isCTAOnly=*/true, NVVM::CTAGroupKindAttr(), Value());
+}
+
+Value KernelBuilder::wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo) {
+  // Bits 0–13: address >> 4; 16–29: leading byte offset >> 4; 32–45: stride byte offset >> 4;
+  // 62–63: layout type (1 = 128-byte swizzle). Base offset (49–51) is 0: tiles are 1024-aligned.
+  Value addr = zext64(band(lshr(sharedAddress, 4), 0x3FFF));
+  uint64_t fixed = (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 |
+                   uint64_t(1) << 62;
+  return bor(addr, i64(static_cast<int64_t>(fixed)));
+}
+
+Type KernelBuilder::accStructType(int64_t n) {
+  SmallVector<Type> fields(n / 2, f32());
+  return LLVM::LLVMStructType::getLiteral(ctx(), fields);
+}
+
+Value KernelBuilder::packStruct(Type t, ArrayRef<Value> values) {
+  Value s = LLVM::UndefOp::create(b, loc, t);
+  for (auto [i, v] : llvm::enumerate(values))
+    s = LLVM::InsertValueOp::create(b, loc, s, v, ArrayRef<int64_t>{static_cast<int64_t>(i)});
+  return s;
+}
+
+SmallVector<Value> KernelBuilder::unpackStruct(Value s, int64_t n) {
+  SmallVector<Value> out;
+  for (int64_t i = 0; i < n; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, s, ArrayRef<int64_t>{i}));
+  return out;
+}
+
+SmallVector<Value> KernelBuilder::wgmmaSS(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
+                                          bool accumulate, bool transB) {
+  Type st = accStructType(n);
+  Value in = accumulate ? packStruct(st, acc) : LLVM::UndefOp::create(b, loc, st).getResult();
+  auto shape = NVVM::MMAShapeAttr::get(ctx(), 64, n, 16);
+  Value out = NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, st, in, descA, descB, shape, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16,
+      NVVM::WGMMATypes::f32,
+      accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero, NVVM::WGMMAScaleIn::one,
+      NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+      transB ? NVVM::MMALayout::row : NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
+  return unpackStruct(out, n / 2);
+}
+
+SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB,
+                                          int64_t n, bool transB) {
+  // NVVM's wgmma op takes A only as a descriptor; the register form is inline PTX.
+  int64_t nacc = n / 2;
+  std::string regs, cons;
+  for (int64_t i = 0; i < nacc; ++i) {
+    regs += (i ? ", $" : "$") + std::to_string(i);
+    cons += (i ? ",=f" : "=f");
+  }
+  std::string asmStr = llvm::formatv(
+      "{{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+      "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.bf16.bf16 {{{1}}, {{${2}, ${3}, ${4}, ${5}}, "
+      "${6}, p, 1, 1, {7}; }",
+      n, regs, nacc, nacc + 1, nacc + 2, nacc + 3, nacc + 4, transB ? 1 : 0);
+  cons += ",r,r,r,r,l";
+  for (int64_t i = 0; i < nacc; ++i)
+    cons += "," + std::to_string(i);
+  SmallVector<Value> operands(a.begin(), a.end());
+  operands.push_back(descB);
+  operands.append(acc.begin(), acc.end());
+  Type st = accStructType(n);
+  auto op = LLVM::InlineAsmOp::create(b, loc, st, operands, asmStr, cons,
+                                      /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  return unpackStruct(op.getResult(0), nacc);
+}
+
+SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, int64_t step, ValueRange inits,
+                                          LoopBody body) {
+  auto forOp = scf::ForOp::create(b, loc, lb, ub, constLike(lb, step), inits);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    Block *blk = forOp.getBody();
+    if (!blk->empty() && isa<scf::YieldOp>(blk->back()))
+      blk->back().erase();
+    b.setInsertionPointToEnd(blk);
+    SmallVector<Value> yields = body(forOp.getInductionVar(), forOp.getRegionIterArgs());
+    scf::YieldOp::create(b, loc, yields);
+  }
+  return SmallVector<Value>(forOp.getResults());
+}
+
+SmallVector<Value> KernelBuilder::ifThenElse(Value cond, TypeRange types,
+                                             std::function<SmallVector<Value>()> thenBody,
+                                             std::function<SmallVector<Value>()> elseBody) {
+  auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+  auto fill = [&](Region &r, const std::function<SmallVector<Value>()> &fn) {
+    OpBuilder::InsertionGuard guard(b);
+    Block *blk = &r.front();
+    if (!blk->empty() && isa<scf::YieldOp>(blk->back()))
+      blk->back().erase();
+    b.setInsertionPointToEnd(blk);
+    SmallVector<Value> yields = fn ? fn() : SmallVector<Value>();
+    scf::YieldOp::create(b, loc, yields);
+  };
+  fill(ifOp.getThenRegion(), thenBody);
+  fill(ifOp.getElseRegion(), elseBody);
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+void KernelBuilder::ifThen(Value cond, std::function<void()> body) {
+  ifThenElse(cond, TypeRange{}, [&] {
+    body();
+    return SmallVector<Value>();
+  }, nullptr);
+}

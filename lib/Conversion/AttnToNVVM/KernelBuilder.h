@@ -1,0 +1,203 @@
+//===- KernelBuilder.h - building blocks of the Hopper kernels --*- C++ -*-===//
+//
+// What this file is: the kernel-level vocabulary of convert-attn-to-nvvm — a thin builder over the
+// LLVM and NVVM dialects with one method per thing a kernel engineer writes by hand: thread and
+// block ids, global/shared loads and stores, warp shuffles, named barriers, mbarriers, TMA tile
+// loads, WGMMA shared-memory descriptors and the two WGMMA forms (A from shared memory through
+// `nvvm.wgmma.mma_async`; A from registers through inline PTX, for which NVVM has no op), the
+// 128-byte-swizzled tile layout they read, and scf loops/ifs. Private to this folder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_KERNELBUILDER_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_KERNELBUILDER_H
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Builders.h"
+
+#include <functional>
+
+namespace mlir::attn::nvvm {
+
+/// Address spaces of the NVPTX backend.
+enum AddrSpace : unsigned { kGeneric = 0, kGlobal = 1, kShared = 3 };
+
+/// Offset in bytes of element (row, col) of a [rows × cols] 16-bit tile stored the way WGMMA
+/// reads it with 128-byte swizzling: column blocks of 64 elements (128 B per row), each block
+/// `rows × 128` bytes, the 16-byte chunk index of a row XOR-ed with (row mod 8). Used for Q (A,
+/// K-major), K (B, K-major) and V (B, MN-major): one layout, different descriptors.
+inline int64_t swizzledBlockBytes(int64_t rows) { return rows * 128; }
+
+class KernelBuilder {
+public:
+  KernelBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  OpBuilder &builder() { return b; }
+  Location getLoc() const { return loc; }
+  MLIRContext *ctx() { return b.getContext(); }
+
+  // Types.
+  Type i1() { return b.getI1Type(); }
+  Type i16() { return b.getI16Type(); }
+  Type i32() { return b.getI32Type(); }
+  Type i64() { return b.getI64Type(); }
+  Type f32() { return b.getF32Type(); }
+  Type ptr(unsigned as) { return LLVM::LLVMPointerType::get(ctx(), as); }
+
+  // Constants.
+  Value i32(int64_t v) { return LLVM::ConstantOp::create(b, loc, i32(), v); }
+  Value i64(int64_t v) { return LLVM::ConstantOp::create(b, loc, i64(), v); }
+  Value f32(double v) { return LLVM::ConstantOp::create(b, loc, f32(), b.getF32FloatAttr(v)); }
+  Value boolean(bool v) { return LLVM::ConstantOp::create(b, loc, i1(), v ? 1 : 0); }
+
+  // Integer arithmetic (i32 unless the operands say otherwise).
+  Value add(Value x, Value y) { return LLVM::AddOp::create(b, loc, x, y); }
+  Value sub(Value x, Value y) { return LLVM::SubOp::create(b, loc, x, y); }
+  Value mul(Value x, Value y) { return LLVM::MulOp::create(b, loc, x, y); }
+  Value udiv(Value x, Value y) { return LLVM::UDivOp::create(b, loc, x, y); }
+  Value urem(Value x, Value y) { return LLVM::URemOp::create(b, loc, x, y); }
+  Value band(Value x, Value y) { return LLVM::AndOp::create(b, loc, x, y); }
+  Value bor(Value x, Value y) { return LLVM::OrOp::create(b, loc, x, y); }
+  Value bxor(Value x, Value y) { return LLVM::XOrOp::create(b, loc, x, y); }
+  Value shl(Value x, Value y) { return LLVM::ShlOp::create(b, loc, x, y); }
+  Value lshr(Value x, Value y) { return LLVM::LShrOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y == 0 ? x : add(x, constLike(x, y)); }
+  Value mul(Value x, int64_t y) { return y == 1 ? x : mul(x, constLike(x, y)); }
+  Value udiv(Value x, int64_t y) { return udiv(x, constLike(x, y)); }
+  Value urem(Value x, int64_t y) { return urem(x, constLike(x, y)); }
+  Value band(Value x, int64_t y) { return band(x, constLike(x, y)); }
+  Value shl(Value x, int64_t y) { return shl(x, constLike(x, y)); }
+  Value lshr(Value x, int64_t y) { return lshr(x, constLike(x, y)); }
+  Value cmp(LLVM::ICmpPredicate p, Value x, Value y) { return LLVM::ICmpOp::create(b, loc, p, x, y); }
+  Value cmp(LLVM::ICmpPredicate p, Value x, int64_t y) { return cmp(p, x, constLike(x, y)); }
+  Value select(Value c, Value x, Value y) { return LLVM::SelectOp::create(b, loc, c, x, y); }
+  Value smin(Value x, Value y) { return select(cmp(LLVM::ICmpPredicate::slt, x, y), x, y); }
+  Value smax(Value x, Value y) { return select(cmp(LLVM::ICmpPredicate::sgt, x, y), x, y); }
+  /// ceil(x / d) for non-negative x.
+  Value ceilDiv(Value x, int64_t d) { return udiv(add(x, d - 1), d); }
+  Value zext64(Value x) { return LLVM::ZExtOp::create(b, loc, i64(), x); }
+  Value sext64(Value x) { return LLVM::SExtOp::create(b, loc, i64(), x); }
+  Value trunc(Type t, Value x) { return LLVM::TruncOp::create(b, loc, t, x); }
+  Value bitcast(Type t, Value x) { return LLVM::BitcastOp::create(b, loc, t, x); }
+
+  // Float arithmetic (f32).
+  Value fadd(Value x, Value y) { return LLVM::FAddOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return LLVM::FSubOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return LLVM::FMulOp::create(b, loc, x, y); }
+  Value fdiv(Value x, Value y) { return LLVM::FDivOp::create(b, loc, x, y); }
+  Value fma(Value x, Value y, Value z) { return LLVM::FMAOp::create(b, loc, x, y, z); }
+  Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
+  Value fcmp(LLVM::FCmpPredicate p, Value x, Value y) { return LLVM::FCmpOp::create(b, loc, p, x, y); }
+  Value sitofp(Value x) { return LLVM::SIToFPOp::create(b, loc, f32(), x); }
+  /// 2^x with the special-function unit (ex2.approx.ftz.f32).
+  Value exp2(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f", f32(), {x}); }
+  /// Packs two f32 into bf16x2 (round to nearest even): `lo` in bits 0–15.
+  Value packBF16x2(Value lo, Value hi);
+  /// PTX `prmt.b32`: byte permute of {b, a} by `selector`.
+  Value prmt(Value a, Value bv, int64_t selector) {
+    return intrinsic("llvm.nvvm.prmt", i32(), {a, bv, i32(selector)});
+  }
+
+  // Calls of LLVM/NVVM intrinsics that have no dialect op.
+  Value intrinsic(StringRef name, Type result, ValueRange args);
+  void intrinsicVoid(StringRef name, ValueRange args);
+
+  // Thread geometry.
+  Value tidX() { return NVVM::ThreadIdXOp::create(b, loc, i32()); }
+  Value ctaidX() { return NVVM::BlockIdXOp::create(b, loc, i32()); }
+  Value ctaidY() { return NVVM::BlockIdYOp::create(b, loc, i32()); }
+  Value ctaidZ() { return NVVM::BlockIdZOp::create(b, loc, i32()); }
+
+  // Memory. Offsets are in bytes (i32 for shared, i64 for global).
+  Value gep(Value base, Value byteOffset) {
+    return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base, ValueRange{byteOffset});
+  }
+  Value gep(Value base, int64_t byteOffset) {
+    return byteOffset == 0 ? base : gep(base, base.getType() == ptr(kShared) ? i32(byteOffset)
+                                                                           : i64(byteOffset));
+  }
+  Value load(Type t, Value p, unsigned align = 4) {
+    return LLVM::LoadOp::create(b, loc, t, p, align);
+  }
+  /// A global load that may use the read-only (non-coherent) cache.
+  Value loadInvariant(Type t, Value p, unsigned align = 4) {
+    auto op = LLVM::LoadOp::create(b, loc, t, p, align);
+    op.setInvariant(true);
+    return op;
+  }
+  void store(Value v, Value p, unsigned align = 4) { LLVM::StoreOp::create(b, loc, v, p, align); }
+  Type vec4Type() { return VectorType::get({4}, i32()); }
+  Type vec2f32Type() { return VectorType::get({2}, f32()); }
+  Value extract(Value vec, int64_t i) {
+    return LLVM::ExtractElementOp::create(b, loc, vec, i32(i));
+  }
+  Value vector4(ArrayRef<Value> v);
+  /// Integer address of a shared-memory pointer (the 32-bit shared window).
+  Value sharedAddr(Value p) { return LLVM::PtrToIntOp::create(b, loc, i32(), p); }
+  /// The dynamic shared memory of the kernel, as a pointer in address space 3.
+  Value dynamicShared(StringRef symbol) {
+    return LLVM::AddressOfOp::create(b, loc, ptr(kShared), symbol);
+  }
+  Value nullIfZero(Value p64, unsigned as) {
+    return LLVM::IntToPtrOp::create(b, loc, ptr(as), p64);
+  }
+
+  // Warp and CTA synchronization.
+  Value shflXor(Value v, int64_t mask);
+  /// bar.sync `id`, `threads` (all threads of the CTA when threads == 0).
+  void barrier(int64_t id, int64_t threads);
+  void fenceProxyAsyncShared();
+  void fenceMbarrierInit();
+  void threadFence() { intrinsicVoid("llvm.nvvm.membar.gl", {}); }
+
+  // mbarriers (shared memory, 8 bytes each).
+  void mbarrierInit(Value bar, int64_t count);
+  void mbarrierArrive(Value bar);
+  void mbarrierArriveExpectTx(Value bar, int64_t bytes);
+  void mbarrierWait(Value bar, Value parity);
+
+  /// TMA: a tiled copy of the box at `coords` (innermost first) of the tensor map `map` (a
+  /// generic pointer to the grid-constant parameter) into shared memory, completing on `bar`.
+  void tmaLoad(Value dst, Value map, ValueRange coords, Value bar);
+
+  /// A WGMMA shared-memory matrix descriptor with 128-byte swizzling.
+  Value wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo);
+
+  /// D (+)= A·B with A and B in shared memory (descriptors); bf16 inputs, f32 accumulators.
+  /// `acc` holds N/2 f32 per thread; with `accumulate` false the old values are ignored.
+  SmallVector<Value> wgmmaSS(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
+                             bool accumulate, bool transB);
+  /// D += A·B with A in registers (four bf16x2 per thread: the m64k16 fragment) and B in shared
+  /// memory; `transB` for an MN-major B.
+  SmallVector<Value> wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB, int64_t n,
+                             bool transB);
+  void wgmmaFence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }
+  void wgmmaCommit() { NVVM::WgmmaGroupSyncAlignedOp::create(b, loc); }
+  void wgmmaWait(int64_t pending) { NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending); }
+
+  // Control flow.
+  using LoopBody = std::function<SmallVector<Value>(Value iv, ValueRange iterArgs)>;
+  /// scf.for over [lb, ub) step `step` (i32) carrying `inits`; returns the final values.
+  SmallVector<Value> forLoop(Value lb, Value ub, int64_t step, ValueRange inits, LoopBody body);
+  /// scf.if with results of `types` (possibly none); each branch returns its yielded values.
+  SmallVector<Value> ifThenElse(Value cond, TypeRange types,
+                                std::function<SmallVector<Value>()> thenBody,
+                                std::function<SmallVector<Value>()> elseBody);
+  void ifThen(Value cond, std::function<void()> body);
+
+private:
+  Value constLike(Value x, int64_t v) {
+    return LLVM::ConstantOp::create(b, loc, x.getType(), v);
+  }
+  Type accStructType(int64_t n);
+  Value packStruct(Type t, ArrayRef<Value> values);
+  SmallVector<Value> unpackStruct(Value s, int64_t n);
+
+  OpBuilder &b;
+  Location loc;
+};
+
+} // namespace mlir::attn::nvvm
+
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_KERNELBUILDER_H

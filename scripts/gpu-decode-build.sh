@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# What this file is: builds, on the development machine, everything the GPU machine runs for the
+# decode kernels: PTX + launch metadata of every variant of the grid
+# (test/Conversion/AttnToNVVM/Inputs/decode_variants.py) and of the Table-3 benchmark specs
+# (examples/bench/), into DIR (default .device/decode, git-ignored; carry it with the run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-.device/decode}
+ATTN_OPT=${ATTN_OPT:-build/bin/attn-opt}
+rm -rf "$DIR" && mkdir -p "$DIR/variants" "$DIR/bench"
+python3 test/Conversion/AttnToNVVM/Inputs/decode_variants.py "$DIR/variants" >/dev/null
+for f in "$DIR"/variants/*.mlir examples/bench/*.mlir; do
+  out="$DIR/$(basename "$(dirname "$f")")/$(basename "${f%.mlir}").ptx"
+  [[ "$f" == examples/* ]] && out="$DIR/bench/$(basename "${f%.mlir}").ptx"
+  "$ATTN_OPT" "$f" --emit=ptx -o "$out"
+done
+cp ../shared/bench/gpu_decode_anchor.py "$DIR/" 2>/dev/null || true
+echo "built $(ls "$DIR"/*/*.ptx | wc -l) kernels into $DIR"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# What this file is: the GPU-machine half of the decode check and benchmark (the device has g++
+# and CUDA but none of our LLVM toolchain). It builds attn-bench from the checkout with g++, then
+#   1. correctness: every variant of .device/decode/variants over a shape grid (length 1, lengths
+#      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels);
+#   2. Table 3: the peer script (gpu_decode_anchor.py, Triton) and our int8 / fp8 / bf16 kernels
+#      on the same rows, in the same run;
+#   3. compute-sanitizer memcheck and racecheck on one shape per KV type.
+# Usage: scripts/gpu-decode-run.sh [DIR] [OUT]   (DIR from scripts/gpu-decode-build.sh)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+DIR=${1:-.device/decode}
+OUT=${2:-${OUT:-/tmp/attn-out}}
+STEPS=${STEPS:-check,table3,sanitize}
+mkdir -p "$OUT"
+BENCH=/tmp/attn-bench
+T=${T:-60}  # seconds per run: a hung kernel must not eat the whole call
+g++ -O2 -std=c++17 -I include -I /usr/local/cuda/include lib/Runtime/*.cpp \
+    lib/Reference/DecodeReference.cpp lib/Dialect/Attn/Transforms/ScheduleHeuristics.cpp \
+    tools/attn-bench/attn-bench.cpp -ldl -lpthread -o $BENCH || exit 2
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+
+if [[ $STEPS == *check* ]]; then
+  : > "$OUT/check.jsonl"; fails=0; runs=0
+  for ptx in "$DIR"/variants/${VARIANTS:-*}.ptx; do
+    for shape in "1 1 full gaussian" "3 1000 ragged gaussian" "2 4097 random outliers" \
+                 "1 300 full outliers" "512 77 ragged gaussian"; do
+      read -r B S L D <<< "$shape"
+      line=$(timeout $T $BENCH "$ptx" --batch "$B" --kv-len "$S" --seq-lens "$L" --data "$D" --check-only \
+             --seed $((runs + 7)) 2>&1)
+      rc=$?; runs=$((runs + 1))
+      echo "$line" | grep '^{' >> "$OUT/check.jsonl"
+      if [[ $rc != 0 ]]; then fails=$((fails + 1)); echo "FAIL $(basename "$ptx") $shape: $line" | tail -2; fi
+    done
+  done
+  # Split-KV forced on a long context, and int8 per_token_head against the unquantized math.
+  for s in 1 3 16 64; do
+    timeout $T $BENCH "$DIR/variants/i8_mqa16_d128_q3.ptx" --batch 2 --kv-len 20000 --splits $s --check-only \
+      --tol-unquant 3e-2 2>&1 | tee -a "$OUT/check.jsonl" | grep -v '^{' || fails=$((fails + 1))
+    runs=$((runs + 1))
+  done
+  echo "check: $runs runs, $fails failures" | tee "$OUT/check-summary.txt"
+fi
+
+if [[ $STEPS == *table3* ]]; then
+  python3 "$DIR/gpu_decode_anchor.py" > "$OUT/peer.jsonl" 2> "$OUT/peer.err"
+  : > "$OUT/table3.jsonl"
+  for row in "1024 256" "2048 128" "4096 64" "8192 32" "16384 16" "32768 8" "65536 4" "131072 2"; do
+    read -r S B <<< "$row"
+    for kv in i8 fp8 bf16; do
+      timeout $T $BENCH "$DIR/bench/table3_$kv.ptx" --batch "$B" --kv-len "$S" --iters 100 --warmup 20 \
+        --tol-unquant 3e-2 2>&1 | grep '^{' >> "$OUT/table3.jsonl"
+    done
+  done
+  python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+peer = {(r["ctx"], r["B"]): r for r in map(json.loads, open(out + "/peer.jsonl"))}
+ours = {}
+for r in map(json.loads, open(out + "/table3.jsonl")):
+    ours[(r["kv_len"], r["batch"], r["kv_dtype"])] = r
+print(f"{'ctx':>7} {'B':>4} | {'i8 us':>7} {'GB/s':>6} {'err':>8} | {'fp8 us':>7} | {'bf16 us':>7} | {'triton i8':>9} {'triton fp8':>10} | {'i8 speedup':>10}")
+for (ctx, b), p in sorted(peer.items()):
+    i8 = ours.get((ctx, b, "i8"), {}); f8 = ours.get((ctx, b, "f8E4M3FN"), {}); bf = ours.get((ctx, b, "bf16"), {})
+    t = p.get("triton_int8_best_us"); sp = t / i8["time_us"] if t and i8.get("time_us") else float("nan")
+    print(f"{ctx:>7} {b:>4} | {i8.get('time_us', float('nan')):7.1f} {i8.get('gbps', 0):6.0f} {i8.get('rel_err_quant', float('nan')):8.2e} | "
+          f"{f8.get('time_us', float('nan')):7.1f} | {bf.get('time_us', float('nan')):7.1f} | {t or float('nan'):9.1f} {p.get('triton_fp8_us', float('nan')):10} | {sp:10.2f}")
+PY
+fi
+
+if [[ $STEPS == *sanitize* ]]; then
+  : > "$OUT/sanitizer.txt"
+  for v in i8_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3; do
+    for tool in memcheck racecheck; do
+      echo "== $v $tool (batch 2, kv_len 1000, 3 splits)" >> "$OUT/sanitizer.txt"
+      compute-sanitizer --tool $tool --error-exitcode 9 $BENCH "$DIR/variants/$v.ptx" --batch 2 \
+        --kv-len 1000 --splits 3 --seq-lens ragged --check-only >> "$OUT/sanitizer.txt" 2>&1
+      echo "exit $?" >> "$OUT/sanitizer.txt"
+    done
+  done
+  grep -E "^==|ERROR SUMMARY|exit" "$OUT/sanitizer.txt"
+fi

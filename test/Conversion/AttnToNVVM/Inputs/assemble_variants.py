@@ -1,0 +1,43 @@
+#!/usr/bin/env python3
+"""What this file is: compiles every decode variant of decode_variants.py with
+`attn-opt --emit=ptx` and assembles it with `ptxas -arch=sm_90a -v`; fails on any error and on
+register spills in the decode kernel. Usage: assemble_variants.py ATTN_OPT PTXAS WORKDIR."""
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+sys.path.insert(0, os.path.dirname(__file__))
+import decode_variants  # noqa: E402
+
+attn_opt, ptxas, work = sys.argv[1:4]
+os.makedirs(work, exist_ok=True)
+
+
+def one(v):
+    name = v[0]
+    src = os.path.join(work, name + ".mlir")
+    with open(src, "w") as f:
+        f.write(decode_variants.spec(*v))
+    ptx = os.path.join(work, name + ".ptx")
+    r = subprocess.run([attn_opt, src, "--emit=ptx", "-o", ptx], capture_output=True, text=True)
+    if r.returncode:
+        return f"{name}: attn-opt failed: {r.stderr.strip()}"
+    r = subprocess.run([ptxas, "-arch=sm_90a", "-v", ptx, "-o", os.devnull],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return f"{name}: ptxas failed: {r.stderr.strip()[:400]}"
+    m = re.search(r"'\w+_decode'.*?(\d+) bytes spill stores", r.stderr, re.S)
+    if m and int(m.group(1)) > 0:
+        return f"{name}: the decode kernel spills {m.group(1)} bytes"
+    return None
+
+
+with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+    errors = [e for e in pool.map(one, decode_variants.variants()) if e]
+for e in errors:
+    print("ERROR", e)
+print(f"{len(decode_variants.variants()) - len(errors)} of {len(decode_variants.variants())} "
+      "decode variants assembled for sm_90a without spills")
+sys.exit(1 if errors else 0)

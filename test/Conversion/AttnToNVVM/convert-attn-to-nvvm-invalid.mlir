@@ -1,0 +1,77 @@
+// convert-attn-to-nvvm refuses what its generators do not implement, on the op, with the reason.
+// RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --convert-attn-to-nvvm
+
+func.func @prefill(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
+                   %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: prefill attention (only decode is lowered for sm_90a)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
+      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @per_group(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                     %ks: memref<?x?x1x2xf32>, %vs: memref<?x?x1x2xf32>, %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group (per_token_head, per_token, per_head or per_tensor)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      k_scale(%ks : memref<?x?x1x2xf32>) v_scale(%vs : memref<?x?x1x2xf32>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {k_quant = #attn.quant<i8, per_group<64>>, v_quant = #attn.quant<i8, per_group<64>>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @qlen16(%q: memref<?x16x4x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
+                  %o: memref<?x16x4x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: q_len 16 (decode kernels take 1 to 8 new tokens)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x16x4x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
+      outs(%o : memref<?x16x4x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @f32_out(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
+                   %o: memref<?x1x8x128xf32>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: output of type 'f32' (bf16 output only)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
+      outs(%o : memref<?x1x8x128xf32>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @too_much_smem(%q: memref<?x1x8x256xbf16>, %k: memref<?x?x1x256xi8>, %v: memref<?x?x1x256xi8>,
+                         %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x1x8x256xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: this schedule needs 560256 bytes of shared memory (head_dim 256, tile_n 128, stages 4); an sm_90a CTA has 232448: lower tile_n or stages}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x256xbf16>, memref<?x?x1x256xi8>, memref<?x?x1x256xi8>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x1x8x256xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>, schedule = #attn.schedule<tile_n = 128, stages = 4>}
+  return
+}
+
+// -----
+
+func.func @two_consumers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
+                         %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: warp roles other than one producer and one consumer warpgroup}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>]>}
+  return
+}
+
+// -----
+
+func.func @mla(%q: memref<1x1x128x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: memref<1x1x128x512xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: 'attn.mla_decode' for sm_90a (only attn.attention decode is lowered)}}
+  attn.mla_decode ins(%q, %kv : memref<1x1x128x576xbf16>, memref<1x4096x576xbf16>)
+      outs(%o : memref<1x1x128x512xbf16>) {head_dim_v = 512, rope_dim = 64, target = #attn.target<sm_90a>}
+  return
+}

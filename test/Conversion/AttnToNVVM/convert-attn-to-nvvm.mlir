@@ -1,0 +1,85 @@
+// convert-attn-to-nvvm: the decode kernel's NVVM building blocks for each KV type (int8 with
+// per-(token, head) scales, e4m3 with per-token scales, bf16), the schedule honoured (register
+// budgets, tile_n as the WGMMA N of S and the K step count of P·V), and the split-KV combine.
+// RUN: attn-opt %s -split-input-file --attn-select-schedule --convert-attn-to-nvvm | FileCheck %s
+
+// CHECK-LABEL: gpu.module @attn_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">]
+// CHECK: llvm.mlir.global external @__attn_dynamic_smem() {addr_space = 3 : i32, alignment = 1024 : i64}
+// CHECK: llvm.func @mqa_i8_decode(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
+// CHECK-SAME: attn.launch = "{{.*}}\22pack_q_heads\22: 16,
+// CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 1 : i32
+// Barriers: 2 stages + 2 full + 2 empty conversion buffers.
+// CHECK-COUNT-6: nvvm.mbarrier.init
+// CHECK: nvvm.fence.mbarrier.init
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// Producer warpgroup: fewer registers, TMA of K and V into a stage, int8 → bf16 through prmt.
+// CHECK: nvvm.setmaxregister  decrease 72
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] {isCTAOnly = true}
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] {isCTAOnly = true}
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: llvm.call_intrinsic "llvm.nvvm.prmt"
+// CHECK: nvvm.mbarrier.arrive
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// Consumer warpgroup: S = Q·Kᵀ (8 k-steps of 16 over head_dim 128), softmax in ex2, O += P·V
+// with P from registers (inline PTX: NVVM's op has no register A) over 128 keys.
+// CHECK: nvvm.setmaxregister  increase 240
+// CHECK: nvvm.mbarrier.try_wait.parity
+// CHECK: nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, {{<zero>|<one>}}], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+// CHECK-COUNT-8: llvm.inline_asm has_side_effects "{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1; }"
+// CHECK: llvm.func @mqa_i8_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32)
+// CHECK-NOT: func.func @mqa_i8
+func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                  %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>, softmax_scale = 0.125 : f32}
+  return
+}
+
+// -----
+
+// e4m3 K/V: two values per cvt through f16x2; head_dim 64 gives 4 S steps, and the spec's own
+// schedule (tile_n 64, 3 stages, budgets 56/224) is what the kernel uses.
+// CHECK-LABEL: llvm.func @gqa_fp8_decode
+// CHECK-COUNT-7: nvvm.mbarrier.init
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: llvm.call_intrinsic "llvm.nvvm.e4m3x2.to.f16x2.rn"
+// CHECK: nvvm.setmaxregister  increase 224
+// CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK-COUNT-4: llvm.inline_asm has_side_effects {{.*}}m64n64k16.f32.bf16.bf16
+// CHECK-NOT: llvm.inline_asm
+// CHECK: llvm.func @gqa_fp8_combine
+func.func @gqa_fp8(%q: memref<?x1x32x64xbf16>, %k: memref<?x?x4x64xf8E4M3FN>, %v: memref<?x?x4x64xf8E4M3FN>,
+                   %ks: memref<?x?xf32>, %vs: memref<?x?xf32>, %slopes: memref<32xf32>,
+                   %o: memref<?x1x32x64xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x32x64xbf16>, memref<?x?x4x64xf8E4M3FN>, memref<?x?x4x64xf8E4M3FN>)
+      k_scale(%ks : memref<?x?xf32>) v_scale(%vs : memref<?x?xf32>) alibi(%slopes : memref<32xf32>)
+      outs(%o : memref<?x1x32x64xbf16>)
+      {causal, k_quant = #attn.quant<f8E4M3FN, per_token>, v_quant = #attn.quant<f8E4M3FN, per_token>,
+       target = #attn.target<sm_90a>, softmax_scale = 0.125 : f32,
+       schedule = #attn.schedule<pack_q_heads = 8, split_kv = 4, tile_n = 64, stages = 3,
+                                 roles = [producer<warpgroups = 1, regs = 56>, consumer<warpgroups = 1, regs = 224>]>}
+  return
+}
+
+// -----
+
+// bf16 K/V: no dequantization (no prmt, no cvt from e4m3), and a bf16 cache halves the tile.
+// CHECK-LABEL: llvm.func @mha_bf16_decode
+// CHECK-NOT: llvm.nvvm.prmt
+// CHECK-NOT: e4m3x2
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK: llvm.func @mha_bf16_combine
+func.func @mha_bf16(%q: memref<2x1x8x128xbf16>, %k: memref<2x4096x8x128xbf16>, %v: memref<2x4096x8x128xbf16>,
+                    %o: memref<2x1x8x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x128xbf16>, memref<2x4096x8x128xbf16>, memref<2x4096x8x128xbf16>)
+      outs(%o : memref<2x1x8x128xbf16>) {target = #attn.target<sm_90a>, softmax_scale = 0.125 : f32}
+  return
+}

@@ -1,0 +1,46 @@
+// --emit=ptx of a decode spec: the PTX has the Hopper instructions the kernel is built from, and
+// -o writes the launch metadata beside it; --emit=launch prints the metadata; --emit=cubin runs
+// ptxas (when the toolkit is there).
+// RUN: attn-opt %s --emit=ptx | FileCheck %s
+// RUN: attn-opt %s --emit=ptx | FileCheck %s --check-prefix=RS
+// RUN: attn-opt %s --emit=ptx -o %t.ptx && FileCheck %s --check-prefix=META < %t.ptx.launch.json
+// RUN: attn-opt %s --emit=launch | FileCheck %s --check-prefix=META
+
+// CHECK: .target sm_90a
+// CHECK: .entry decode_decode(
+// CHECK-NEXT: .param .align 64 .b8 decode_decode_param_0[128],
+// CHECK: .maxntid 256, 1, 1
+// CHECK: mbarrier.init.shared.b64
+// CHECK: setmaxnreg.dec.sync.aligned.u32 72;
+// CHECK: mbarrier.arrive.expect_tx.shared.b64
+// CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// CHECK: mbarrier.try_wait.parity.shared.b64
+// CHECK: prmt.b32
+// CHECK: fence.proxy.async.shared::cta
+// CHECK: setmaxnreg.inc.sync.aligned.u32 240;
+// CHECK: wgmma.fence.sync.aligned
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: wgmma.commit_group.sync.aligned
+// CHECK: wgmma.wait_group.sync.aligned 0
+// CHECK: ex2.approx.ftz.f32
+// O += P·V: A (P) from registers, B (V) transposed (MN-major), in its own block of the PTX.
+// RS: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
+// CHECK: .entry decode_combine(
+
+// (keys come out sorted)
+// META: "format": "attn-launch-v1"
+// META: "name": "decode_decode"
+// META: "smem_bytes": 216192
+// META: "name": "decode_combine"
+// META: "kv_dtype": "i8"
+// META: "q_heads": 16
+// META: "pack_q_heads": 16
+// META: "split_kv": 4
+// META: "workspace_floats_per_split": 6240
+func.func @decode(%q: memref<32x3x16x128xbf16>, %k: memref<32x8192x1x128xi8>, %v: memref<32x8192x1x128xi8>,
+                  %ks: memref<32x8192x1xf32>, %vs: memref<32x8192x1xf32>, %o: memref<32x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<32x3x16x128xbf16>, memref<32x8192x1x128xi8>, memref<32x8192x1x128xi8>)
+      k_scale(%ks : memref<32x8192x1xf32>) v_scale(%vs : memref<32x8192x1xf32>) outs(%o : memref<32x3x16x128xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}

@@ -1,0 +1,713 @@
+//===- attn-bench.cpp - check and time a generated GPU decode kernel ------===//
+//
+// What this file is: the launcher of the decode kernels convert-attn-to-nvvm generates. It reads
+// the kernel (PTX or cubin) and its `*.launch.json` (docs/GPUDecode.md), generates seeded inputs,
+// quantizes K/V as the metadata says, computes two fp64 host references (quantized and
+// unquantized math), launches decode (+ combine) through the attn runtime, checks every output,
+// times the launches with events, and prints one JSON line and PASS / FAIL (...).
+// Exit codes: 0 pass, 1 fail, 2 usage or runtime error (no driver, bad metadata, ...).
+// Plain C++17 over AttnRuntime and AttnScheduleHeuristics; no MLIR.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+#include "attn/Reference/DecodeReference.h"
+#include "attn/Runtime/LaunchMetadata.h"
+#include "attn/Runtime/Runtime.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+using namespace attn;
+
+namespace {
+const char *kUsage =
+    "usage: attn-bench KERNEL.ptx|KERNEL.cubin [--meta X.launch.json] --batch B --kv-len S\n"
+    "         [--seq-lens full|random|ragged] [--splits N|auto] [--data gaussian|outliers]\n"
+    "         [--seed N] [--warmup N] [--iters N] [--no-time] [--check-only] [--dry-run]\n"
+    "         [--tol-quant X] [--tol-unquant X] [--sm-count N]\n"
+    "  --meta        launch metadata (default: KERNEL.launch.json)\n"
+    "  --batch, --kv-len   runtime extents (may be left out when the metadata fixes them)\n"
+    "  --seq-lens    per-batch lengths, for kernels whose spec has seq_lens (default full)\n"
+    "  --splits      split-KV count (default: the metadata's split_kv; 0/auto: selectSplitKv)\n"
+    "  --data        gaussian N(0,1), or outliers (4 channels of K and V scaled by 20)\n"
+    "  --no-time, --check-only   check only, no timing\n"
+    "  --dry-run     check arguments and metadata, print the launch plan; no GPU needed\n"
+    "  --tol-quant   bound on rel_err_quant for PASS (default 1e-2)\n"
+    "  --tol-unquant bound on rel_err_unquant (default: not bounded)\n"
+    "  --sm-count    SMs for split_kv=auto (default: the device's; 132 in a dry run)\n";
+
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "attn-bench: %s\n%s", message.c_str(), kUsage);
+  return 2;
+}
+int error(const std::string &message) {
+  std::fprintf(stderr, "attn-bench: %s\n", message.c_str());
+  return 2;
+}
+
+const char *statusName(attn_rt_status s) {
+  switch (s) {
+  case ATTN_RT_OK: return "ok";
+  case ATTN_RT_NO_DRIVER: return "no-driver";
+  case ATTN_RT_NO_DEVICE: return "no-device";
+  case ATTN_RT_WRONG_ARCH: return "wrong-arch";
+  case ATTN_RT_LOAD_FAILED: return "load-failed";
+  case ATTN_RT_NOT_FOUND: return "not-found";
+  case ATTN_RT_INVALID_ARGUMENT: return "invalid-argument";
+  case ATTN_RT_CUDA_ERROR: return "cuda-error";
+  }
+  return "?";
+}
+
+#define TRY(call, what)                                                                            \
+  do {                                                                                             \
+    attn_rt_status s_ = (call);                                                                    \
+    if (s_ != ATTN_RT_OK)                                                                          \
+      return error(std::string(what) + ": " + statusName(s_) + ": " + attn_rt_last_error());       \
+  } while (0)
+
+struct Options {
+  std::string kernelPath, metaPath;
+  int64_t batch = -2, kvLen = -2; // -2: not given
+  ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
+  std::string splits; // "" = metadata
+  bool outliers = false;
+  uint64_t seed = 0;
+  int64_t warmup = 10, iters = 50;
+  bool noTime = false, dryRun = false;
+  double tolQuant = 1e-2, tolUnquant = -1;
+  int64_t smCount = 0;
+};
+
+bool parseInt(const std::string &s, int64_t &out) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno || *end)
+    return false;
+  out = v;
+  return true;
+}
+bool parseDouble(const std::string &s, double &out) {
+  if (s.empty())
+    return false;
+  char *end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return !*end && std::isfinite(out);
+}
+
+/// Parses argv; returns -1 to go on, else an exit code.
+int parseOptions(int argc, char **argv, Options &o) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string a = args[i], value;
+    bool hasValue = false;
+    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
+      value = a.substr(a.find('=') + 1);
+      a = a.substr(0, a.find('='));
+      hasValue = true;
+    }
+    auto next = [&](std::string &v) {
+      if (hasValue) {
+        v = value;
+        return true;
+      }
+      if (i + 1 >= args.size())
+        return false;
+      v = args[++i];
+      return true;
+    };
+    auto intOpt = [&](int64_t &out, int64_t lo, int64_t hi) {
+      std::string v;
+      if (!next(v))
+        return usageError(a + " needs a value");
+      if (!parseInt(v, out))
+        return usageError(a + " needs an integer, got '" + v + "'");
+      if (out < lo || out > hi)
+        return usageError(a + " " + v + " is out of range " + std::to_string(lo) + ".." +
+                          std::to_string(hi));
+      return -1;
+    };
+    int rc = -1;
+    std::string v;
+    if (a == "-h" || a == "--help") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--meta") {
+      if (!next(o.metaPath))
+        return usageError("--meta needs a file");
+    } else if (a == "--batch") {
+      rc = intOpt(o.batch, INT64_MIN / 2, INT64_MAX / 2);
+    } else if (a == "--kv-len") {
+      rc = intOpt(o.kvLen, INT64_MIN / 2, INT64_MAX / 2);
+    } else if (a == "--seq-lens") {
+      if (!next(v) || !ref::parseSeqLenMode(v, o.seqLens))
+        return usageError("--seq-lens takes full, random or ragged");
+    } else if (a == "--splits") {
+      if (!next(o.splits))
+        return usageError("--splits needs N or auto");
+      int64_t n;
+      if (o.splits != "auto" && (!parseInt(o.splits, n) || n < 0 || n > 65535))
+        return usageError("--splits takes auto or a count in 0..65535, got '" + o.splits + "'");
+    } else if (a == "--data") {
+      if (!next(v) || (v != "gaussian" && v != "outliers"))
+        return usageError("--data takes gaussian or outliers");
+      o.outliers = v == "outliers";
+    } else if (a == "--seed") {
+      int64_t s = 0;
+      rc = intOpt(s, 0, INT64_MAX);
+      o.seed = static_cast<uint64_t>(s);
+    } else if (a == "--warmup") {
+      rc = intOpt(o.warmup, 0, 100000);
+    } else if (a == "--iters") {
+      rc = intOpt(o.iters, 1, 100000);
+    } else if (a == "--sm-count") {
+      rc = intOpt(o.smCount, 1, 100000);
+    } else if (a == "--tol-quant" || a == "--tol-unquant") {
+      double &t = a == "--tol-quant" ? o.tolQuant : o.tolUnquant;
+      if (!next(v) || !parseDouble(v, t) || t < 0)
+        return usageError(a + " needs a non-negative number");
+    } else if (a == "--no-time" || a == "--check-only") {
+      o.noTime = true;
+    } else if (a == "--dry-run") {
+      o.dryRun = true;
+    } else if (a.size() > 1 && a[0] == '-') {
+      return usageError("unknown option '" + a + "'");
+    } else if (o.kernelPath.empty()) {
+      o.kernelPath = a;
+    } else {
+      return usageError("more than one kernel file ('" + o.kernelPath + "', '" + a + "')");
+    }
+    if (rc != -1)
+      return rc;
+  }
+  if (o.kernelPath.empty())
+    return usageError("no kernel file given");
+  if (o.metaPath.empty())
+    o.metaPath = o.kernelPath + ".launch.json";
+  return -1;
+}
+
+std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+std::string jsonNumber(double x, const char *format = "%.4e") {
+  if (!std::isfinite(x))
+    return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, x);
+  return buf;
+}
+std::string baseName(const std::string &path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+/// The resolved launch: extents, splits and grids.
+struct Plan {
+  int64_t batch = 0, kvLen = 0, numSplits = 1, smCount = 0;
+  ref::KvType kvType = ref::KvType::I8;
+  ref::Granularity kGran = ref::Granularity::None, vGran = ref::Granularity::None;
+  ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
+  unsigned decodeGrid[3] = {1, 1, 1}, combineGrid[3] = {1, 1, 1};
+  size_t workspaceFloats = 0;
+};
+
+/// MemAvailable of /proc/meminfo (MemFree when that is missing); 0 when unknown.
+double availableHostBytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double kb = 0;
+  while (in >> key >> kb) {
+    if (key == "MemAvailable:")
+      return kb * 1024;
+    in.ignore(256, '\n');
+  }
+  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? double(pages) * double(page) : 0;
+}
+
+/// Checks the requested shape against the metadata (extents the kernel cannot take → message).
+bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::string &why) {
+  auto extent = [&](const char *name, int64_t given, int64_t fixed, int64_t &out) {
+    if (fixed >= 0) {
+      if (given != -2 && given != fixed) {
+        why = std::string("the kernel was compiled for ") + name + " " + std::to_string(fixed) +
+              "; --" + (name[0] == 'b' ? "batch " : "kv-len ") + std::to_string(given) +
+              " does not match";
+        return false;
+      }
+      out = fixed;
+      return true;
+    }
+    if (given == -2) {
+      why = std::string("--") + (name[0] == 'b' ? "batch" : "kv-len") +
+            " is required: the kernel's " + name + " is dynamic";
+      return false;
+    }
+    out = given;
+    return true;
+  };
+  if (!extent("batch", o.batch, m.batch, p.batch) || !extent("kv_len", o.kvLen, m.kvLen, p.kvLen))
+    return false;
+  if (p.batch < 1 || p.batch > 65535) {
+    why = "batch " + std::to_string(p.batch) + " is outside 1..65535 (the grid's z extent)";
+    return false;
+  }
+  if (p.kvLen < 0 || p.kvLen >= (INT64_C(1) << 31)) {
+    why = "kv_len " + std::to_string(p.kvLen) + " is outside 0..2^31-1 (an i32 kernel argument)";
+    return false;
+  }
+  if (m.groups > 65535) {
+    why = "groups " + std::to_string(m.groups) + " exceed the grid's y extent 65535";
+    return false;
+  }
+  if (!ref::parseKvType(m.kvDtype, p.kvType) || !ref::parseGranularity(m.kQuant, p.kGran) ||
+      !ref::parseGranularity(m.vQuant, p.vGran)) {
+    why = "unsupported kv_dtype/k_quant/v_quant in the metadata";
+    return false;
+  }
+  p.seqLens = m.seqLens ? o.seqLens : ref::SeqLenMode::Full;
+  if (!m.seqLens && o.seqLens != ref::SeqLenMode::Full)
+    std::fprintf(stderr, "attn-bench: note: the kernel's spec has no seq_lens; every batch uses "
+                         "kv_len (--seq-lens %s ignored)\n",
+                 ref::seqLenModeName(o.seqLens));
+  // Host memory: f32 K, V, dequantized K, V and codes, with some slack.
+  const double elems = double(p.batch) * double(p.kvLen) * double(m.kvHeads) * double(m.headDim);
+  const double need = elems * (16.0 + 2.0 * ref::kvElementBytes(p.kvType)) * 1.1 +
+                      double(p.batch) * double(m.qLen) * double(m.qHeads) * double(m.headDim) * 24;
+  const double avail = availableHostBytes();
+  if (avail > 0 && need > avail) {
+    char buf[160];
+    std::snprintf(buf, sizeof(buf),
+                  "the host inputs and references need about %.1f GiB, only %.1f GiB are available",
+                  need / 1073741824.0, avail / 1073741824.0);
+    why = buf;
+    return false;
+  }
+  return true;
+}
+
+bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::string &why) {
+  int64_t n = m.splitKv;
+  if (!o.splits.empty())
+    n = o.splits == "auto" ? 0 : std::atoll(o.splits.c_str());
+  if (n == 0) {
+    mlir::attn::GPUInfo gpu;
+    gpu.numSMs = p.smCount;
+    n = mlir::attn::selectSplitKv(p.batch * m.groups, p.kvLen, m.tileN, gpu);
+  }
+  p.numSplits = n;
+  if (n > 1 && !m.kernel("combine")) {
+    why = std::to_string(n) + " splits need a \"combine\" kernel, and the metadata has none";
+    return false;
+  }
+  p.workspaceFloats = n > 1 ? size_t(p.batch) * size_t(m.groups) * size_t(n) *
+                                  size_t(m.workspaceFloatsPerSplit)
+                            : 0;
+  std::map<std::string, int64_t> symbols = {
+      {"num_splits", n},           {"groups", m.groups},   {"batch", p.batch},
+      {"row_blocks", (m.rowsPerCta + 3) / 4}, {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
+      {"q_len", m.qLen}};
+  if (!rt::resolveGrid(*m.kernel("decode"), symbols, p.decodeGrid, why))
+    return false;
+  if (n > 1 && !rt::resolveGrid(*m.kernel("combine"), symbols, p.combineGrid, why))
+    return false;
+  return true;
+}
+
+bool readFile(const std::string &path, std::string &out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return false;
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  out = buffer.str();
+  return true;
+}
+
+/// One copy of the K/V inputs on the device (several rotate while timing, to defeat the L2).
+struct DeviceKv {
+  alignas(64) unsigned char kMap[128];
+  alignas(64) unsigned char vMap[128];
+  uint64_t k = 0, v = 0, kScale = 0, vScale = 0;
+};
+
+/// Host inputs and references.
+struct HostData {
+  std::vector<uint16_t> qBits;
+  std::vector<float> q, k, v, kDeq, vDeq, refQuant, refUnquant, slopes;
+  std::vector<int32_t> seqLens;
+  ref::QuantizedKv kq, vq;
+};
+
+void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, HostData &h) {
+  const ref::KvShape kv{p.batch, p.kvLen, m.kvHeads, m.headDim};
+  const size_t qElems = size_t(p.batch) * size_t(m.qLen) * size_t(m.qHeads) * size_t(m.headDim);
+  h.q.resize(qElems);
+  h.qBits.resize(qElems);
+  ref::fillGaussian(h.q.data(), qElems, o.seed, 1);
+  for (size_t i = 0; i < qElems; ++i) {
+    h.qBits[i] = ref::floatToBf16(h.q[i]);
+    h.q[i] = ref::bf16ToFloat(h.qBits[i]);
+  }
+  h.k.resize(kv.elements());
+  h.v.resize(kv.elements());
+  ref::fillGaussian(h.k.data(), h.k.size(), o.seed, 2);
+  ref::fillGaussian(h.v.data(), h.v.size(), o.seed, 3);
+  if (o.outliers) {
+    std::vector<int64_t> channels = ref::outlierChannels(m.headDim);
+    const size_t rows = kv.elements() / size_t(m.headDim);
+    ref::scaleChannels(h.k.data(), rows, m.headDim, channels, 20.0f);
+    ref::scaleChannels(h.v.data(), rows, m.headDim, channels, 20.0f);
+  }
+  ref::quantizeKv(h.k.data(), kv, p.kvType, p.kGran, h.kq);
+  ref::quantizeKv(h.v.data(), kv, p.kvType, p.vGran, h.vq);
+  h.kDeq.resize(kv.elements());
+  h.vDeq.resize(kv.elements());
+  ref::dequantizeKv(h.kq, kv, h.kDeq.data());
+  ref::dequantizeKv(h.vq, kv, h.vDeq.data());
+  h.seqLens = ref::makeSeqLens(p.batch, p.kvLen, p.seqLens, o.seed);
+  h.slopes = m.alibi ? ref::alibiSlopes(m.qHeads) : std::vector<float>(size_t(m.qHeads), 0.0f);
+
+  ref::DecodeProblem prob;
+  prob.batch = p.batch;
+  prob.qLen = m.qLen;
+  prob.qHeads = m.qHeads;
+  prob.kvHeads = m.kvHeads;
+  prob.headDim = m.headDim;
+  prob.kvLen = p.kvLen;
+  prob.causal = m.causal;
+  prob.alibi = m.alibi;
+  prob.softmaxScale = m.softmaxScale;
+  h.refQuant.resize(qElems);
+  h.refUnquant.resize(qElems);
+  ref::decodeReference(prob, h.q.data(), h.kDeq.data(), h.vDeq.data(), h.seqLens.data(),
+                       h.slopes.data(), h.refQuant.data());
+  ref::decodeReference(prob, h.q.data(), h.k.data(), h.v.data(), h.seqLens.data(),
+                       h.slopes.data(), h.refUnquant.data());
+}
+
+/// Bytes of K, V and scales the kernel reads: every visible token of every batch.
+double bytesRead(const rt::DecodeLaunch &m, const Plan &p, const std::vector<int32_t> &lens) {
+  double tokens = 0;
+  for (int32_t l : lens)
+    tokens += l;
+  double bytes = 2 * tokens * double(m.kvHeads) * double(m.headDim) * ref::kvElementBytes(p.kvType);
+  for (ref::Granularity g : {p.kGran, p.vGran}) {
+    switch (g) {
+    case ref::Granularity::PerTokenHead: bytes += 4 * tokens * double(m.kvHeads); break;
+    case ref::Granularity::PerToken: bytes += 4 * tokens; break;
+    case ref::Granularity::PerHead: bytes += 4 * double(m.kvHeads); break;
+    case ref::Granularity::PerTensor: bytes += 4; break;
+    case ref::Granularity::None: break;
+    }
+  }
+  return bytes;
+}
+
+struct Kernel {
+  const rt::LaunchKernel *meta = nullptr;
+  attn_rt_kernel *handle = nullptr;
+  attn_rt_launch_config config{};
+};
+
+/// The values of the named kernel parameters for one input copy.
+struct ArgValues {
+  const DeviceKv *kv = nullptr;
+  uint64_t q = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0;
+  int32_t batch = 0, kvLen = 0, numSplits = 1;
+};
+
+bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &args,
+               std::string &why) {
+  args.clear();
+  for (const std::string &name : k.params) {
+    void *p = nullptr;
+    if (name == "k_map")
+      p = const_cast<unsigned char *>(a.kv->kMap);
+    else if (name == "v_map")
+      p = const_cast<unsigned char *>(a.kv->vMap);
+    else if (name == "q")
+      p = &a.q;
+    else if (name == "k_scale")
+      p = const_cast<uint64_t *>(&a.kv->kScale);
+    else if (name == "v_scale")
+      p = const_cast<uint64_t *>(&a.kv->vScale);
+    else if (name == "seq_lens")
+      p = &a.seqLens;
+    else if (name == "alibi")
+      p = &a.alibi;
+    else if (name == "out")
+      p = &a.out;
+    else if (name == "workspace")
+      p = &a.workspace;
+    else if (name == "batch")
+      p = &a.batch;
+    else if (name == "kv_len")
+      p = &a.kvLen;
+    else if (name == "num_splits")
+      p = &a.numSplits;
+    if (!p) {
+      why = "kernel " + k.name + " has a parameter \"" + name +
+            "\" this launcher does not know (known: k_map, v_map, q, k_scale, v_scale, seq_lens, "
+            "alibi, out, workspace, batch, kv_len, num_splits)";
+      return false;
+    }
+    args.push_back(p);
+  }
+  return true;
+}
+
+std::string gridJson(const unsigned g[3]) {
+  return "[" + std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " + std::to_string(g[2]) +
+         "]";
+}
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (int rc = parseOptions(argc, argv, o); rc != -1)
+    return rc;
+  std::string image;
+  if (!readFile(o.kernelPath, image))
+    return error("cannot read kernel " + o.kernelPath);
+  rt::DecodeLaunch m;
+  std::string why;
+  if (!rt::readDecodeLaunch(o.metaPath, m, why))
+    return error(why);
+  Plan p;
+  if (!resolveShape(o, m, p, why))
+    return error(why);
+  const bool cubin = image.size() >= 4 && image.compare(0, 4, "\x7f" "ELF") == 0;
+
+  std::string head = "{\"kernel\": " + jsonString(baseName(o.kernelPath)) +
+                     ", \"batch\": " + std::to_string(p.batch) +
+                     ", \"kv_len\": " + std::to_string(p.kvLen) +
+                     ", \"q_len\": " + std::to_string(m.qLen) +
+                     ", \"q_heads\": " + std::to_string(m.qHeads) +
+                     ", \"kv_heads\": " + std::to_string(m.kvHeads) +
+                     ", \"head_dim\": " + std::to_string(m.headDim) +
+                     ", \"kv_dtype\": " + jsonString(m.kvDtype) +
+                     ", \"k_quant\": " + jsonString(m.kQuant) +
+                     ", \"v_quant\": " + jsonString(m.vQuant) +
+                     ", \"causal\": " + (m.causal ? "true" : "false") +
+                     ", \"alibi\": " + (m.alibi ? "true" : "false") +
+                     ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
+                     ", \"data\": " + jsonString(o.outliers ? "outliers" : "gaussian");
+
+  if (o.dryRun) {
+    p.smCount = o.smCount ? o.smCount : 132;
+    if (!resolveSplits(o, m, p, why))
+      return error(why);
+    std::printf("%s, \"num_splits\": %lld, \"sm_count\": %lld, \"decode_grid\": %s, "
+                "\"combine_grid\": %s, \"workspace_bytes\": %zu, \"dry_run\": true}\n",
+                head.c_str(), static_cast<long long>(p.numSplits),
+                static_cast<long long>(p.smCount), gridJson(p.decodeGrid).c_str(),
+                p.numSplits > 1 ? gridJson(p.combineGrid).c_str() : "null",
+                p.workspaceFloats * sizeof(float));
+    return 0;
+  }
+
+  // The device first: without a driver there is no point generating inputs.
+  attn_rt_context *ctx = nullptr;
+  TRY(attn_rt_init(0, &ctx), "initializing the GPU");
+  int sms = 0;
+  TRY(attn_rt_sm_count(ctx, &sms), "reading the SM count");
+  p.smCount = o.smCount ? o.smCount : sms;
+  if (!resolveSplits(o, m, p, why))
+    return error(why);
+  if (!cubin)
+    image.push_back('\0');
+  attn_rt_module *module = nullptr;
+  TRY(attn_rt_load_module(ctx, image.data(), image.size(), m.arch, &module),
+      "loading " + o.kernelPath);
+  Kernel decode, combine;
+  decode.meta = m.kernel("decode");
+  combine.meta = m.kernel("combine");
+  for (Kernel *k : {&decode, &combine}) {
+    if (!k->meta || (k == &combine && p.numSplits == 1))
+      continue;
+    TRY(attn_rt_get_kernel(module, k->meta->name.c_str(), &k->handle), "finding the kernel");
+    const unsigned *grid = k == &decode ? p.decodeGrid : p.combineGrid;
+    for (int d = 0; d < 3; ++d) {
+      k->config.grid[d] = grid[d];
+      k->config.block[d] = k->meta->block[d];
+      k->config.cluster[d] = k->meta->cluster[d];
+    }
+    k->config.smem_bytes = k->meta->smemBytes;
+  }
+
+  HostData h;
+  makeHostData(o, m, p, h);
+
+  // Device buffers. A zero-length cache still gets one token so the tensor maps are valid.
+  const int e = ref::kvElementBytes(p.kvType);
+  const uint64_t allocLen = uint64_t(std::max<int64_t>(p.kvLen, 1));
+  const size_t kvBytes = size_t(p.batch) * allocLen * size_t(m.kvHeads) * size_t(m.headDim) * e;
+  const size_t kScaleBytes = h.kq.scales.size() * sizeof(float);
+  const size_t vScaleBytes = h.vq.scales.size() * sizeof(float);
+  const size_t footprint = 2 * kvBytes + kScaleBytes + vScaleBytes;
+  size_t copies = 1;
+  if (!o.noTime && footprint < (size_t(100) << 20))
+    copies = std::min<size_t>(64, std::max<size_t>(2, ((size_t(256) << 20) + footprint - 1) / footprint));
+  std::vector<DeviceKv> kvs(copies);
+  std::vector<uint64_t> allocations;
+  auto alloc = [&](size_t bytes, uint64_t &ptr) {
+    attn_rt_status s = attn_rt_malloc(ctx, std::max<size_t>(bytes, 16), &ptr);
+    if (s == ATTN_RT_OK)
+      allocations.push_back(ptr);
+    return s;
+  };
+  const uint64_t dims[4] = {uint64_t(m.headDim), uint64_t(m.kvHeads), allocLen, uint64_t(p.batch)};
+  const uint64_t rowBytes = uint64_t(m.headDim) * uint64_t(e);
+  const uint64_t strides[3] = {rowBytes, rowBytes * uint64_t(m.kvHeads),
+                               rowBytes * uint64_t(m.kvHeads) * allocLen};
+  const attn_rt_dtype mapType = p.kvType == ref::KvType::BF16 ? ATTN_RT_DTYPE_BF16 : ATTN_RT_DTYPE_U8;
+  for (size_t c = 0; c < copies; ++c) {
+    DeviceKv &d = kvs[c];
+    TRY(alloc(kvBytes, d.k), "allocating K");
+    TRY(alloc(kvBytes, d.v), "allocating V");
+    TRY(attn_rt_copy_to_device(ctx, d.k, h.kq.codes.data(), h.kq.codes.size()), "copying K");
+    TRY(attn_rt_copy_to_device(ctx, d.v, h.vq.codes.data(), h.vq.codes.size()), "copying V");
+    if (kScaleBytes) {
+      TRY(alloc(kScaleBytes, d.kScale), "allocating K scales");
+      TRY(attn_rt_copy_to_device(ctx, d.kScale, h.kq.scales.data(), kScaleBytes), "copying K scales");
+    }
+    if (vScaleBytes) {
+      TRY(alloc(vScaleBytes, d.vScale), "allocating V scales");
+      TRY(attn_rt_copy_to_device(ctx, d.vScale, h.vq.scales.data(), vScaleBytes), "copying V scales");
+    }
+    TRY(attn_rt_tensor_map_encode(ctx, d.kMap, mapType, 4, dims, strides, m.kMap.box.data(), 0, d.k),
+        "encoding the K tensor map");
+    TRY(attn_rt_tensor_map_encode(ctx, d.vMap, mapType, 4, dims, strides, m.vMap.box.data(), 0, d.v),
+        "encoding the V tensor map");
+  }
+  const size_t outElems = h.q.size();
+  ArgValues a;
+  a.batch = static_cast<int32_t>(p.batch);
+  a.kvLen = static_cast<int32_t>(p.kvLen);
+  a.numSplits = static_cast<int32_t>(p.numSplits);
+  TRY(alloc(outElems * 2, a.q), "allocating Q");
+  TRY(attn_rt_copy_to_device(ctx, a.q, h.qBits.data(), outElems * 2), "copying Q");
+  TRY(alloc(outElems * 2, a.out), "allocating the output");
+  if (m.seqLens) {
+    TRY(alloc(h.seqLens.size() * 4, a.seqLens), "allocating seq_lens");
+    TRY(attn_rt_copy_to_device(ctx, a.seqLens, h.seqLens.data(), h.seqLens.size() * 4),
+        "copying seq_lens");
+  }
+  if (m.alibi) {
+    TRY(alloc(h.slopes.size() * 4, a.alibi), "allocating the ALiBi slopes");
+    TRY(attn_rt_copy_to_device(ctx, a.alibi, h.slopes.data(), h.slopes.size() * 4),
+        "copying the ALiBi slopes");
+  }
+  if (p.workspaceFloats)
+    TRY(alloc(p.workspaceFloats * 4, a.workspace), "allocating the workspace");
+
+  // Arguments of each copy (the pointers stay valid: kvs and a do not move from here on).
+  std::vector<std::vector<void *>> decodeArgs(copies), combineArgs(copies);
+  std::vector<ArgValues> perCopy(copies, a);
+  for (size_t c = 0; c < copies; ++c) {
+    perCopy[c].kv = &kvs[c];
+    if (!buildArgs(*decode.meta, perCopy[c], decodeArgs[c], why) ||
+        (combine.handle && !buildArgs(*combine.meta, perCopy[c], combineArgs[c], why)))
+      return error(why);
+  }
+  auto launch = [&](size_t c) {
+    attn_rt_status s = attn_rt_launch(decode.handle, &decode.config, decodeArgs[c].data(), nullptr);
+    if (s == ATTN_RT_OK && combine.handle)
+      s = attn_rt_launch(combine.handle, &combine.config, combineArgs[c].data(), nullptr);
+    return s;
+  };
+
+  // The checked run: poisoned output (0xFFFF is a bf16 NaN) and workspace.
+  TRY(attn_rt_memset_d8(ctx, a.out, 0xFF, outElems * 2), "poisoning the output");
+  if (a.workspace)
+    TRY(attn_rt_memset_d8(ctx, a.workspace, 0xFF, p.workspaceFloats * 4), "poisoning the workspace");
+  TRY(launch(0), "launching " + decode.meta->name);
+  TRY(attn_rt_synchronize(ctx), "running " + decode.meta->name);
+  std::vector<uint16_t> outBits(outElems);
+  TRY(attn_rt_copy_to_host(ctx, outBits.data(), a.out, outElems * 2), "copying the output back");
+  std::vector<float> got(outElems);
+  for (size_t i = 0; i < outElems; ++i)
+    got[i] = ref::bf16ToFloat(outBits[i]);
+  size_t unwritten = 0;
+  const double errQuant = ref::relativeError(got.data(), h.refQuant.data(), outElems, &unwritten);
+  const double errUnquant = ref::relativeError(got.data(), h.refUnquant.data(), outElems);
+
+  // Timing: back-to-back iterations between events, median.
+  double timeUs = NAN, gbps = NAN;
+  if (!o.noTime) {
+    for (int64_t i = 0; i < o.warmup; ++i)
+      TRY(launch(size_t(i) % copies), "launching (warm-up)");
+    std::vector<attn_rt_event *> events(size_t(o.iters) + 1, nullptr);
+    for (attn_rt_event *&ev : events)
+      TRY(attn_rt_event_create(ctx, &ev), "creating an event");
+    TRY(attn_rt_event_record(events[0], nullptr), "recording an event");
+    for (int64_t i = 0; i < o.iters; ++i) {
+      TRY(launch(size_t(i + o.warmup) % copies), "launching (timed)");
+      TRY(attn_rt_event_record(events[size_t(i) + 1], nullptr), "recording an event");
+    }
+    std::vector<double> ms(size_t(o.iters));
+    for (int64_t i = 0; i < o.iters; ++i) {
+      float t = 0;
+      TRY(attn_rt_event_elapsed_ms(events[size_t(i)], events[size_t(i) + 1], &t), "timing");
+      ms[size_t(i)] = t;
+    }
+    for (attn_rt_event *ev : events)
+      attn_rt_event_destroy(ev);
+    std::sort(ms.begin(), ms.end());
+    size_t n = ms.size();
+    double median = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    timeUs = median * 1e3;
+    gbps = timeUs > 0 ? bytesRead(m, p, h.seqLens) / (timeUs * 1e3) : NAN;
+  }
+  for (uint64_t ptr : allocations)
+    attn_rt_free(ctx, ptr);
+  attn_rt_unload_module(module);
+  attn_rt_destroy(ctx);
+
+  std::printf("%s, \"num_splits\": %lld, \"rel_err_quant\": %s, \"rel_err_unquant\": %s, "
+              "\"unwritten\": %zu, \"time_us\": %s, \"gbps\": %s}\n",
+              head.c_str(), static_cast<long long>(p.numSplits), jsonNumber(errQuant).c_str(),
+              jsonNumber(errUnquant).c_str(), unwritten, jsonNumber(timeUs, "%.2f").c_str(),
+              jsonNumber(gbps, "%.1f").c_str());
+  std::string reasons;
+  auto because = [&](const std::string &r) { reasons += (reasons.empty() ? "" : "; ") + r; };
+  if (unwritten)
+    because(std::to_string(unwritten) + " of " + std::to_string(outElems) +
+            " outputs unwritten or NaN");
+  if (!(errQuant <= o.tolQuant))
+    because("rel_err_quant " + jsonNumber(errQuant) + " > " + jsonNumber(o.tolQuant, "%g"));
+  if (o.tolUnquant >= 0 && !(errUnquant <= o.tolUnquant))
+    because("rel_err_unquant " + jsonNumber(errUnquant) + " > " + jsonNumber(o.tolUnquant, "%g"));
+  std::printf(reasons.empty() ? "PASS\n" : "FAIL (%s)\n", reasons.c_str());
+  return reasons.empty() ? 0 : 1;
+}

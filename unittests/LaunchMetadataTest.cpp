@@ -1,0 +1,249 @@
+//===- LaunchMetadataTest.cpp - tests of the JSON / launch metadata reader -===//
+//
+// What this file is: unit tests of attn/Runtime/LaunchMetadata.h: the JSON parser (escapes,
+// numbers, literals, error positions) and the decode `*.launch.json` reader (the example of
+// docs/GPUDecode.md, missing / mistyped / inconsistent fields, grid symbols).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Runtime/LaunchMetadata.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace attn::rt;
+
+namespace {
+// The example of docs/GPUDecode.md.
+const char *kGood = R"({
+  "format": "attn-launch-v1", "arch": 90,
+  "problem": {"kind": "decode", "batch": -1, "q_len": 3, "q_heads": 16, "kv_heads": 1,
+              "head_dim": 128, "kv_len": -1, "kv_dtype": "i8", "k_quant": "per_token_head",
+              "v_quant": "per_token_head", "out_dtype": "bf16", "causal": true,
+              "alibi": false, "seq_lens": true, "softmax_scale": 0.08838834764831845},
+  "schedule": {"pack_q_heads": 16, "rows_per_cta": 48, "groups": 1, "tile_n": 128,
+               "stages": 2, "split_kv": 0, "producer_regs": 40, "consumer_regs": 232},
+  "workspace_floats_per_split": 6240,
+  "tensor_maps": {"k": {"dtype": "u8", "box": [128, 1, 128, 1]},
+                  "v": {"dtype": "u8", "box": [128, 1, 128, 1]}},
+  "kernels": [
+    {"name": "f_decode", "role": "decode", "block": [256, 1, 1], "cluster": [1, 1, 1],
+     "smem_bytes": 147456, "grid": ["num_splits", "groups", "batch"],
+     "params": ["k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens", "alibi", "out",
+                "workspace", "batch", "kv_len", "num_splits"]},
+    {"name": "f_combine", "role": "combine", "block": [128, 1, 1], "cluster": [1, 1, 1],
+     "smem_bytes": 0, "grid": ["row_blocks", "groups", "batch"],
+     "params": ["workspace", "out", "batch", "num_splits"]}
+  ]
+})";
+
+std::string replaced(std::string s, const std::string &from, const std::string &to) {
+  size_t at = s.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos)
+    s.replace(at, from.size(), to);
+  return s;
+}
+
+std::string parseError(const std::string &json) {
+  DecodeLaunch m;
+  std::string error;
+  EXPECT_FALSE(parseDecodeLaunch(json, m, error));
+  return error;
+}
+} // namespace
+
+TEST(Json, ValuesAndEscapes) {
+  JsonValue v;
+  std::string error;
+  ASSERT_TRUE(parseJson(R"( {"a": [1, -1, 2.5e3, -0.125, 0], "s": "q\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00",
+                          "t": true, "f": false, "n": null, "o": {}, "e": []} )",
+                        v, error))
+      << error;
+  ASSERT_EQ(v.kind, JsonValue::Object);
+  const JsonValue *a = v.find("a");
+  ASSERT_TRUE(a && a->kind == JsonValue::Array && a->array.size() == 5);
+  EXPECT_EQ(a->array[0].number, 1);
+  EXPECT_EQ(a->array[1].number, -1);
+  EXPECT_EQ(a->array[2].number, 2500);
+  EXPECT_EQ(a->array[3].number, -0.125);
+  EXPECT_EQ(v.find("s")->string, "q\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_TRUE(v.find("t")->boolean);
+  EXPECT_EQ(v.find("f")->kind, JsonValue::Bool);
+  EXPECT_FALSE(v.find("f")->boolean);
+  EXPECT_EQ(v.find("n")->kind, JsonValue::Null);
+  EXPECT_EQ(v.find("o")->kind, JsonValue::Object);
+  EXPECT_EQ(v.find("e")->kind, JsonValue::Array);
+  EXPECT_EQ(v.find("missing"), nullptr);
+}
+
+TEST(Json, ErrorsSayWhatAndWhere) {
+  struct Case {
+    const char *text, *message;
+  } cases[] = {
+      {"{\"a\": 1,}", "line 1, column 9: expected a string key"},
+      {"[1, 2", "expected ',' or ']'"},
+      {"{\"a\" 1}", "expected ':' after the key \"a\""},
+      {"\"abc", "unterminated string"},
+      {"\"a\\x\"", "unknown escape '\\x'"},
+      {"\"\\u12g4\"", "bad hex digit"},
+      {"\"\\udc00\"", "lone low surrogate"},
+      {"01", "leading zeros"},
+      {"-", "expected digits"},
+      {"1.", "expected digits after '.'"},
+      {"1e", "exponent"},
+      {"1e999", "out of range"},
+      {"tru", "unexpected character 't'"},
+      {"{} x", "unexpected text after the JSON value"},
+      {"{\"a\": 1, \"a\": 2}", "duplicate key \"a\""},
+      {"", "unexpected end of input"},
+      {"\n\n  [nul]", "line 3, column 4"},
+  };
+  for (const Case &c : cases) {
+    JsonValue v;
+    std::string error;
+    EXPECT_FALSE(parseJson(c.text, v, error)) << c.text;
+    EXPECT_NE(error.find(c.message), std::string::npos) << c.text << " -> " << error;
+  }
+  // Deep nesting is refused, not a stack overflow.
+  JsonValue v;
+  std::string error;
+  EXPECT_FALSE(parseJson(std::string(100000, '['), v, error));
+  EXPECT_NE(error.find("nested deeper"), std::string::npos) << error;
+}
+
+TEST(LaunchMetadata, ReadsTheDocumentedExample) {
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_EQ(m.format, "attn-launch-v1");
+  EXPECT_EQ(m.arch, 90);
+  EXPECT_EQ(m.kind, "decode");
+  EXPECT_EQ(m.batch, -1);
+  EXPECT_EQ(m.qLen, 3);
+  EXPECT_EQ(m.qHeads, 16);
+  EXPECT_EQ(m.kvHeads, 1);
+  EXPECT_EQ(m.headDim, 128);
+  EXPECT_EQ(m.kvLen, -1);
+  EXPECT_EQ(m.kvDtype, "i8");
+  EXPECT_EQ(m.kQuant, "per_token_head");
+  EXPECT_EQ(m.vQuant, "per_token_head");
+  EXPECT_TRUE(m.causal);
+  EXPECT_FALSE(m.alibi);
+  EXPECT_TRUE(m.seqLens);
+  EXPECT_DOUBLE_EQ(m.softmaxScale, 0.08838834764831845);
+  EXPECT_EQ(m.packQHeads, 16);
+  EXPECT_EQ(m.rowsPerCta, 48);
+  EXPECT_EQ(m.groups, 1);
+  EXPECT_EQ(m.tileN, 128);
+  EXPECT_EQ(m.stages, 2);
+  EXPECT_EQ(m.splitKv, 0);
+  EXPECT_EQ(m.producerRegs, 40);
+  EXPECT_EQ(m.consumerRegs, 232);
+  EXPECT_EQ(m.workspaceFloatsPerSplit, 6240);
+  EXPECT_EQ(m.kMap.dtype, "u8");
+  EXPECT_EQ(m.vMap.box, (std::vector<unsigned>{128, 1, 128, 1}));
+  ASSERT_EQ(m.kernels.size(), 2u);
+  const LaunchKernel *d = m.kernel("decode");
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(d->name, "f_decode");
+  EXPECT_EQ(d->block[0], 256u);
+  EXPECT_EQ(d->cluster[2], 1u);
+  EXPECT_EQ(d->smemBytes, 147456u);
+  EXPECT_EQ(d->grid[0].symbol, "num_splits");
+  EXPECT_EQ(d->grid[2].symbol, "batch");
+  ASSERT_EQ(d->params.size(), 12u);
+  EXPECT_EQ(d->params[0], "k_map");
+  EXPECT_EQ(d->params[11], "num_splits");
+  const LaunchKernel *c = m.kernel("combine");
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->params, (std::vector<std::string>{"workspace", "out", "batch", "num_splits"}));
+
+  unsigned grid[3];
+  ASSERT_TRUE(resolveGrid(*d, {{"num_splits", 4}, {"groups", 1}, {"batch", 16}}, grid, error))
+      << error;
+  EXPECT_EQ(grid[0], 4u);
+  EXPECT_EQ(grid[1], 1u);
+  EXPECT_EQ(grid[2], 16u);
+  EXPECT_FALSE(resolveGrid(*c, {{"groups", 1}, {"batch", 16}}, grid, error));
+  EXPECT_NE(error.find("unknown grid symbol \"row_blocks\""), std::string::npos) << error;
+  EXPECT_FALSE(resolveGrid(*d, {{"num_splits", 1}, {"groups", 1}, {"batch", 70000}}, grid, error));
+  EXPECT_NE(error.find("outside 1..65535"), std::string::npos) << error;
+}
+
+TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {
+  std::string json = replaced(kGood, R"("grid": ["num_splits", "groups", "batch"])",
+                              R"("grid": [1, "groups", 7], "future": {"x": [null]})");
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(json, m, error)) << error;
+  unsigned grid[3];
+  ASSERT_TRUE(resolveGrid(*m.kernel("decode"), {{"groups", 2}}, grid, error)) << error;
+  EXPECT_EQ(grid[0], 1u);
+  EXPECT_EQ(grid[1], 2u);
+  EXPECT_EQ(grid[2], 7u);
+}
+
+TEST(LaunchMetadata, MissingAndMistypedFields) {
+  EXPECT_EQ(parseError(replaced(kGood, R"("tile_n": 128,)", "")),
+            "missing field \"schedule.tile_n\"");
+  EXPECT_EQ(parseError(replaced(kGood, R"("causal": true)", R"("causal": 1)")),
+            "field \"problem.causal\" must be a boolean, not a number");
+  EXPECT_EQ(parseError(replaced(kGood, R"("head_dim": 128)", R"("head_dim": 12.5)")),
+            "field \"problem.head_dim\" must be an integer in 1..1024, got 12.5");
+  EXPECT_NE(parseError(replaced(kGood, R"("kv_dtype": "i8")", R"("kv_dtype": "i4")"))
+                .find("expected one of i8, f8E4M3FN, bf16"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, R"("format": "attn-launch-v1")", R"("format": "v2")"))
+                .find("unsupported format \"v2\""),
+            std::string::npos);
+  EXPECT_EQ(parseError(replaced(kGood, R"("role": "decode")", R"("role": "combine")")),
+            "two kernels with role \"combine\"");
+  EXPECT_NE(parseError(replaced(kGood, R"("block": [256, 1, 1])", R"("block": [256, 1])"))
+                .find("\"kernels[0].block\" must have 3 entries"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, R"("box": [128, 1, 128, 1]})", R"("box": [128, 1, 128]})"))
+                .find("must have 4 entries"),
+            std::string::npos);
+  EXPECT_NE(parseError("[1, 2]").find("must be a JSON object, not a array"), std::string::npos);
+}
+
+TEST(LaunchMetadata, MalformedJson) {
+  std::string error = parseError(replaced(kGood, R"("arch": 90,)", R"("arch": 90,,)"));
+  EXPECT_EQ(error.rfind("malformed JSON: line 2, column ", 0), 0u) << error;
+  EXPECT_NE(error.find("expected a string key"), std::string::npos) << error;
+}
+
+TEST(LaunchMetadata, InconsistentSchedules) {
+  EXPECT_NE(parseError(replaced(kGood, R"("rows_per_cta": 48)", R"("rows_per_cta": 64)"))
+                .find("rows_per_cta (64) is not q_len · pack_q_heads (48)"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, R"("groups": 1,)", R"("groups": 2,)"))
+                .find("schedule.groups (2)"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, R"("workspace_floats_per_split": 6240)",
+                                R"("workspace_floats_per_split": 6144)"))
+                .find("rows_per_cta · (head_dim + 2) (6240)"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, R"("q_heads": 16, "kv_heads": 1)",
+                                R"("q_heads": 16, "kv_heads": 3)"))
+                .find("not a multiple of kv_heads"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, R"("k_quant": "per_token_head")", R"("k_quant": "none")"))
+                .find("must be \"none\" exactly when kv_dtype is bf16"),
+            std::string::npos);
+  EXPECT_NE(parseError(replaced(kGood, R"("dtype": "u8")", R"("dtype": "bf16")"))
+                .find("a i8 cache needs \"u8\""),
+            std::string::npos);
+  std::string good = kGood;
+  std::string noKernels = good.substr(0, good.find(R"("kernels": [)")) + R"("kernels": []})";
+  EXPECT_EQ(parseError(noKernels), "no kernel with role \"decode\" in \"kernels\"");
+}
+
+TEST(LaunchMetadata, ReadFileNamesTheFile) {
+  DecodeLaunch m;
+  std::string error;
+  EXPECT_FALSE(readDecodeLaunch("/nonexistent/x.launch.json", m, error));
+  EXPECT_EQ(error, "cannot read launch metadata /nonexistent/x.launch.json");
+}
