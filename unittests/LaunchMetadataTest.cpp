@@ -224,7 +224,7 @@ TEST(LaunchMetadata, InconsistentSchedules) {
             std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, R"("workspace_floats_per_split": 6240)",
                                 R"("workspace_floats_per_split": 6144)"))
-                .find("rows_per_cta · (head_dim + 2) (6240)"),
+                .find("rows_per_cta · (head_dim + 2) rounded up to a multiple of 4 (6240)"),
             std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, R"("q_heads": 16, "kv_heads": 1)",
                                 R"("q_heads": 16, "kv_heads": 3)"))

@@ -532,10 +532,12 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
             std::to_string(out.kvHeads * (ratio / out.packQHeads)) + ")";
     return false;
   }
-  if (out.workspaceFloatsPerSplit != out.rowsPerCta * (out.headDim + 2)) {
+  // rows_per_cta · (head_dim + 2) floats, padded to a multiple of 4 (16-byte aligned slots).
+  int64_t expectW = (out.rowsPerCta * (out.headDim + 2) + 3) / 4 * 4;
+  if (out.workspaceFloatsPerSplit != expectW) {
     error = "workspace_floats_per_split (" + std::to_string(out.workspaceFloatsPerSplit) +
-            ") is not rows_per_cta · (head_dim + 2) (" +
-            std::to_string(out.rowsPerCta * (out.headDim + 2)) + ")";
+            ") is not rows_per_cta · (head_dim + 2) rounded up to a multiple of 4 (" +
+            std::to_string(expectW) + ")";
     return false;
   }
 

@@ -31,13 +31,22 @@ def test_spec_from_path(repo_root):
     assert result.command[0].endswith("attn-opt")
 
 
-def test_emit_ptx_not_supported(repo_root):
+def test_emit_ptx_decode(repo_root):
+    # sm_90a decode lowers to a real PTX module with WGMMA and TMA.
     text = (repo_root / "examples" / "decode_int8_mqa.mlir").read_text()
+    ptx = qattn.compile(text, emit="ptx").output
+    assert ".target sm_90a" in ptx
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    assert "cp.async.bulk.tensor.4d" in ptx
+
+
+def test_emit_ptx_not_supported(repo_root):
+    text = (repo_root / "examples" / "prefill_half_int8.mlir").read_text()
     with pytest.raises(qattn.CompileError) as info:
         qattn.compile(text, emit="ptx")
     err = info.value
     assert "not supported yet" in str(err)
-    assert any("not supported yet" in d.message and d.line == 8 for d in err.errors)
+    assert any("not supported yet" in d.message and d.line == 6 for d in err.errors)
     assert err.returncode == 1 and "not supported yet" in err.stderr
 
 

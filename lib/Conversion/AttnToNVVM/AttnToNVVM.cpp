@@ -129,14 +129,21 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   p.stages = s.getStages();
   p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
   WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
-  if (!prod || !cons || prod.getWarpgroups() != 1 || cons.getWarpgroups() != 1)
-    c.fail() << "warp roles other than one producer and one consumer warpgroup";
+  if (!prod || !cons || prod.getWarpgroups() != 1 || cons.getWarpgroups() < 1 ||
+      cons.getWarpgroups() > 2)
+    c.fail() << "warp roles other than one producer and one or two consumer warpgroups";
   else {
     p.producerRegs = prod.getRegs();
     p.consumerRegs = cons.getRegs();
-    if (128 * (p.producerRegs + p.consumerRegs) > 65536)
-      c.fail() << "register budgets " << p.producerRegs << " + " << p.consumerRegs
-               << " per thread exceed the SM's 65536 registers for 2 × 128 threads";
+    p.consumerWGs = cons.getWarpgroups();
+    // setmaxnreg only moves registers within what the CTA got at launch: every thread enters
+    // with min(255, 65536 / threads) rounded down to a multiple of 8.
+    int64_t entry = std::min<int64_t>(255, 65536 / p.threads()) / 8 * 8;
+    if (p.producerRegs + p.consumerWGs * p.consumerRegs > (1 + p.consumerWGs) * entry)
+      c.fail() << "register budgets " << p.producerRegs << " + " << p.consumerWGs << " × "
+               << p.consumerRegs << " per thread: the " << p.threads()
+               << " threads enter with " << entry << " registers each, "
+               << (1 + p.consumerWGs) * entry << " per producer/consumer set";
   }
   if (s.getClusterSize() != 1 || s.hasCrossover() ||
       (s.getPingpong() && s.getPingpong().getValue()) ||
@@ -151,6 +158,13 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << " with pack · q_len ≤ 64)";
   if (!c.ok)
     return failure();
+  // Two consumer warpgroups merge through the idle pipeline buffers.
+  DecodePlan::Smem sm = p.smem();
+  if (p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage[0]) {
+    c.fail() << "two consumer warpgroups with this tile: their merge needs "
+             << (4 + p.headDim / 2) * 512 << " bytes of pipeline buffers";
+    return failure();
+  }
   // The heuristic's formula and the generator's layout must agree.
   if (p.smemBytes() != decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages)) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";

@@ -132,26 +132,35 @@ static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4) {
   return words;
 }
 
-/// Producer: dequantizes one stage tile (K or V) into a swizzled bf16 buffer; rows at or past
-/// `rowsValid` become zeros (keys past the length must not poison P·V with NaN/Inf).
-static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid) {
+/// Producer: dequantizes one stage tile (K or V) into a swizzled bf16 buffer; with `masked`,
+/// rows at or past `rowsValid` become zeros (keys past the length must not poison P·V with
+/// NaN/Inf). Thread t handles 16-byte chunks t, t + 128, ...: its row advances by 128 / (chunks
+/// per row) each step and its column chunk stays, so the addresses are a per-thread base plus
+/// compile-time offsets.
+static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
+                        bool masked) {
   const DecodePlan &p = c.p;
   int64_t e = p.kvElemBytes();
   int64_t rowBytes = p.headDim * e;
+  int64_t chunksPerRow = rowBytes / 16;
+  int64_t rowStep = 128 / chunksPerRow; // rows between a thread's successive chunks
   int64_t chunks = p.tileN * rowBytes / 16;
+  Value row0 = k.udiv(c.tid, chunksPerRow);
+  Value colChunk = k.urem(c.tid, chunksPerRow); // 16-byte chunk of the stage row
+  Value src0 = k.add(stageOff, k.mul(c.tid, 16));
+  // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e.
+  Value outChunk0 = k.udiv(k.mul(colChunk, 16), 8 * e);
   for (int64_t it = 0; it < chunks / 128; ++it) {
-    Value chunk = k.add(c.tid, it * 128);
-    Value byteOff = k.mul(chunk, 16);
-    Value row = k.udiv(byteOff, rowBytes);
-    Value col = k.udiv(k.urem(byteOff, rowBytes), e); // first element of the chunk
-    Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(stageOff, byteOff)), 16);
+    Value row = k.add(row0, it * rowStep);
+    Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * 2048)), 16);
     SmallVector<Value> words = dequantChunk(k, p.kv, v4);
-    Value valid = k.cmp(P::slt, row, rowsValid);
-    for (Value &w : words)
-      w = k.select(valid, w, k.i32(0));
+    if (masked) {
+      Value valid = k.cmp(P::slt, row, rowsValid);
+      for (Value &w : words)
+        w = k.select(valid, w, k.i32(0));
+    }
     for (size_t o = 0; o < words.size() / 4; ++o) {
-      Value outChunk = k.add(k.lshr(col, 3), static_cast<int64_t>(o));
-      Value dst = k.add(convOff, swizzledChunk(k, row, outChunk, p.tileN));
+      Value dst = k.add(convOff, swizzledChunk(k, row, k.add(outChunk0, (int64_t)o), p.tileN));
       k.store(k.vector4(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
     }
   }
@@ -227,8 +236,15 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     Value stageOff = k.add(k.mul(s, stride), c.sm.stage[0]);
     Value convOff = k.add(k.mul(buf, c.sm.conv[1] - c.sm.conv[0]), c.sm.conv[0]);
     Value rowsValid = k.sub(c.len, tileStart);
-    dequantTile(k, c, stageOff, convOff, rowsValid);
-    dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid);
+    auto convert = [&](bool masked) {
+      dequantTile(k, c, stageOff, convOff, rowsValid, masked);
+      dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
+                  masked);
+      return SmallVector<Value>();
+    };
+    // Only the tile holding the sequence end needs zeroed rows.
+    k.ifThenElse(k.cmp(P::slt, rowsValid, k.i32(p.tileN)), TypeRange{}, [&] { return convert(true); },
+                 [&] { return convert(false); });
     // Scales: K pre-multiplied by softmax_scale · log2(e); bf16 caches get the bare factors.
     k.ifThen(k.cmp(P::slt, c.tid, p.tileN), [&] {
       Value scOff = k.add(k.mul(buf, c.sm.scales[1] - c.sm.scales[0]), c.sm.scales[0]);
@@ -282,7 +298,7 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
   // Scale (and mask) column pair by column pair: each thread owns columns colBase + 8·cb + {0,1};
   // the scales are loaded where they are used to keep register pressure down.
   SmallVector<Value> s(nacc);
-  Value rowMax[2] = {negInf, negInf};
+  SmallVector<Value> rowVals[2];
   for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
     Value col = k.add(f.colBase, cb * 8);
     Value kv2 = k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8);
@@ -297,9 +313,22 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
       if (masked)
         v = k.select(k.cmp(P::sle, key, f.rowLimit[r]), v, negInf);
       s[i] = v;
-      rowMax[r] = k.fmax(rowMax[r], v);
+      rowVals[r].push_back(v);
     }
   }
+  // Balanced trees: short dependency chains for the max and the sum.
+  auto tree = [&](SmallVector<Value> vals, bool isMax) {
+    while (vals.size() > 1) {
+      SmallVector<Value> next;
+      for (size_t i = 0; i + 1 < vals.size(); i += 2)
+        next.push_back(isMax ? k.fmax(vals[i], vals[i + 1]) : k.fadd(vals[i], vals[i + 1]));
+      if (vals.size() % 2)
+        next.push_back(vals.back());
+      vals = std::move(next);
+    }
+    return vals.front();
+  };
+  Value rowMax[2] = {tree(rowVals[0], true), tree(rowVals[1], true)};
   SoftmaxOut o;
   Value mUse[2];
   for (int r = 0; r < 2; ++r) {
@@ -311,7 +340,7 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
     mUse[r] = k.select(isNegInf, k.f32(0), o.m[r]);
     o.alpha[r] = k.exp2(k.fsub(mOld[r], mUse[r]));
   }
-  Value sum[2] = {k.f32(0), k.f32(0)};
+  SmallVector<Value> sumVals[2];
   SmallVector<Value> pv(nacc);
   for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
     Value vv2;
@@ -322,23 +351,73 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
     for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
       int64_t r = accRow(i);
       Value e = k.exp2(k.fsub(s[i], mUse[r]));
-      sum[r] = k.fadd(sum[r], e);
+      sumVals[r].push_back(e);
       pv[i] = p.hasScales() ? k.fmul(e, k.extract(vv2, i % 2)) : e;
     }
   }
   for (int r = 0; r < 2; ++r)
-    o.l[r] = k.fma(lOld[r], o.alpha[r], sum[r]);
+    o.l[r] = k.fma(lOld[r], o.alpha[r], tree(sumVals[r], false));
   // A fragment of k-step t: {S[8t], S[8t+1]}, {S[8t+2], S[8t+3]}, {S[8t+4], ...}, {S[8t+6], ...}.
   for (int64_t i = 0; i < nacc; i += 2)
     o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1]));
   return o;
 }
 
+/// Two consumer warpgroups hold partial (m, l, O) over disjoint tiles with the same fragment
+/// layout: warpgroup 1 parks its state in shared memory (thread-major, conflict-free; the
+/// pipeline buffers are free once both loops are done) and warpgroup 0 rescales both to the
+/// common max and adds. Returns warpgroup 0's merged state (warpgroup 1's is not used after).
+static SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Value ct,
+                                         SmallVector<Value> st) {
+  int64_t n = st.size(); // m0, m1, l0, l1, O...
+  // The pipeline buffers (stages, then conversion buffers) are idle once both loops are done.
+  Value slot = k.add(k.i32(c.sm.stage[0]), k.mul(ct, 4));
+  auto addr = [&](int64_t i) { return sptr(k, c, k.add(slot, i * 128 * 4)); };
+  // Both loops done first: until then the producer may still convert (and TMA still land) in
+  // the buffers the state goes to.
+  k.barrier(2, 256);
+  k.ifThen(k.cmp(P::eq, wg, 1), [&] {
+    for (int64_t i = 0; i < n; ++i)
+      k.store(st[i], addr(i));
+  });
+  k.barrier(2, 256);
+  SmallVector<Value> merged = k.ifThenElse(
+      k.cmp(P::eq, wg, 0), TypeRange(ValueRange(st)),
+      [&] {
+        SmallVector<Value> other(n);
+        for (int64_t i = 0; i < n; ++i)
+          other[i] = k.load(k.f32(), addr(i));
+        SmallVector<Value> out(st.begin(), st.end());
+        Value negInf = k.f32(-INFINITY);
+        Value a[2], b[2];
+        for (int r = 0; r < 2; ++r) {
+          Value mx = k.fmax(st[r], other[r]);
+          Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mx, negInf), k.f32(0), mx);
+          a[r] = k.exp2(k.fsub(st[r], mUse));
+          b[r] = k.exp2(k.fsub(other[r], mUse));
+          out[r] = mx;
+          out[2 + r] = k.fma(st[2 + r], a[r], k.fmul(other[2 + r], b[r]));
+        }
+        for (int64_t i = 4; i < n; ++i) {
+          int64_t r = accRow(i - 4);
+          out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
+        }
+        return out;
+      },
+      [&] { return SmallVector<Value>(st.begin(), st.end()); });
+  return merged;
+}
+
 static void buildConsumer(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
   NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
                                  NVVM::SetMaxRegisterAction::increase);
-  Value ct = k.add(c.tid, -128);
+  // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
+  // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
+  // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
+  Value ctAll = k.add(c.tid, -128);
+  Value wg = k.lshr(ctAll, 7);
+  Value ct = k.band(ctAll, 127);
   Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
   Frag f;
   f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
@@ -369,7 +448,8 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   int64_t scStride = c.sm.scales[1] - c.sm.scales[0];
   Value qAddr = k.sharedAddr(sptr(k, c, c.sm.q));
 
-  SmallVector<Value> fin = k.forLoop(k.i32(0), c.numTiles, 1, inits, [&](Value j, ValueRange st) {
+  int64_t W = p.consumerWGs;
+  SmallVector<Value> fin = k.forLoop(wg, c.numTiles, W, inits, [&](Value j, ValueRange st) {
     Value buf = k.band(j, 1);
     Value phaseB = k.band(k.lshr(j, 1), 1);
     Value tileStart = k.mul(k.add(c.tile0, j), p.tileN);
@@ -427,15 +507,18 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     return next;
   });
 
-  // Epilogue.
-  Value l[2], m[2] = {fin[0], fin[1]};
+  // Row sums are per thread until here: reduce over the quad that shares a row.
   for (int r = 0; r < 2; ++r) {
-    l[r] = fin[2 + r];
-    l[r] = k.fadd(l[r], k.shflXor(l[r], 1));
-    l[r] = k.fadd(l[r], k.shflXor(l[r], 2));
+    fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
+    fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
   }
+  if (W == 2)
+    fin = mergeConsumers(k, c, wg, ct, fin);
+  Value l[2] = {fin[2], fin[3]}, m[2] = {fin[0], fin[1]};
   ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
-  Value rowOk[2] = {k.cmp(P::slt, f.r[0], k.i32(p.rows())), k.cmp(P::slt, f.r[1], k.i32(p.rows()))};
+  // Warpgroup 0 holds the merged state and writes it.
+  Value rowOk[2] = {k.band(k.cmp(P::eq, wg, 0), k.cmp(P::slt, f.r[0], k.i32(p.rows()))),
+                    k.band(k.cmp(P::eq, wg, 0), k.cmp(P::slt, f.r[1], k.i32(p.rows())))};
   k.ifThenElse(
       k.cmp(P::eq, c.numSplits, 1), TypeRange{},
       [&] {
@@ -496,6 +579,8 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
 static void loadQueries(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
   int64_t chunksPerRow = p.headDim / 8;
+  // The first 256 threads copy 64 × D / 8 chunks of 16 bytes.
+  k.ifThen(k.cmp(P::ult, c.tid, 256), [&] {
   for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it) {
     Value chunk = k.add(c.tid, it * 256);
     Value row = k.udiv(chunk, chunksPerRow);
@@ -511,6 +596,7 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
     v = k.select(k.cmp(P::slt, row, k.i32(p.rows())), v, zero);
     k.store(v, sptr(k, c, k.add(k.i32(c.sm.q), swizzledChunk(k, row, ch, 64))), 16);
   }
+  });
 }
 
 static LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
@@ -545,7 +631,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
   Type i32 = b.getI32Type();
   SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32};
-  LLVM::LLVMFuncOp fn = declareKernel(b, loc, module, p.name + "_decode", args, 256, 1);
+  LLVM::LLVMFuncOp fn =
+      declareKernel(b, loc, module, p.name + "_decode", args, p.threads(), 1);
   auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
   for (unsigned a = 0; a < 2; ++a) {
     fn.setArgAttr(a, "llvm.byval", TypeAttr::get(mapTy));

@@ -29,7 +29,8 @@ struct DecodePlan {
   double softmaxScale = 0.0;
   // Schedule.
   int64_t pack = 1, tileN = 128, stages = 2, splitKv = 0 /*0: auto*/;
-  int64_t producerRegs = 40, consumerRegs = 232;
+  int64_t producerRegs = 72, consumerRegs = 216, consumerWGs = 2;
+  int64_t threads() const { return 128 * (1 + consumerWGs); }
 
   int64_t groupSize() const { return qHeads / kvHeads; }
   int64_t rows() const { return qLen * pack; }
@@ -37,7 +38,9 @@ struct DecodePlan {
   int64_t groups() const { return kvHeads * groupsPerKv(); }
   int64_t kvElemBytes() const { return kv == KVType::BF16 ? 2 : 1; }
   bool hasScales() const { return kv != KVType::BF16; }
-  int64_t workspaceFloatsPerSplit() const { return rows() * (headDim + 2); }
+  /// Floats of one split's partial (O, m, l), padded to 4 so every O row stays 16-byte aligned
+  /// for the combine's vector loads.
+  int64_t workspaceFloatsPerSplit() const { return (rows() * (headDim + 2) + 3) / 4 * 4; }
 
   // Shared memory map (offsets from a 1024-aligned base).
   struct Smem {

@@ -6,7 +6,7 @@
 // Table-3 row ctx 8192 × batch 16: 16 heads × 3 tokens = 48 rows -> pack 16; 16 CTAs on 132 SMs
 // -> 8 splits (floor(132 / 16): one wave); on 16 SMs no split is needed.
 // CHECK-LABEL: func.func @mqa_decode
-// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 8, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 72>, consumer<warpgroups = 1, regs = 240>]>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 8, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 80>, consumer<warpgroups = 2, regs = 208>]>
 // SM16-LABEL: func.func @mqa_decode
 // SM16: pack_q_heads = 16, split_kv = 1,
 func.func @mqa_decode(%q: memref<16x3x16x128xbf16>, %k: memref<16x8192x1x128xi8>, %v: memref<16x8192x1x128xi8>,
@@ -23,7 +23,7 @@ func.func @mqa_decode(%q: memref<16x3x16x128xbf16>, %k: memref<16x8192x1x128xi8>
 // (pack 2 of 8 -> 4 groups × 2 KV heads × batch 1 = 8 CTAs -> 16 splits; bf16 at head_dim 256
 // -> tile_n 32).
 // CHECK-LABEL: func.func @partial
-// CHECK: schedule = #attn.schedule<pack_q_heads = 2, split_kv = 16, tile_m = 64, tile_n = 32, stages = 3, roles = [producer<warpgroups = 1, regs = 72>, consumer<warpgroups = 1, regs = 240>]>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 2, split_kv = 16, tile_m = 64, tile_n = 32, stages = 3, roles = [producer<warpgroups = 1, regs = 96>, consumer<warpgroups = 1, regs = 240>]>
 func.func @partial(%q: memref<1x1x16x256xbf16>, %k: memref<1x4096x2x256xbf16>, %v: memref<1x4096x2x256xbf16>,
                    %o: memref<1x1x16x256xbf16>) {
   attn.attention decode ins(%q, %k, %v : memref<1x1x16x256xbf16>, memref<1x4096x2x256xbf16>, memref<1x4096x2x256xbf16>)

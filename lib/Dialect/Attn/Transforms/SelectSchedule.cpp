@@ -92,7 +92,13 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       }
       // The decode producer stages every tile through registers (dequantization or, for bf16,
       // the swizzling copy): below 72 registers ptxas spills it (measured over the variant grid).
-      f.fillRoles(ctx, 72, 1, 240);
+      // Up to head_dim 128, two consumer warpgroups alternate tiles so one's softmax hides the
+      // other's WGMMAs: 80 + 2 · 208 = 3 · 168 registers per thread triple (384 threads enter
+      // with 168). At 256 the O accumulator alone is 128 registers: one consumer with 240.
+      if (shape.headDim <= 128)
+        f.fillRoles(ctx, 80, 2, 208);
+      else
+        f.fillRoles(ctx, 96, 1, 240);
     } else {
       Fields::fill(f.tileM, 128);
       Fields::fill(f.tileN, shape.headDim <= 128 ? 128 : 64);
