@@ -143,7 +143,10 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
     return failure();
   }
   std::string artifact, launch;
-  if (failed(compileGPU(module, format == EmitFormat::Cubin, artifact, launch)))
+  GPUArtifact kind = format == EmitFormat::Cubin    ? GPUArtifact::Cubin
+                     : format == EmitFormat::Launch ? GPUArtifact::LaunchOnly
+                                                    : GPUArtifact::PTX;
+  if (failed(compileGPU(module, kind, artifact, launch)))
     return failure();
   if (format == EmitFormat::Launch) {
     os << launch;

@@ -71,6 +71,11 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
     other granularities, zero points, f16/f32 outputs, ...) are refused on the op with
     "not supported yet".
   }];
+  let options = [
+    Option<"metadataOnly", "metadata-only", "bool", /*default=*/"false",
+           "Check and plan every op and attach the launch metadata, but emit kernel declarations "
+           "without bodies (what --emit=launch needs)">
+  ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
                            "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
 }

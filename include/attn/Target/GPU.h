@@ -21,10 +21,14 @@ namespace mlir::attn {
 void buildNVVMToLLVMPipeline(OpPassManager &pm);
 void registerNVVMToLLVMPipeline();
 
-/// Compiles the sm_90a ops of `module` (a clone is lowered; `module` is untouched) to PTX text
-/// (`cubin` false) or a cubin. `launchJSON` receives the launch metadata. Located diagnostics on
-/// failure (unsupported variant, no ptxas for a cubin, more than one GPU kernel in the module).
-LogicalResult compileGPU(ModuleOp module, bool cubin, std::string &artifact,
+/// What compileGPU produces: PTX text, a cubin (ptxas), or only the launch metadata (the
+/// lowering to NVVM without LLVM code generation).
+enum class GPUArtifact { PTX, Cubin, LaunchOnly };
+
+/// Compiles the sm_90a ops of `module` (a clone is lowered; `module` is untouched).
+/// `launchJSON` receives the launch metadata. Located diagnostics on failure (unsupported
+/// variant, no ptxas for a cubin, more than one GPU kernel in the module).
+LogicalResult compileGPU(ModuleOp module, GPUArtifact kind, std::string &artifact,
                          std::string &launchJSON);
 
 } // namespace mlir::attn

@@ -238,8 +238,16 @@ struct ConvertAttnToNVVMPass
                                            b.getArrayAttr({target}));
     }
     for (auto &[fn, plan] : plans) {
-      buildDecodeKernel(b, fn.getLoc(), gpuModule, plan);
-      buildCombineKernel(b, fn.getLoc(), gpuModule, plan);
+      if (metadataOnly) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToEnd(gpuModule.getBody());
+        LLVM::LLVMFuncOp::create(
+            b, fn.getLoc(), plan.name + "_decode",
+            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+      } else {
+        buildDecodeKernel(b, fn.getLoc(), gpuModule, plan);
+        buildCombineKernel(b, fn.getLoc(), gpuModule, plan);
+      }
       auto decode = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_decode");
       decode->setAttr("attn.launch", b.getStringAttr(launchMetadataJSON(plan)));
       fn.erase();

@@ -58,8 +58,9 @@ static std::string findToolkit() {
   return "";
 }
 
-LogicalResult mlir::attn::compileGPU(ModuleOp module, bool cubin, std::string &artifact,
+LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::string &artifact,
                                      std::string &launchJSON) {
+  bool cubin = kind == GPUArtifact::Cubin;
   OwningOpRef<ModuleOp> clone = module.clone();
   // Only the GPU functions: CPU functions in the same file go to --emit=obj.
   for (auto fn : llvm::make_early_inc_range(clone->getOps<func::FuncOp>())) {
@@ -74,7 +75,9 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, bool cubin, std::string &a
   PassManager pm(module.getContext());
   pm.addPass(createAttnNormalize());
   pm.addPass(createAttnSelectSchedule());
-  pm.addPass(createConvertAttnToNVVM());
+  ConvertAttnToNVVMOptions nvvmOptions;
+  nvvmOptions.metadataOnly = kind == GPUArtifact::LaunchOnly;
+  pm.addPass(createConvertAttnToNVVM(nvvmOptions));
   if (failed(pm.run(*clone)))
     return failure();
 
@@ -91,6 +94,8 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, bool cubin, std::string &a
                               << " GPU kernel specs in one module; --emit=ptx/cubin takes one "
                                  "function with one attn op per file";
   launchJSON = launches.front();
+  if (kind == GPUArtifact::LaunchOnly)
+    return success();
 
   PassManager lower(module.getContext());
   buildNVVMToLLVMPipeline(lower);

@@ -102,8 +102,14 @@ func.func private @f() attributes {s = #attn.schedule<cluster = [2, 0]>}
 
 // -----
 
-// expected-error @+1 {{cluster of 16 CTAs exceeds the portable maximum of 8}}
+// expected-error @+1 {{cluster of 4 × 4 CTAs exceeds the portable maximum of 8}}
 func.func private @f() attributes {s = #attn.schedule<cluster = [4, 4]>}
+
+// -----
+
+// Extents whose product overflows int64 are refused, not wrapped (found by the UBSan fuzz run).
+// expected-error @+1 {{cluster of 16 × 9223372036854775807 CTAs exceeds the portable maximum of 8}}
+func.func private @f() attributes {s = #attn.schedule<cluster = [16, 9223372036854775807]>}
 
 // -----
 

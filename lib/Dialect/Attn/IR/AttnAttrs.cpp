@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -220,12 +221,16 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (!cluster.empty()) {
     if (cluster.size() > 3 || llvm::any_of(cluster, [](int64_t c) { return c < 1; }))
       return emitError() << "cluster takes 1 to 3 extents, each at least 1";
+    // Saturating product: huge extents must not overflow (the fuzzer writes INT64_MAX).
     int64_t size = 1;
     for (int64_t c : cluster)
-      size *= c;
+      size = c > kMaxPortableCluster || size > kMaxPortableCluster ? kMaxPortableCluster + 1
+                                                                    : size * c;
     if (size > kMaxPortableCluster)
-      return emitError() << "cluster of " << size << " CTAs exceeds the portable maximum of "
-                         << kMaxPortableCluster;
+      return emitError() << "cluster of " << llvm::join(llvm::map_range(cluster, [](int64_t c) {
+                                                          return std::to_string(c);
+                                                        }), " × ")
+                         << " CTAs exceeds the portable maximum of " << kMaxPortableCluster;
     if (crossover && crossover.getValue() && size != 2)
       return emitError() << "crossover needs a 2-CTA cluster, got " << size << " CTAs";
   }
