@@ -39,9 +39,14 @@ grep -qw avx512bw /proc/cpuinfo && isa=avx512
 echo "== running the NoMAD kernels on this CPU ($isa, head_dim 128, dsub 1)"
 /usr/bin/python3 test/Conversion/AttnToCPU/Inputs/run_nomad.py --attn-opt "$opt" --src . --isa "$isa" \
   --configs 128:1 | sed 's/^/   /'
+# The decode example's PTX came with its launch metadata (decode_int8_mqa.ptx.launch.json).
+bench=(build/bin/attn-bench "$out/decode_int8_mqa.ptx")
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
-  echo "== GPU present: GPU kernels run once convert-attn-to-nvvm lands (nothing to run yet)"
+  echo "== GPU present: running the int8 MQA decode kernel against the fp64 references"
+  "${bench[@]}" --iters 50 | sed 's/^/   /'
 else
-  echo "== no GPU on this machine: GPU kernels are compiled here and run on a GPU machine"
+  echo "== no GPU on this machine: the decode kernel's launch plan (run it where a GPU is:"
+  echo "   ${bench[*]}; results of the H100 runs in docs/benchmarks/gpu-decode.md)"
+  "${bench[@]}" --dry-run | sed 's/^/   /'
 fi
 echo "== done: scheduled specs and artifacts are in $out/"
