@@ -1,17 +1,19 @@
 //===- DecodeKernel.cpp - the warp-specialized Hopper decode kernel -------===//
 //
 // What this file is: the generator of `<name>_decode`, one CTA per (KV split, group of packed query
-// heads, batch element), 256 threads in two warp-specialized warpgroups:
+// heads, batch element), 128 · (1 + consumers) threads in warp-specialized warpgroups:
 //
 //   producer (warpgroup 0, setmaxnreg.dec): thread 0 streams K/V tiles with TMA into `stages`
 //     shared-memory stages guarded by mbarriers; the whole warpgroup dequantizes each tile (int8 /
 //     e4m3 → bf16, exact) into one of two 128-byte-swizzled bf16 buffers, zeroes keys past the
 //     sequence length, stages the per-token scales (K's pre-multiplied by softmax_scale·log2 e),
 //     and signals the consumer through a "full" mbarrier;
-//   consumer (warpgroup 1, setmaxnreg.inc): S = Q·Kᵀ on WGMMA (A = packed queries, B = K, both
+//   consumers (warpgroups 1 and 2 take alternate tiles; setmaxnreg.inc): S = Q·Kᵀ on WGMMA (A =
+//     packed queries, B = K, both
 //     from shared memory), S scaled by the K scales, masks (length, causal) and ALiBi, online
 //     softmax in the log2 domain, P·diag(v_scale) packed to bf16 in registers, O += P·V on WGMMA
 //     with A from registers and an MN-major V; releases the buffer through an "empty" mbarrier.
+//     Two consumers merge their (m, l, O) through shared memory after both loops.
 //
 // The epilogue writes O / l as bf16 when there is one split, else the f32 partial (O, m, l) that
 // `<name>_combine` merges. docs/GPUDecode.md is the contract with the launcher.
