@@ -129,21 +129,26 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   p.stages = s.getStages();
   p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
   WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
-  if (!prod || !cons || prod.getWarpgroups() != 1 || cons.getWarpgroups() < 1 ||
-      cons.getWarpgroups() > 2)
-    c.fail() << "warp roles other than one producer and one or two consumer warpgroups";
+  if (!prod || !cons || prod.getWarpgroups() < 1 || prod.getWarpgroups() > 2 ||
+      cons.getWarpgroups() < 1 || cons.getWarpgroups() > 2)
+    c.fail() << "warp roles other than one or two producer and one or two consumer warpgroups";
   else {
     p.producerRegs = prod.getRegs();
     p.consumerRegs = cons.getRegs();
+    p.producerWGs = prod.getWarpgroups();
     p.consumerWGs = cons.getWarpgroups();
+    if (p.tileN * p.headDim * p.kvElemBytes() / 16 % p.producerThreads() != 0)
+      c.fail() << p.producerWGs << " producer warpgroups for a tile of "
+               << p.tileN * p.headDim * p.kvElemBytes() << " bytes (16 per thread per step)";
     // setmaxnreg only moves registers within what the CTA got at launch: every thread enters
     // with min(255, 65536 / threads) rounded down to a multiple of 8.
     int64_t entry = std::min<int64_t>(255, 65536 / p.threads()) / 8 * 8;
-    if (p.producerRegs + p.consumerWGs * p.consumerRegs > (1 + p.consumerWGs) * entry)
-      c.fail() << "register budgets " << p.producerRegs << " + " << p.consumerWGs << " × "
-               << p.consumerRegs << " per thread: the " << p.threads()
-               << " threads enter with " << entry << " registers each, "
-               << (1 + p.consumerWGs) * entry << " per producer/consumer set";
+    int64_t wgs = p.producerWGs + p.consumerWGs;
+    if (p.producerWGs * p.producerRegs + p.consumerWGs * p.consumerRegs > wgs * entry)
+      c.fail() << "register budgets " << p.producerWGs << " × " << p.producerRegs << " + "
+               << p.consumerWGs << " × " << p.consumerRegs << " per thread: the " << p.threads()
+               << " threads enter with " << entry << " registers each, " << wgs * entry
+               << " per producer/consumer set";
   }
   if (s.getClusterSize() != 1 || s.hasCrossover() ||
       (s.getPingpong() && s.getPingpong().getValue()) ||

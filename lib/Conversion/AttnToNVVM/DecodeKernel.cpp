@@ -145,16 +145,17 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   int64_t e = p.kvElemBytes();
   int64_t rowBytes = p.headDim * e;
   int64_t chunksPerRow = rowBytes / 16;
-  int64_t rowStep = 128 / chunksPerRow; // rows between a thread's successive chunks
+  int64_t pt = p.producerThreads();
+  int64_t rowStep = pt / chunksPerRow; // rows between a thread's successive chunks
   int64_t chunks = p.tileN * rowBytes / 16;
   Value row0 = k.udiv(c.tid, chunksPerRow);
   Value colChunk = k.urem(c.tid, chunksPerRow); // 16-byte chunk of the stage row
   Value src0 = k.add(stageOff, k.mul(c.tid, 16));
   // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e.
   Value outChunk0 = k.udiv(k.mul(colChunk, 16), 8 * e);
-  for (int64_t it = 0; it < chunks / 128; ++it) {
+  for (int64_t it = 0; it < chunks / pt; ++it) {
     Value row = k.add(row0, it * rowStep);
-    Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * 2048)), 16);
+    Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16);
     SmallVector<Value> words = dequantChunk(k, p.kv, v4);
     if (masked) {
       Value valid = k.cmp(P::slt, row, rowsValid);
@@ -258,7 +259,7 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     k.fenceProxyAsyncShared();
     k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))));
     // Every producer thread is done with stage s: refill it.
-    k.barrier(1, 128);
+    k.barrier(1, p.producerThreads());
     Value next = k.add(j, p.stages);
     k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)),
              [&] { issueTile(k, c, s, k.add(c.tile0, next)); });
@@ -417,7 +418,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
   // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
   // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
-  Value ctAll = k.add(c.tid, -128);
+  Value ctAll = k.add(c.tid, -p.producerThreads());
   Value wg = k.lshr(ctAll, 7);
   Value ct = k.band(ctAll, 127);
   Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
@@ -690,7 +691,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
     for (int64_t s = 0; s < p.stages; ++s)
       k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
     for (int64_t bf = 0; bf < 2; ++bf) {
-      k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), 128);
+      k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
       k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), 128);
     }
     k.fenceMbarrierInit();
@@ -700,7 +701,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   k.barrier(0, 0);
 
   k.ifThenElse(
-      k.cmp(P::ult, c.tid, 128), TypeRange{},
+      k.cmp(P::ult, c.tid, p.producerThreads()), TypeRange{},
       [&] {
         buildProducer(k, c);
         return SmallVector<Value>();

@@ -29,8 +29,9 @@ struct DecodePlan {
   double softmaxScale = 0.0;
   // Schedule.
   int64_t pack = 1, tileN = 128, stages = 2, splitKv = 0 /*0: auto*/;
-  int64_t producerRegs = 72, consumerRegs = 216, consumerWGs = 2;
-  int64_t threads() const { return 128 * (1 + consumerWGs); }
+  int64_t producerRegs = 80, consumerRegs = 208, producerWGs = 1, consumerWGs = 2;
+  int64_t producerThreads() const { return 128 * producerWGs; }
+  int64_t threads() const { return 128 * (producerWGs + consumerWGs); }
 
   int64_t groupSize() const { return qHeads / kvHeads; }
   int64_t rows() const { return qLen * pack; }

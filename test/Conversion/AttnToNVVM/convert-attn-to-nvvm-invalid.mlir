@@ -59,7 +59,7 @@ func.func @too_much_smem(%q: memref<?x1x8x256xbf16>, %k: memref<?x?x1x256xi8>, %
 
 func.func @three_consumers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
                            %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: warp roles other than one producer and one or two consumer warpgroups}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: warp roles other than one or two producer and one or two consumer warpgroups}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
       outs(%o : memref<?x1x8x128xbf16>)
       {target = #attn.target<sm_90a>,
@@ -71,7 +71,7 @@ func.func @three_consumers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16
 
 func.func @too_many_registers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
                               %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: register budgets 80 + 2 × 216 per thread: the 384 threads enter with 168 registers each, 504 per producer/consumer set}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: register budgets 1 × 80 + 2 × 216 per thread: the 384 threads enter with 168 registers each, 504 per producer/consumer set}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
       outs(%o : memref<?x1x8x128xbf16>)
       {target = #attn.target<sm_90a>,

@@ -9,15 +9,15 @@
 // CHECK: .target sm_90a
 // CHECK: .entry decode_decode(
 // CHECK-NEXT: .param .align 64 .b8 decode_decode_param_0[128],
-// CHECK: .maxntid 384, 1, 1
+// CHECK: .maxntid 512, 1, 1
 // CHECK: mbarrier.init.shared.b64
-// CHECK: setmaxnreg.dec.sync.aligned.u32 80;
+// CHECK: setmaxnreg.dec.sync.aligned.u32 56;
 // CHECK: mbarrier.arrive.expect_tx.shared.b64
 // CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // CHECK: mbarrier.try_wait.parity.shared.b64
 // CHECK: prmt.b32
 // CHECK: fence.proxy.async.shared::cta
-// CHECK: setmaxnreg.inc.sync.aligned.u32 208;
+// CHECK: setmaxnreg.inc.sync.aligned.u32 200;
 // CHECK: wgmma.fence.sync.aligned
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: wgmma.commit_group.sync.aligned

@@ -6,7 +6,7 @@
 // Table-3 row ctx 8192 × batch 16: 16 heads × 3 tokens = 48 rows -> pack 16; 16 CTAs on 132 SMs
 // -> 8 splits (floor(132 / 16): one wave); on 16 SMs no split is needed.
 // CHECK-LABEL: func.func @mqa_decode
-// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 8, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 80>, consumer<warpgroups = 2, regs = 208>]>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 8, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 2, regs = 56>, consumer<warpgroups = 2, regs = 200>]>
 // SM16-LABEL: func.func @mqa_decode
 // SM16: pack_q_heads = 16, split_kv = 1,
 func.func @mqa_decode(%q: memref<16x3x16x128xbf16>, %k: memref<16x8192x1x128xi8>, %v: memref<16x8192x1x128xi8>,
