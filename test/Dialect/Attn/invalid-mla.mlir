@@ -126,3 +126,12 @@ func.func @scale(%q: memref<1x1x64x576xbf16>, %kv: memref<1x100x576xbf16>, %o: m
   attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x100x576xbf16>) outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 512 : i64, rope_dim = 64 : i64, softmax_scale = 0.0 : f32}
   return
 }
+
+// -----
+
+// Huge extents are refused before any arithmetic on them (found by the UBSan fuzz run).
+func.func @huge(%q: memref<1x1x64x576xbf16>, %kv: memref<1x100x576xbf16>, %o: memref<1x1x64x512xbf16>) {
+  // expected-error @+1 {{head_dim_v and rope_dim must be at most 65536}}
+  attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x100x576xbf16>) outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 9223372036854775807 : i64, rope_dim = 64 : i64}
+  return
+}

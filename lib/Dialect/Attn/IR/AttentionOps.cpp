@@ -195,6 +195,10 @@ LogicalResult MLADecodeOp::verify() {
   int64_t dv = getHeadDimV(), rope = getRopeDim();
   if (dv <= 0 || rope < 0)
     return emitOpError() << "head_dim_v must be positive and rope_dim non-negative";
+  // Bounded before any arithmetic on them (the UBSan fuzz run wrote INT64_MAX).
+  constexpr int64_t kMaxHeadDim = 1 << 16;
+  if (dv > kMaxHeadDim || rope > kMaxHeadDim)
+    return emitOpError() << "head_dim_v and rope_dim must be at most " << kMaxHeadDim;
   if (!dimsAgree(dk, dv + rope))
     return emitOpError() << "q head_dim (" << dk << ") must equal head_dim_v + rope_dim = " << dv
                          << " + " << rope << " = " << dv + rope;
