@@ -198,6 +198,20 @@ struct attn_rt_module {
 
 extern "C" {
 
+const char *attn_rt_status_name(attn_rt_status s) {
+  switch (s) {
+  case ATTN_RT_OK: return "ok";
+  case ATTN_RT_NO_DRIVER: return "no-driver";
+  case ATTN_RT_NO_DEVICE: return "no-device";
+  case ATTN_RT_WRONG_ARCH: return "wrong-arch";
+  case ATTN_RT_LOAD_FAILED: return "load-failed";
+  case ATTN_RT_NOT_FOUND: return "not-found";
+  case ATTN_RT_INVALID_ARGUMENT: return "invalid-argument";
+  case ATTN_RT_CUDA_ERROR: return "cuda-error";
+  }
+  return "?";
+}
+
 const char *attn_rt_last_error(void) { return lastError.c_str(); }
 
 attn_rt_status attn_rt_init(int ordinal, attn_rt_context **out) {

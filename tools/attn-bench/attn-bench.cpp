@@ -57,25 +57,11 @@ int error(const std::string &message) {
   return 2;
 }
 
-const char *statusName(attn_rt_status s) {
-  switch (s) {
-  case ATTN_RT_OK: return "ok";
-  case ATTN_RT_NO_DRIVER: return "no-driver";
-  case ATTN_RT_NO_DEVICE: return "no-device";
-  case ATTN_RT_WRONG_ARCH: return "wrong-arch";
-  case ATTN_RT_LOAD_FAILED: return "load-failed";
-  case ATTN_RT_NOT_FOUND: return "not-found";
-  case ATTN_RT_INVALID_ARGUMENT: return "invalid-argument";
-  case ATTN_RT_CUDA_ERROR: return "cuda-error";
-  }
-  return "?";
-}
-
 #define TRY(call, what)                                                                            \
   do {                                                                                             \
     attn_rt_status s_ = (call);                                                                    \
     if (s_ != ATTN_RT_OK)                                                                          \
-      return error(std::string(what) + ": " + statusName(s_) + ": " + attn_rt_last_error());       \
+      return error(std::string(what) + ": " + attn_rt_status_name(s_) + ": " + attn_rt_last_error());       \
   } while (0)
 
 struct Options {

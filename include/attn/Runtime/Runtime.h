@@ -39,6 +39,9 @@ typedef struct {
   unsigned smem_bytes;  /* dynamic shared memory per CTA */
 } attn_rt_launch_config;
 
+/* A short name of a status ("ok", "no-driver", "wrong-arch", ...), for messages. */
+const char *attn_rt_status_name(attn_rt_status status);
+
 /* Why the last call of this thread failed ("" after a success). */
 const char *attn_rt_last_error(void);
 
