@@ -165,7 +165,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     return failure();
   // Two consumer warpgroups merge through the idle pipeline buffers.
   DecodePlan::Smem sm = p.smem();
-  if (p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage[0]) {
+  if (p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage) {
     c.fail() << "two consumer warpgroups with this tile: their merge needs "
              << (4 + p.headDim / 2) * 512 << " bytes of pipeline buffers";
     return failure();

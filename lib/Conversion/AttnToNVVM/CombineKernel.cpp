@@ -81,9 +81,7 @@ void mlir::attn::nvvm::buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUMo
       k.ifThen(k.cmp(P::slt, c4, k.i32(D / 4)), [&] {
         Value w0 = k.packBF16x2(k.fmul(acc[1 + 4 * t], inv), k.fmul(acc[2 + 4 * t], inv));
         Value w1 = k.packBF16x2(k.fmul(acc[3 + 4 * t], inv), k.fmul(acc[4 + 4 * t], inv));
-        Value v = LLVM::UndefOp::create(b, loc, VectorType::get({2}, k.i32()));
-        v = LLVM::InsertElementOp::create(b, loc, v, w0, k.i32(0));
-        v = LLVM::InsertElementOp::create(b, loc, v, w1, k.i32(1));
+        Value v = k.vector({w0, w1});
         Value off = k.mul(k.sext64(k.add(k.mul(rowBase, D), k.mul(c4, 4))), int64_t(2));
         k.store(v, k.gep(out, off), 8);
       });

@@ -39,21 +39,18 @@ DecodePlan::Smem DecodePlan::smem() const {
   int64_t off = 0;
   m.q = off;
   off += 64 * headDim * 2;
-  for (int64_t s = 0; s < stages; ++s) {
-    m.stage[s] = off;
-    off += alignUp(2 * stageTileBytes(), 1024);
-  }
+  m.stage = off;
+  m.stageStride = alignUp(2 * stageTileBytes(), 1024);
   m.stageV = stageTileBytes();
+  off += stages * m.stageStride;
   int64_t convTile = tileN * headDim * 2;
-  for (int b = 0; b < 2; ++b) {
-    m.conv[b] = off;
-    off += 2 * convTile;
-  }
+  m.conv = off;
+  m.convStride = 2 * convTile;
   m.convV = convTile;
-  for (int b = 0; b < 2; ++b) {
-    m.scales[b] = off;
-    off += 2 * tileN * 4;
-  }
+  off += 2 * m.convStride;
+  m.scales = off;
+  m.scaleStride = 2 * tileN * 4;
+  off += 2 * m.scaleStride;
   m.bars = off;
   off += 8 * (stages + 4);
   m.total = alignUp(off, 128);
@@ -72,6 +69,11 @@ struct Ctx {
   Value len = {}, tile0 = {}, numTiles = {};
 };
 } // namespace
+
+/// Offset of buffer `i` of a ring of shared-memory buffers.
+static Value ringOffset(KernelBuilder &k, Value i, int64_t base, int64_t stride) {
+  return k.add(k.mul(i, stride), base);
+}
 
 /// Shared pointer at byte offset `off` (i32 Value or constant) from the aligned base.
 static Value sptr(KernelBuilder &k, Ctx &c, Value off) { return k.gep(c.base, off); }
@@ -164,7 +166,7 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
     }
     for (size_t o = 0; o < words.size() / 4; ++o) {
       Value dst = k.add(convOff, swizzledChunk(k, row, k.add(outChunk0, (int64_t)o), p.tileN));
-      k.store(k.vector4(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
+      k.store(k.vector(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
     }
   }
 }
@@ -197,10 +199,7 @@ static std::pair<Value, Value> loadScales(KernelBuilder &k, Ctx &c, Value token)
 
 static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile) {
   const DecodePlan &p = c.p;
-  Value stageOff = k.i32(0);
-  // stage offsets are uniform: stage[s] = stage[0] + s * stride
-  int64_t stride = p.stages > 1 ? c.sm.stage[1] - c.sm.stage[0] : 0;
-  stageOff = k.add(k.mul(stage, stride), c.sm.stage[0]);
+  Value stageOff = ringOffset(k, stage, c.sm.stage, c.sm.stageStride);
   Value bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
   k.mbarrierArriveExpectTx(bar, 2 * p.stageTileBytes());
   SmallVector<Value> coords = {k.i32(0), c.hkv, k.mul(tile, p.tileN), c.bIdx};
@@ -222,7 +221,6 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     });
   });
   double kFactor = p.softmaxScale * kLog2e;
-  int64_t stride = p.stages > 1 ? c.sm.stage[1] - c.sm.stage[0] : 0;
   auto [ks0, vs0] = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
   k.forLoop(k.i32(0), c.numTiles, 1, {ks0, vs0}, [&](Value j, ValueRange carried) {
     Value s = k.urem(j, p.stages);
@@ -236,8 +234,8 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.fullStage(0))), phaseS);
     k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), c.sm.emptyConv(0, p.stages))),
                    k.bxor(phaseB, k.i32(1)));
-    Value stageOff = k.add(k.mul(s, stride), c.sm.stage[0]);
-    Value convOff = k.add(k.mul(buf, c.sm.conv[1] - c.sm.conv[0]), c.sm.conv[0]);
+    Value stageOff = ringOffset(k, s, c.sm.stage, c.sm.stageStride);
+    Value convOff = ringOffset(k, buf, c.sm.conv, c.sm.convStride);
     Value rowsValid = k.sub(c.len, tileStart);
     auto convert = [&](bool masked) {
       dequantTile(k, c, stageOff, convOff, rowsValid, masked);
@@ -250,7 +248,7 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
                  [&] { return convert(false); });
     // Scales: K pre-multiplied by softmax_scale · log2(e); bf16 caches get the bare factors.
     k.ifThen(k.cmp(P::slt, c.tid, p.tileN), [&] {
-      Value scOff = k.add(k.mul(buf, c.sm.scales[1] - c.sm.scales[0]), c.sm.scales[0]);
+      Value scOff = ringOffset(k, buf, c.sm.scales, c.sm.scaleStride);
       Value ksv = p.hasScales() ? k.fmul(carried[0], k.f32(kFactor)) : k.f32(kFactor);
       Value vsv = p.hasScales() ? carried[1] : k.f32(1.0);
       k.store(ksv, sptr(k, c, k.add(scOff, k.mul(c.tid, 4))));
@@ -374,7 +372,7 @@ static SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Val
                                          SmallVector<Value> st) {
   int64_t n = st.size(); // m0, m1, l0, l1, O...
   // The pipeline buffers (stages, then conversion buffers) are idle once both loops are done.
-  Value slot = k.add(k.i32(c.sm.stage[0]), k.mul(ct, 4));
+  Value slot = k.add(k.i32(c.sm.stage), k.mul(ct, 4));
   auto addr = [&](int64_t i) { return sptr(k, c, k.add(slot, i * 128 * 4)); };
   // Both loops done first: until then the producer may still convert (and TMA still land) in
   // the buffers the state goes to.
@@ -447,8 +445,6 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
   for (int64_t i = 0; i < nO; ++i)
     inits.push_back(k.f32(0));
-  int64_t convStride = c.sm.conv[1] - c.sm.conv[0];
-  int64_t scStride = c.sm.scales[1] - c.sm.scales[0];
   Value qAddr = k.sharedAddr(sptr(k, c, c.sm.q));
 
   int64_t W = p.consumerWGs;
@@ -457,7 +453,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     Value phaseB = k.band(k.lshr(j, 1), 1);
     Value tileStart = k.mul(k.add(c.tile0, j), p.tileN);
     k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))), phaseB);
-    Value convOff = k.add(k.mul(buf, convStride), c.sm.conv[0]);
+    Value convOff = ringOffset(k, buf, c.sm.conv, c.sm.convStride);
     Value kAddr = k.sharedAddr(sptr(k, c, convOff));
     Value vAddr = k.sharedAddr(sptr(k, c, k.add(convOff, c.sm.convV)));
     // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step.
@@ -473,7 +469,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     k.wgmmaCommit();
     k.wgmmaWait(0);
 
-    Value scOff = k.add(k.mul(buf, scStride), c.sm.scales[0]);
+    Value scOff = ringOffset(k, buf, c.sm.scales, c.sm.scaleStride);
     Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
     Value needMask = k.cmp(P::sgt, k.add(tileStart, p.tileN - 1), maskFrom);
     SmallVector<Type> types(4 + nS / 2, k.f32());
@@ -557,9 +553,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
               if (accRow(i) != r)
                 continue;
               Value col = k.add(f.colBase, (i / 4) * 8);
-              Value v = LLVM::UndefOp::create(k.builder(), k.getLoc(), k.vec2f32Type());
-              v = LLVM::InsertElementOp::create(k.builder(), k.getLoc(), v, o[i], k.i32(0));
-              v = LLVM::InsertElementOp::create(k.builder(), k.getLoc(), v, o[i + 1], k.i32(1));
+              Value v = k.vector({o[i], o[i + 1]});
               k.store(v, k.gep(c.ws, k.add(rowOff, k.mul(k.sext64(col), int64_t(4)))), 8);
             }
             k.ifThen(isQuadLead, [&] {
@@ -595,7 +589,7 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
                              p.headDim),
                        k.mul(ch, 8));
     Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), int64_t(2))), 16);
-    Value zero = k.vector4({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
+    Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
     v = k.select(k.cmp(P::slt, row, k.i32(p.rows())), v, zero);
     k.store(v, sptr(k, c, k.add(k.i32(c.sm.q), swizzledChunk(k, row, ch, 64))), 16);
   }

@@ -45,8 +45,9 @@ struct DecodePlan {
 
   // Shared memory map (offsets from a 1024-aligned base).
   struct Smem {
-    int64_t q = 0, stage[8] = {}, stageV = 0, conv[2] = {}, convV = 0, scales[2] = {},
-            bars = 0, total = 0;
+    // Rings: buffer i of a ring starts at base + i · stride; V follows K at +stageV / +convV.
+    int64_t q = 0, stage = 0, stageStride = 0, stageV = 0, conv = 0, convStride = 0, convV = 0,
+            scales = 0, scaleStride = 0, bars = 0, total = 0;
     // Offsets of the mbarriers inside `bars`.
     int64_t fullStage(int64_t s) const { return bars + 8 * s; }
     int64_t fullConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + b); }

@@ -22,16 +22,13 @@ void KernelBuilder::intrinsicVoid(StringRef name, ValueRange args) {
 }
 
 Value KernelBuilder::packBF16x2(Value lo, Value hi) {
-  Type v2f32 = vec2f32Type();
-  Value v = LLVM::UndefOp::create(b, loc, v2f32);
-  v = LLVM::InsertElementOp::create(b, loc, v, lo, i32(0));
-  v = LLVM::InsertElementOp::create(b, loc, v, hi, i32(1));
-  Value bf = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), v);
+  Value bf = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), vector({lo, hi}));
   return bitcast(i32(), bf);
 }
 
-Value KernelBuilder::vector4(ArrayRef<Value> v) {
-  Value r = LLVM::UndefOp::create(b, loc, vec4Type());
+Value KernelBuilder::vector(ArrayRef<Value> v) {
+  auto type = VectorType::get({static_cast<int64_t>(v.size())}, v.front().getType());
+  Value r = LLVM::UndefOp::create(b, loc, type);
   for (auto [i, x] : llvm::enumerate(v))
     r = LLVM::InsertElementOp::create(b, loc, r, x, i32(i));
   return r;

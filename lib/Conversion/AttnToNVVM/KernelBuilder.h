@@ -23,12 +23,6 @@ namespace mlir::attn::nvvm {
 /// Address spaces of the NVPTX backend.
 enum AddrSpace : unsigned { kGeneric = 0, kGlobal = 1, kShared = 3 };
 
-/// Offset in bytes of element (row, col) of a [rows × cols] 16-bit tile stored the way WGMMA
-/// reads it with 128-byte swizzling: column blocks of 64 elements (128 B per row), each block
-/// `rows × 128` bytes, the 16-byte chunk index of a row XOR-ed with (row mod 8). Used for Q (A,
-/// K-major), K (B, K-major) and V (B, MN-major): one layout, different descriptors.
-inline int64_t swizzledBlockBytes(int64_t rows) { return rows * 128; }
-
 class KernelBuilder {
 public:
   KernelBuilder(OpBuilder &b, Location loc) : b(b), loc(loc) {}
@@ -49,7 +43,6 @@ public:
   Value i32(int64_t v) { return LLVM::ConstantOp::create(b, loc, i32(), v); }
   Value i64(int64_t v) { return LLVM::ConstantOp::create(b, loc, i64(), v); }
   Value f32(double v) { return LLVM::ConstantOp::create(b, loc, f32(), b.getF32FloatAttr(v)); }
-  Value boolean(bool v) { return LLVM::ConstantOp::create(b, loc, i1(), v ? 1 : 0); }
 
   // Integer arithmetic (i32 unless the operands say otherwise).
   Value add(Value x, Value y) { return LLVM::AddOp::create(b, loc, x, y); }
@@ -132,15 +125,13 @@ public:
   Value extract(Value vec, int64_t i) {
     return LLVM::ExtractElementOp::create(b, loc, vec, i32(i));
   }
-  Value vector4(ArrayRef<Value> v);
+  /// A vector of the given scalars (all of one type).
+  Value vector(ArrayRef<Value> v);
   /// Integer address of a shared-memory pointer (the 32-bit shared window).
   Value sharedAddr(Value p) { return LLVM::PtrToIntOp::create(b, loc, i32(), p); }
   /// The dynamic shared memory of the kernel, as a pointer in address space 3.
   Value dynamicShared(StringRef symbol) {
     return LLVM::AddressOfOp::create(b, loc, ptr(kShared), symbol);
-  }
-  Value nullIfZero(Value p64, unsigned as) {
-    return LLVM::IntToPtrOp::create(b, loc, ptr(as), p64);
   }
 
   // Warp and CTA synchronization.
@@ -149,7 +140,6 @@ public:
   void barrier(int64_t id, int64_t threads);
   void fenceProxyAsyncShared();
   void fenceMbarrierInit();
-  void threadFence() { intrinsicVoid("llvm.nvvm.membar.gl", {}); }
 
   // mbarriers (shared memory, 8 bytes each).
   void mbarrierInit(Value bar, int64_t count);
