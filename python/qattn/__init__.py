@@ -23,6 +23,9 @@ from .compiler import (
     parse_diagnostics,
     version,
 )
+from .cpu import attend as nomad_attend
+from .gpu import GpuDecodeKernel, GpuError
+from .kernels import BuildError, CpuLibrary, KernelArgumentError, build
 from .nomad import encode, inertia, load_codebooks, save_codebooks, train_codebooks
 from .spec import Spec, attention
 
@@ -30,6 +33,12 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AttnOptNotFound",
+    "BuildError",
+    "CpuLibrary",
+    "GpuDecodeKernel",
+    "GpuError",
+    "KernelArgumentError",
+    "build",
     "CompileError",
     "CompileResult",
     "Diagnostic",
@@ -40,6 +49,7 @@ __all__ = [
     "encode",
     "find_attn_opt",
     "inertia",
+    "nomad_attend",
     "load_codebooks",
     "parse_diagnostics",
     "save_codebooks",

@@ -672,7 +672,13 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   // This CTA's keys: tiles [tile0, tile0 + numTiles) of the batch element's length.
   c.len = c.kvLen;
   if (p.seqLens) {
-    Value l = k.loadInvariant(i32, k.gep(c.lens, k.mul(k.sext64(c.bIdx), int64_t(4))));
+    // A null seq_lens pointer means every batch element uses the whole cache (docs/GPUDecode.md).
+    Value l = k.ifThenElse(
+        k.isNull(c.lens), TypeRange{i32}, [&] { return SmallVector<Value>{c.kvLen}; },
+        [&] {
+          return SmallVector<Value>{
+              k.loadInvariant(i32, k.gep(c.lens, k.mul(k.sext64(c.bIdx), int64_t(4))))};
+        })[0];
     c.len = k.smax(k.smin(l, c.kvLen), k.i32(0));
   }
   Value tiles = k.ceilDiv(c.len, p.tileN);

@@ -129,6 +129,10 @@ public:
   Value vector(ArrayRef<Value> v);
   /// Integer address of a shared-memory pointer (the 32-bit shared window).
   Value sharedAddr(Value p) { return LLVM::PtrToIntOp::create(b, loc, i32(), p); }
+  /// i1: whether the (global) pointer `p` is null.
+  Value isNull(Value p) {
+    return cmp(LLVM::ICmpPredicate::eq, LLVM::PtrToIntOp::create(b, loc, i64(), p), int64_t(0));
+  }
   /// The dynamic shared memory of the kernel, as a pointer in address space 3.
   Value dynamicShared(StringRef symbol) {
     return LLVM::AddressOfOp::create(b, loc, ptr(kShared), symbol);

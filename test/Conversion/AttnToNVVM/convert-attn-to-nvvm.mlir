@@ -8,6 +8,12 @@
 // CHECK: llvm.func @mqa_i8_decode(%{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}, %{{.*}}: !llvm.ptr {llvm.align = 64 : i64, llvm.byval = !llvm.array<128 x i8>, nvvm.grid_constant}
 // CHECK-SAME: attn.launch = "{{.*}}\22pack_q_heads\22: 16,
 // CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 512, 1, 1>, nvvm.minctasm = 1 : i32
+// seq_lens: read only through a non-null pointer (null: every batch element uses the whole cache).
+// CHECK: %[[LENP:.*]] = llvm.ptrtoint %{{.*}} : !llvm.ptr<1> to i64
+// CHECK: %[[NULL:.*]] = llvm.icmp "eq" %[[LENP]], %{{.*}} : i64
+// CHECK: scf.if %[[NULL]] -> (i32) {
+// CHECK: } else {
+// CHECK: llvm.load {{.*}}invariant{{.*}} : !llvm.ptr<1> -> i32
 // Barriers: 2 stages + 2 full + 2 empty conversion buffers.
 // CHECK-COUNT-6: nvvm.mbarrier.init
 // CHECK: nvvm.fence.mbarrier.init
@@ -37,9 +43,10 @@
 // CHECK: llvm.func @mqa_i8_combine(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32)
 // CHECK-NOT: func.func @mqa_i8
 func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
-                  %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x3x16x128xbf16>) {
+                  %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %lens: memref<?xi32>,
+                  %o: memref<?x3x16x128xbf16>) {
   attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
-      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>) seq_lens(%lens : memref<?xi32>)
       outs(%o : memref<?x3x16x128xbf16>)
       {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
        target = #attn.target<sm_90a>, softmax_scale = 0.125 : f32}

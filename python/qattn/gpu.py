@@ -1,0 +1,289 @@
+"""GPU decode kernels from Python: launch what ``convert-attn-to-nvvm`` generated on torch tensors.
+
+``qattn.build(spec)`` on an ``attn.attention decode`` spec compiles it to PTX plus launch metadata
+(docs/GPUDecode.md) and returns a ``GpuDecodeKernel``. Calling it launches the decode kernel (and
+the split-KV combine kernel) through the attn runtime's C API (``libattn_rt.so``, which opens
+libcuda lazily) on the current torch CUDA stream, reading and writing the tensors' device memory in
+place::
+
+    kernel = qattn.build(spec)                 # PTX + launch metadata, cached on disk
+    out = kernel(q, k, v, k_scale, v_scale, seq_lens=lens)   # torch CUDA tensors
+
+Every tensor is checked against the metadata before anything is launched — device, dtype, shape
+(static extents must match; batch and kv_len may be dynamic), contiguity, 16-byte alignment of the
+K/V base — and a mismatch raises ``KernelArgumentError``; runtime failures (no driver, wrong
+architecture, launch errors) raise ``GpuError`` with the runtime's message.
+
+``libattn_rt.so`` is found at ``$ATTN_RT_LIBRARY``, else beside attn-opt (``<prefix>/lib``), else
+in the source checkout's ``build/lib``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Optional
+
+from .compiler import DEFAULT_PASSES, CompileError, QattnError, _pass_flags, find_attn_opt, parse_diagnostics
+from .kernels import KernelArgumentError
+
+KERNEL_FILE = "kernels.ptx"
+
+
+class GpuError(QattnError):
+    """The attn runtime failed (no driver or device, wrong architecture, load or launch error)."""
+
+
+def compile_decode(text: str, out_dir: Path, *, passes=DEFAULT_PASSES, target=None, attn_opt=None):
+    """attn-opt --emit=ptx -o out_dir/kernels.ptx (also writes kernels.ptx.launch.json)."""
+    exe = attn_opt or find_attn_opt()
+    ptx = Path(out_dir) / KERNEL_FILE
+    cmd = [exe, *_pass_flags(passes, target), "--emit=ptx", "-", "-o", str(ptx)]
+    proc = subprocess.run(cmd, input=text.encode(), capture_output=True, timeout=300)
+    stderr = proc.stderr.decode(errors="replace")
+    if proc.returncode != 0 or not ptx.is_file():
+        raise CompileError(f"attn-opt failed (exit status {proc.returncode}):",
+                           diagnostics=parse_diagnostics(stderr), stderr=stderr, command=cmd,
+                           returncode=proc.returncode)
+
+
+def runtime_library() -> str:
+    env = os.environ.get("ATTN_RT_LIBRARY")
+    if env:
+        return env
+    candidates = []
+    try:
+        candidates.append(Path(find_attn_opt()).resolve().parent.parent / "lib" / "libattn_rt.so")
+    except QattnError:
+        pass
+    candidates.append(Path(__file__).resolve().parents[2] / "build" / "lib" / "libattn_rt.so")
+    for c in candidates:
+        if c.is_file():
+            return str(c)
+    raise GpuError("cannot find libattn_rt.so: set ATTN_RT_LIBRARY or build the project "
+                   "(build/lib/libattn_rt.so)")
+
+
+_RT = None
+
+
+def _rt():
+    global _RT
+    if _RT is None:
+        lib = ctypes.CDLL(runtime_library())
+        vp, u64, i32 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int
+        for name, args in {"attn_rt_init": [i32, ctypes.POINTER(vp)],
+                           "attn_rt_load_module": [vp, ctypes.c_char_p, ctypes.c_size_t, i32,
+                                                   ctypes.POINTER(vp)],
+                           "attn_rt_get_kernel": [vp, ctypes.c_char_p, ctypes.POINTER(vp)],
+                           "attn_rt_launch": [vp, vp, ctypes.POINTER(vp), vp],
+                           "attn_rt_sm_count": [vp, ctypes.POINTER(i32)],
+                           "attn_rt_tensor_map_encode": [vp, vp, i32, ctypes.c_uint,
+                                                         ctypes.POINTER(u64), ctypes.POINTER(u64),
+                                                         ctypes.POINTER(ctypes.c_uint),
+                                                         ctypes.c_uint, u64]}.items():
+            getattr(lib, name).argtypes = args
+            getattr(lib, name).restype = i32
+        lib.attn_rt_last_error.restype = ctypes.c_char_p
+        lib.attn_rt_status_name.restype = ctypes.c_char_p
+        lib.attn_rt_status_name.argtypes = [i32]
+        _RT = lib
+    return _RT
+
+
+def _check(status: int, what: str):
+    if status != 0:
+        rt = _rt()
+        raise GpuError(f"{what}: {rt.attn_rt_status_name(status).decode()}: "
+                       f"{rt.attn_rt_last_error().decode()}")
+
+
+class _LaunchConfig(ctypes.Structure):
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
+                ("cluster", ctypes.c_uint * 3), ("smem_bytes", ctypes.c_uint)]
+
+
+def select_split_kv(ctas: int, kv_len: int, tile_n: int, sm_count: int) -> int:
+    """The split rule of attn-select-schedule (ScheduleHeuristics.cpp selectSplitKv)."""
+    if ctas <= 0 or kv_len <= 0 or ctas >= sm_count:
+        return 1
+    return max(1, min(sm_count // ctas, max(1, -(-kv_len // tile_n))))
+
+
+_TORCH_KV = {"i8": ("int8", "uint8"), "f8E4M3FN": ("float8_e4m3fn", "uint8"), "bf16": ("bfloat16",)}
+
+
+class GpuDecodeKernel:
+    """One compiled decode op: PTX + launch metadata; loaded on the GPU at the first call."""
+
+    def __init__(self, ptx: str, meta: dict, path: str = ""):
+        if meta.get("format") != "attn-launch-v1" or meta.get("problem", {}).get("kind") != "decode":
+            raise GpuError(f"{path}: not decode launch metadata (format {meta.get('format')!r})")
+        self.ptx, self.meta, self.path = ptx, meta, path
+        self.problem, self.schedule = meta["problem"], meta["schedule"]
+        self.kernels = {k["role"]: k for k in meta["kernels"]}
+        self._loaded = None
+
+    @classmethod
+    def from_dir(cls, d) -> "GpuDecodeKernel":
+        return cls.from_files(Path(d) / KERNEL_FILE)
+
+    @classmethod
+    def from_files(cls, ptx_path, meta_path=None) -> "GpuDecodeKernel":
+        ptx_path = Path(ptx_path)
+        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
+        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
+
+    def __repr__(self) -> str:
+        p = self.problem
+        return (f"<qattn GpuDecodeKernel {self.kernels['decode']['name']}: q_len {p['q_len']}, "
+                f"{p['q_heads']}/{p['kv_heads']} heads, head_dim {p['head_dim']}, {p['kv_dtype']} KV>")
+
+    def _load(self):
+        if self._loaded is None:
+            rt = _rt()
+            ctx = ctypes.c_void_p()
+            _check(rt.attn_rt_init(0, ctypes.byref(ctx)), "initializing the GPU")
+            mod = ctypes.c_void_p()
+            image = self.ptx.encode() + b"\0"
+            _check(rt.attn_rt_load_module(ctx, image, len(image), int(self.meta["arch"]),
+                                          ctypes.byref(mod)), "loading the kernel")
+            handles = {}
+            for role, k in self.kernels.items():
+                h = ctypes.c_void_p()
+                _check(rt.attn_rt_get_kernel(mod, k["name"].encode(), ctypes.byref(h)), k["name"])
+                handles[role] = h
+            sms = ctypes.c_int()
+            _check(rt.attn_rt_sm_count(ctx, ctypes.byref(sms)), "querying the SM count")
+            self._loaded = (ctx, mod, handles, sms.value)
+        return self._loaded
+
+    # -------------------------------------------------------------------------------------------
+    def _expect(self, name, t, torch, dtypes, shape):
+        where = f"{self.kernels['decode']['name']}: {name}"
+        if not isinstance(t, torch.Tensor) or not t.is_cuda:
+            raise KernelArgumentError(f"{where} must be a torch CUDA tensor")
+        if str(t.dtype).replace("torch.", "") not in dtypes:
+            raise KernelArgumentError(f"{where} has dtype {t.dtype}, expected {' or '.join(dtypes)}")
+        if tuple(t.shape) != tuple(shape):
+            raise KernelArgumentError(f"{where} has shape {tuple(t.shape)}, expected {tuple(shape)}")
+        if not t.is_contiguous():
+            raise KernelArgumentError(f"{where} must be contiguous")
+        if t.data_ptr() % 16:
+            raise KernelArgumentError(f"{where} must be 16-byte aligned")
+
+    def __call__(self, q, k, v, k_scale=None, v_scale=None, *, seq_lens=None, alibi_slopes=None,
+                 out=None, splits="auto", stream=None):
+        """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D]."""
+        import torch
+
+        p, s = self.problem, self.schedule
+        if q.dim() != 4 or k.dim() != 4:
+            raise KernelArgumentError("q and k must be 4-D: [B, Sq, Hq, D] and [B, Skv, Hkv, D]")
+        b, skv = int(q.shape[0]), int(k.shape[1])
+        for key, val in (("batch", b), ("kv_len", skv)):
+            if p[key] >= 0 and p[key] != val:
+                raise KernelArgumentError(f"the kernel was compiled for {key} {p[key]}, got {val}")
+        if not 1 <= b <= 65535 or skv < 1 or skv >= 2 ** 31:
+            raise KernelArgumentError(f"batch must be in 1..65535 and kv_len in 1..2^31-1 "
+                                      f"(got {b}, {skv})")
+        sq, hq, hkv, d = p["q_len"], p["q_heads"], p["kv_heads"], p["head_dim"]
+        self._expect("q", q, torch, ("bfloat16",), (b, sq, hq, d))
+        kvt = _TORCH_KV[p["kv_dtype"]]
+        self._expect("k", k, torch, kvt, (b, skv, hkv, d))
+        self._expect("v", v, torch, kvt, (b, skv, hkv, d))
+        scale_shapes = {"per_token_head": (b, skv, hkv), "per_token": (b, skv), "per_head": (hkv,),
+                        "per_tensor": (1,)}
+        ptrs = {}
+        for name, t, g in (("k_scale", k_scale, p["k_quant"]), ("v_scale", v_scale, p["v_quant"])):
+            if g == "none":
+                if t is not None:
+                    raise KernelArgumentError(f"{name} given for a {p['kv_dtype']} cache, which has none")
+                ptrs[name] = 0
+            else:
+                if t is None:
+                    raise KernelArgumentError(f"{name} is required ({g} scales)")
+                self._expect(name, t, torch, ("float32",), scale_shapes[g])
+                ptrs[name] = t.data_ptr()
+        ptrs["seq_lens"] = ptrs["alibi"] = 0
+        if p["seq_lens"]:
+            if seq_lens is not None:
+                self._expect("seq_lens", seq_lens, torch, ("int32",), (b,))
+                ptrs["seq_lens"] = seq_lens.data_ptr()
+        elif seq_lens is not None:
+            raise KernelArgumentError("seq_lens given, but the spec has no seq_lens operand")
+        if p["alibi"]:
+            if alibi_slopes is None:
+                raise KernelArgumentError("alibi_slopes ([Hq] float32) is required by this spec")
+            self._expect("alibi_slopes", alibi_slopes, torch, ("float32",), (hq,))
+            ptrs["alibi"] = alibi_slopes.data_ptr()
+        elif alibi_slopes is not None:
+            raise KernelArgumentError("alibi_slopes given, but the spec has no ALiBi")
+        if out is None:
+            out = torch.empty((b, sq, hq, d), dtype=torch.bfloat16, device=q.device)
+        self._expect("out", out, torch, ("bfloat16",), (b, sq, hq, d))
+
+        rt = _rt()
+        ctx, _, handles, sms = self._load()
+        groups, rows = int(s["groups"]), int(s["rows_per_cta"])
+        if splits in ("auto", 0, None):
+            splits = int(s["split_kv"]) or select_split_kv(b * groups, skv, int(s["tile_n"]), sms)
+        splits = int(splits)
+        if splits < 1:
+            raise KernelArgumentError(f"splits must be >= 1 or 'auto', got {splits}")
+        ws = None
+        if splits > 1:
+            ws = torch.empty(b * groups * splits * int(self.meta["workspace_floats_per_split"]),
+                             dtype=torch.float32, device=q.device)
+        ptrs.update(q=q.data_ptr(), out=out.data_ptr(), workspace=ws.data_ptr() if ws is not None else 0)
+
+        keep = []  # storage that must outlive the launch call
+        e = k.element_size()
+        dims = (ctypes.c_uint64 * 4)(d, hkv, skv, b)
+        strides = (ctypes.c_uint64 * 3)(d * e, hkv * d * e, skv * hkv * d * e)
+        maps = {}
+        for name, t in (("k_map", k), ("v_map", v)):
+            box = (ctypes.c_uint * 4)(*self.meta["tensor_maps"][name[0]]["box"])
+            raw = ctypes.create_string_buffer(128 + 64)
+            addr = (ctypes.addressof(raw) + 63) & ~63
+            dtype = 0 if e == 1 else 1  # ATTN_RT_DTYPE_U8 / ATTN_RT_DTYPE_BF16
+            _check(rt.attn_rt_tensor_map_encode(ctx, addr, dtype, 4, dims, strides, box, 0,
+                                                t.data_ptr()), f"encoding the {name[0].upper()} tensor map")
+            keep.append(raw)
+            maps[name] = addr
+        scalars = {"batch": ctypes.c_int32(b), "kv_len": ctypes.c_int32(skv),
+                   "num_splits": ctypes.c_int32(splits)}
+        stream_handle = stream if stream is not None else torch.cuda.current_stream(q.device).cuda_stream
+
+        def launch(role, grid):
+            meta = self.kernels[role]
+            args = []
+            for name in meta["params"]:
+                if name in maps:
+                    args.append(ctypes.c_void_p(maps[name]))
+                    continue
+                if name in scalars:
+                    val = scalars[name]
+                elif name in ptrs:
+                    val = ctypes.c_uint64(ptrs[name])
+                else:
+                    raise GpuError(f"{meta['name']}: unknown parameter {name!r} in the metadata")
+                keep.append(val)
+                args.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
+            argv = (ctypes.c_void_p * len(args))(*[a.value for a in args])
+            cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*meta["block"]),
+                                (ctypes.c_uint * 3)(*meta["cluster"]), int(meta["smem_bytes"]))
+            _check(rt.attn_rt_launch(handles[role], ctypes.byref(cfg), argv,
+                                     ctypes.c_void_p(stream_handle)), f"launching {meta['name']}")
+
+        with torch.cuda.device(q.device):
+            launch("decode", (splits, groups, b))
+            if splits > 1:
+                launch("combine", (-(-rows // 4), groups, b))
+        if ws is not None:  # keep the workspace alive until the stream is done with it
+            ws.record_stream(torch.cuda.ExternalStream(stream_handle) if stream is not None
+                             else torch.cuda.current_stream(q.device))
+        return out

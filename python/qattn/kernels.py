@@ -1,0 +1,271 @@
+"""Compiled kernels as Python objects: ``build(spec)`` compiles once, caches on disk, and loads.
+
+For CPU specs (the ``attn.pq.*`` NoMAD ops), ``build`` runs ``attn-opt --emit=obj`` and
+``--emit=header``, links the object into a shared library with the C compiler (``$CC``, else ``cc``),
+and loads it with ``ctypes``. The result is a ``CpuLibrary`` whose attributes are the spec's
+functions; each takes NumPy arrays (and ints for ``index`` arguments) in the order of the
+``func.func`` and checks every array against the header's buffer description before the call:
+dtype, rank, static extents, C-contiguity and — for buffers the kernel writes — writability. A
+mismatch raises ``KernelArgumentError`` naming the argument; nothing is coerced silently.
+
+The on-disk cache is keyed by the SHA-256 of (spec text, attn-opt's version line, target, passes),
+under ``$QATTN_CACHE_DIR`` (default ``~/.cache/qattn``); an entry is written to a temporary
+directory and renamed into place, so concurrent builds of the same spec are safe. GPU specs go
+through ``qattn.gpu`` (``build`` returns a ``GpuDecodeKernel`` for them).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from .compiler import DEFAULT_PASSES, QattnError, _resolve, _spec_text
+from .compiler import compile as _compile
+from .compiler import version as _version
+
+CACHE_LAYOUT = 1  # bump when what a cache entry holds changes
+
+_DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8, "ui8": np.uint8,
+           "i16": np.int16, "ui16": np.uint16, "i32": np.int32, "ui32": np.uint32, "i64": np.int64,
+           "bf16": None}
+
+
+class KernelArgumentError(QattnError, TypeError):
+    """An argument does not match the buffer the kernel was compiled for."""
+
+
+class BuildError(QattnError):
+    """Linking or loading the compiled object failed (attn-opt itself raises CompileError)."""
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("QATTN_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "qattn"
+
+
+def cache_key(text: str, compiler_version: str, target: Optional[str], passes: Sequence[str],
+              kind: str) -> str:
+    blob = json.dumps({"layout": CACHE_LAYOUT, "spec": text, "compiler": compiler_version,
+                       "target": target, "passes": list(passes), "kind": kind}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+# ------------------------------------------------------------------------------------------------
+# Header parsing: the buffer list of each function (the header is attn-opt's documented ABI).
+# ------------------------------------------------------------------------------------------------
+class Arg:
+    """One parameter of a kernel: a memref buffer (shape with None for '?', dtype, access) or an
+    index scalar."""
+
+    def __init__(self, index: int, access: Optional[str], mlir_type: str):
+        self.index = index
+        self.access = access  # "read", "written", "read/written" or None for an index
+        self.mlir_type = mlir_type
+        self.shape: Optional[Tuple[Optional[int], ...]] = None
+        self.dtype = None
+        m = re.fullmatch(r"memref<(.*)x([a-z0-9]+)>", mlir_type)
+        if m:
+            self.shape = tuple(None if d == "?" else int(d) for d in m.group(1).split("x"))
+            elem = m.group(2)
+            if elem not in _DTYPES or _DTYPES[elem] is None:
+                raise BuildError(f"arg{index}: element type {elem} has no NumPy equivalent")
+            self.dtype = np.dtype(_DTYPES[elem])
+        elif mlir_type != "index":
+            raise BuildError(f"arg{index}: cannot bind an argument of type {mlir_type}")
+
+    @property
+    def is_buffer(self) -> bool:
+        return self.shape is not None
+
+    def __repr__(self) -> str:
+        return f"arg{self.index}: {self.access or ''} {self.mlir_type}".replace("  ", " ")
+
+
+_FUNC_RE = re.compile(r"^/\* (\w+) — target (\S+)\.$")
+_ARG_RE = re.compile(r"^ \*   arg(\d+): (?:(read/written|read|written)\s+)?.*\((.+)\)\s*$")
+
+
+def parse_header(header: str) -> Dict[str, Tuple[str, List[Arg]]]:
+    """{function name: (target, [Arg...])} from an ``--emit=header`` header."""
+    funcs: Dict[str, Tuple[str, List[Arg]]] = {}
+    current = None
+    for line in header.splitlines():
+        m = _FUNC_RE.match(line)
+        if m:
+            current = m.group(1)
+            funcs[current] = (m.group(2), [])
+            continue
+        m = _ARG_RE.match(line)
+        if m and current is not None:
+            args = funcs[current][1]
+            if int(m.group(1)) != len(args):
+                raise BuildError(f"{current}: header lists arg{m.group(1)} out of order")
+            args.append(Arg(len(args), m.group(2), m.group(3)))
+        elif line.startswith(" */"):
+            current = None
+    if not funcs:
+        raise BuildError("the header declares no kernel")
+    return funcs
+
+
+def _memref_type(rank: int):
+    class Desc(ctypes.Structure):
+        _fields_ = [("allocated", ctypes.c_void_p), ("aligned", ctypes.c_void_p),
+                    ("offset", ctypes.c_int64), ("sizes", ctypes.c_int64 * rank),
+                    ("strides", ctypes.c_int64 * rank)]
+    return Desc
+
+
+_DESC_TYPES: Dict[int, type] = {}
+
+
+def _desc_type(rank: int):
+    if rank not in _DESC_TYPES:
+        _DESC_TYPES[rank] = _memref_type(rank)
+    return _DESC_TYPES[rank]
+
+
+class CpuFunction:
+    """One kernel of a ``CpuLibrary``; call it with the ``func.func``'s arguments in order."""
+
+    def __init__(self, lib: ctypes.CDLL, name: str, target: str, args: List[Arg]):
+        self.name = name
+        self.target = target
+        self.args = args
+        self._fn = getattr(lib, f"_mlir_ciface___attn_{name}")
+        self._fn.restype = None
+        self._fn.argtypes = [ctypes.POINTER(_desc_type(len(a.shape))) if a.is_buffer
+                             else ctypes.c_int64 for a in args]
+
+    def __repr__(self) -> str:
+        return f"<qattn kernel {self.name} ({self.target}): {', '.join(map(repr, self.args))}>"
+
+    def _check(self, a: Arg, value):
+        where = f"{self.name}: arg{a.index} ({a.mlir_type})"
+        if not a.is_buffer:
+            if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+                raise KernelArgumentError(f"{where} takes an int, not {type(value).__name__}")
+            return ctypes.c_int64(int(value))
+        if not isinstance(value, np.ndarray):
+            raise KernelArgumentError(f"{where} takes a numpy array, not {type(value).__name__}")
+        if value.dtype != a.dtype:
+            raise KernelArgumentError(f"{where} takes dtype {a.dtype}, not {value.dtype}")
+        if value.ndim != len(a.shape) or any(s is not None and s != v
+                                             for s, v in zip(a.shape, value.shape)):
+            want = "x".join("?" if s is None else str(s) for s in a.shape)
+            raise KernelArgumentError(f"{where} takes shape {want}, not {value.shape}")
+        if not value.flags.c_contiguous:
+            raise KernelArgumentError(f"{where} must be C-contiguous (np.ascontiguousarray)")
+        if a.access and "written" in a.access and not value.flags.writeable:
+            raise KernelArgumentError(f"{where} is written by the kernel but the array is read-only")
+        desc = _desc_type(value.ndim)()
+        ptr = value.ctypes.data
+        desc.allocated = desc.aligned = ptr
+        desc.offset = 0
+        stride = 1
+        for d in range(value.ndim - 1, -1, -1):
+            desc.sizes[d] = value.shape[d]
+            desc.strides[d] = stride
+            stride *= value.shape[d]
+        return ctypes.byref(desc)
+
+    def __call__(self, *values):
+        if len(values) != len(self.args):
+            raise KernelArgumentError(f"{self.name} takes {len(self.args)} arguments, "
+                                      f"got {len(values)}")
+        self._fn(*[self._check(a, v) for a, v in zip(self.args, values)])
+
+
+class CpuLibrary:
+    """The functions of one compiled CPU spec, loaded from ``path`` (a shared library)."""
+
+    def __init__(self, path: Union[str, Path], header: str):
+        self.path = str(path)
+        self.header = header
+        try:
+            self._lib = ctypes.CDLL(self.path)
+        except OSError as e:
+            raise BuildError(f"cannot load {self.path}: {e}") from None
+        self.functions = {name: CpuFunction(self._lib, name, tgt, args)
+                          for name, (tgt, args) in parse_header(header).items()}
+
+    def __getattr__(self, name):
+        funcs = self.__dict__.get("functions", {})
+        if name in funcs:
+            return funcs[name]
+        raise AttributeError(f"no kernel named {name!r} (have: {', '.join(funcs)})")
+
+    def __repr__(self) -> str:
+        return f"<qattn CpuLibrary {self.path}: {', '.join(self.functions)}>"
+
+
+def _link(obj: Path, out: Path):
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    if not cc:
+        raise BuildError("no C compiler to link the kernel object (set CC or install gcc)")
+    proc = subprocess.run([cc, "-shared", "-o", str(out), str(obj)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"linking {obj} failed: {proc.stderr.strip()}")
+
+
+def _is_gpu(text: str) -> bool:
+    return "attn.attention" in text or "attn.mla" in text
+
+
+def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT_PASSES,
+          attn_opt=None, cache: bool = True):
+    """Compile ``spec`` (MLIR text, a ``Spec`` or a path) and load it.
+
+    CPU specs give a ``CpuLibrary``; GPU decode specs give a ``qattn.gpu.GpuDecodeKernel``
+    (PTX + launch metadata; running it needs a GPU). Compilation happens once per cache key; later
+    calls load the cached artifacts. ``cache=False`` always recompiles (into a fresh directory).
+    """
+    text = _spec_text(spec)
+    exe = _resolve(attn_opt)
+    kind = "gpu" if _is_gpu(text) else "cpu"
+    key = cache_key(text, _version(attn_opt=exe), target, passes, kind)
+    root = cache_dir()
+    entry = root / key
+    if not (cache and (entry / "ok").is_file()):
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=root))
+        try:
+            (tmp / "spec.mlir").write_text(text)
+            if kind == "cpu":
+                obj = _compile(text, emit="obj", passes=passes, target=target, attn_opt=exe)
+                hdr = _compile(text, emit="header", passes=passes, target=target, attn_opt=exe)
+                (tmp / "kernels.o").write_bytes(obj.output)
+                (tmp / "kernels.h").write_text(hdr.output)
+                _link(tmp / "kernels.o", tmp / "kernels.so")
+            else:
+                from .gpu import compile_decode
+                compile_decode(text, tmp, passes=passes, target=target, attn_opt=exe)
+            (tmp / "ok").write_text(key + "\n")
+            if cache:
+                try:
+                    os.rename(tmp, entry)
+                except OSError:  # another process got there first: use its entry
+                    shutil.rmtree(tmp, ignore_errors=True)
+            else:
+                entry = tmp
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+    if kind == "cpu":
+        return CpuLibrary(entry / "kernels.so", (entry / "kernels.h").read_text())
+    from .gpu import GpuDecodeKernel
+    return GpuDecodeKernel.from_dir(entry)
+
+
+__all__ = ["BuildError", "CpuFunction", "CpuLibrary", "KernelArgumentError", "build", "cache_dir",
+           "parse_header"]

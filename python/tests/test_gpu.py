@@ -1,0 +1,177 @@
+"""qattn on a GPU: decode kernels compiled by attn-opt, launched on torch CUDA tensors.
+
+Skipped without torch + CUDA. Each case builds a spec, launches it through ``qattn.build(...)``
+(or, on a GPU machine without attn-opt, loads the PTX + metadata prebuilt by
+``python python/tests/test_gpu.py --prebuild DIR`` from ``$QATTN_GPU_KERNELS``), and compares the
+output with a float32 torch reference of the quantized math (dequantized K/V) and of the
+unquantized math.
+"""
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+if __name__ == "__main__":  # run as a script from a checkout: use its qattn
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import qattn  # noqa: E402
+
+CASES = {
+    # name: spec keywords; the launch shapes are in SHAPES
+    "i8_mqa_causal": dict(q_len=3, q_heads=16, kv_heads=1, head_dim=128, kv_dtype="i8",
+                          granularity="per_token_head", causal=True, seq_lens=True,
+                          mode="half_int8"),
+    "fp8_gqa": dict(q_len=1, q_heads=8, kv_heads=2, head_dim=64, kv_dtype="f8E4M3FN",
+                    granularity="per_token", mode="fp8"),
+    "bf16_mha": dict(q_len=2, q_heads=4, kv_heads=4, head_dim=128, kv_dtype="bf16",
+                     granularity=None, seq_lens=True),
+}
+SHAPES = {  # (batch, kv_len, splits)
+    "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3)],
+    "fp8_gqa": [(3, 257, "auto"), (16, 2048, 1)],
+    "bf16_mha": [(2, 1, "auto"), (2, 777, 2)],
+}
+
+
+def spec_for(name):
+    kw = dict(CASES[name])
+    gran = kw.pop("granularity")
+    if gran is not None:
+        kw["granularity"] = gran
+    return qattn.attention("decode", batch=None, kv_len=None, name=name, **kw)
+
+
+def kernel_for(name):
+    pre = os.environ.get("QATTN_GPU_KERNELS")
+    if pre:
+        return qattn.GpuDecodeKernel.from_files(Path(pre) / f"{name}.ptx")
+    return qattn.build(spec_for(name))
+
+
+torch = pytest.importorskip("torch") if __name__ != "__main__" else None
+if torch is not None and not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+
+def quantize(x, dtype, gran):
+    """Symmetric quantization of x [B, S, H, D] (float32) as docs/GPUDecode.md: codes, scales."""
+    if dtype == "bf16":
+        return x.to(torch.bfloat16), None
+    dims = {"per_token_head": (3,), "per_token": (2, 3)}[gran]
+    qmax = 127.0 if dtype == "i8" else 448.0
+    s = torch.clamp(x.abs().amax(dim=dims, keepdim=True) / qmax, min=1e-8)
+    y = x / s
+    if dtype == "i8":
+        codes = torch.clamp(torch.sign(y) * torch.floor(y.abs() + 0.5), -127, 127).to(torch.int8)
+    else:
+        codes = y.to(torch.float8_e4m3fn)
+    return codes, s.reshape(s.shape[:2] + ((x.shape[2],) if gran == "per_token_head" else ()))
+
+
+def dequant(codes, s):
+    x = codes.float()
+    if s is None:
+        return x
+    return x * (s[..., None] if s.dim() == 3 else s[..., None, None])
+
+
+def reference(q, k, v, lens, causal):
+    b, sq, hq, d = q.shape
+    hkv = k.shape[2]
+    out = torch.zeros(b, sq, hq, d, device=q.device)
+    for bi in range(b):
+        L = int(lens[bi])
+        if L == 0:
+            continue
+        kk = k[bi, :L].repeat_interleave(hq // hkv, dim=1)  # [L, Hq, D]
+        vv = v[bi, :L].repeat_interleave(hq // hkv, dim=1)
+        s = torch.einsum("ihd,thd->hit", q[bi].float(), kk) / math.sqrt(d)
+        if causal:
+            pos = L - sq + torch.arange(sq, device=q.device)
+            mask = torch.arange(L, device=q.device)[None, :] > pos[:, None]
+            s = s.masked_fill(mask[None], float("-inf"))
+        p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+        out[bi] = torch.einsum("hit,thd->ihd", p, vv)
+    return out
+
+
+def rel(a, b):
+    return float((a.float() - b).norm() / max(float(b.norm()), 1e-30))
+
+
+@pytest.mark.parametrize("name,shape", [(n, s) for n in CASES for s in SHAPES[n]])
+def test_decode_matches_reference(name, shape):
+    kernel = kernel_for(name)
+    c = CASES[name]
+    batch, kv_len, splits = shape
+    g = torch.Generator(device="cuda").manual_seed(0)
+    dev = "cuda"
+    q = torch.randn(batch, c["q_len"], c["q_heads"], c["head_dim"], generator=g, device=dev)
+    k = torch.randn(batch, kv_len, c["kv_heads"], c["head_dim"], generator=g, device=dev)
+    v = torch.randn(batch, kv_len, c["kv_heads"], c["head_dim"], generator=g, device=dev)
+    k[..., 3] *= 20  # an outlier channel
+    qb = q.to(torch.bfloat16)
+    kc, ks = quantize(k, c["kv_dtype"], c["granularity"])
+    vc, vs = quantize(v, c["kv_dtype"], c["granularity"])
+    lens = torch.full((batch,), kv_len, dtype=torch.int32, device=dev)
+    if c.get("seq_lens") and batch > 1:
+        lens[1] = kv_len // 3  # ragged
+    out = kernel(qb, kc, vc, ks, vs, seq_lens=lens if c.get("seq_lens") else None, splits=splits)
+    torch.cuda.synchronize()
+    want_q = reference(qb, dequant(kc, ks), dequant(vc, vs), lens, c.get("causal", False))
+    want_u = reference(qb, k, v, lens, c.get("causal", False))
+    assert not torch.isnan(out.float()).any()
+    assert rel(out, want_q) <= 1e-2, rel(out, want_q)
+    # Against unquantized attention the kernel may lose no more than the quantization itself does.
+    assert rel(out, want_u) <= 1.05 * rel(want_q, want_u) + 5e-3, (rel(out, want_u), rel(want_q, want_u))
+
+
+def test_non_default_stream_and_reuse():
+    kernel = kernel_for("i8_mqa_causal")
+    c = CASES["i8_mqa_causal"]
+    q = torch.randn(2, 3, 16, 128, device="cuda").to(torch.bfloat16)
+    k = torch.randn(2, 600, 1, 128, device="cuda")
+    kc, ks = quantize(k, "i8", "per_token_head")
+    vc, vs = quantize(torch.randn_like(k), "i8", "per_token_head")
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        out = kernel(q, kc, vc, ks, vs)  # the current (non-default) stream
+    stream.synchronize()
+    lens = torch.full((2,), 600, dtype=torch.int32, device="cuda")
+    want = reference(q, dequant(kc, ks), dequant(vc, vs), lens, c["causal"])
+    assert rel(out, want) <= 1e-2
+    out2 = torch.full_like(out, float("nan"))
+    kernel(q, kc, vc, ks, vs, out=out2)  # given output buffer, same result
+    torch.cuda.synchronize()
+    assert torch.equal(out, out2)
+
+
+def test_bad_arguments_are_refused():
+    kernel = kernel_for("i8_mqa_causal")
+    q = torch.zeros(2, 3, 16, 128, device="cuda", dtype=torch.bfloat16)
+    k = torch.zeros(2, 64, 1, 128, device="cuda", dtype=torch.int8)
+    s = torch.ones(2, 64, 1, device="cuda")
+    with pytest.raises(qattn.KernelArgumentError, match="dtype"):
+        kernel(q.float(), k, k, s, s)
+    with pytest.raises(qattn.KernelArgumentError, match="shape"):
+        kernel(q, k, k, s[:, :32], s)
+    with pytest.raises(qattn.KernelArgumentError, match="required"):
+        kernel(q, k, k, None, s)
+    with pytest.raises(qattn.KernelArgumentError, match="CUDA"):
+        kernel(q.cpu(), k, k, s, s)
+
+
+if __name__ == "__main__":
+    # Prebuild the PTX + metadata of every case for a GPU machine without attn-opt.
+    if len(sys.argv) != 3 or sys.argv[1] != "--prebuild":
+        sys.exit("usage: test_gpu.py --prebuild DIR")
+    out = Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    for n in CASES:
+        kern = qattn.build(spec_for(n))
+        (out / f"{n}.ptx").write_text(kern.ptx)
+        (out / f"{n}.ptx.launch.json").write_text(__import__("json").dumps(kern.meta))
+        print(out / f"{n}.ptx")

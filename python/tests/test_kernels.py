@@ -1,0 +1,145 @@
+"""qattn.build on CPU specs: compile, link, cache, load with ctypes, call on NumPy arrays."""
+
+import numpy as np
+import pytest
+
+import qattn
+from qattn import kernels
+from qattn.cpu import host_isa, nomad_spec
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("QATTN_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def nomad_reference(q, books, codes_tk, values, length, scale, scores_out=None):
+    """NoMAD decode in NumPy (docs/CPU.md): u8 LUT per query head, u16 sums, softmax, P·V."""
+    hq, d = q.shape
+    h, s, c, dsub = books.shape
+    out = np.zeros((hq, values.shape[2]), np.float64)
+    for i in range(hq):
+        kv = i // (hq // h)
+        dots = np.einsum("sx,scx->sc", q[i].reshape(s, dsub), books[kv]).astype(np.float32)
+        mins = dots.min(axis=1)
+        rng = (dots.max(axis=1) - mins).max()
+        step = np.float32(rng / 255)
+        lut = np.minimum(255, np.floor((dots - mins[:, None]) * np.float32(255 / rng) + 0.5))
+        acc = lut[np.arange(s)[None, :], codes_tk[:length, kv, :]].sum(axis=1)
+        score = step * acc + mins.sum()
+        if scores_out is not None:
+            scores_out[i, :length] = score
+        p = np.exp(scale * (score - score.max()))
+        out[i] = (p[:, None] * values[:length, kv]).sum(axis=0) / p.sum()
+    return out
+
+
+@pytest.mark.parametrize("dsub", [1, 2, 4])
+def test_nomad_kernels_match_numpy(cache, dsub):
+    hq, h, d, t = 6, 2, 64, 77
+    rng = np.random.default_rng(dsub)
+    keys = rng.standard_normal((t, h, d)).astype(np.float32)
+    books = qattn.train_codebooks(keys, dsub=dsub, centroids=16, iters=5, seed=0)
+    lib = qattn.build(nomad_spec(hq, h, d, dsub, host_isa()))
+    assert set(lib.functions) == {"nomad_encode", "nomad_attend", "nomad_scores"}
+    codes = np.zeros((h, 3, d // dsub, 16), np.uint8)
+    lib.nomad_encode(keys, books, 0, codes)
+    # unpack the blocked nibble layout: byte j of a row = key j (low) and key j + 16 (high)
+    un = np.concatenate([codes & 15, codes >> 4], axis=3)  # [H, NB, S, 32]
+    codes_tk = un.transpose(1, 3, 0, 2).reshape(-1, h, d // dsub)[:t]
+    assert np.array_equal(codes_tk, qattn.encode(keys, books))
+    q = rng.standard_normal((hq, d)).astype(np.float32)
+    values = rng.standard_normal((t, h, d)).astype(np.float32)
+    for length in (1, 31, 77):
+        out = np.full((hq, d), np.nan, np.float32)
+        lib.nomad_attend(q, books, codes, values, length, out)
+        want = nomad_reference(q, books, codes_tk, values, length, 1 / np.sqrt(d))
+        assert np.allclose(out, want, rtol=1e-3, atol=1e-4), np.abs(out - want).max()
+    # the scores step alone: LUT build + lookups, dequantized
+    lut = np.empty((hq, d // dsub, 16), np.uint8)
+    params = np.empty((hq, 2), np.float32)
+    scores = np.full((hq, t), np.nan, np.float32)
+    lib.nomad_scores(q, books, codes, t, lut, params, scores)
+    want = np.zeros((hq, t))
+    nomad_reference(q, books, codes_tk, values, t, 1.0, scores_out=want)
+    assert np.allclose(scores, want, rtol=1e-5, atol=1e-4)
+    out = np.full((hq, d), np.nan, np.float32)
+    lib.nomad_attend(q, books, codes, values, 0, out)
+    assert np.all(out == 0)  # length 0: no keys, zero output (documented)
+
+
+def test_build_is_cached(cache, monkeypatch):
+    spec = nomad_spec(4, 1, 64, 2, "scalar")
+    first = qattn.build(spec)
+    entries = list(cache.iterdir())
+    assert len(entries) == 1 and (entries[0] / "spec.mlir").read_text() == spec
+
+    def no_compile(*a, **k):
+        raise AssertionError("recompiled a cached spec")
+
+    monkeypatch.setattr(kernels, "_compile", no_compile)
+    again = qattn.build(spec)
+    assert again.path == first.path
+    with pytest.raises(AssertionError, match="recompiled"):
+        qattn.build(spec, cache=False)
+    with pytest.raises(AssertionError, match="recompiled"):
+        qattn.build(spec.replace("scalar", "avx2"))  # another spec is another key
+
+
+def test_argument_checks(cache):
+    lib = qattn.build(nomad_spec(4, 1, 64, 1, "scalar"))
+    books = np.zeros((1, 64, 16, 1), np.float32)
+    keys = np.zeros((5, 1, 64), np.float32)
+    codes = np.zeros((1, 1, 64, 16), np.uint8)
+    enc = lib.nomad_encode
+    with pytest.raises(qattn.KernelArgumentError, match="takes 4 arguments"):
+        enc(keys, books, 0)
+    with pytest.raises(qattn.KernelArgumentError, match="arg0 .* dtype float32, not float64"):
+        enc(keys.astype(np.float64), books, 0, codes)
+    with pytest.raises(qattn.KernelArgumentError, match=r"arg1 .* shape 1x64x16x1"):
+        enc(keys, books[:, :32], 0, codes)
+    with pytest.raises(qattn.KernelArgumentError, match="C-contiguous"):
+        enc(np.zeros((5, 1, 128), np.float32)[:, :, ::2], books, 0, codes)
+    ro = codes.copy()
+    ro.flags.writeable = False
+    with pytest.raises(qattn.KernelArgumentError, match="read-only"):
+        enc(keys, books, 0, ro)
+    with pytest.raises(qattn.KernelArgumentError, match="takes an int"):
+        enc(keys, books, 0.5, codes)
+    with pytest.raises(AttributeError, match="no kernel named 'nope'"):
+        lib.nope
+
+
+def test_compile_errors_reach_python(cache):
+    with pytest.raises(qattn.CompileError) as e:
+        qattn.build(nomad_spec(4, 1, 64, 3, "avx2"))  # dsub 3 does not divide into the ops' set
+    assert e.value.errors and e.value.errors[0].line is not None
+    assert not any(p.name.endswith("ok") for p in cache.rglob("*"))  # nothing half-built is cached
+
+
+def test_gpu_kernel_without_a_driver(cache, monkeypatch):
+    monkeypatch.setenv("ATTN_CUDA_LIBRARY", "/nonexistent/libcuda.so.1")
+    spec = qattn.attention("decode", batch=None, q_len=1, kv_len=None, q_heads=8, kv_heads=1,
+                           head_dim=128, kv_dtype="i8", granularity="per_token_head")
+    kern = qattn.build(spec)
+    assert isinstance(kern, qattn.GpuDecodeKernel)
+    assert kern.meta["problem"]["q_heads"] == 8 and kern.kernels["decode"]["block"][0] >= 128
+    try:
+        lib = qattn.gpu.runtime_library()
+    except qattn.GpuError:
+        pytest.skip("libattn_rt.so not built")
+    assert lib.endswith("libattn_rt.so")
+    with pytest.raises(qattn.GpuError, match="no-driver"):
+        kern._load()
+
+
+def test_numpy_example_runs(cache, repo_root):
+    """python/examples/nomad_numpy.py (documented in python/README.md) runs as written."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, str(repo_root / "python/examples/nomad_numpy.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "NoMAD dsub 1 vs dense attention: relative error" in proc.stdout

@@ -1,0 +1,107 @@
+"""qattn.quant: the K/V quantizers in NumPy (formats, granularities, calibration, refusals)."""
+
+import numpy as np
+import pytest
+
+from qattn import quant
+
+
+def gaussian(shape=(40, 3, 64), seed=0, outlier=None):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    if outlier is not None:
+        x[..., outlier] *= 20
+    return x
+
+
+def test_e4m3_rounding_points():
+    x = np.array([1.0625, 1.1875, 464.0, -300.0, 1e-3, 2.0 ** -10, 3 * 2.0 ** -11, 0.0, np.nan],
+                 np.float32)
+    want = [1.0, 1.25, 448.0, -288.0, 2.0 ** -9, 0.0, 2.0 ** -9, 0.0]
+    got = quant.round_e4m3(x)
+    assert got[:8].tolist() == want  # ties to even, saturation, subnormals
+    assert np.isnan(got[8])
+
+
+def test_e4m3_values_are_representable():
+    # Every result has at most 3 mantissa bits (normal) or is a multiple of 2^-9 (subnormal).
+    y = quant.round_e4m3(np.random.default_rng(1).standard_normal(10000).astype(np.float32) * 50)
+    a = np.abs(y[y != 0]).astype(np.float64)
+    e = np.maximum(np.floor(np.log2(a)), -6)
+    assert np.all(np.abs(a / 2.0 ** (e - 3) - np.round(a / 2.0 ** (e - 3))) == 0)
+    assert np.abs(y).max() <= 448
+
+
+def test_bf16_rounding_ties_to_even():
+    x = np.array([1.00390625, 1.01171875, -3.14159], np.float32)
+    assert quant.round_bf16(x).tolist() == [1.0, 1.015625, np.float32(-3.140625)]
+
+
+@pytest.mark.parametrize("gran,shape", [("per_tensor", (1,)), ("per_head", (3,)),
+                                        ("per_token", (40,)), ("per_token_head", (40, 3)),
+                                        ("per_group<32>", (40, 3, 2))])
+def test_scale_shapes_and_roundtrip(gran, shape):
+    x = gaussian()
+    for dtype in ("i8", "e4m3"):
+        codes, s = quant.quantize(x, dtype, gran)
+        assert s.shape == shape and s.dtype == np.float32
+        y = quant.dequantize(codes, s, gran)
+        assert y.shape == x.shape
+        # each element's own scale, broadcast back to [T, H, D]
+        full = quant._ungroup(np.broadcast_to(s[..., None], quant._grouped(x, gran).shape),
+                              x.shape, gran)
+        if dtype == "i8":  # at most half a step
+            lim = 0.5 * full
+        else:  # half an ulp of 3 mantissa bits, or half the subnormal step 2^-9
+            lim = np.maximum(np.abs(x) / 16, full * 2.0 ** -10)
+        assert np.all(np.abs(y - x) <= lim * (1 + 1e-6) + 1e-12)
+
+
+def test_finer_granularity_is_more_accurate():
+    x = gaussian(outlier=5)
+    err = {g: np.linalg.norm(quant.fake_quantize(x, "i8", g) - x)
+           for g in ("per_tensor", "per_token", "per_token_head", "per_group<32>", "per_group<16>")}
+    assert err["per_group<16>"] < err["per_group<32>"] < err["per_token_head"] < err["per_token"]
+    assert err["per_token"] <= err["per_tensor"]
+
+
+def test_i8_codes_round_half_away_from_zero():
+    x = np.array([[[127.0, 0.5, -0.5, 1.5, -1.5, 2.5]]], np.float32)
+    codes, s = quant.quantize(x, "i8", "per_token_head")
+    assert s.tolist() == [[1.0]]
+    assert codes.ravel().tolist() == [127, 1, -1, 2, -2, 3]
+
+
+def test_all_zero_group_and_static_scales():
+    x = gaussian()
+    x[3] = 0
+    codes, s = quant.quantize(x, "i8", "per_token_head")
+    assert np.all(s[3] == np.float32(1e-8)) and np.all(codes[3] == 0)
+    static = quant.calibrate(x, "i8", "per_head")
+    assert static.shape == (3,)
+    y = quant.fake_quantize(x * 2, "i8", "per_head", static)  # beyond the range: saturates
+    assert np.allclose(np.abs(y).max(axis=(0, 2)), 127 * static)
+
+
+def test_refusals():
+    x = gaussian()
+    with pytest.raises(ValueError, match="unknown granularity"):
+        quant.quantize(x, "i8", "per_row")
+    with pytest.raises(ValueError, match="divisible"):
+        quant.quantize(x, "i8", "per_group<48>")
+    with pytest.raises(ValueError, match="follow the token"):
+        quant.calibrate(x, "i8", "per_token")
+    with pytest.raises(ValueError, match="dtype"):
+        quant.quantize(x, "u4", "per_token")
+    with pytest.raises(ValueError, match="shape"):
+        quant.quantize(x, "i8", "per_head", np.ones(2, np.float32))
+    for bad in (np.inf, -np.inf, np.nan):
+        y = x.copy()
+        y[1, 2, 3] = bad
+        with pytest.raises(ValueError, match=r"non-finite values \(first at index \(1, 2, 3\)\)"):
+            quant.quantize(y, "e4m3", "per_token_head")
+
+
+def test_scale_storage():
+    assert quant.scale_bytes_per_token(3, 64, "per_token_head") == 12
+    assert quant.scale_bytes_per_token(3, 64, "per_group<32>") == 24
+    assert quant.scale_bytes_per_token(3, 64, "per_head") == 0
