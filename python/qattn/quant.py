@@ -34,60 +34,102 @@ import numpy as np
 
 MIN_SCALE = np.float32(1e-8)
 QMAX = {"i8": 127.0, "e4m3": 448.0}
-GRANULARITIES = ("per_tensor", "per_head", "per_token", "per_token_head", "per_group<g>")
+# Asymmetric integer formats: (code min, code max).
+ASYM_RANGE = {"i8": (-128, 127), "u8": (0, 255)}
+GRANULARITIES = ("per_tensor", "per_head", "per_token", "per_token_head", "per_group<g>",
+                 "per_block<r x c>", "per_channel")
 
 
-def parse_granularity(g: str) -> Tuple[str, Optional[int]]:
+def parse_granularity(g: str) -> Tuple[str, Optional[Tuple[int, ...]]]:
+    """("per_group", (g,)), ("per_block", (r, c)) or (name, None)."""
     m = re.fullmatch(r"per_group<(\d+)>", g)
     if m:
         size = int(m.group(1))
         if size <= 0:
             raise ValueError(f"group size must be positive: {g!r}")
-        return "per_group", size
-    if g in ("per_tensor", "per_head", "per_token", "per_token_head"):
+        return "per_group", (size,)
+    m = re.fullmatch(r"per_block<\s*(\d+)\s*x\s*(\d+)\s*>", g)
+    if m:
+        r, c = int(m.group(1)), int(m.group(2))
+        if r <= 0 or c <= 0:
+            raise ValueError(f"block extents must be positive: {g!r}")
+        return "per_block", (r, c)
+    if g in ("per_tensor", "per_head", "per_token", "per_token_head", "per_channel"):
         return g, None
     raise ValueError(f"unknown granularity {g!r} (expected one of {', '.join(GRANULARITIES)})")
 
 
-def _grouped(x: np.ndarray, granularity: str) -> np.ndarray:
-    """View x [T, H, D] as [..groups.., members] with the reduction over the last axis."""
+def _view(x: np.ndarray, granularity: str):
+    """x [T, H, D] as a 5-D array [Tb, r, H, G, c] (tokens in blocks of r, channels in groups of c;
+    a token count that is not a multiple of r is padded by repeating the last token) plus the axes
+    that share one scale and the public scale shape."""
     if x.ndim != 3:
         raise ValueError(f"expected a [T, H, D] tensor, got shape {x.shape}")
     t, h, d = x.shape
-    kind, g = parse_granularity(granularity)
-    if kind == "per_tensor":
-        return x.reshape(1, t * h * d)
-    if kind == "per_head":
-        return x.transpose(1, 0, 2).reshape(h, t * d)
-    if kind == "per_token":
-        return x.reshape(t, h * d)
-    if kind == "per_token_head":
-        return x.reshape(t, h, d)
-    if d % g:
-        raise ValueError(f"per_group<{g}> needs head_dim divisible by {g}, got {d}")
-    return x.reshape(t, h, d // g, g)
+    kind, arg = parse_granularity(granularity)
+    r, c = 1, d
+    if kind == "per_group":
+        c = arg[0]
+    elif kind == "per_block":
+        r, c = arg
+    elif kind == "per_channel":
+        c = 1
+    if d % c:
+        raise ValueError(f"{granularity} needs head_dim divisible by {c}, got {d}")
+    tb = -(-t // r) if t else 0
+    if tb * r != t:
+        x = np.concatenate([x, np.repeat(x[-1:], tb * r - t, axis=0)])
+    v = x.reshape(tb, r, h, d // c, c)
+    axes, shape = {
+        "per_tensor": ((0, 1, 2, 3, 4), (1,)),
+        "per_head": ((0, 1, 3, 4), (h,)),
+        "per_token": ((1, 2, 3, 4), (t,)),
+        "per_token_head": ((1, 3, 4), (t, h)),
+        "per_group": ((1, 4), (t, h, d // c)),
+        "per_block": ((1, 4), (tb, h, d // c)),
+        "per_channel": ((0, 1, 4), (h, d)),
+    }[kind]
+    return v, axes, shape
 
 
-def _ungroup(y: np.ndarray, shape, granularity: str) -> np.ndarray:
+def _reduce(x: np.ndarray, granularity: str, fn) -> np.ndarray:
+    v, axes, shape = _view(x, granularity)
+    return fn(v, axis=axes).reshape(shape)
+
+
+def _expand(s: np.ndarray, shape, granularity: str) -> np.ndarray:
+    """Per-group values s (public shape) broadcast to every element of a [T, H, D] tensor."""
     t, h, d = shape
-    if parse_granularity(granularity)[0] == "per_head":
-        return y.reshape(h, t, d).transpose(1, 0, 2)
-    return y.reshape(t, h, d)
+    v, axes, want = _view(np.zeros((t, h, d), np.float32), granularity)
+    s = np.asarray(s)
+    if s.shape != tuple(want):
+        raise ValueError(f"{granularity} scales of a {tuple(shape)} tensor have shape {tuple(want)}, "
+                         f"got {s.shape}")
+    keep = [1 if i in axes else n for i, n in enumerate(v.shape)]
+    return np.broadcast_to(s.reshape(keep), v.shape).reshape(-1, h, d)[:t]
+
+
+def _check_finite(x: np.ndarray):
+    bad = ~np.isfinite(x)
+    if bad.any():
+        raise ValueError(f"cannot quantize non-finite values (first at index "
+                         f"{tuple(int(i) for i in np.argwhere(bad)[0])})")
 
 
 def scales_for(x: np.ndarray, dtype: str, granularity: str) -> np.ndarray:
-    """Dynamic scales of x [T, H, D]: amax of each group / qmax, at least 1e-8 (float32)."""
+    """Dynamic symmetric scales of x [T, H, D]: amax of each group / qmax, at least 1e-8."""
     if dtype not in QMAX:
         raise ValueError(f"dtype must be one of {', '.join(QMAX)}, not {dtype!r}")
-    amax = np.abs(_grouped(np.asarray(x, np.float32), granularity)).max(axis=-1)
+    amax = _reduce(np.abs(np.asarray(x, np.float32)), granularity, np.max)
     return np.maximum((amax / np.float32(QMAX[dtype])).astype(np.float32), MIN_SCALE)
 
 
 def calibrate(samples: np.ndarray, dtype: str, granularity: str) -> np.ndarray:
     """Static scales from sample data [T, H, D] for a granularity that does not depend on the token
-    (per_tensor: shape [1]; per_head: [H]). Non-finite samples raise ValueError."""
+    (per_tensor: shape [1]; per_head: [H]; per_channel: [H, D]). Non-finite samples raise
+    ValueError."""
     kind, _ = parse_granularity(granularity)
-    if kind not in ("per_tensor", "per_head"):
+    if kind not in ("per_tensor", "per_head", "per_channel"):
         raise ValueError(f"{granularity} scales follow the token; they are computed when the "
                          "token is quantized, not calibrated")
     samples = np.asarray(samples, np.float32)
@@ -116,47 +158,78 @@ def round_bf16(x: np.ndarray) -> np.ndarray:
     return np.where(nan, x, r.view(np.float32))
 
 
+def _round_away(y: np.ndarray) -> np.ndarray:
+    return np.sign(y) * np.floor(np.abs(y) + 0.5)
+
+
 def quantize(x: np.ndarray, dtype: str, granularity: str,
              scales: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
-    """(codes, scales) of x [T, H, D]. codes are int8 for i8 and float32 e4m3 values for e4m3
-    (exactly representable); ``scales`` given (static, from ``calibrate``) are used as they are,
-    with values beyond the range saturating."""
+    """Symmetric (codes, scales) of x [T, H, D]. codes are int8 for i8 and float32 e4m3 values for
+    e4m3 (exactly representable); ``scales`` given (static, from ``calibrate``) are used as they
+    are, with values beyond the range saturating."""
     x = np.asarray(x, np.float32)
-    bad = ~np.isfinite(x)
-    if bad.any():
-        raise ValueError(f"cannot quantize non-finite values (first at index "
-                         f"{tuple(int(i) for i in np.argwhere(bad)[0])})")
+    _check_finite(x)
     s = scales_for(x, dtype, granularity) if scales is None else np.asarray(scales, np.float32)
-    gx = _grouped(x, granularity)
-    if s.shape != gx.shape[:-1]:
-        raise ValueError(f"{granularity} scales of a {x.shape} tensor have shape {gx.shape[:-1]}, "
-                         f"got {s.shape}")
-    y = gx / s[..., None]
+    y = x / _expand(s, x.shape, granularity)
     if dtype == "i8":
-        q = np.clip(np.sign(y) * np.floor(np.abs(y) + 0.5), -127, 127).astype(np.int8)
-    else:
-        q = round_e4m3(y)
-    return _ungroup(q, x.shape, granularity), s
+        return np.clip(_round_away(y), -127, 127).astype(np.int8), s
+    return round_e4m3(y), s
 
 
-def dequantize(codes: np.ndarray, scales: np.ndarray, granularity: str) -> np.ndarray:
-    gq = _grouped(np.asarray(codes).astype(np.float32), granularity)
-    return _ungroup(gq * np.asarray(scales, np.float32)[..., None], codes.shape, granularity)
+def quantize_asym(x: np.ndarray, dtype: str, granularity: str):
+    """Asymmetric (codes, scales, zero points) of x [T, H, D] for dtype ``u8`` or ``i8``:
+    scale = max((max − min) / 255, 1e-8), zero point z = clamp(round(qmin − min / scale), qmin,
+    qmax), code = clamp(round(x / scale) + z, qmin, qmax) (rounding half away from zero), so
+    x ≈ scale · (code − z). Zero points have the scales' shape and the code dtype."""
+    if dtype not in ASYM_RANGE:
+        raise ValueError(f"asymmetric dtype must be one of {', '.join(ASYM_RANGE)}, not {dtype!r}")
+    x = np.asarray(x, np.float32)
+    _check_finite(x)
+    lo, hi = ASYM_RANGE[dtype]
+    mn = np.minimum(_reduce(x, granularity, np.min), 0)  # keep 0 representable exactly
+    mx = np.maximum(_reduce(x, granularity, np.max), 0)
+    s = np.maximum(((mx - mn) / np.float32(hi - lo)).astype(np.float32), MIN_SCALE)
+    z = np.clip(_round_away(lo - mn / s), lo, hi)
+    y = x / _expand(s, x.shape, granularity) + _expand(z, x.shape, granularity)
+    codes = np.clip(_round_away(y), lo, hi).astype(np.int8 if dtype == "i8" else np.uint8)
+    return codes, s, z.astype(codes.dtype)
+
+
+def dequantize(codes: np.ndarray, scales: np.ndarray, granularity: str,
+               zeros: Optional[np.ndarray] = None) -> np.ndarray:
+    """x = scale · (code − zero point) in float32 (zero points 0 when None)."""
+    q = np.asarray(codes).astype(np.float32)
+    if zeros is not None:
+        q = q - _expand(np.asarray(zeros, np.float32), codes.shape, granularity)
+    return q * _expand(np.asarray(scales, np.float32), codes.shape, granularity)
 
 
 def fake_quantize(x: np.ndarray, dtype: str, granularity: Optional[str] = None,
-                  scales: Optional[np.ndarray] = None) -> np.ndarray:
+                  scales: Optional[np.ndarray] = None, symmetric: bool = True) -> np.ndarray:
     """dequantize(quantize(x)): the values a quantized cache holds, as float32."""
     if dtype == "bf16":
         return round_bf16(x)
     if granularity is None:
         raise ValueError(f"{dtype} needs a granularity")
+    if not symmetric:
+        if scales is not None:
+            raise ValueError("asymmetric quantization computes its own scales and zero points")
+        codes, s, z = quantize_asym(x, dtype, granularity)
+        return dequantize(codes, s, granularity, z)
+    if dtype == "u8":
+        raise ValueError("u8 is asymmetric only (symmetric=False)")
     codes, s = quantize(x, dtype, granularity, scales)
     return dequantize(codes, s, granularity)
 
 
-def scale_bytes_per_token(heads: int, head_dim: int, granularity: str) -> float:
-    """f32 scale storage per token of a [T, H, D] cache (0 for static granularities)."""
-    kind, g = parse_granularity(granularity)
-    return {"per_tensor": 0.0, "per_head": 0.0, "per_token": 4.0,
-            "per_token_head": 4.0 * heads}.get(kind, 4.0 * heads * (head_dim // (g or 1)))
+def scale_bytes_per_token(heads: int, head_dim: int, granularity: str,
+                          asymmetric: bool = False) -> float:
+    """f32 scale (+ 1-byte zero point when asymmetric) storage per token of a [T, H, D] cache;
+    0 for static granularities (per_tensor, per_head, per_channel)."""
+    kind, arg = parse_granularity(granularity)
+    groups = {"per_tensor": 0.0, "per_head": 0.0, "per_channel": 0.0, "per_token": 1.0,
+              "per_token_head": float(heads)}.get(kind)
+    if groups is None:
+        c = arg[-1]
+        groups = heads * (head_dim // c) / (arg[0] if kind == "per_block" else 1)
+    return groups * (5.0 if asymmetric else 4.0)

