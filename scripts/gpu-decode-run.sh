@@ -47,7 +47,7 @@ if [[ $STEPS == *table3* ]]; then
   : > "$OUT/table3.jsonl"; t3runs=0; t3fails=0
   for row in "1024 256" "2048 128" "4096 64" "8192 32" "16384 16" "32768 8" "65536 4" "131072 2"; do
     read -r S B <<< "$row"
-    for kv in i8 fp8 bf16; do
+    for kv in ${TABLE3_KV:-i8 i8q fp8 bf16}; do
       # int8 and bf16 must also be within 3e-2 of unquantized attention (e4m3: 1e-1).
       tol=3e-2; [[ $kv == fp8 ]] && tol=1e-1
       line=$(timeout $T $BENCH "$DIR/bench/table3_$kv.ptx" --batch "$B" --kv-len "$S" --iters 100 \
@@ -64,19 +64,23 @@ out = sys.argv[1]
 peer = {(r["ctx"], r["B"]): r for r in map(json.loads, open(out + "/peer.jsonl"))}
 ours = {}
 for r in map(json.loads, open(out + "/table3.jsonl")):
-    ours[(r["kv_len"], r["batch"], r["kv_dtype"])] = r
-print(f"{'ctx':>7} {'B':>4} | {'i8 us':>7} {'GB/s':>6} {'err':>8} | {'fp8 us':>7} | {'bf16 us':>7} | {'triton i8':>9} {'triton fp8':>10} | {'i8 speedup':>10}")
+    ours[(r["kv_len"], r["batch"], r.get("q_dtype", "bf16") + "/" + r["kv_dtype"])] = r
+nan = float("nan")
+print(f"{'ctx':>7} {'B':>4} | {'i8 us':>7} {'GB/s':>6} {'err':>8} | {'i8q us':>7} {'GB/s':>6} {'err':>8} | {'fp8 us':>7} | {'bf16 us':>7} | {'triton i8':>9} {'triton fp8':>10} | {'i8 x':>5} {'i8q x':>5}")
 for (ctx, b), p in sorted(peer.items()):
-    i8 = ours.get((ctx, b, "i8"), {}); f8 = ours.get((ctx, b, "f8E4M3FN"), {}); bf = ours.get((ctx, b, "bf16"), {})
-    t = p.get("triton_int8_best_us"); sp = t / i8["time_us"] if t and i8.get("time_us") else float("nan")
-    print(f"{ctx:>7} {b:>4} | {i8.get('time_us', float('nan')):7.1f} {i8.get('gbps', 0):6.0f} {i8.get('rel_err_quant', float('nan')):8.2e} | "
-          f"{f8.get('time_us', float('nan')):7.1f} | {bf.get('time_us', float('nan')):7.1f} | {t or float('nan'):9.1f} {p.get('triton_fp8_us', float('nan')):10} | {sp:10.2f}")
+    i8 = ours.get((ctx, b, "bf16/i8"), {}); iq = ours.get((ctx, b, "i8/i8"), {})
+    f8 = ours.get((ctx, b, "bf16/f8E4M3FN"), {}); bf = ours.get((ctx, b, "bf16/bf16"), {})
+    t = p.get("triton_int8_best_us")
+    sp = lambda r: t / r["time_us"] if t and r.get("time_us") else nan
+    print(f"{ctx:>7} {b:>4} | {i8.get('time_us', nan):7.1f} {i8.get('gbps', 0):6.0f} {i8.get('rel_err_quant', nan):8.2e} | "
+          f"{iq.get('time_us', nan):7.1f} {iq.get('gbps', 0):6.0f} {iq.get('rel_err_quant', nan):8.2e} | "
+          f"{f8.get('time_us', nan):7.1f} | {bf.get('time_us', nan):7.1f} | {t or nan:9.1f} {p.get('triton_fp8_us', nan):10} | {sp(i8):5.2f} {sp(iq):5.2f}")
 PY
 fi
 
 if [[ $STEPS == *sanitize* ]]; then
   : > "$OUT/sanitizer.txt"
-  for v in i8_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3; do
+  for v in i8_mqa16_d128_q3 i8q_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3; do
     for tool in memcheck racecheck; do
       echo "== $v $tool (batch 2, kv_len 1000, 3 splits)" >> "$OUT/sanitizer.txt"
       compute-sanitizer --tool $tool --error-exitcode 9 $BENCH "$DIR/variants/$v.ptx" --batch 2 \

@@ -175,9 +175,10 @@ class GpuDecodeKernel:
         if t.data_ptr() % 16:
             raise KernelArgumentError(f"{where} must be 16-byte aligned")
 
-    def __call__(self, q, k, v, k_scale=None, v_scale=None, *, seq_lens=None, alibi_slopes=None,
-                 out=None, splits="auto", stream=None):
-        """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D]."""
+    def __call__(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, seq_lens=None,
+                 alibi_slopes=None, out=None, splits="auto", stream=None):
+        """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D].
+        Specs with int8 queries take q as int8 and ``q_scale`` float32 [B, Sq, Hq]."""
         import torch
 
         p, s = self.problem, self.schedule
@@ -191,7 +192,8 @@ class GpuDecodeKernel:
             raise KernelArgumentError(f"batch must be in 1..65535 and kv_len in 1..2^31-1 "
                                       f"(got {b}, {skv})")
         sq, hq, hkv, d = p["q_len"], p["q_heads"], p["kv_heads"], p["head_dim"]
-        self._expect("q", q, torch, ("bfloat16",), (b, sq, hq, d))
+        q_i8 = p.get("q_dtype", "bf16") == "i8"
+        self._expect("q", q, torch, ("int8",) if q_i8 else ("bfloat16",), (b, sq, hq, d))
         kvt = _TORCH_KV[p["kv_dtype"]]
         self._expect("k", k, torch, kvt, (b, skv, hkv, d))
         self._expect("v", v, torch, kvt, (b, skv, hkv, d))
@@ -208,6 +210,15 @@ class GpuDecodeKernel:
                     raise KernelArgumentError(f"{name} is required ({g} scales)")
                 self._expect(name, t, torch, ("float32",), scale_shapes[g])
                 ptrs[name] = t.data_ptr()
+        ptrs["q_scale"] = 0
+        if q_i8:
+            if q_scale is None:
+                raise KernelArgumentError("q_scale ([B, Sq, Hq] float32) is required: the spec "
+                                          "has int8 queries")
+            self._expect("q_scale", q_scale, torch, ("float32",), (b, sq, hq))
+            ptrs["q_scale"] = q_scale.data_ptr()
+        elif q_scale is not None:
+            raise KernelArgumentError("q_scale given, but the spec has bf16 queries")
         ptrs["seq_lens"] = ptrs["alibi"] = 0
         if p["seq_lens"]:
             if seq_lens is not None:

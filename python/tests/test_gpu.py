@@ -28,11 +28,16 @@ CASES = {
                     granularity="per_token", mode="fp8"),
     "bf16_mha": dict(q_len=2, q_heads=4, kv_heads=4, head_dim=128, kv_dtype="bf16",
                      granularity=None, seq_lens=True),
+    # int8 queries: Q·Kᵀ on int8 tensor cores (S = s_q · s_k · q̂·k̂)
+    "i8q_gqa": dict(q_len=2, q_heads=16, kv_heads=2, head_dim=128, kv_dtype="i8",
+                    granularity="per_token_head", q_dtype="i8", q_granularity="per_token_head",
+                    causal=True, seq_lens=True),
 }
 SHAPES = {  # (batch, kv_len, splits)
     "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3)],
     "fp8_gqa": [(3, 257, "auto"), (16, 2048, 1)],
     "bf16_mha": [(2, 1, "auto"), (2, 777, 2)],
+    "i8q_gqa": [(5, 1500, "auto"), (1, 33, 1)],
 }
 
 
@@ -114,14 +119,20 @@ def test_decode_matches_reference(name, shape):
     v = torch.randn(batch, kv_len, c["kv_heads"], c["head_dim"], generator=g, device=dev)
     k[..., 3] *= 20  # an outlier channel
     qb = q.to(torch.bfloat16)
+    qargs, q_in, q_quant = {}, qb, qb.float()
+    if c.get("q_dtype") == "i8":  # per (token, head) int8 queries; the reference reads s·q̂
+        q_in, qs = quantize(qb.float(), "i8", "per_token_head")
+        qargs = {"q_scale": qs}
+        q_quant = q_in.float() * qs[..., None]
     kc, ks = quantize(k, c["kv_dtype"], c["granularity"])
     vc, vs = quantize(v, c["kv_dtype"], c["granularity"])
     lens = torch.full((batch,), kv_len, dtype=torch.int32, device=dev)
     if c.get("seq_lens") and batch > 1:
         lens[1] = kv_len // 3  # ragged
-    out = kernel(qb, kc, vc, ks, vs, seq_lens=lens if c.get("seq_lens") else None, splits=splits)
+    out = kernel(q_in, kc, vc, ks, vs, seq_lens=lens if c.get("seq_lens") else None, splits=splits,
+                 **qargs)
     torch.cuda.synchronize()
-    want_q = reference(qb, dequant(kc, ks), dequant(vc, vs), lens, c.get("causal", False))
+    want_q = reference(q_quant, dequant(kc, ks), dequant(vc, vs), lens, c.get("causal", False))
     want_u = reference(qb, k, v, lens, c.get("causal", False))
     assert not torch.isnan(out.float()).any()
     assert rel(out, want_q) <= 1e-2, rel(out, want_q)

@@ -349,6 +349,8 @@ struct DeviceKv {
 /// Host inputs and references.
 struct HostData {
   std::vector<uint16_t> qBits;
+  std::vector<int8_t> qI8;                 // int8 queries (q_dtype "i8") ...
+  std::vector<float> qScale, qDeq;         // ... their per-(token, head) scales, and s·q̂
   std::vector<float> q, k, v, kDeq, vDeq, refQuant, refUnquant, slopes;
   std::vector<int32_t> seqLens;
   ref::QuantizedKv kq, vq;
@@ -363,6 +365,24 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   for (size_t i = 0; i < qElems; ++i) {
     h.qBits[i] = ref::floatToBf16(h.q[i]);
     h.q[i] = ref::bf16ToFloat(h.qBits[i]);
+  }
+  h.qDeq = h.q;
+  if (m.qDtype == "i8") { // symmetric int8 per (batch, token, head) row, as the K/V quantizer
+    const size_t rows = qElems / size_t(m.headDim);
+    h.qI8.resize(qElems);
+    h.qScale.resize(rows);
+    for (size_t r = 0; r < rows; ++r) {
+      float amax = 0;
+      for (int64_t d = 0; d < m.headDim; ++d)
+        amax = std::max(amax, std::fabs(h.q[r * m.headDim + d]));
+      float s = ref::groupScale(amax, ref::KvType::I8);
+      h.qScale[r] = s;
+      for (int64_t d = 0; d < m.headDim; ++d) {
+        size_t i = r * m.headDim + d;
+        h.qI8[i] = ref::quantizeI8(h.q[i], s);
+        h.qDeq[i] = s * float(h.qI8[i]);
+      }
+    }
   }
   h.k.resize(kv.elements());
   h.v.resize(kv.elements());
@@ -395,7 +415,7 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   prob.softmaxScale = m.softmaxScale;
   h.refQuant.resize(qElems);
   h.refUnquant.resize(qElems);
-  ref::decodeReference(prob, h.q.data(), h.kDeq.data(), h.vDeq.data(), h.seqLens.data(),
+  ref::decodeReference(prob, h.qDeq.data(), h.kDeq.data(), h.vDeq.data(), h.seqLens.data(),
                        h.slopes.data(), h.refQuant.data());
   ref::decodeReference(prob, h.q.data(), h.k.data(), h.v.data(), h.seqLens.data(),
                        h.slopes.data(), h.refUnquant.data());
@@ -428,7 +448,7 @@ struct Kernel {
 /// The values of the named kernel parameters for one input copy.
 struct ArgValues {
   const DeviceKv *kv = nullptr;
-  uint64_t q = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0;
+  uint64_t q = 0, qScale = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0;
   int32_t batch = 0, kvLen = 0, numSplits = 1;
 };
 
@@ -443,6 +463,8 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
       p = const_cast<unsigned char *>(a.kv->vMap);
     else if (name == "q")
       p = &a.q;
+    else if (name == "q_scale")
+      p = &a.qScale;
     else if (name == "k_scale")
       p = const_cast<uint64_t *>(&a.kv->kScale);
     else if (name == "v_scale")
@@ -463,8 +485,8 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
       p = &a.numSplits;
     if (!p) {
       why = "kernel " + k.name + " has a parameter \"" + name +
-            "\" this launcher does not know (known: k_map, v_map, q, k_scale, v_scale, seq_lens, "
-            "alibi, out, workspace, batch, kv_len, num_splits)";
+            "\" this launcher does not know (known: k_map, v_map, q, q_scale, k_scale, v_scale, "
+            "seq_lens, alibi, out, workspace, batch, kv_len, num_splits)";
       return false;
     }
     args.push_back(p);
@@ -501,7 +523,7 @@ int main(int argc, char **argv) {
                      ", \"q_heads\": " + std::to_string(m.qHeads) +
                      ", \"kv_heads\": " + std::to_string(m.kvHeads) +
                      ", \"head_dim\": " + std::to_string(m.headDim) +
-                     ", \"kv_dtype\": " + jsonString(m.kvDtype) +
+                     ", \"q_dtype\": " + jsonString(m.qDtype) + ", \"kv_dtype\": " + jsonString(m.kvDtype) +
                      ", \"k_quant\": " + jsonString(m.kQuant) +
                      ", \"v_quant\": " + jsonString(m.vQuant) +
                      ", \"causal\": " + (m.causal ? "true" : "false") +
@@ -601,8 +623,16 @@ int main(int argc, char **argv) {
   a.batch = static_cast<int32_t>(p.batch);
   a.kvLen = static_cast<int32_t>(p.kvLen);
   a.numSplits = static_cast<int32_t>(p.numSplits);
-  TRY(alloc(outElems * 2, a.q), "allocating Q");
-  TRY(attn_rt_copy_to_device(ctx, a.q, h.qBits.data(), outElems * 2), "copying Q");
+  if (m.qDtype == "i8") {
+    TRY(alloc(outElems, a.q), "allocating Q");
+    TRY(attn_rt_copy_to_device(ctx, a.q, h.qI8.data(), outElems), "copying Q");
+    TRY(alloc(h.qScale.size() * 4, a.qScale), "allocating the Q scales");
+    TRY(attn_rt_copy_to_device(ctx, a.qScale, h.qScale.data(), h.qScale.size() * 4),
+        "copying the Q scales");
+  } else {
+    TRY(alloc(outElems * 2, a.q), "allocating Q");
+    TRY(attn_rt_copy_to_device(ctx, a.q, h.qBits.data(), outElems * 2), "copying Q");
+  }
   TRY(alloc(outElems * 2, a.out), "allocating the output");
   if (m.seqLens) {
     TRY(alloc(h.seqLens.size() * 4, a.seqLens), "allocating seq_lens");

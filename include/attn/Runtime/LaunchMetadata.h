@@ -68,6 +68,7 @@ struct DecodeLaunch {
   // problem
   std::string kind; // "decode"
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 0, kvLen = -1;
+  std::string qDtype = "bf16";  // "bf16", or "i8" (q_quant per_token_head, parameter q_scale)
   std::string kvDtype;          // "i8", "f8E4M3FN", "bf16"
   std::string kQuant, vQuant;   // "per_token_head", "per_token", "per_head", "per_tensor", "none"
   std::string outDtype;         // "bf16"

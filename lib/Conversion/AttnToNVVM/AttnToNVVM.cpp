@@ -66,8 +66,20 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   p.kvHeads = kT.getDimSize(2);
   p.headDim = qT.getDimSize(3);
   p.kvLen = kT.isDynamicDim(1) ? -1 : kT.getDimSize(1);
-  if (!qT.getElementType().isBF16())
-    c.fail() << "queries of type " << qT.getElementType() << " (bf16 queries only)";
+  if (qT.getElementType().isSignlessInteger(8)) {
+    // half_int8 with int8 queries: Q·Kᵀ on int8 tensor cores, S scaled by s_q · s_k.
+    p.qI8 = true;
+    QuantAttr qq = op.getQQuantAttr();
+    if (!op.getQScale() || !qq || qq.getGranularity() != Granularity::per_token_head ||
+        qq.isAsymmetric() || !qq.getScaleType().isF32())
+      c.fail() << "int8 queries other than symmetric per_token_head with f32 scales";
+    if (!kT.getElementType().isSignlessInteger(8))
+      c.fail() << "int8 queries with a " << kT.getElementType() << " K cache (int8 K only)";
+    if (p.headDim != 128)
+      c.fail() << "int8 queries with head_dim " << p.headDim << " (128 only)";
+  } else if (!qT.getElementType().isBF16()) {
+    c.fail() << "queries of type " << qT.getElementType() << " (bf16, or i8 with q_scale)";
+  }
   if (!oT.getElementType().isBF16())
     c.fail() << "output of type " << oT.getElementType() << " (bf16 output only)";
   if (p.headDim != 64 && p.headDim != 128 && p.headDim != 256)
@@ -76,13 +88,13 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "a value head_dim different from the key head_dim";
   if (p.qLen > 8)
     c.fail() << "q_len " << p.qLen << " (decode kernels take 1 to 8 new tokens)";
-  if (op.getQScale() || op.getKZero() || op.getVZero())
-    c.fail() << "quantized queries or asymmetric K/V (zero points)";
+  if (op.getKZero() || op.getVZero())
+    c.fail() << "asymmetric K/V (zero points)";
 
   Type kE = kT.getElementType();
   if (kE != vT.getElementType())
     c.fail() << "K and V of different element types";
-  if (kE.isInteger(8))
+  if (kE.isSignlessInteger(8)) // ui8 (asymmetric-only codes) must not read as signed
     p.kv = KVType::I8;
   else if (isa<Float8E4M3FNType>(kE))
     p.kv = KVType::F8E4M3;
@@ -171,7 +183,8 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     return failure();
   }
   // The heuristic's formula and the generator's layout must agree.
-  if (p.smemBytes() != decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages)) {
+  if (p.smemBytes() !=
+      decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8)) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
     return failure();
   }

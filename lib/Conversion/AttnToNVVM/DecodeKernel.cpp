@@ -38,15 +38,15 @@ DecodePlan::Smem DecodePlan::smem() const {
   Smem m;
   int64_t off = 0;
   m.q = off;
-  off += 64 * headDim * 2;
+  int64_t qkBytes = qI8 ? 1 : 2; // int8 Q·Kᵀ: Q tile and K buffers in int8
+  off += 64 * headDim * qkBytes;
   m.stage = off;
   m.stageStride = alignUp(2 * stageTileBytes(), 1024);
   m.stageV = stageTileBytes();
   off += stages * m.stageStride;
-  int64_t convTile = tileN * headDim * 2;
   m.conv = off;
-  m.convStride = 2 * convTile;
-  m.convV = convTile;
+  m.convV = tileN * headDim * qkBytes;
+  m.convStride = m.convV + tileN * headDim * 2;
   off += 2 * m.convStride;
   m.scales = off;
   m.scaleStride = 2 * tileN * 4;
@@ -63,7 +63,7 @@ struct Ctx {
   const DecodePlan &p;
   DecodePlan::Smem sm;
   Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
-        ws = {}, batch = {}, kvLen = {}, numSplits = {};
+        ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {};
   Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
         base = {} /*aligned shared base*/;
   Value len = {}, tile0 = {}, numTiles = {};
@@ -142,7 +142,7 @@ static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4) {
 /// per row) each step and its column chunk stays, so the addresses are a per-thread base plus
 /// compile-time offsets.
 static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
-                        bool masked) {
+                        bool masked, bool copyBytes = false) {
   const DecodePlan &p = c.p;
   int64_t e = p.kvElemBytes();
   int64_t rowBytes = p.headDim * e;
@@ -153,12 +153,18 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   Value row0 = k.udiv(c.tid, chunksPerRow);
   Value colChunk = k.urem(c.tid, chunksPerRow); // 16-byte chunk of the stage row
   Value src0 = k.add(stageOff, k.mul(c.tid, 16));
-  // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e.
-  Value outChunk0 = k.udiv(k.mul(colChunk, 16), 8 * e);
+  // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e. Copying
+  // int8 K for the s8 WGMMA keeps the bytes: chunk colChunk of a 128-byte row.
+  Value outChunk0 = copyBytes ? colChunk : k.udiv(k.mul(colChunk, 16), 8 * e);
   for (int64_t it = 0; it < chunks / pt; ++it) {
     Value row = k.add(row0, it * rowStep);
     Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16);
-    SmallVector<Value> words = dequantChunk(k, p.kv, v4);
+    SmallVector<Value> words;
+    if (copyBytes)
+      for (int w = 0; w < 4; ++w)
+        words.push_back(k.extract(v4, w));
+    else
+      words = dequantChunk(k, p.kv, v4);
     if (masked) {
       Value valid = k.cmp(P::slt, row, rowsValid);
       for (Value &w : words)
@@ -238,7 +244,7 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     Value convOff = ringOffset(k, buf, c.sm.conv, c.sm.convStride);
     Value rowsValid = k.sub(c.len, tileStart);
     auto convert = [&](bool masked) {
-      dequantTile(k, c, stageOff, convOff, rowsValid, masked);
+      dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8);
       dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
                   masked);
       return SmallVector<Value>();
@@ -424,11 +430,17 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
   f.r[1] = k.add(f.r[0], 8);
   f.colBase = k.mul(k.band(lane, 3), 2);
-  Value qi[2], head[2];
+  Value qi[2], head[2], qScale[2];
   for (int r = 0; r < 2; ++r) {
     Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
     qi[r] = k.udiv(row, p.pack);
     head[r] = k.add(c.headBase, k.urem(row, p.pack));
+    if (p.qI8) // q_scale[b, qi, head]
+      qScale[r] = k.loadInvariant(
+          k.f32(), k.gep(c.qScale, k.mul(k.sext64(k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi[r]),
+                                                                  p.qHeads),
+                                                            head[r])),
+                                         int64_t(4))));
     Value pos = k.add(k.sub(c.len, k.i32(p.qLen)), qi[r]);
     f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
     if (p.alibi) {
@@ -459,15 +471,28 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step.
     k.wgmmaFence();
     SmallVector<Value> acc(nS);
-    for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
-      int64_t aOff = (kk / 4) * 64 * 128 + (kk % 4) * 32;
-      int64_t bOff = (kk / 4) * p.tileN * 128 + (kk % 4) * 32;
-      Value da = k.wgmmaDescriptor(k.add(qAddr, aOff), 16, 1024);
-      Value db = k.wgmmaDescriptor(k.add(kAddr, bOff), 16, 1024);
-      acc = k.wgmmaSS(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*transB=*/false);
+    if (p.qI8) {
+      // int8: one 128-byte swizzle atom per row, 32 columns (bytes) of D per step; S in s32,
+      // then float and the query scale of each row (the key scale follows in softmaxTile).
+      for (int64_t kk = 0; kk < p.headDim / 32; ++kk) {
+        Value da = k.wgmmaDescriptor(k.add(qAddr, kk * 32), 16, 1024);
+        Value db = k.wgmmaDescriptor(k.add(kAddr, kk * 32), 16, 1024);
+        acc = k.wgmmaSSInt8(acc, da, db, p.tileN, /*accumulate=*/kk > 0);
+      }
+    } else {
+      for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
+        int64_t aOff = (kk / 4) * 64 * 128 + (kk % 4) * 32;
+        int64_t bOff = (kk / 4) * p.tileN * 128 + (kk % 4) * 32;
+        Value da = k.wgmmaDescriptor(k.add(qAddr, aOff), 16, 1024);
+        Value db = k.wgmmaDescriptor(k.add(kAddr, bOff), 16, 1024);
+        acc = k.wgmmaSS(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*transB=*/false);
+      }
     }
     k.wgmmaCommit();
     k.wgmmaWait(0);
+    if (p.qI8)
+      for (int64_t i = 0; i < nS; ++i)
+        acc[i] = k.fmul(k.sitofp(acc[i]), qScale[accRow(i)]);
 
     Value scOff = ringOffset(k, buf, c.sm.scales, c.sm.scaleStride);
     Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
@@ -575,7 +600,8 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
 /// Copies the packed query rows into the swizzled Q tile (rows past `rows` are zeros).
 static void loadQueries(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
-  int64_t chunksPerRow = p.headDim / 8;
+  int64_t qBytes = p.qI8 ? 1 : 2;
+  int64_t chunksPerRow = p.headDim * qBytes / 16;
   // The first 256 threads copy 64 × D / 8 chunks of 16 bytes.
   k.ifThen(k.cmp(P::ult, c.tid, 256), [&] {
   for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it) {
@@ -587,8 +613,8 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
     Value head = k.add(c.headBase, k.urem(rowC, p.pack));
     Value elem = k.add(k.mul(k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi), p.qHeads), head),
                              p.headDim),
-                       k.mul(ch, 8));
-    Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), int64_t(2))), 16);
+                       k.mul(ch, 16 / qBytes));
+    Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
     Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
     v = k.select(k.cmp(P::slt, row, k.i32(p.rows())), v, zero);
     k.store(v, sptr(k, c, k.add(k.i32(c.sm.q), swizzledChunk(k, row, ch, 64))), 16);
@@ -627,7 +653,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
   Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
   Type i32 = b.getI32Type();
-  SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32};
+  SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32, glob};
   LLVM::LLVMFuncOp fn =
       declareKernel(b, loc, module, p.name + "_decode", args, p.threads(), 1);
   auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
@@ -656,6 +682,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   c.batch = fn.getArgument(9);
   c.kvLen = fn.getArgument(10);
   c.numSplits = fn.getArgument(11);
+  c.qScale = fn.getArgument(12);
 
   c.tid = k.tidX();
   c.split = k.ctaidX();

@@ -24,6 +24,9 @@ struct DecodePlan {
   // Problem (-1: known at launch).
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 128, kvLen = -1;
   KVType kv = KVType::BF16;
+  /// int8 queries with per-(token, head) scales: S = s_q · s_k · (q̂·k̂) on s8 WGMMA (K is copied,
+  /// not dequantized; head_dim 128 only).
+  bool qI8 = false;
   Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;
   bool causal = false, alibi = false, seqLens = false;
   double softmaxScale = 0.0;

@@ -121,6 +121,21 @@ SmallVector<Value> KernelBuilder::wgmmaSS(ArrayRef<Value> acc, Value descA, Valu
   return unpackStruct(out, n / 2);
 }
 
+SmallVector<Value> KernelBuilder::wgmmaSSInt8(ArrayRef<Value> acc, Value descA, Value descB,
+                                              int64_t n, bool accumulate) {
+  SmallVector<Type> fields(n / 2, i32());
+  Type st = LLVM::LLVMStructType::getLiteral(ctx(), fields);
+  Value in = accumulate ? packStruct(st, acc) : LLVM::UndefOp::create(b, loc, st).getResult();
+  auto shape = NVVM::MMAShapeAttr::get(ctx(), 64, n, 32);
+  Value out = NVVM::WgmmaMmaAsyncOp::create(
+      b, loc, st, in, descA, descB, shape, NVVM::WGMMATypes::s8, NVVM::WGMMATypes::s8,
+      NVVM::WGMMATypes::s32,
+      accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero, NVVM::WGMMAScaleIn::one,
+      NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
+      NVVM::MMAIntOverflowAttr());
+  return unpackStruct(out, n / 2);
+}
+
 SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB,
                                           int64_t n, bool transB) {
   // NVVM's wgmma op takes A only as a descriptor; the register form is inline PTX.

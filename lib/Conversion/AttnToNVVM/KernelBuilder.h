@@ -162,6 +162,10 @@ public:
   /// `acc` holds N/2 f32 per thread; with `accumulate` false the old values are ignored.
   SmallVector<Value> wgmmaSS(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
                              bool accumulate, bool transB);
+  /// D (+)= A·B over int8: s8 A and B (K-major) in shared memory, s32 accumulators (N/2 i32 per
+  /// thread), K step 32.
+  SmallVector<Value> wgmmaSSInt8(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
+                                 bool accumulate);
   /// D += A·B with A in registers (four bf16x2 per thread: the m64k16 fragment) and B in shared
   /// memory; `transB` for an MN-major B.
   SmallVector<Value> wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB, int64_t n,

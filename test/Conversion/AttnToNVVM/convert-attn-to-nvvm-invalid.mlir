@@ -87,3 +87,46 @@ func.func @mla(%q: memref<1x1x128x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: m
       outs(%o : memref<1x1x128x512xbf16>) {head_dim_v = 512, rope_dim = 64, target = #attn.target<sm_90a>}
   return
 }
+
+// -----
+
+// ui8 codes are not read as signed int8 (the dialect uses them for asymmetric schemes).
+func.func @u8_cache(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xui8>, %v: memref<?x?x1x128xui8>,
+                    %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V of type 'ui8' (i8, f8E4M3FN or bf16)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xui8>, memref<?x?x1x128xui8>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {k_quant = #attn.quant<ui8, per_token_head>, v_quant = #attn.quant<ui8, per_token_head>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// int8 queries: head_dim 128 and per-(token, head) scales only.
+func.func @q_i8_d64(%q: memref<?x1x8x64xi8>, %qs: memref<?x1x8xf32>, %k: memref<?x?x1x64xi8>,
+                    %v: memref<?x?x1x64xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                    %o: memref<?x1x8x64xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: int8 queries with head_dim 64 (128 only)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x64xi8>, memref<?x?x1x64xi8>, memref<?x?x1x64xi8>)
+      q_scale(%qs : memref<?x1x8xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x1x8x64xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @q_i8_per_token(%q: memref<?x1x8x128xi8>, %qs: memref<?x1xf32>, %k: memref<?x?x1x128xi8>,
+                          %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                          %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: int8 queries other than symmetric per_token_head with f32 scales}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x1xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}

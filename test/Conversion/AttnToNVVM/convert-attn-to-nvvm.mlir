@@ -93,3 +93,25 @@ func.func @mha_bf16(%q: memref<2x1x8x128xbf16>, %k: memref<2x4096x8x128xbf16>, %
       outs(%o : memref<2x1x8x128xbf16>) {target = #attn.target<sm_90a>, softmax_scale = 0.125 : f32}
   return
 }
+
+// -----
+
+// int8 queries over an int8 cache: Q·Kᵀ on s8 WGMMA (k = 32, s32 accumulators) straight from the
+// int8 K buffer (the producer copies K and converts only V), then S in float times s_q · s_k;
+// P·V stays bf16 with a register A.
+// CHECK-LABEL: llvm.func @q_i8_decode
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<s32>, <zero>], A[<s8>, <one>, <row>], B[<s8>, <one>, <col>]
+// CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<s32>, <one>]
+// CHECK: llvm.sitofp
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: llvm.func @q_i8_combine
+func.func @q_i8(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?x?x1x128xi8>,
+                %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                %o: memref<?x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x3x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>, softmax_scale = 0.125 : f32}
+  return
+}

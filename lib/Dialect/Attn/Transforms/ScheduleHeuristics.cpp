@@ -27,10 +27,11 @@ int64_t mlir::attn::selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu
 static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 int64_t mlir::attn::decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes,
-                                      int64_t stages) {
-  int64_t bytes = 64 * headDim * 2;                                  // packed queries (bf16)
+                                      int64_t stages, bool int8QK) {
+  int64_t qkBytes = int8QK ? 1 : 2;
+  int64_t bytes = 64 * headDim * qkBytes;                             // packed queries
   bytes += stages * alignUp(2 * tileN * headDim * kvElemBytes, 1024); // K+V stages (TMA)
-  bytes += 2 * 2 * tileN * headDim * 2;                               // K+V bf16, double-buffered
+  bytes += 2 * tileN * headDim * (qkBytes + 2);                       // K + bf16 V, double-buffered
   bytes += 2 * 2 * tileN * 4;                                         // K and V scales
   bytes += 8 * (stages + 4);                                          // mbarriers
   return alignUp(bytes, 128) + 1024;
@@ -40,7 +41,7 @@ int64_t mlir::attn::selectTileN(const AttentionShape &s) {
   // Long tiles amortize the per-tile softmax bookkeeping; shared memory bounds them: int8/fp8
   // caches get 128 keys up to head_dim 128 and 64 at 256, bf16 caches half of that.
   for (int64_t n : {128, 64, 32})
-    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2) <= kMaxSharedBytesSm90)
+    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2, s.int8QK) <= kMaxSharedBytesSm90)
       return n;
   return 32;
 }
@@ -60,6 +61,8 @@ DecodeSchedule mlir::attn::selectDecodeSchedule(const AttentionShape &s, const G
   DecodeSchedule d;
   d.packQHeads = selectPackQHeads(s, gpu);
   d.tileN = selectTileN(s);
+  // Two stages: a third (which fits with int8 Q·Kᵀ, whose K buffers stay int8) measured slower
+  // on the H100 Table-3 rows (41.4 vs 38.9 µs at 1024 × 256; docs/benchmarks/gpu-decode.md).
   d.stages = 2;
   bool known = s.batch > 0 && s.kvLen >= 0;
   int64_t groups = s.kvHeads > 0 ? (s.qHeads / s.kvHeads) / d.packQHeads : 1;

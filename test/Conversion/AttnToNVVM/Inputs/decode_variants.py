@@ -2,23 +2,30 @@
 """What this file is: the grid of decode variants the sm_90a lowering must assemble — every KV type
 (i8 per_token_head, f8E4M3FN per_token, bf16) x head ratio (MQA 16:1, GQA 8:1 and 4:1, MHA 1:1) x
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
-q_len 1..8 on one shape. Writes one spec per variant into DIR (used by ptxas-variants.test and by
+q_len 1..8 on one shape, and int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128). Writes one spec per variant into DIR (used by ptxas-variants.test and by
 scripts/gpu-decode to build what the GPU runs)."""
 import itertools
 import os
 import sys
 
 RATIOS = {"mqa16": (16, 1), "gqa8": (32, 4), "gqa4": (16, 4), "mha": (8, 8)}
-KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": ("bf16", None)}
+KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": ("bf16", None),
+      "i8q": ("i8", "per_token_head")}
 
 
 def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True):
     elem, gran = KV[kv]
-    q = f"memref<?x{sq}x{hq}x{d}xbf16>"
+    o = f"memref<?x{sq}x{hq}x{d}xbf16>"
+    q = o.replace("bf16", "i8") if kv == "i8q" else o
     k = f"memref<?x?x{hkv}x{d}x{elem}>"
     args = [f"%q: {q}", f"%k: {k}", f"%v: {k}"]
     ops = f"  attn.attention decode ins(%q, %k, %v : {q}, {k}, {k})\n"
     attrs = ["target = #attn.target<sm_90a>"]
+    if kv == "i8q":
+        qs = f"memref<?x{sq}x{hq}xf32>"
+        args.append(f"%qs: {qs}")
+        ops += f"      q_scale(%qs : {qs})\n"
+        attrs.append("q_quant = #attn.quant<i8, per_token_head>")
     if gran:
         st = "memref<?x?xf32>" if gran == "per_token" else f"memref<?x?x{hkv}xf32>"
         args += [f"%ks: {st}", f"%vs: {st}"]
@@ -32,19 +39,23 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True):
         ops += f"      alibi(%slopes : memref<{hq}xf32>)\n"
     if causal:
         attrs.insert(0, "causal")
-    args.append(f"%o: {q}")
-    ops += f"      outs(%o : {q})\n      {{{', '.join(attrs)}}}\n"
+    args.append(f"%o: {o}")
+    ops += f"      outs(%o : {o})\n      {{{', '.join(attrs)}}}\n"
     return f"func.func @{name}({', '.join(args)}) {{\n{ops}  return\n}}\n"
 
 
 def variants():
     out = []
     for i, (kv, (rname, (hq, hkv)), d) in enumerate(
-            itertools.product(KV, RATIOS.items(), (64, 128, 256))):
+            itertools.product(("i8", "fp8", "bf16"), RATIOS.items(), (64, 128, 256))):
         sq = (1, 3, 2, 4)[i % 4] if hq // hkv > 1 else (1, 2)[i % 2]
         out.append((f"{kv}_{rname}_d{d}_q{sq}", kv, hq, hkv, d, sq, i % 2 == 0, i % 3 == 0, i % 4 != 3))
     for sq in range(1, 9):
         out.append((f"i8_mqa16_d128_q{sq}_causal", "i8", 16, 1, 128, sq, True, False, True))
+    for i, (rname, (hq, hkv)) in enumerate(RATIOS.items()):
+        sq = (3, 2, 4, 1)[i]
+        out.append((f"i8q_{rname}_d128_q{sq}", "i8q", hq, hkv, 128, sq, i % 2 == 0, i == 1, i != 3))
+    out.append(("i8q_mqa16_d128_q8_causal", "i8q", 16, 1, 128, 8, True, False, True))
     return out
 
 

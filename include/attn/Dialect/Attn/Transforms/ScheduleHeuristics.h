@@ -23,6 +23,8 @@ struct AttentionShape {
   int64_t headDim = 128;
   /// Bytes of one K/V element in the cache (1 for int8 / fp8, 2 for bf16).
   int64_t kvElemBytes = 1;
+  /// int8 queries over an int8 K cache: Q and the K buffer stay int8 (s8 WGMMA).
+  bool int8QK = false;
 };
 
 struct GPUInfo {
@@ -46,8 +48,9 @@ int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 
 /// Dynamic shared memory of the sm_90a decode kernel (convert-attn-to-nvvm's layout: the 64-row
 /// query tile, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
-/// and 1 KiB to align the base).
-int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages);
+/// and 1 KiB to align the base). With `int8QK` the query tile and the K buffers are int8.
+int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages,
+                          bool int8QK = false);
 /// Shared memory of one sm_90a CTA.
 inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;
 
