@@ -107,33 +107,32 @@ SmallVector<Value> KernelBuilder::unpackStruct(Value s, int64_t n) {
   return out;
 }
 
-SmallVector<Value> KernelBuilder::wgmmaSS(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
-                                          bool accumulate, bool transB) {
-  Type st = accStructType(n);
+SmallVector<Value> KernelBuilder::wgmmaShared(ArrayRef<Value> acc, Value descA, Value descB,
+                                              int64_t n, int64_t kDim, NVVM::WGMMATypes ab,
+                                              NVVM::WGMMATypes d, Type field, bool accumulate,
+                                              bool transB) {
+  SmallVector<Type> fields(n / 2, field);
+  Type st = LLVM::LLVMStructType::getLiteral(ctx(), fields);
   Value in = accumulate ? packStruct(st, acc) : LLVM::UndefOp::create(b, loc, st).getResult();
-  auto shape = NVVM::MMAShapeAttr::get(ctx(), 64, n, 16);
+  auto shape = NVVM::MMAShapeAttr::get(ctx(), 64, n, kDim);
   Value out = NVVM::WgmmaMmaAsyncOp::create(
-      b, loc, st, in, descA, descB, shape, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::bf16,
-      NVVM::WGMMATypes::f32,
+      b, loc, st, in, descA, descB, shape, ab, ab, d,
       accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero, NVVM::WGMMAScaleIn::one,
       NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
       transB ? NVVM::MMALayout::row : NVVM::MMALayout::col, NVVM::MMAIntOverflowAttr());
   return unpackStruct(out, n / 2);
 }
 
+SmallVector<Value> KernelBuilder::wgmmaSS(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
+                                          bool accumulate, bool transB) {
+  return wgmmaShared(acc, descA, descB, n, 16, NVVM::WGMMATypes::bf16,
+                     NVVM::WGMMATypes::f32, f32(), accumulate, transB);
+}
+
 SmallVector<Value> KernelBuilder::wgmmaSSInt8(ArrayRef<Value> acc, Value descA, Value descB,
                                               int64_t n, bool accumulate) {
-  SmallVector<Type> fields(n / 2, i32());
-  Type st = LLVM::LLVMStructType::getLiteral(ctx(), fields);
-  Value in = accumulate ? packStruct(st, acc) : LLVM::UndefOp::create(b, loc, st).getResult();
-  auto shape = NVVM::MMAShapeAttr::get(ctx(), 64, n, 32);
-  Value out = NVVM::WgmmaMmaAsyncOp::create(
-      b, loc, st, in, descA, descB, shape, NVVM::WGMMATypes::s8, NVVM::WGMMATypes::s8,
-      NVVM::WGMMATypes::s32,
-      accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero, NVVM::WGMMAScaleIn::one,
-      NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row, NVVM::MMALayout::col,
-      NVVM::MMAIntOverflowAttr());
-  return unpackStruct(out, n / 2);
+  return wgmmaShared(acc, descA, descB, n, 32, NVVM::WGMMATypes::s8,
+                     NVVM::WGMMATypes::s32, i32(), accumulate, /*transB=*/false);
 }
 
 SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB,

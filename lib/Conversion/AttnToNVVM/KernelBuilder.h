@@ -190,6 +190,10 @@ private:
   }
   Type accStructType(int64_t n);
   Value packStruct(Type t, ArrayRef<Value> values);
+  /// One SS WGMMA m64nNkK: `ab` inputs, `d` accumulators (N/2 values of `field` per thread).
+  SmallVector<Value> wgmmaShared(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
+                                 int64_t kDim, NVVM::WGMMATypes ab, NVVM::WGMMATypes d, Type field,
+                                 bool accumulate, bool transB);
   SmallVector<Value> unpackStruct(Value s, int64_t n);
 
   OpBuilder &b;

@@ -9,7 +9,8 @@ scales), odd-numbered ones for evaluation, so the two never share a sentence. No
 Each scheme replaces every layer's attention; perplexity is exp(mean NLL) over non-overlapping
 windows of the evaluation tokens (each window starts without context; its first token is not
 scored). Writes ``results.json`` (``--results``), a bar chart beside it (``results.png``) and the
-codebooks (``codebooks_dsub<d>[_c<C>].npz``) to ``--out``, and prints a Markdown table.
+codebooks (``codebooks_dsub<d>[_c<C>].npz``) to ``--out``, and prints a Markdown table. ``python -m qattn.lm.perplexity --replot OUT.png A.json B.json``
+draws several result files (e.g. the 16- and 32-centroid runs) into one chart.
 """
 
 from __future__ import annotations
@@ -72,7 +73,26 @@ def llama_cpp_ppl(path: str, wins: List[np.ndarray]):
     return float(np.exp(np.concatenate(nll).mean()))
 
 
+def replot(paths, out: str) -> None:
+    """One chart (and Markdown table) from several result files of the same model and text."""
+    results, title = [], ""
+    for p in paths:
+        with open(p) as f:
+            info = json.load(f)
+        title = info["model"]
+        results += [r for r in info["results"] if r["scheme"] not in {x["scheme"] for x in results}]
+    plot(results, out, title)
+    print("| scheme | perplexity | vs dense |\n|---|---|---|")
+    for r in results:
+        print(f"| {r['scheme']} | {r['ppl']:.3f} | {r['delta_pct']:+.2f}% |")
+
+
 def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "--replot":  # --replot OUT.png RESULTS.json...
+        replot(argv[2:], argv[1])
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--window", type=int, default=1024)
