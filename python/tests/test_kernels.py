@@ -143,3 +143,23 @@ def test_numpy_example_runs(cache, repo_root):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "NoMAD dsub 1 vs dense attention: relative error" in proc.stdout
+
+
+def test_auto_splits_match_the_cpp_launcher(cache, repo_root):
+    """qattn.gpu's split rule gives what attn-bench (ScheduleHeuristics.cpp) gives."""
+    import json
+    import subprocess
+
+    bench = repo_root / "build" / "bin" / "attn-bench"
+    if not bench.is_file():
+        pytest.skip("attn-bench not built")
+    spec = qattn.attention("decode", batch=None, q_len=3, kv_len=None, q_heads=16, kv_heads=2,
+                           head_dim=128, kv_dtype="i8", granularity="per_token_head")
+    kern = qattn.build(spec)
+    ptx = next(p for p in cache.rglob("kernels.ptx"))
+    groups, tile = kern.schedule["groups"], kern.schedule["tile_n"]
+    for batch, kv_len in [(1, 1), (1, 100000), (3, 1000), (16, 8192), (70, 4096), (512, 77)]:
+        out = subprocess.run([str(bench), str(ptx), "--batch", str(batch), "--kv-len", str(kv_len),
+                              "--dry-run"], capture_output=True, text=True, check=True).stdout
+        want = json.loads(out.splitlines()[0])["num_splits"]
+        assert qattn.gpu.select_split_kv(batch * groups, kv_len, tile, 132) == want, (batch, kv_len)
