@@ -210,17 +210,22 @@ def plot(results, path: str, title: str):
     except ImportError:
         print("matplotlib is not installed: no plot", file=sys.stderr)
         return
-    names = [r["scheme"] for r in results]
-    deltas = [r["delta_pct"] for r in results]
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    bars = ax.barh(names[::-1], deltas[::-1], color=["#4878d0" if "NoMAD" not in n else "#ee854a"
-                                                      for n in names[::-1]])
-    for b, r in zip(bars, results[::-1]):
-        ax.text(b.get_width(), b.get_y() + b.get_height() / 2, f" {r['ppl']:.2f}", va="center",
-                fontsize=8)
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_xlabel("perplexity change vs dense f32 KV (%)  [labels: perplexity]")
-    ax.set_title(f"{title}: KV-cache schemes")
+    names = [r["scheme"] for r in results][::-1]
+    ppl = [r["ppl"] for r in results][::-1]
+    dense = next((r["ppl"] for r in results if r["scheme"] == "dense f32"), results[0]["ppl"])
+    fig, ax = plt.subplots(figsize=(8.5, 0.32 * len(names) + 1.4))
+    colors = ["#ee854a" if "NoMAD" in n else "#4878d0" for n in names]
+    bars = ax.barh(names, ppl, color=colors)
+    for bar, r in zip(bars, results[::-1]):
+        ax.text(bar.get_width() * 1.02, bar.get_y() + bar.get_height() / 2,
+                f"{r['ppl']:.2f} ({r['delta_pct']:+.1f}%)", va="center", fontsize=7.5)
+    ax.set_xscale("log")
+    ax.axvline(dense, color="black", lw=0.8)
+    ax.axvline(dense * 1.03, color="grey", lw=0.6, ls="--")
+    ax.set_xlim(dense * 0.9, max(ppl) * 3)
+    ax.set_xlabel("perplexity (log scale); solid: dense f32 KV, dashed: +3%")
+    ax.set_title(f"{title}: perplexity under each KV-cache scheme", fontsize=10)
+    ax.tick_params(axis="y", labelsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
