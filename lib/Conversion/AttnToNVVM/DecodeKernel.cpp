@@ -15,6 +15,9 @@
 //     with A from registers and an MN-major V; releases the buffer through an "empty" mbarrier.
 //     Two consumers merge their (m, l, O) through shared memory after both loops.
 //
+// With int8 queries (plan.qI8) the producer copies K's bytes into a swizzled int8 buffer instead
+// of converting them, and S = s_q · s_k · (q̂·k̂) runs on s8 WGMMA with s32 accumulators.
+//
 // The epilogue writes O / l as bf16 when there is one split, else the f32 partial (O, m, l) that
 // `<name>_combine` merges. docs/GPUDecode.md is the contract with the launcher.
 //
