@@ -71,6 +71,7 @@ class CompileResult(NamedTuple):
     emit: str
     command: List[str]  # the attn-opt command line that produced it
     stderr: str  # warnings/remarks attn-opt printed, if any
+    launch: Optional[str] = None  # the launch metadata (JSON) written beside GPU kernels
 
 
 _DIAG_RE = re.compile(
@@ -179,8 +180,10 @@ def compile(spec, *, emit: str = "mlir", passes: Sequence[str] = DEFAULT_PASSES,
                                stderr=stderr, command=cmd, returncode=proc.returncode)
         with open(out_path, "rb") as f:
             data = f.read()
+        launch_path = out_path + ".launch.json"
+        launch = Path(launch_path).read_text() if os.path.isfile(launch_path) else None
     output = data if EMIT_KINDS[emit] else data.decode()
-    return CompileResult(output=output, emit=emit, command=cmd, stderr=stderr)
+    return CompileResult(output=output, emit=emit, command=cmd, stderr=stderr, launch=launch)
 
 
 def version(*, attn_opt: Optional[Union[str, Path]] = None) -> str:

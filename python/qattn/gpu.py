@@ -23,11 +23,10 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import subprocess
 from pathlib import Path
-from typing import Optional
 
-from .compiler import DEFAULT_PASSES, CompileError, QattnError, _pass_flags, find_attn_opt, parse_diagnostics
+from .compiler import DEFAULT_PASSES, CompileError, QattnError, find_attn_opt
+from .compiler import compile as compile_spec
 from .kernels import KernelArgumentError
 
 KERNEL_FILE = "kernels.ptx"
@@ -38,16 +37,15 @@ class GpuError(QattnError):
 
 
 def compile_decode(text: str, out_dir: Path, *, passes=DEFAULT_PASSES, target=None, attn_opt=None):
-    """attn-opt --emit=ptx -o out_dir/kernels.ptx (also writes kernels.ptx.launch.json)."""
-    exe = attn_opt or find_attn_opt()
+    """attn-opt --emit=ptx into out_dir/kernels.ptx, with its launch metadata beside it."""
+    res = compile_spec(text, emit="ptx", passes=passes, target=target, attn_opt=attn_opt,
+                       timeout=300)
+    if res.launch is None:
+        raise CompileError("attn-opt wrote PTX but no launch metadata", stderr=res.stderr,
+                           command=res.command)
     ptx = Path(out_dir) / KERNEL_FILE
-    cmd = [exe, *_pass_flags(passes, target), "--emit=ptx", "-", "-o", str(ptx)]
-    proc = subprocess.run(cmd, input=text.encode(), capture_output=True, timeout=300)
-    stderr = proc.stderr.decode(errors="replace")
-    if proc.returncode != 0 or not ptx.is_file():
-        raise CompileError(f"attn-opt failed (exit status {proc.returncode}):",
-                           diagnostics=parse_diagnostics(stderr), stderr=stderr, command=cmd,
-                           returncode=proc.returncode)
+    ptx.write_text(res.output)
+    Path(str(ptx) + ".launch.json").write_text(res.launch)
 
 
 def runtime_library() -> str:

@@ -59,13 +59,13 @@ def parse_granularity(g: str) -> Tuple[str, Optional[Tuple[int, ...]]]:
     raise ValueError(f"unknown granularity {g!r} (expected one of {', '.join(GRANULARITIES)})")
 
 
-def _view(x: np.ndarray, granularity: str):
-    """x [T, H, D] as a 5-D array [Tb, r, H, G, c] (tokens in blocks of r, channels in groups of c;
-    a token count that is not a multiple of r is padded by repeating the last token) plus the axes
-    that share one scale and the public scale shape."""
-    if x.ndim != 3:
-        raise ValueError(f"expected a [T, H, D] tensor, got shape {x.shape}")
-    t, h, d = x.shape
+def _layout(shape, granularity: str):
+    """How a [T, H, D] tensor splits into scale groups: the 5-D shape [Tb, r, H, G, c] (tokens in
+    blocks of r, channels in groups of c), the axes that share one scale, and the public scale
+    shape."""
+    if len(shape) != 3:
+        raise ValueError(f"expected a [T, H, D] tensor, got shape {tuple(shape)}")
+    t, h, d = shape
     kind, arg = parse_granularity(granularity)
     r, c = 1, d
     if kind == "per_group":
@@ -77,10 +77,7 @@ def _view(x: np.ndarray, granularity: str):
     if d % c:
         raise ValueError(f"{granularity} needs head_dim divisible by {c}, got {d}")
     tb = -(-t // r) if t else 0
-    if tb * r != t:
-        x = np.concatenate([x, np.repeat(x[-1:], tb * r - t, axis=0)])
-    v = x.reshape(tb, r, h, d // c, c)
-    axes, shape = {
+    axes, public = {
         "per_tensor": ((0, 1, 2, 3, 4), (1,)),
         "per_head": ((0, 1, 3, 4), (h,)),
         "per_token": ((1, 2, 3, 4), (t,)),
@@ -89,24 +86,29 @@ def _view(x: np.ndarray, granularity: str):
         "per_block": ((1, 4), (tb, h, d // c)),
         "per_channel": ((0, 1, 4), (h, d)),
     }[kind]
-    return v, axes, shape
+    return (tb, r, h, d // c, c), axes, public
 
 
 def _reduce(x: np.ndarray, granularity: str, fn) -> np.ndarray:
-    v, axes, shape = _view(x, granularity)
-    return fn(v, axis=axes).reshape(shape)
+    """fn over each scale group of x [T, H, D] (a token count that is not a multiple of a block's r
+    is padded by repeating the last token, which changes no min / max)."""
+    v5, axes, public = _layout(x.shape, granularity)
+    pad = v5[0] * v5[1] - x.shape[0]
+    if pad:
+        x = np.concatenate([x, np.repeat(x[-1:], pad, axis=0)])
+    return fn(x.reshape(v5), axis=axes).reshape(public)
 
 
 def _expand(s: np.ndarray, shape, granularity: str) -> np.ndarray:
     """Per-group values s (public shape) broadcast to every element of a [T, H, D] tensor."""
     t, h, d = shape
-    v, axes, want = _view(np.zeros((t, h, d), np.float32), granularity)
+    v5, axes, want = _layout(shape, granularity)
     s = np.asarray(s)
     if s.shape != tuple(want):
         raise ValueError(f"{granularity} scales of a {tuple(shape)} tensor have shape {tuple(want)}, "
                          f"got {s.shape}")
-    keep = [1 if i in axes else n for i, n in enumerate(v.shape)]
-    return np.broadcast_to(s.reshape(keep), v.shape).reshape(-1, h, d)[:t]
+    keep = [1 if i in axes else n for i, n in enumerate(v5)]
+    return np.broadcast_to(s.reshape(keep), v5).reshape(-1, h, d)[:t]
 
 
 def _check_finite(x: np.ndarray):
