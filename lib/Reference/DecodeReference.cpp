@@ -189,7 +189,7 @@ size_t attn::ref::scaleIndex(const KvShape &s, Granularity g, int64_t b, int64_t
 }
 
 int8_t attn::ref::quantizeI8(float x, float scale) {
-  float r = std::round(x / scale); // halves away from zero
+  float r = std::round(x * (1.0f / scale)); // halves away from zero; x · (1/s) as the kernels do
   r = std::min(127.0f, std::max(-127.0f, r));
   return static_cast<int8_t>(r);
 }
@@ -262,7 +262,7 @@ void attn::ref::quantizeKv(const float *x, const KvShape &shape, KvType type, Gr
         const float xi = x[base + size_t(d)];
         out.codes[base + size_t(d)] = type == KvType::I8
                                           ? static_cast<uint8_t>(quantizeI8(xi, scale))
-                                          : floatToE4M3(xi / scale);
+                                          : floatToE4M3(xi * (1.0f / scale));
       }
     }
   });

@@ -27,7 +27,7 @@ from .cpu import attend as nomad_attend
 from .gpu import GpuDecodeKernel, GpuError
 from .kernels import BuildError, CpuLibrary, KernelArgumentError, build
 from .nomad import encode, inertia, load_codebooks, save_codebooks, train_codebooks
-from .spec import Spec, attention
+from .spec import Spec, attention, quantize
 
 __version__ = "0.1.0"
 
@@ -52,6 +52,7 @@ __all__ = [
     "nomad_attend",
     "load_codebooks",
     "parse_diagnostics",
+    "quantize",
     "save_codebooks",
     "train_codebooks",
     "version",

@@ -114,6 +114,55 @@ def select_split_kv(ctas: int, kv_len: int, tile_n: int, sm_count: int) -> int:
 _TORCH_KV = {"i8": ("int8", "uint8"), "f8E4M3FN": ("float8_e4m3fn", "uint8"), "bf16": ("bfloat16",)}
 
 
+def load_module(ptx: str, arch: int, names):
+    """(context, module, {name: kernel handle}, SM count) of PTX loaded through the runtime."""
+    rt = _rt()
+    ctx = ctypes.c_void_p()
+    _check(rt.attn_rt_init(0, ctypes.byref(ctx)), "initializing the GPU")
+    mod = ctypes.c_void_p()
+    image = ptx.encode() + b"\0"
+    _check(rt.attn_rt_load_module(ctx, image, len(image), int(arch), ctypes.byref(mod)),
+           "loading the kernel")
+    handles = {}
+    for name in names:
+        h = ctypes.c_void_p()
+        _check(rt.attn_rt_get_kernel(mod, name.encode(), ctypes.byref(h)), name)
+        handles[name] = h
+    sms = ctypes.c_int()
+    _check(rt.attn_rt_sm_count(ctx, ctypes.byref(sms)), "querying the SM count")
+    return ctx, mod, handles, sms.value
+
+
+def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, keep: list):
+    """Launches one kernel of the metadata; ``values`` maps each parameter name to a ctypes value
+    (pointers as c_uint64) or, for tensor maps, to a c_void_p holding the map's host address."""
+    rt = _rt()
+    args = []
+    for name in kernel_meta["params"]:
+        if name not in values:
+            raise GpuError(f"{kernel_meta['name']}: unknown parameter {name!r} in the metadata")
+        val = values[name]
+        if isinstance(val, ctypes.c_void_p):  # a tensor map passed by value: its address
+            args.append(val)
+            continue
+        keep.append(val)
+        args.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
+    argv = (ctypes.c_void_p * len(args))(*[a.value for a in args])
+    cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*kernel_meta["block"]),
+                        (ctypes.c_uint * 3)(*kernel_meta["cluster"]), int(kernel_meta["smem_bytes"]))
+    _check(rt.attn_rt_launch(handle, ctypes.byref(cfg), argv, ctypes.c_void_p(stream_handle)),
+           f"launching {kernel_meta['name']}")
+
+
+def load_gpu_kernel(d):
+    """The kernel object for the PTX + launch metadata in directory ``d``, by problem kind."""
+    meta = json.loads((Path(d) / (KERNEL_FILE + ".launch.json")).read_text())
+    if meta.get("problem", {}).get("kind", "").startswith("quantize"):
+        from .gpu_quantize import GpuQuantizeKernel
+        return GpuQuantizeKernel.from_dir(d)
+    return GpuDecodeKernel.from_dir(d)
+
+
 class GpuDecodeKernel:
     """One compiled decode op: PTX + launch metadata; loaded on the GPU at the first call."""
 
@@ -142,21 +191,10 @@ class GpuDecodeKernel:
 
     def _load(self):
         if self._loaded is None:
-            rt = _rt()
-            ctx = ctypes.c_void_p()
-            _check(rt.attn_rt_init(0, ctypes.byref(ctx)), "initializing the GPU")
-            mod = ctypes.c_void_p()
-            image = self.ptx.encode() + b"\0"
-            _check(rt.attn_rt_load_module(ctx, image, len(image), int(self.meta["arch"]),
-                                          ctypes.byref(mod)), "loading the kernel")
-            handles = {}
-            for role, k in self.kernels.items():
-                h = ctypes.c_void_p()
-                _check(rt.attn_rt_get_kernel(mod, k["name"].encode(), ctypes.byref(h)), k["name"])
-                handles[role] = h
-            sms = ctypes.c_int()
-            _check(rt.attn_rt_sm_count(ctx, ctypes.byref(sms)), "querying the SM count")
-            self._loaded = (ctx, mod, handles, sms.value)
+            ctx, mod, by_name, sms = load_module(self.ptx, self.meta["arch"],
+                                                 [k["name"] for k in self.kernels.values()])
+            handles = {role: by_name[k["name"]] for role, k in self.kernels.items()}
+            self._loaded = (ctx, mod, handles, sms)
         return self._loaded
 
     # -------------------------------------------------------------------------------------------
@@ -267,26 +305,12 @@ class GpuDecodeKernel:
                    "num_splits": ctypes.c_int32(splits)}
         stream_handle = stream if stream is not None else torch.cuda.current_stream(q.device).cuda_stream
 
+        values = {name: ctypes.c_void_p(addr) for name, addr in maps.items()}
+        values.update({name: ctypes.c_uint64(ptr) for name, ptr in ptrs.items()})
+        values.update(scalars)
+
         def launch(role, grid):
-            meta = self.kernels[role]
-            args = []
-            for name in meta["params"]:
-                if name in maps:
-                    args.append(ctypes.c_void_p(maps[name]))
-                    continue
-                if name in scalars:
-                    val = scalars[name]
-                elif name in ptrs:
-                    val = ctypes.c_uint64(ptrs[name])
-                else:
-                    raise GpuError(f"{meta['name']}: unknown parameter {name!r} in the metadata")
-                keep.append(val)
-                args.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
-            argv = (ctypes.c_void_p * len(args))(*[a.value for a in args])
-            cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*meta["block"]),
-                                (ctypes.c_uint * 3)(*meta["cluster"]), int(meta["smem_bytes"]))
-            _check(rt.attn_rt_launch(handles[role], ctypes.byref(cfg), argv,
-                                     ctypes.c_void_p(stream_handle)), f"launching {meta['name']}")
+            launch_kernel(handles[role], self.kernels[role], grid, values, stream_handle, keep)
 
         with torch.cuda.device(q.device):
             launch("decode", (splits, groups, b))

@@ -37,7 +37,7 @@ CACHE_LAYOUT = 1  # bump when what a cache entry holds changes
 
 _DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8, "ui8": np.uint8,
            "i16": np.int16, "ui16": np.uint16, "i32": np.int32, "ui32": np.uint32, "i64": np.int64,
-           "bf16": None}
+           "bf16": np.uint16, "f8E4M3FN": np.uint8}  # bf16 and fp8 buffers hold their bits
 
 
 class KernelArgumentError(QattnError, TypeError):
@@ -73,7 +73,7 @@ class Arg:
         self.mlir_type = mlir_type
         self.shape: Optional[Tuple[Optional[int], ...]] = None
         self.dtype = None
-        m = re.fullmatch(r"memref<(.*)x([a-z0-9]+)>", mlir_type)
+        m = re.fullmatch(r"memref<(.*)x([A-Za-z0-9]+)>", mlir_type)
         if m:
             self.shape = tuple(None if d == "?" else int(d) for d in m.group(1).split("x"))
             elem = m.group(2)
@@ -213,21 +213,22 @@ def _link(obj: Path, out: Path):
     cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if not cc:
         raise BuildError("no C compiler to link the kernel object (set CC or install gcc)")
-    proc = subprocess.run([cc, "-shared", "-o", str(out), str(obj)], capture_output=True, text=True)
+    proc = subprocess.run([cc, "-shared", "-o", str(out), str(obj), "-lm"], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(f"linking {obj} failed: {proc.stderr.strip()}")
 
 
 def _is_gpu(text: str) -> bool:
-    return "attn.attention" in text or "attn.mla" in text
+    return "attn.attention" in text or "attn.mla" in text or "#attn.target<sm_90a>" in text
 
 
 def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT_PASSES,
           attn_opt=None, cache: bool = True):
     """Compile ``spec`` (MLIR text, a ``Spec`` or a path) and load it.
 
-    CPU specs give a ``CpuLibrary``; GPU decode specs give a ``qattn.gpu.GpuDecodeKernel``
-    (PTX + launch metadata; running it needs a GPU). Compilation happens once per cache key; later
+    CPU specs give a ``CpuLibrary``; GPU specs (decode attention, or a quantize op targeting
+    sm_90a) give a ``qattn.gpu.GpuDecodeKernel`` or ``qattn.gpu_quantize.GpuQuantizeKernel`` (PTX
+    + launch metadata; running it needs a GPU). Compilation happens once per cache key; later
     calls load the cached artifacts. ``cache=False`` always recompiles (into a fresh directory).
     """
     text = _spec_text(spec)
@@ -263,8 +264,8 @@ def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT
             raise
     if kind == "cpu":
         return CpuLibrary(entry / "kernels.so", (entry / "kernels.h").read_text())
-    from .gpu import GpuDecodeKernel
-    return GpuDecodeKernel.from_dir(entry)
+    from .gpu import load_gpu_kernel
+    return load_gpu_kernel(entry)
 
 
 __all__ = ["BuildError", "CpuFunction", "CpuLibrary", "KernelArgumentError", "build", "cache_dir",

@@ -13,14 +13,19 @@ one float32 scale:
 
 Formats (symmetric; the same arithmetic as ``lib/Reference/DecodeReference.cpp``):
 
-- ``i8``: scale = max(amax / 127, 1e-8); code = clamp(round-half-away-from-zero(x / scale), ±127).
-- ``e4m3`` (OCP float8 E4M3FN): scale = max(amax / 448, 1e-8); code = x / scale rounded to the
+- ``i8``: scale = max(amax / 127, 1e-8); code = clamp(round-half-away-from-zero(x · (1 / scale)),
+  ±127), with 1 / scale rounded to float32 once per group (a multiply per element, as the kernels
+  do, not a division).
+- ``e4m3`` (OCP float8 E4M3FN): scale = max(amax / 448, 1e-8); code = x · (1 / scale) rounded to the
   nearest e4m3 value (ties to even), saturating at ±448; NaN stays NaN.
 - ``bf16``: no scale; round to nearest even bfloat16.
 
 An all-zero group gets the minimum scale 1e-8 and quantizes to zeros. Non-finite inputs (±inf,
-NaN) are refused with ``ValueError`` naming the first one: a single inf would make its group's
-scale infinite and every other code of the group zero, silently. ``calibrate`` returns static
+NaN) are refused with ``ValueError`` naming the first one (a single inf would make its group's
+scale infinite and every other code of the group zero, silently) — unless ``nonfinite="saturate"``,
+the policy of the quantize kernels (which cannot raise): NaN quantizes as 0, ±inf saturate to the
+extreme codes, and neither enters a scale. Scales may be stored as f32, f16 or bf16
+(``scale_dtype``): they are computed in f32, rounded, and the rounded value quantizes. ``calibrate`` returns static
 scales (amax per group of sample data / qmax) for granularities that do not follow the token, the
 ones a streaming KV cache cannot compute on the fly (per_head, per_tensor).
 """
@@ -118,12 +123,55 @@ def _check_finite(x: np.ndarray):
                          f"{tuple(int(i) for i in np.argwhere(bad)[0])})")
 
 
-def scales_for(x: np.ndarray, dtype: str, granularity: str) -> np.ndarray:
-    """Dynamic symmetric scales of x [T, H, D]: amax of each group / qmax, at least 1e-8."""
+SCALE_DTYPES = ("f32", "f16", "bf16")
+# The smallest scale per scale dtype (2^-24: the smallest f16), and the largest (f16 only).
+_MIN_SCALE = {"f32": MIN_SCALE, "f16": np.float32(2.0 ** -24), "bf16": MIN_SCALE}
+_MAX_SCALE = {"f16": np.float32(65504.0)}
+
+
+def round_scale(s: np.ndarray, scale_dtype: str = "f32") -> np.ndarray:
+    """Scales as stored in ``scale_dtype`` (f32, f16 or bf16), returned as float32 values."""
+    s = np.asarray(s, np.float32)
+    if scale_dtype == "f32":
+        return s
+    if scale_dtype == "f16":
+        return s.astype(np.float16).astype(np.float32)
+    if scale_dtype == "bf16":
+        return round_bf16(s)
+    raise ValueError(f"scale dtype must be one of {', '.join(SCALE_DTYPES)}, not {scale_dtype!r}")
+
+
+def _finish_scale(s: np.ndarray, scale_dtype: str) -> np.ndarray:
+    """max(s, smallest) (and min(s, largest) for f16), rounded to the scale dtype."""
+    if scale_dtype not in SCALE_DTYPES:
+        raise ValueError(f"scale dtype must be one of {', '.join(SCALE_DTYPES)}, not {scale_dtype!r}")
+    s = np.maximum(np.asarray(s, np.float32), _MIN_SCALE[scale_dtype])
+    if scale_dtype in _MAX_SCALE:
+        s = np.minimum(s, _MAX_SCALE[scale_dtype])
+    return round_scale(s, scale_dtype)
+
+
+def _prepare(x, nonfinite: str):
+    """(values to quantize, values that set the scales). ``nonfinite="raise"``: ±inf / NaN raise
+    ValueError. ``"saturate"`` (the kernels' policy): NaN quantizes as 0, ±inf saturate to the
+    extreme codes, and neither enters a scale."""
+    x = np.asarray(x, np.float32)
+    if nonfinite == "raise":
+        _check_finite(x)
+        return x, x
+    if nonfinite != "saturate":
+        raise ValueError(f"nonfinite must be 'raise' or 'saturate', not {nonfinite!r}")
+    x = np.where(np.isnan(x), np.float32(0), x)
+    return x, np.where(np.isinf(x), np.float32(0), x)
+
+
+def scales_for(x: np.ndarray, dtype: str, granularity: str, scale_dtype: str = "f32") -> np.ndarray:
+    """Dynamic symmetric scales of x [T, H, D]: amax of each group / qmax, at least 1e-8 (2^-24 for
+    f16 scales), rounded to ``scale_dtype``."""
     if dtype not in QMAX:
         raise ValueError(f"dtype must be one of {', '.join(QMAX)}, not {dtype!r}")
     amax = _reduce(np.abs(np.asarray(x, np.float32)), granularity, np.max)
-    return np.maximum((amax / np.float32(QMAX[dtype])).astype(np.float32), MIN_SCALE)
+    return _finish_scale((amax / np.float32(QMAX[dtype])).astype(np.float32), scale_dtype)
 
 
 def calibrate(samples: np.ndarray, dtype: str, granularity: str) -> np.ndarray:
@@ -161,40 +209,92 @@ def round_bf16(x: np.ndarray) -> np.ndarray:
 
 
 def _round_away(y: np.ndarray) -> np.ndarray:
-    return np.sign(y) * np.floor(np.abs(y) + 0.5)
+    """Round half away from zero, exactly (|y| + 0.5 in float64: no float32 double rounding)."""
+    y = np.asarray(y, np.float32)
+    return (np.sign(y) * np.floor(np.abs(y).astype(np.float64) + 0.5)).astype(np.float32)
+
+
+def _inverse(s: np.ndarray) -> np.ndarray:
+    """1 / s in float32, once per group: codes are x · (1/s)."""
+    return (np.float32(1) / np.asarray(s, np.float32)).astype(np.float32)
 
 
 def quantize(x: np.ndarray, dtype: str, granularity: str,
-             scales: Optional[np.ndarray] = None) -> Tuple[np.ndarray, np.ndarray]:
+             scales: Optional[np.ndarray] = None, *, scale_dtype: str = "f32",
+             nonfinite: str = "raise") -> Tuple[np.ndarray, np.ndarray]:
     """Symmetric (codes, scales) of x [T, H, D]. codes are int8 for i8 and float32 e4m3 values for
     e4m3 (exactly representable); ``scales`` given (static, from ``calibrate``) are used as they
-    are, with values beyond the range saturating."""
-    x = np.asarray(x, np.float32)
-    _check_finite(x)
-    s = scales_for(x, dtype, granularity) if scales is None else np.asarray(scales, np.float32)
-    y = x / _expand(s, x.shape, granularity)
+    are, with values beyond the range saturating. ``nonfinite``: see ``_prepare``."""
+    x, fin = _prepare(x, nonfinite)
+    s = (scales_for(fin, dtype, granularity, scale_dtype) if scales is None
+         else np.asarray(scales, np.float32))
+    y = x * _expand(_inverse(s), x.shape, granularity)
     if dtype == "i8":
         return np.clip(_round_away(y), -127, 127).astype(np.int8), s
     return round_e4m3(y), s
 
 
-def quantize_asym(x: np.ndarray, dtype: str, granularity: str):
+def quantize_asym(x: np.ndarray, dtype: str, granularity: str,
+                  scales: Optional[np.ndarray] = None, zeros: Optional[np.ndarray] = None, *,
+                  scale_dtype: str = "f32", nonfinite: str = "raise"):
     """Asymmetric (codes, scales, zero points) of x [T, H, D] for dtype ``u8`` or ``i8``:
     scale = max((max − min) / 255, 1e-8), zero point z = clamp(round(qmin − min / scale), qmin,
-    qmax), code = clamp(round(x / scale) + z, qmin, qmax) (rounding half away from zero), so
-    x ≈ scale · (code − z). Zero points have the scales' shape and the code dtype."""
+    qmax), code = clamp(round(x · (1 / scale) + z), qmin, qmax) (rounding half away from zero), so
+    x ≈ scale · (code − z). Zero points have the scales' shape and the code dtype. Static
+    ``scales`` and ``zeros`` (from ``calibrate_asym``) are used as given."""
     if dtype not in ASYM_RANGE:
         raise ValueError(f"asymmetric dtype must be one of {', '.join(ASYM_RANGE)}, not {dtype!r}")
-    x = np.asarray(x, np.float32)
-    _check_finite(x)
+    x, fin = _prepare(x, nonfinite)
+    lo, hi = ASYM_RANGE[dtype]
+    if (scales is None) != (zeros is None):
+        raise ValueError("give both static scales and zero points, or neither")
+    if scales is None:
+        s, z = _asym_params(fin, dtype, granularity, scale_dtype)
+    else:
+        s, z = np.asarray(scales, np.float32), np.asarray(zeros).astype(np.float32)
+    y = x * _expand(_inverse(s), x.shape, granularity) + _expand(z, x.shape, granularity)
+    codes = np.clip(_round_away(y), lo, hi).astype(np.int8 if dtype == "i8" else np.uint8)
+    return codes, s, z.astype(codes.dtype)
+
+
+def _asym_params(x: np.ndarray, dtype: str, granularity: str, scale_dtype: str = "f32"):
     lo, hi = ASYM_RANGE[dtype]
     mn = np.minimum(_reduce(x, granularity, np.min), 0)  # keep 0 representable exactly
     mx = np.maximum(_reduce(x, granularity, np.max), 0)
-    s = np.maximum(((mx - mn) / np.float32(hi - lo)).astype(np.float32), MIN_SCALE)
-    z = np.clip(_round_away(lo - mn / s), lo, hi)
-    y = x / _expand(s, x.shape, granularity) + _expand(z, x.shape, granularity)
-    codes = np.clip(_round_away(y), lo, hi).astype(np.int8 if dtype == "i8" else np.uint8)
-    return codes, s, z.astype(codes.dtype)
+    s = _finish_scale(((mx - mn) / np.float32(hi - lo)).astype(np.float32), scale_dtype)
+    z = np.clip(_round_away(np.float32(lo) - mn / s), lo, hi).astype(np.float32)
+    return s, z
+
+
+def calibrate_asym(samples: np.ndarray, dtype: str, granularity: str):
+    """Static asymmetric (scales, zero points) from sample data, for per_tensor, per_head and
+    per_channel; zero points have the code dtype."""
+    kind, _ = parse_granularity(granularity)
+    if kind not in ("per_tensor", "per_head", "per_channel"):
+        raise ValueError(f"{granularity} scales follow the token; they are computed when the "
+                         "token is quantized, not calibrated")
+    if dtype not in ASYM_RANGE:
+        raise ValueError(f"asymmetric dtype must be one of {', '.join(ASYM_RANGE)}, not {dtype!r}")
+    samples = np.asarray(samples, np.float32)
+    if not np.all(np.isfinite(samples)):
+        raise ValueError("calibration samples contain inf or NaN")
+    s, z = _asym_params(samples, dtype, granularity)
+    return s, z.astype(np.int8 if dtype == "i8" else np.uint8)
+
+
+_E4M3_TABLE = None
+
+
+def e4m3_from_bits(bits: np.ndarray) -> np.ndarray:
+    """float8 E4M3FN bit patterns (uint8) → float32 values (0x7F / 0xFF are NaN)."""
+    global _E4M3_TABLE
+    if _E4M3_TABLE is None:
+        b = np.arange(256)
+        e, m = (b >> 3) & 15, (b & 7).astype(np.float64)
+        v = np.where(e == 0, m * 2.0 ** -9, (1 + m / 8) * 2.0 ** (e - 7))
+        v = np.where((b & 0x7F) == 0x7F, np.nan, v)
+        _E4M3_TABLE = np.where(b & 0x80, -v, v).astype(np.float32)
+    return _E4M3_TABLE[np.asarray(bits, np.uint8)]
 
 
 def dequantize(codes: np.ndarray, scales: np.ndarray, granularity: str,

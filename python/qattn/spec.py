@@ -177,3 +177,53 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         lines.append(indent + "{" + (",\n" + indent + " ").join(attrs) + "}")
     lines += ["  return", "}", ""]
     return Spec("\n".join(lines), name)
+
+
+SRC_DTYPES = ("bf16", "f16", "f32")
+CODE_DTYPES = ("i8", "ui8", "f8E4M3FN")
+SCALE_DTYPES = ("f32", "f16", "bf16")
+
+
+def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_dim: int,
+             capacity: Dim = None, src_dtype: str = "bf16", dtype: str = "i8",
+             granularity: str = "per_token_head", symmetric: bool = True,
+             scale_dtype: str = "f32", target: Optional[str] = None,
+             name: str = "quantize") -> Spec:
+    """A spec with one ``attn.quantize.append`` (``op="append"``: ``tokens`` new tokens per batch
+    element written into a cache of ``capacity`` tokens at per-batch positions) or
+    ``attn.quantize.dynamic`` (``op="dynamic"``: a [B, S, H, D] tensor quantized in place of
+    shape) op. ``dtype`` is the code type (i8, ui8 — asymmetric only — or f8E4M3FN); asymmetric
+    schemes get a ``zeros`` operand of the scales' shape."""
+    _check_choice("quantize op", op, ("append", "dynamic"))
+    _check_choice("src_dtype", src_dtype, SRC_DTYPES)
+    _check_choice("dtype", dtype, CODE_DTYPES)
+    _check_choice("scale_dtype", scale_dtype, SCALE_DTYPES)
+    if target is not None:
+        _check_choice("target", target, TARGETS)
+    if not _SYMBOL_RE.match(name):
+        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    B, S, C = (_check_dim(n, v) for n, v in (("batch", batch), ("tokens", tokens),
+                                             ("capacity", capacity)))
+    H, D = _check_dim("heads", heads), _check_dim("head_dim", head_dim)
+    if H is None or D is None:
+        raise ValueError("heads and head_dim must be static")
+    src_ty = _memref([B, S, H, D], src_dtype)
+    rows = C if op == "append" else S
+    dst_ty = _memref([B, rows, H, D], dtype)
+    s_shape = scale_shape(granularity, [B, rows, H, D])
+    s_ty, z_ty = _memref(s_shape, scale_dtype), _memref(s_shape, dtype)
+    quant = f"#attn.quant<{dtype}, {granularity.strip()}"
+    quant += ("" if symmetric else ", asymmetric") + \
+        ("" if scale_dtype == "f32" else f", scale = {scale_dtype}") + ">"
+    attrs = [f"quant = {quant}"] + ([f"target = #attn.target<{target}>"] if target else [])
+    args = [("src", src_ty)] + ([("pos", _memref([B], "i32"))] if op == "append" else [])
+    args += [("dst", dst_ty), ("scales", s_ty)] + ([] if symmetric else [("zeros", z_ty)])
+    signature = ", ".join(f"%{a}: {t}" for a, t in args)
+    body = f"  attn.quantize.{op} ins(%src : {src_ty})"
+    if op == "append":
+        body += f" positions(%pos : {_memref([B], 'i32')})"
+    body += f"\n      outs(%dst, %scales : {dst_ty}, {s_ty})"
+    if not symmetric:
+        body += f" zeros(%zeros : {z_ty})"
+    body += "\n      {" + ", ".join(attrs) + "}"
+    return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)

@@ -19,8 +19,8 @@ func.func @append(%x: memref<2x1x4x64xbf16>, %p: memref<2xi32>, %c: memref<2x100
 
 // -----
 
-func.func @quantize(%x: memref<1x8x4x64xbf16>, %y: memref<1x8x4x64xi8>, %s: memref<1x8xf32>) {
-  // expected-error @+1 {{not supported yet: convert-attn-to-cpu lowers the NoMAD attn.pq.* ops only, not 'attn.quantize.dynamic' on avx512}}
-  attn.quantize.dynamic ins(%x : memref<1x8x4x64xbf16>) outs(%y, %s : memref<1x8x4x64xi8>, memref<1x8xf32>) {quant = #attn.quant<i8, per_token>, target = #attn.target<avx512>}
+func.func @quantize(%x: memref<1x8x4x64xbf16>, %y: memref<1x8x4x64xi4>, %s: memref<1x8xf32>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-cpu: 'i4' symmetric codes (i8 or e4m3 symmetric; i8 or ui8 asymmetric)}}
+  attn.quantize.dynamic ins(%x : memref<1x8x4x64xbf16>) outs(%y, %s : memref<1x8x4x64xi4>, memref<1x8xf32>) {quant = #attn.quant<i4, per_token>, target = #attn.target<avx512>}
   return
 }

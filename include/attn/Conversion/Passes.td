@@ -15,7 +15,8 @@ include "mlir/Pass/PassBase.td"
 //===----------------------------------------------------------------------===//
 
 def ConvertAttnToCPU : Pass<"convert-attn-to-cpu", "ModuleOp"> {
-  let summary = "Lower NoMAD attn.pq.* ops to loops, vectors and explicit SIMD lookup intrinsics";
+  let summary = "Lower NoMAD attn.pq.* ops (explicit SIMD lookup intrinsics) and attn.quantize.* "
+                "ops (loops) for CPUs";
   let description = [{
     Rewrites each `attn.pq.*` op into scf loops over vector and memref ops. The table lookups of
     `attn.pq.scores` (and of `attn.pq.attention`) are explicit `llvm.call_intrinsic`s, chosen by
@@ -33,6 +34,13 @@ def ConvertAttnToCPU : Pass<"convert-attn-to-cpu", "ModuleOp"> {
     a second accumulator, the same lanes shifted right by 8). Memref arguments of unsigned element
     types become signless, and every converted function gets `llvm.emit_c_interface` so that the
     object exports `_mlir_ciface_<name>` (the header from `--emit=header` wraps it).
+
+    `attn.quantize.append` and `attn.quantize.dynamic` become scalar loops (the same on every ISA):
+    per token and scale group, a reduction over the finite values (amax, or min/max when
+    asymmetric), the scale rounded to the scheme's scale type and the zero point, then the codes
+    x · (1/s) (+ z) rounded half away from zero and clamped, or rounded to e4m3 in integer
+    arithmetic; static granularities read their scales. NaN quantizes as 0, ±inf saturate.
+    Appended tokens whose row positions[b] + t lies outside the cache are not written.
     Ops of other families on CPU targets are refused with "not supported yet".
   }];
   let options = [
@@ -50,7 +58,8 @@ def ConvertAttnToCPU : Pass<"convert-attn-to-cpu", "ModuleOp"> {
 //===----------------------------------------------------------------------===//
 
 def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
-  let summary = "Lower sm_90a attn.attention decode to warp-specialized WGMMA/TMA kernels in NVVM";
+  let summary = "Lower sm_90a attn.attention decode (warp-specialized WGMMA/TMA kernels) and "
+                "attn.quantize.* to NVVM";
   let description = [{
     Each function holding one `attn.attention decode` op with target `sm_90a` (and a complete
     schedule: run `attn-select-schedule` first) becomes two kernels in
@@ -66,10 +75,18 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
       (`nvvm.setmaxregister`).
     * `<f>_combine`: merges split-KV partials.
 
-    The launch metadata (docs/GPUDecode.md) is attached to `<f>_decode` as `attn.launch`; the
-    host function is removed. Variants the generators do not implement (prefill, MLA, quantize,
-    other granularities, zero points, f16/f32 outputs, ...) are refused on the op with
-    "not supported yet".
+    A function holding one `attn.quantize.append` or `attn.quantize.dynamic` op becomes
+    `<f>_quantize`: 128 threads; every lane group of a warp owns one scale group, issues 16-byte
+    loads of all its chunks first, reduces amax (or min/max) with butterfly shuffles, and writes
+    codes x · rcp.rn(s) (+ z) — i8 / ui8 rounded half away from zero, e4m3 through
+    `cvt.rn.satfinite.e4m3x2.f32` — with one lane writing the scale (and zero point). The same
+    arithmetic and non-finite policy as the CPU lowering (docs/QuantSchemes.md).
+
+    The launch metadata (docs/GPUDecode.md, docs/QuantSchemes.md) is attached to `<f>_decode` or
+    `<f>_quantize` as `attn.launch`; the host function is removed. Variants the generators do not
+    implement (prefill, MLA, decode granularities other than per_token_head / per_token /
+    per_head / per_tensor, zero points in decode, f16/f32 outputs, ...) are refused on the op
+    with "not supported yet".
   }];
   let options = [
     Option<"metadataOnly", "metadata-only", "bool", /*default=*/"false",

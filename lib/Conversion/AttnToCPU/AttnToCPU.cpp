@@ -1,9 +1,9 @@
 //===- AttnToCPU.cpp - the convert-attn-to-cpu pass -----------------------===//
 //
 // What this file is: the pass driver of the CPU lowering — picks the ISA per op, makes the memref
-// arguments of each kernel function signless (ui8 → i8, ui16 → i16) and C-callable, dispatches each
-// attn op to its generator (PQLookup.cpp, PQBuild.cpp, PQAttention.cpp) and refuses the variants
-// that have no CPU lowering. Also the ISA table and the small builders the generators share, and
+// arguments of each kernel function signless (ui8 → i8, ui16 → i16, f8 → i8) and C-callable,
+// dispatches each attn op to its generator (PQLookup.cpp, PQBuild.cpp, PQAttention.cpp,
+// Quantize.cpp) and refuses the variants that have no CPU lowering. Also the ISA table and the small builders the generators share, and
 // the `attn-cpu-to-llvm` pipeline that finishes the job.
 //
 //===----------------------------------------------------------------------===//
@@ -109,11 +109,14 @@ Value cpu::validKeys(ImplicitLocOpBuilder &b, Value length, Value codes, Value c
 // The pass
 //===----------------------------------------------------------------------===//
 
-/// ui8 → i8, ui16 → i16 in a memref type; other types unchanged.
+/// ui8 → i8, ui16 → i16, f8 → i8 (its bits) in a memref type; other types unchanged.
 static Type signless(Type t) {
   auto m = dyn_cast<MemRefType>(t);
   if (!m)
     return t;
+  if (isa<Float8E4M3FNType, Float8E5M2Type>(m.getElementType()))
+    return MemRefType::get(m.getShape(), IntegerType::get(t.getContext(), 8), m.getLayout(),
+                           m.getMemorySpace());
   auto it = dyn_cast<IntegerType>(m.getElementType());
   if (!it || it.isSignless())
     return t;
@@ -146,9 +149,17 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
           return emitAttention(b, isaInfo, o, o.getQuery(), o.getCodebooks(), o.getCodes(),
                                o.getValues(), o.getVScale(), o.getLength(), o.getOut());
         })
+        .Case([&](QuantizeAppendOp o) {
+          return emitQuantize(b, o.getSrc(), o.getPositions(), o.getCache(), o.getScales(),
+                              o.getZeros(), o.getQuant());
+        })
+        .Case([&](QuantizeDynamicOp o) {
+          return emitQuantize(b, o.getSrc(), Value(), o.getDst(), o.getScales(), o.getZeros(),
+                              o.getQuant());
+        })
         .Default([&](Operation *o) {
           return o->emitError() << "not supported yet: convert-attn-to-cpu lowers the NoMAD "
-                                   "attn.pq.* ops only, not '"
+                                   "attn.pq.* ops and attn.quantize.*, not '"
                                 << o->getName() << "' on " << stringifyTargetKind(target);
         });
   }

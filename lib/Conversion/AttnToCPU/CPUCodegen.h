@@ -2,7 +2,7 @@
 //
 // What this file is: what the CPU lowering's generators share — the ISA table (vector width and
 // lookup intrinsics per target), small builders for constants and loops, and the entry points of
-// each generator (PQLookup.cpp, PQBuild.cpp, PQAttention.cpp). Private to this folder.
+// each generator (PQLookup.cpp, PQBuild.cpp, PQAttention.cpp, Quantize.cpp). Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTOCPU_CPUCODEGEN_H
@@ -65,6 +65,10 @@ LogicalResult emitEncode(ImplicitLocOpBuilder &b, PQAttr pq, Value keys, Value c
 LogicalResult emitAttention(ImplicitLocOpBuilder &b, const ISA &isa, PQAttentionOp op,
                             Value query, Value codebooks, Value codes, Value values, Value vScale,
                             Value length, Value out);
+/// attn.quantize.append (`positions` given) or attn.quantize.dynamic (`positions` null, `dst` of
+/// the source's shape): scalar loops (Quantize.cpp).
+LogicalResult emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
+                           Value scales, Value zeros, QuantAttr quant);
 
 } // namespace mlir::attn::cpu
 

@@ -1,8 +1,8 @@
 //===- AttnToNVVM.cpp - the convert-attn-to-nvvm pass ---------------------===//
 //
 // What this file is: `convert-attn-to-nvvm` — turns each function holding one
-// `attn.attention decode` op for sm_90a into kernels in the `gpu.module @attn_kernels` (NVVM
-// target sm_90a): it checks that the variant is one the generators implement (and says which part
+// `attn.attention decode` op (or one `attn.quantize.*` op, QuantizeKernel.cpp) for sm_90a into
+// kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one the generators implement (and says which part
 // is not, on the op, otherwise), resolves the spec and its schedule into a DecodePlan, builds the
 // decode and combine kernels (DecodeKernel.cpp, CombineKernel.cpp) and attaches the launch
 // metadata to the decode kernel as `attn.launch`. The host function is removed: the launcher
@@ -13,6 +13,7 @@
 #include "attn/Conversion/Passes.h"
 
 #include "DecodePlan.h"
+#include "QuantizePlan.h"
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
 
@@ -216,11 +217,13 @@ struct ConvertAttnToNVVMPass
       return;
     bool ok = true;
     SmallVector<std::pair<func::FuncOp, DecodePlan>> plans;
+    SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
-      if (!att) {
+      bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp>(op);
+      if (!att && !quantize) {
         op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()
-                        << "' for sm_90a (only attn.attention decode is lowered)";
+                        << "' for sm_90a (attn.attention decode and attn.quantize.* are lowered)";
         ok = false;
         continue;
       }
@@ -232,6 +235,14 @@ struct ConvertAttnToNVVMPass
                            "attn op (this one holds "
                         << attnOps << ")";
         ok = false;
+        continue;
+      }
+      if (quantize) {
+        FailureOr<QuantizePlan> plan = planQuantize(op);
+        if (failed(plan))
+          ok = false;
+        else
+          quantPlans.push_back({fn, *plan});
         continue;
       }
       FailureOr<DecodePlan> plan = planDecode(att);
@@ -268,6 +279,20 @@ struct ConvertAttnToNVVMPass
       }
       auto decode = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_decode");
       decode->setAttr("attn.launch", b.getStringAttr(launchMetadataJSON(plan)));
+      fn.erase();
+    }
+    for (auto &[fn, plan] : quantPlans) {
+      if (metadataOnly) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToEnd(gpuModule.getBody());
+        LLVM::LLVMFuncOp::create(
+            b, fn.getLoc(), plan.name + "_quantize",
+            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+      } else {
+        buildQuantizeKernel(b, fn.getLoc(), gpuModule, plan);
+      }
+      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_quantize");
+      kernel->setAttr("attn.launch", b.getStringAttr(quantizeLaunchJSON(plan)));
       fn.erase();
     }
   }

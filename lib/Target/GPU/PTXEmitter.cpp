@@ -85,14 +85,19 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::str
   if (!gpuModule)
     return module.emitError() << "no GPU kernel was produced";
   SmallVector<std::string> launches;
+  SmallVector<Location> where;
   gpuModule.walk([&](LLVM::LLVMFuncOp fn) {
-    if (auto s = fn->getAttrOfType<StringAttr>("attn.launch"))
+    if (auto s = fn->getAttrOfType<StringAttr>("attn.launch")) {
       launches.push_back(s.str());
+      where.push_back(fn.getLoc()); // the spec function's location
+    }
   });
-  if (launches.size() != 1)
-    return module.emitError() << "not supported yet: " << launches.size()
-                              << " GPU kernel specs in one module; --emit=ptx/cubin takes one "
-                                 "function with one attn op per file";
+  if (launches.size() > 1)
+    return emitError(where[1]) << "not supported yet: " << launches.size()
+                               << " GPU kernel specs in one module; --emit=ptx/cubin takes one "
+                                  "function with one attn op per file (this is the second)";
+  if (launches.empty())
+    return module.emitError() << "no GPU kernel was produced";
   launchJSON = launches.front();
   if (kind == GPUArtifact::LaunchOnly)
     return success();

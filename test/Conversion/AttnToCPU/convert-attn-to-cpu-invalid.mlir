@@ -5,7 +5,7 @@
 // ISA: convert-attn-to-cpu: unknown CPU isa 'sm_90a'
 
 func.func @attention_on_cpu(%q: memref<1x1x4x64xf32>, %k: memref<1x100x1x64xf32>, %v: memref<1x100x1x64xf32>, %o: memref<1x1x4x64xf32>) {
-  // expected-error @+1 {{not supported yet: convert-attn-to-cpu lowers the NoMAD attn.pq.* ops only, not 'attn.attention' on avx2}}
+  // expected-error @+1 {{not supported yet: convert-attn-to-cpu lowers the NoMAD attn.pq.* ops and attn.quantize.*, not 'attn.attention' on avx2}}
   attn.attention decode ins(%q, %k, %v : memref<1x1x4x64xf32>, memref<1x100x1x64xf32>, memref<1x100x1x64xf32>) outs(%o : memref<1x1x4x64xf32>) {target = #attn.target<avx2>}
   return
 }

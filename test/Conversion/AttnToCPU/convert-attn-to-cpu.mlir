@@ -58,3 +58,60 @@ func.func @scores(%lut: memref<4x128x16xui8>, %p: memref<4x2xf32>, %codes: memre
   return
 }
 
+
+// -----
+
+// attn.quantize.append (asymmetric ui8, per_group<64>): per group, a min/max reduction over the
+// finite values, the scale and zero point written at the cache row positions[b] + t, then the
+// codes x · (1/s) + z rounded half away from zero and clamped to [0, 255]; rows outside the
+// cache are skipped. The same scalar loops on every ISA.
+// AVX2-LABEL: func.func @append_asym
+// AVX2: memref.collapse_shape {{.*}} : memref<?x?x4x128xbf16> into memref<?xbf16>
+// AVX2: memref.load {{.*}} : memref<?xi32>
+// AVX2: arith.cmpi slt
+// AVX2: scf.if
+// AVX2: arith.cmpf uno
+// AVX2: arith.minnumf
+// AVX2: arith.maxnumf
+// AVX2: arith.divf
+// AVX2: memref.store {{.*}} : memref<?xf32>
+// AVX2: math.round
+// AVX2: memref.store {{.*}} : memref<?xi8>
+// AVX2: arith.mulf
+// AVX2: math.round
+// AVX2: arith.fptosi
+// AVX2: memref.store {{.*}} : memref<?xi8>
+// AVX2-NOT: attn.quantize
+// NEON-LABEL: func.func @append_asym
+// NEON-NOT: llvm.call_intrinsic
+// NEON: math.round
+// LLVM-LABEL: llvm.func @append_asym
+// LLVM: llvm.intr.round
+func.func @append_asym(%x: memref<?x?x4x128xbf16>, %p: memref<?xi32>, %c: memref<?x?x4x128xui8>,
+                       %s: memref<?x?x4x2xf32>, %z: memref<?x?x4x2xui8>) {
+  attn.quantize.append ins(%x : memref<?x?x4x128xbf16>) positions(%p : memref<?xi32>)
+      outs(%c, %s : memref<?x?x4x128xui8>, memref<?x?x4x2xf32>) zeros(%z : memref<?x?x4x2xui8>)
+      {quant = #attn.quant<ui8, per_group<64>, asymmetric>}
+  return
+}
+
+// -----
+
+// attn.quantize.dynamic to e4m3 with f16 scales: amax / 448 rounded to f16, and the e4m3 bits
+// made in integer arithmetic (ties to even, saturating at 0x7E) since LLVM has no fp8 type.
+// AVX2-LABEL: func.func @dynamic_e4m3
+// AVX2: math.absf
+// AVX2: arith.truncf {{.*}} : f32 to f16
+// AVX2: memref.store {{.*}} : memref<24xf16>
+// AVX2: math.roundeven
+// AVX2: arith.constant 524287 : i32
+// AVX2: arith.constant 960 : i32
+// AVX2: arith.minsi {{.*}}, %c126_i32
+// AVX2: memref.store {{.*}} : memref<3072xi8>
+func.func @dynamic_e4m3(%x: memref<2x3x4x128xf32>, %c: memref<2x3x4x128xf8E4M3FN>,
+                        %s: memref<2x3x4xf16>) {
+  attn.quantize.dynamic ins(%x : memref<2x3x4x128xf32>)
+      outs(%c, %s : memref<2x3x4x128xf8E4M3FN>, memref<2x3x4xf16>)
+      {quant = #attn.quant<f8E4M3FN, per_token_head, scale = f16>}
+  return
+}

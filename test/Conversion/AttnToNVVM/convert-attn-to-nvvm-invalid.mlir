@@ -82,7 +82,7 @@ func.func @too_many_registers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xb
 // -----
 
 func.func @mla(%q: memref<1x1x128x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: memref<1x1x128x512xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: 'attn.mla_decode' for sm_90a (only attn.attention decode is lowered)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: 'attn.mla_decode' for sm_90a (attn.attention decode and attn.quantize.* are lowered)}}
   attn.mla_decode ins(%q, %kv : memref<1x1x128x576xbf16>, memref<1x4096x576xbf16>)
       outs(%o : memref<1x1x128x512xbf16>) {head_dim_v = 512, rope_dim = 64, target = #attn.target<sm_90a>}
   return
@@ -128,5 +128,22 @@ func.func @q_i8_per_token(%q: memref<?x1x8x128xi8>, %qs: memref<?x1xf32>, %k: me
       outs(%o : memref<?x1x8x128xbf16>)
       {q_quant = #attn.quant<i8, per_token>, k_quant = #attn.quant<i8, per_token_head>,
        v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// A per_token scale group of 64 heads × 128 = 8192 elements does not fit one warp's registers.
+func.func @quantize_group_too_large(%x: memref<?x1x64x128xbf16>, %p: memref<?xi32>, %c: memref<?x?x64x128xi8>, %s: memref<?x?xf32>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a scale group of 8192 elements (at most 4096)}}
+  attn.quantize.append ins(%x : memref<?x1x64x128xbf16>) positions(%p : memref<?xi32>) outs(%c, %s : memref<?x?x64x128xi8>, memref<?x?xf32>) {quant = #attn.quant<i8, per_token>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @quantize_i4(%x: memref<2x3x4x64xf32>, %y: memref<2x3x4x64xi4>, %s: memref<2x3x4xf32>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: codes of type 'i4' symmetric (i8 or e4m3 symmetric; i8 or ui8 asymmetric)}}
+  attn.quantize.dynamic ins(%x : memref<2x3x4x64xf32>) outs(%y, %s : memref<2x3x4x64xi4>, memref<2x3x4xf32>) {quant = #attn.quant<i4, per_token_head>, target = #attn.target<sm_90a>}
   return
 }

@@ -115,3 +115,40 @@ func.func @q_i8(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?
        v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>, softmax_scale = 0.125 : f32}
   return
 }
+
+// -----
+
+// attn.quantize.append on sm_90a: a 128-thread kernel; 16-byte loads of every chunk are issued
+// before any reduction; a group's amax is reduced across its 16 lanes with butterfly shuffles;
+// codes are x · rcp.rn(s) rounded half away from zero (trunc(y + copysign(0.5⁻, y))); one lane
+// per group writes the scale at cache row positions[b] + t.
+// CHECK-LABEL: llvm.func @kv_append_quantize(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
+// CHECK-SAME: attn.launch = "{{.*}}\22groups_per_cta\22: 32,{{.*}}\22lanes_per_group\22: 16,
+// CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 128, 1, 1>
+// CHECK: llvm.load {{.*}} invariant {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK-COUNT-4: nvvm.shfl.sync bfly
+// CHECK: llvm.call_intrinsic "llvm.nvvm.rcp.rn.f"
+// CHECK: llvm.intr.copysign
+// CHECK: llvm.fptosi
+// CHECK: llvm.store {{.*}} {alignment = 8 : i64} : vector<8xi8>, !llvm.ptr<1>
+// CHECK: llvm.store {{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<1>
+func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?x?x8x128xi8>,
+                     %s: memref<?x?x8xf32>) {
+  attn.quantize.append ins(%x : memref<?x?x8x128xbf16>) positions(%p : memref<?xi32>)
+      outs(%c, %s : memref<?x?x8x128xi8>, memref<?x?x8xf32>)
+      {quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// e4m3 codes come in pairs from cvt.rn.satfinite.e4m3x2.f32 (the second operand → low byte).
+// CHECK-LABEL: llvm.func @q_fp8_quantize
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ff.to.e4m3x2.rn"
+func.func @q_fp8(%x: memref<1x512x32x128xbf16>, %q: memref<1x512x32x128xf8E4M3FN>,
+                 %s: memref<1x512x32xf32>) {
+  attn.quantize.dynamic ins(%x : memref<1x512x32x128xbf16>)
+      outs(%q, %s : memref<1x512x32x128xf8E4M3FN>, memref<1x512x32xf32>)
+      {quant = #attn.quant<f8E4M3FN, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}

@@ -1,0 +1,235 @@
+//===- Quantize.cpp - lowering of attn.quantize.append / .dynamic for CPUs -===//
+//
+// What this file is: the CPU quantize kernels as plain loops — per token, per scale group of the
+// token's H·D row: reduce (amax, or min/max when asymmetric) over the finite values, compute the
+// scale (rounded to the scheme's scale type) and zero point, then write the codes; static
+// granularities (per_tensor, per_head, per_channel) read their calibrated scales instead. The
+// arithmetic is qattn.quant's (docs/QuantSchemes.md), the same as the GPU kernels
+// (AttnToNVVM/QuantizeKernel.cpp): x · (1/s) rounded half away from zero and clamped, or rounded to
+// e4m3 (ties to even, saturating at ±448, done here in integer arithmetic since LLVM has no fp8).
+// Non-finite inputs: NaN quantizes as 0, ±inf saturate, neither enters a scale. Appended tokens
+// whose cache position falls outside [0, capacity) are not written.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CPUCodegen.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::cpu;
+
+namespace {
+/// Everything the loops need about the scheme.
+struct Scheme {
+  Granularity gran;
+  bool asym, e4m3, u8;
+  Type scaleType;
+  int64_t heads, headDim, groupElems;
+  double lo() const { return u8 ? 0 : (asym ? -128 : -127); }
+  double hi() const { return e4m3 ? 448 : (u8 ? 255 : 127); }
+  double minScale() const { return scaleType.isF16() ? 0x1p-24 : 1e-8; }
+  bool dynamicScales() const {
+    return gran != Granularity::per_tensor && gran != Granularity::per_head &&
+           gran != Granularity::per_channel;
+  }
+  int64_t rowElems() const { return heads * headDim; }
+  int64_t groupsPerToken() const { return rowElems() / groupElems; }
+};
+} // namespace
+
+/// A 1-D view of an identity-layout memref.
+static Value flat(ImplicitLocOpBuilder &b, Value m) {
+  auto t = cast<MemRefType>(m.getType());
+  if (t.getRank() == 1)
+    return m;
+  SmallVector<ReassociationIndices> all(1);
+  for (int64_t d = 0; d < t.getRank(); ++d)
+    all[0].push_back(d);
+  return memref::CollapseShapeOp::create(b, m, all);
+}
+
+static Value index(ImplicitLocOpBuilder &b, Value v) {
+  return arith::IndexCastOp::create(b, b.getIndexType(), v);
+}
+
+static Value mulAdd(ImplicitLocOpBuilder &b, Value x, Value y, Value z) {
+  return arith::AddIOp::create(b, arith::MulIOp::create(b, x, y), z);
+}
+
+/// f32 → float8 E4M3FN bits: round to nearest even, saturate at ±448 (inputs are not NaN).
+static Value toE4M3(ImplicitLocOpBuilder &b, Value y) {
+  Type i32 = b.getI32Type();
+  Value bits = arith::BitcastOp::create(b, i32, y);
+  Value sign = arith::AndIOp::create(b, arith::ShRUIOp::create(b, bits, intConst(b, i32, 24)),
+                                     intConst(b, i32, 0x80));
+  Value a = arith::AndIOp::create(b, bits, intConst(b, i32, 0x7FFFFFFF));
+  // Subnormal codes (|y| < 2^-6): multiples of 2^-9.
+  Value ay = arith::BitcastOp::create(b, b.getF32Type(), a);
+  Value sub = arith::FPToSIOp::create(
+      b, i32, math::RoundEvenOp::create(b, arith::MulFOp::create(b, ay, floatConst(b, ay.getType(), 512.0))));
+  // Normal codes: drop 20 mantissa bits with ties to even, rebias the exponent (127 → 7).
+  Value odd = arith::AndIOp::create(b, arith::ShRUIOp::create(b, a, intConst(b, i32, 20)),
+                                    intConst(b, i32, 1));
+  Value r = arith::AddIOp::create(b, arith::AddIOp::create(b, a, intConst(b, i32, 0x7FFFF)), odd);
+  Value n = arith::SubIOp::create(b, arith::ShRUIOp::create(b, r, intConst(b, i32, 20)),
+                                  intConst(b, i32, 120 << 3));
+  n = arith::MinSIOp::create(b, n, intConst(b, i32, 0x7E));
+  Value isSub = arith::CmpIOp::create(b, arith::CmpIPredicate::ult, a, intConst(b, i32, 0x3C800000));
+  Value code = arith::OrIOp::create(b, arith::SelectOp::create(b, isSub, sub, n), sign);
+  return arith::TruncIOp::create(b, b.getI8Type(), code);
+}
+
+LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
+                                Value scales, Value zeros, QuantAttr quant) {
+  Type f32 = b.getF32Type(), i8 = b.getI8Type();
+  Type code = quant.getElementType();
+  FailureOr<int64_t> h = staticDim(b, src, 2, "head count"), d = staticDim(b, src, 3, "head_dim");
+  if (failed(h) || failed(d))
+    return failure();
+  Scheme s{quant.getGranularity(), quant.isAsymmetric(), isa<Float8E4M3FNType>(code),
+           code.isUnsignedInteger(8), quant.getScaleType(), *h, *d, *d};
+  if (!(code.isInteger(8) || (s.e4m3 && !s.asym)) || (code.isUnsignedInteger(8) && !s.asym))
+    return emitError(b.getLoc()) << "not supported yet by convert-attn-to-cpu: " << code
+                                 << (s.asym ? " asymmetric" : " symmetric")
+                                 << " codes (i8 or e4m3 symmetric; i8 or ui8 asymmetric)";
+  if (s.gran == Granularity::per_token)
+    s.groupElems = s.rowElems();
+  else if (s.gran == Granularity::per_group)
+    s.groupElems = quant.getGroupSize();
+  else if (s.gran == Granularity::per_block)
+    s.groupElems = quant.getBlockCols();
+
+  Value batch = dim(b, src, 0), newTokens = dim(b, src, 1), capacity = dim(b, dst, 1);
+  Value src1 = flat(b, src), dst1 = flat(b, dst), sc1 = flat(b, scales);
+  Value zp1 = zeros ? flat(b, zeros) : Value();
+  Value rowElems = idx(b, s.rowElems()), groupElems = idx(b, s.groupElems);
+  Value zeroF = floatConst(b, f32, 0.0), inf = floatConst(b, f32, INFINITY);
+
+  auto stored = [&](ImplicitLocOpBuilder &nb, Value s32) -> Value {
+    if (s.scaleType.isF32())
+      return s32;
+    if (s.scaleType.isF16())
+      return arith::TruncFOp::create(nb, s.scaleType, s32);
+    // bf16 by hand (ties to even; scales are finite), not through a compiler-rt call.
+    Type i32 = nb.getI32Type();
+    Value bits = arith::BitcastOp::create(nb, i32, s32);
+    Value odd = arith::AndIOp::create(nb, arith::ShRUIOp::create(nb, bits, intConst(nb, i32, 16)),
+                                      intConst(nb, i32, 1));
+    Value r = arith::AddIOp::create(
+        nb, arith::AddIOp::create(nb, bits, intConst(nb, i32, 0x7FFF)), odd);
+    Value hi = arith::TruncIOp::create(nb, nb.getI16Type(),
+                                       arith::ShRUIOp::create(nb, r, intConst(nb, i32, 16)));
+    return arith::BitcastOp::create(nb, s.scaleType, hi);
+  };
+  auto used = [&](ImplicitLocOpBuilder &nb, Value st) -> Value {
+    return st.getType().isF32() ? st : arith::ExtFOp::create(nb, f32, st).getResult();
+  };
+  auto zeroAsF32 = [&](ImplicitLocOpBuilder &nb, Value z) -> Value {
+    return s.u8 ? arith::UIToFPOp::create(nb, f32, z).getResult()
+                : arith::SIToFPOp::create(nb, f32, z).getResult();
+  };
+  auto inverse = [&](ImplicitLocOpBuilder &nb, Value sc) -> Value {
+    return arith::DivFOp::create(nb, floatConst(nb, f32, 1.0), sc);
+  };
+  auto clampF = [&](ImplicitLocOpBuilder &nb, Value x) -> Value {
+    Value lo = floatConst(nb, f32, s.lo()), hi = floatConst(nb, f32, s.hi());
+    return arith::MinNumFOp::create(nb, arith::MaxNumFOp::create(nb, x, lo), hi);
+  };
+  // Element e of the source, as f32 with NaN → 0.
+  auto loadX = [&](ImplicitLocOpBuilder &nb, Value e) -> Value {
+    Value x = memref::LoadOp::create(nb, src1, ValueRange{e});
+    if (!x.getType().isF32())
+      x = arith::ExtFOp::create(nb, f32, x);
+    Value nan = arith::CmpFOp::create(nb, arith::CmpFPredicate::UNO, x, x);
+    return arith::SelectOp::create(nb, nan, zeroF, x);
+  };
+  auto finiteOr0 = [&](ImplicitLocOpBuilder &nb, Value x) -> Value {
+    Value fin = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT, math::AbsFOp::create(nb, x), inf);
+    return arith::SelectOp::create(nb, fin, x, zeroF);
+  };
+
+  forLoop(b, idx(b, 0), batch, 1, [&](ImplicitLocOpBuilder &b1, Value bi) {
+    Value start = idx(b1, 0);
+    if (positions)
+      start = index(b1, memref::LoadOp::create(b1, positions, ValueRange{bi}));
+    forLoop(b1, idx(b1, 0), newTokens, 1, [&](ImplicitLocOpBuilder &b2, Value ti) {
+      Value row = arith::AddIOp::create(b2, start, ti);
+      Value inRange = arith::AndIOp::create(
+          b2, arith::CmpIOp::create(b2, arith::CmpIPredicate::sge, row, idx(b2, 0)),
+          arith::CmpIOp::create(b2, arith::CmpIPredicate::slt, row, capacity));
+      scf::IfOp::create(b2, inRange, [&](OpBuilder &ob, Location l) {
+        ImplicitLocOpBuilder b3(l, ob);
+        Value srcTok = mulAdd(b3, bi, newTokens, ti), dstTok = mulAdd(b3, bi, capacity, row);
+        forLoop(b3, idx(b3, 0), idx(b3, s.groupsPerToken()), 1, [&](ImplicitLocOpBuilder &b4,
+                                                                   Value g) {
+          Value inRow = arith::MulIOp::create(b4, g, groupElems);
+          Value srcBase = mulAdd(b4, srcTok, rowElems, inRow);
+          Value dstBase = mulAdd(b4, dstTok, rowElems, inRow);
+          Value scale, zp; // f32, one per group (null for per_channel: per element)
+          if (s.dynamicScales()) {
+            Value mn = zeroF, mx = zeroF;
+            auto red = scf::ForOp::create(
+                b4, idx(b4, 0), groupElems, idx(b4, 1), ValueRange{mn, mx},
+                [&](OpBuilder &o, Location l2, Value e, ValueRange acc) {
+                  ImplicitLocOpBuilder nb(l2, o);
+                  Value x = finiteOr0(nb, loadX(nb, arith::AddIOp::create(nb, srcBase, e)));
+                  Value lo = s.asym ? arith::MinNumFOp::create(nb, acc[0], x).getResult()
+                                    : acc[0];
+                  Value hi = s.asym ? arith::MaxNumFOp::create(nb, acc[1], x).getResult()
+                                    : arith::MaxNumFOp::create(nb, acc[1],
+                                                               math::AbsFOp::create(nb, x))
+                                          .getResult();
+                  scf::YieldOp::create(nb, ValueRange{lo, hi});
+                });
+            mn = red.getResult(0);
+            mx = red.getResult(1);
+            Value range = s.asym ? arith::SubFOp::create(b4, mx, mn).getResult() : mx;
+            Value qspan = floatConst(b4, f32, s.asym ? s.hi() - s.lo() : s.hi());
+            Value s32 = arith::MaxNumFOp::create(b4, arith::DivFOp::create(b4, range, qspan),
+                                                 floatConst(b4, f32, s.minScale()));
+            Value st = stored(b4, s32);
+            scale = used(b4, st);
+            Value sIdx = mulAdd(b4, dstTok, idx(b4, s.groupsPerToken()), g);
+            memref::StoreOp::create(b4, st, sc1, ValueRange{sIdx});
+            if (s.asym) {
+              Value z = arith::SubFOp::create(b4, floatConst(b4, f32, s.lo()),
+                                              arith::DivFOp::create(b4, mn, scale));
+              zp = clampF(b4, math::RoundOp::create(b4, z));
+              Value zi = arith::TruncIOp::create(b4, i8, arith::FPToSIOp::create(b4, b4.getI32Type(), zp));
+              memref::StoreOp::create(b4, zi, zp1, ValueRange{sIdx});
+            }
+          } else if (s.gran != Granularity::per_channel) {
+            Value at = s.gran == Granularity::per_tensor ? idx(b4, 0) : g; // per_head: g = head
+            scale = used(b4, memref::LoadOp::create(b4, sc1, ValueRange{at}));
+            if (s.asym)
+              zp = zeroAsF32(b4, memref::LoadOp::create(b4, zp1, ValueRange{at}));
+          }
+          forLoop(b4, idx(b4, 0), groupElems, 1, [&](ImplicitLocOpBuilder &b5, Value e) {
+            Value x = loadX(b5, arith::AddIOp::create(b5, srcBase, e));
+            Value sc = scale, z = zp;
+            if (!sc) { // per_channel [H, D]: element (g, e) of the head's row
+              Value at = arith::AddIOp::create(b5, inRow, e);
+              sc = used(b5, memref::LoadOp::create(b5, sc1, ValueRange{at}));
+              if (s.asym)
+                z = zeroAsF32(b5, memref::LoadOp::create(b5, zp1, ValueRange{at}));
+            }
+            Value y = arith::MulFOp::create(b5, x, inverse(b5, sc));
+            Value c;
+            if (s.e4m3) {
+              c = toE4M3(b5, y);
+            } else {
+              if (s.asym)
+                y = arith::AddFOp::create(b5, y, z);
+              Value r = clampF(b5, math::RoundOp::create(b5, y));
+              c = arith::TruncIOp::create(b5, i8, arith::FPToSIOp::create(b5, b5.getI32Type(), r));
+            }
+            memref::StoreOp::create(b5, c, dst1,
+                                    ValueRange{arith::AddIOp::create(b5, dstBase, e)});
+          });
+        });
+        scf::YieldOp::create(b3);
+      });
+    });
+  });
+  return success();
+}

@@ -1,0 +1,70 @@
+//===- QuantizePlan.h - one Hopper quantize kernel, fully decided -*- C++ -*-===//
+//
+// What this file is: the kernel-level description of the kernel an `attn.quantize.append` or
+// `attn.quantize.dynamic` op lowers to on sm_90a — source and code types, the scale groups of the
+// granularity, and how threads map onto them — plus the entry points of QuantizeKernel.cpp, which
+// plans, builds and describes (launch metadata) it. Private to this folder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_QUANTIZEPLAN_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_QUANTIZEPLAN_H
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::attn::nvvm {
+
+enum class QSrc { BF16, F16, F32 };
+enum class QCode { I8, U8, E4M3 };
+enum class QScale { F32, F16, BF16 };
+
+/// A quantize kernel. Every token row (H · D elements, contiguous) splits into scale groups of
+/// `groupElems` consecutive elements; `lanes` lanes of a warp share one group, each holding
+/// `chunks` vectors of `vec` elements; a warp handles 32 / lanes groups `unroll` times over.
+struct QuantizePlan {
+  std::string name;
+  bool append = true; ///< quantize.append (positions, cache capacity) or quantize.dynamic.
+  QSrc src = QSrc::BF16;
+  QCode code = QCode::I8;
+  bool asym = false;
+  /// Scales are computed in f32 and stored (and used) rounded to this type.
+  QScale scale = QScale::F32;
+  Granularity gran = Granularity::per_token_head;
+  std::string granText; ///< the granularity as the spec writes it, for the metadata.
+  // Problem (-1: known at launch).
+  int64_t batch = -1, newTokens = -1, capacity = -1, heads = 1, headDim = 128;
+  // Mapping.
+  int64_t groupElems = 128, vec = 8, lanes = 16, chunks = 1, unroll = 4;
+
+  /// Scales computed from the data (token-local granularities) rather than read (static ones).
+  bool dynamicScales() const {
+    return gran != Granularity::per_tensor && gran != Granularity::per_head &&
+           gran != Granularity::per_channel;
+  }
+  int64_t rowElems() const { return heads * headDim; }
+  int64_t groupsPerToken() const { return rowElems() / groupElems; }
+  int64_t groupsPerWarp() const { return 32 / lanes; }
+  int64_t groupsPerCTA() const { return 4 * groupsPerWarp() * unroll; }
+  int64_t srcBytes() const { return src == QSrc::F32 ? 4 : 2; }
+  int64_t scaleBytes() const { return scale == QScale::F32 ? 4 : 2; }
+  /// The smallest scale: 1e-8, or 2^-24 (the smallest f16) for f16 scales.
+  double minScale() const { return scale == QScale::F16 ? 0x1p-24 : 1e-8; }
+  /// Code range: [lo, hi] for integer codes; ±hi (448) for e4m3.
+  double lo() const { return code == QCode::U8 ? 0 : (asym ? -128 : -127); }
+  double hi() const { return code == QCode::E4M3 ? 448 : (code == QCode::U8 ? 255 : 127); }
+};
+
+/// Resolves a quantize op for sm_90a, or reports (on the op) why it has no GPU kernel yet.
+FailureOr<QuantizePlan> planQuantize(Operation *op);
+/// Adds `<name>_quantize` to `module` (an NVVM-targeted gpu.module).
+void buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                         const QuantizePlan &p);
+/// The launch metadata of the plan as JSON text (docs/GPUQuantize.md).
+std::string quantizeLaunchJSON(const QuantizePlan &p);
+
+} // namespace mlir::attn::nvvm
+
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_QUANTIZEPLAN_H
