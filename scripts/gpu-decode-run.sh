@@ -80,7 +80,8 @@ fi
 
 if [[ $STEPS == *sanitize* ]]; then
   : > "$OUT/sanitizer.txt"
-  for v in i8_mqa16_d128_q3 i8q_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3; do
+  for v in i8_mqa16_d128_q3 i8q_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3 i8a_mqa16_d128_q3 \
+           u8a_mqa16_d128_q3; do
     for tool in memcheck racecheck; do
       echo "== $v $tool (batch 2, kv_len 1000, 3 splits)" >> "$OUT/sanitizer.txt"
       compute-sanitizer --tool $tool --error-exitcode 9 $BENCH "$DIR/variants/$v.ptx" --batch 2 \

@@ -9,7 +9,7 @@ checked and measured, in three steps:
                                              appends that overflow the cache, batch 512, outlier
                                              channels, all-zero tokens, ±inf / NaN) against
                                              qattn.quant bit for bit: codes, scales, zero points,
-                                             untouched rows
+                                             untouched rows; and each format's error bound
   gpu-quantize.py bench DIR [--out F]        on the GPU: append bandwidth beside a device-to-device
                                              copy in the same run (JSON lines)
 
@@ -180,7 +180,7 @@ def check(args):
             got = dst.cpu().numpy()
             got_s = scales.float().cpu().numpy()
             got_z = zeros.cpu().numpy() if zeros is not None else None
-            bad = []
+            bad, max_ratio = [], 0.0
             for bi in range(b):
                 start = pos[bi] if k.append else 0
                 rows = [r for r in range(start, start + s) if 0 <= r < cap]
@@ -206,10 +206,26 @@ def check(args):
                         bad.append(f"scales b{bi}")
                     if not sym and not np.array_equal(got_z[bi, rows], rz[:len(rows)]):
                         bad.append(f"zeros b{bi}")
+                # The format's error bound on every finite input: half a step (a whole one when
+                # asymmetric: z is rounded too); e4m3: half its relative spacing.
+                sc = static[0] if static is not None else got_s[bi, rows]
+                zp = None if sym else (static[1] if static is not None else got_z[bi, rows])
+                x = vals[bi, :len(rows)]
+                deq = quant.dequantize(gv, sc, gran, zeros=zp)
+                step = quant.dequantize(np.ones_like(gv), sc, gran)
+                bound = (np.maximum(step * 2.0 ** -10, np.abs(x) / 16) if code == "f8E4M3FN"
+                         else step * (0.5 if sym else 1.0))
+                fin = np.isfinite(x)
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    worst = float(np.max((np.abs(deq - x) / bound)[fin], initial=0))
+                max_ratio = max(max_ratio, worst)
+                if worst > 1 + 1e-5:
+                    bad.append(f"error bound b{bi} ({worst:.3f} of the bound)")
                 if len(bad) > 3:
                     break
             results.append({"variant": name, "batch": b, "tokens": s, "capacity": cap,
-                            "ok": not bad, "errors": bad[:4]})
+                            "ok": not bad, "max_error_over_bound": round(max_ratio, 4),
+                            "errors": bad[:4]})
             failures += bool(bad)
             pos = None
     if args.out:

@@ -181,6 +181,27 @@ TEST(Quantize, E4M3AndBf16) {
   EXPECT_EQ(back[2], roundToBf16(0.01f));
 }
 
+TEST(Quantize, AsymmetricI8AndU8) {
+  // One-sided data: [0.5, 3] per row, where asymmetric codes use the whole range.
+  const KvShape s{1, 2, 1, 4};
+  const float x[] = {0.5f, 1.0f, 2.0f, 3.0f, 3.0f, 2.5f, 0.5f, 1.5f};
+  for (bool u8 : {false, true}) {
+    QuantizedKv q;
+    quantizeKv(x, s, KvType::I8, Granularity::PerTokenHead, q, 1, /*asymmetric=*/true, u8);
+    ASSERT_EQ(q.scales.size(), 2u);
+    ASSERT_EQ(q.zeros.size(), 2u);
+    EXPECT_EQ(q.unsignedCodes, u8);
+    EXPECT_FLOAT_EQ(q.scales[0], 3.0f / 255); // min 0 (zero kept representable), max 3
+    // z = q_min − min / s: the code of 0 is q_min; the code of 3 is q_max.
+    EXPECT_EQ(q.zeros[0], u8 ? 0 : 0x80);
+    EXPECT_EQ(q.codes[3], u8 ? 255 : 127);
+    std::vector<float> back(8);
+    dequantizeKv(q, s, back.data());
+    for (int i = 0; i < 8; ++i)
+      EXPECT_NEAR(back[i], x[i], q.scales[size_t(i / 4)]) << i; // within one step
+  }
+}
+
 TEST(Inputs, SeededAndIndependentOfThreads) {
   std::vector<float> a(100003), b(100003), c(100003);
   fillGaussian(a.data(), a.size(), 7, 2, 1);

@@ -193,7 +193,7 @@ TEST(LaunchMetadata, MissingAndMistypedFields) {
   EXPECT_EQ(parseError(replaced(kGood, R"("head_dim": 128)", R"("head_dim": 12.5)")),
             "field \"problem.head_dim\" must be an integer in 1..1024, got 12.5");
   EXPECT_NE(parseError(replaced(kGood, R"("kv_dtype": "i8")", R"("kv_dtype": "i4")"))
-                .find("expected one of i8, f8E4M3FN, bf16"),
+                .find("expected one of i8, ui8, f8E4M3FN, bf16"),
             std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, R"("format": "attn-launch-v1")", R"("format": "v2")"))
                 .find("unsupported format \"v2\""),

@@ -201,8 +201,11 @@ float attn::ref::groupScale(float amax, KvType type) {
 }
 
 void attn::ref::quantizeKv(const float *x, const KvShape &shape, KvType type, Granularity g,
-                           QuantizedKv &out, unsigned threads) {
+                           QuantizedKv &out, unsigned threads, bool asymmetric,
+                           bool unsignedCodes) {
   out.type = type;
+  out.unsignedCodes = asymmetric && unsignedCodes;
+  out.zeros.clear();
   out.granularity = type == KvType::BF16 ? Granularity::None : g;
   const size_t n = shape.elements();
   const size_t rows = size_t(shape.batch) * size_t(shape.len); // (b, t) rows of H·D elements
@@ -219,47 +222,62 @@ void attn::ref::quantizeKv(const float *x, const KvShape &shape, KvType type, Gr
     });
     return;
   }
-  // Pass 1: the absolute maximum of each group.
-  std::vector<float> amax(scaleCount(shape, g), 0.0f);
-  if (g == Granularity::PerTokenHead || g == Granularity::PerToken) {
-    parallelFor(rows, threads, [&](size_t r) {
-      for (int64_t h = 0; h < shape.heads; ++h) {
-        float m = 0;
-        const float *p = x + r * rowElems + size_t(h) * size_t(shape.dim);
-        for (int64_t d = 0; d < shape.dim; ++d)
-          m = std::max(m, std::fabs(p[d]));
-        float &slot = g == Granularity::PerToken ? amax[r] : amax[r * size_t(shape.heads) + size_t(h)];
-        slot = std::max(slot, m);
+  // Pass 1: the minimum and maximum of each group (0 included): partial values per (row, head),
+  // then a reduction into the groups.
+  std::vector<float> pmin(rows * size_t(shape.heads), 0.0f), pmax(pmin.size(), 0.0f);
+  parallelFor(rows, threads, [&](size_t r) {
+    for (int64_t h = 0; h < shape.heads; ++h) {
+      float lo = 0, hi = 0;
+      const float *p = x + r * rowElems + size_t(h) * size_t(shape.dim);
+      for (int64_t d = 0; d < shape.dim; ++d) {
+        lo = std::min(lo, p[d]);
+        hi = std::max(hi, p[d]);
       }
-    });
-  } else { // per_head / per_tensor: partial maxima per row, then a reduction
-    std::vector<float> partial(rows * size_t(shape.heads), 0.0f);
-    parallelFor(rows, threads, [&](size_t r) {
-      for (int64_t h = 0; h < shape.heads; ++h) {
-        float m = 0;
-        const float *p = x + r * rowElems + size_t(h) * size_t(shape.dim);
-        for (int64_t d = 0; d < shape.dim; ++d)
-          m = std::max(m, std::fabs(p[d]));
-        partial[r * size_t(shape.heads) + size_t(h)] = m;
-      }
-    });
-    for (size_t r = 0; r < rows; ++r)
-      for (int64_t h = 0; h < shape.heads; ++h) {
-        float &slot = g == Granularity::PerHead ? amax[size_t(h)] : amax[0];
-        slot = std::max(slot, partial[r * size_t(shape.heads) + size_t(h)]);
-      }
+      pmin[r * size_t(shape.heads) + size_t(h)] = lo;
+      pmax[r * size_t(shape.heads) + size_t(h)] = hi;
+    }
+  });
+  std::vector<float> gmin(scaleCount(shape, g), 0.0f), gmax(gmin.size(), 0.0f);
+  for (size_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < shape.heads; ++h) {
+      size_t slot = scaleIndex(shape, g, int64_t(r / size_t(shape.len)),
+                               int64_t(r % size_t(shape.len)), h);
+      gmin[slot] = std::min(gmin[slot], pmin[r * size_t(shape.heads) + size_t(h)]);
+      gmax[slot] = std::max(gmax[slot], pmax[r * size_t(shape.heads) + size_t(h)]);
+    }
+  out.scales.resize(gmin.size());
+  const bool asym = asymmetric && type == KvType::I8;
+  const float qlo = out.unsignedCodes ? 0.0f : -128.0f, qhi = out.unsignedCodes ? 255.0f : 127.0f;
+  std::vector<float> zf(asym ? gmin.size() : 0, 0.0f);
+  for (size_t i = 0; i < gmin.size(); ++i) {
+    if (!asym) {
+      out.scales[i] = groupScale(std::max(-gmin[i], gmax[i]), type);
+      continue;
+    }
+    float s = (gmax[i] - gmin[i]) / 255.0f;
+    out.scales[i] = s >= kMinScale ? s : kMinScale;
+    zf[i] = std::min(qhi, std::max(qlo, std::round(qlo - gmin[i] / out.scales[i])));
   }
-  out.scales.resize(amax.size());
-  for (size_t i = 0; i < amax.size(); ++i)
-    out.scales[i] = groupScale(amax[i], type);
+  if (asym) {
+    out.zeros.resize(zf.size());
+    for (size_t i = 0; i < zf.size(); ++i)
+      out.zeros[i] = static_cast<uint8_t>(static_cast<int>(zf[i]) & 0xff);
+  }
   // Pass 2: the codes.
   parallelFor(rows, threads, [&](size_t r) {
     const int64_t b = int64_t(r / size_t(shape.len)), t = int64_t(r % size_t(shape.len));
     for (int64_t h = 0; h < shape.heads; ++h) {
-      const float scale = out.scales[scaleIndex(shape, g, b, t, h)];
+      const size_t si = scaleIndex(shape, g, b, t, h);
+      const float scale = out.scales[si];
       const size_t base = r * rowElems + size_t(h) * size_t(shape.dim);
       for (int64_t d = 0; d < shape.dim; ++d) {
         const float xi = x[base + size_t(d)];
+        if (asym) {
+          float c = std::round(xi * (1.0f / scale) + zf[si]);
+          out.codes[base + size_t(d)] =
+              static_cast<uint8_t>(static_cast<int>(std::min(qhi, std::max(qlo, c))) & 0xff);
+          continue;
+        }
         out.codes[base + size_t(d)] = type == KvType::I8
                                           ? static_cast<uint8_t>(quantizeI8(xi, scale))
                                           : floatToE4M3(xi * (1.0f / scale));
@@ -283,12 +301,17 @@ void attn::ref::dequantizeKv(const QuantizedKv &q, const KvShape &shape, float *
         }
         continue;
       }
-      const float scale = q.scales[scaleIndex(shape, q.granularity, b, t, h)];
+      const size_t si = scaleIndex(shape, q.granularity, b, t, h);
+      const float scale = q.scales[si];
+      auto intCode = [&](uint8_t byte) {
+        return q.unsignedCodes ? static_cast<float>(byte)
+                               : static_cast<float>(static_cast<int8_t>(byte));
+      };
+      const float zero = q.zeros.empty() ? 0.0f : intCode(q.zeros[si]);
       for (int64_t d = 0; d < shape.dim; ++d) {
         size_t i = base + size_t(d);
-        float c = q.type == KvType::I8 ? static_cast<float>(static_cast<int8_t>(q.codes[i]))
-                                       : e4m3ToFloat(q.codes[i]);
-        out[i] = scale * c;
+        float c = q.type == KvType::I8 ? intCode(q.codes[i]) : e4m3ToFloat(q.codes[i]);
+        out[i] = scale * (c - zero);
       }
     }
   });

@@ -466,7 +466,8 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.integer(*p, "problem", "head_dim", 1, 1024, out.headDim) ||
       !r.integer(*p, "problem", "kv_len", -1, kI32Max, out.kvLen) ||
       (p->find("q_dtype") && !r.str(*p, "problem", "q_dtype", out.qDtype, {"bf16", "i8"})) ||
-      !r.str(*p, "problem", "kv_dtype", out.kvDtype, {"i8", "f8E4M3FN", "bf16"}) ||
+      !r.str(*p, "problem", "kv_dtype", out.kvDtype, {"i8", "ui8", "f8E4M3FN", "bf16"}) ||
+      (p->find("zero_points") && !r.boolean(*p, "problem", "zero_points", out.zeroPoints)) ||
       !r.str(*p, "problem", "k_quant", out.kQuant,
              {"per_token_head", "per_token", "per_head", "per_tensor", "none"}) ||
       !r.str(*p, "problem", "v_quant", out.vQuant,

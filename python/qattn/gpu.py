@@ -111,7 +111,8 @@ def select_split_kv(ctas: int, kv_len: int, tile_n: int, sm_count: int) -> int:
     return max(1, min(sm_count // ctas, max(1, -(-kv_len // tile_n))))
 
 
-_TORCH_KV = {"i8": ("int8", "uint8"), "f8E4M3FN": ("float8_e4m3fn", "uint8"), "bf16": ("bfloat16",)}
+_TORCH_KV = {"i8": ("int8", "uint8"), "ui8": ("uint8",), "f8E4M3FN": ("float8_e4m3fn", "uint8"),
+             "bf16": ("bfloat16",)}
 
 
 def load_module(ptx: str, arch: int, names):
@@ -152,6 +153,21 @@ def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, 
                         (ctypes.c_uint * 3)(*kernel_meta["cluster"]), int(kernel_meta["smem_bytes"]))
     _check(rt.attn_rt_launch(handle, ctypes.byref(cfg), argv, ctypes.c_void_p(stream_handle)),
            f"launching {kernel_meta['name']}")
+
+
+def expect_tensor(where: str, t, torch, dtypes, shape):
+    """Raises KernelArgumentError unless ``t`` is a contiguous, 16-byte aligned torch CUDA tensor
+    of one of ``dtypes`` (names without ``torch.``) and exactly ``shape``."""
+    if not isinstance(t, torch.Tensor) or not t.is_cuda:
+        raise KernelArgumentError(f"{where} must be a torch CUDA tensor")
+    if str(t.dtype).replace("torch.", "") not in dtypes:
+        raise KernelArgumentError(f"{where} has dtype {t.dtype}, expected {' or '.join(dtypes)}")
+    if tuple(t.shape) != tuple(shape):
+        raise KernelArgumentError(f"{where} has shape {tuple(t.shape)}, expected {tuple(shape)}")
+    if not t.is_contiguous():
+        raise KernelArgumentError(f"{where} must be contiguous")
+    if t.data_ptr() % 16:
+        raise KernelArgumentError(f"{where} must be 16-byte aligned")
 
 
 def load_gpu_kernel(d):
@@ -199,22 +215,14 @@ class GpuDecodeKernel:
 
     # -------------------------------------------------------------------------------------------
     def _expect(self, name, t, torch, dtypes, shape):
-        where = f"{self.kernels['decode']['name']}: {name}"
-        if not isinstance(t, torch.Tensor) or not t.is_cuda:
-            raise KernelArgumentError(f"{where} must be a torch CUDA tensor")
-        if str(t.dtype).replace("torch.", "") not in dtypes:
-            raise KernelArgumentError(f"{where} has dtype {t.dtype}, expected {' or '.join(dtypes)}")
-        if tuple(t.shape) != tuple(shape):
-            raise KernelArgumentError(f"{where} has shape {tuple(t.shape)}, expected {tuple(shape)}")
-        if not t.is_contiguous():
-            raise KernelArgumentError(f"{where} must be contiguous")
-        if t.data_ptr() % 16:
-            raise KernelArgumentError(f"{where} must be 16-byte aligned")
+        expect_tensor(f"{self.kernels['decode']['name']}: {name}", t, torch, dtypes, shape)
 
-    def __call__(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, seq_lens=None,
-                 alibi_slopes=None, out=None, splits="auto", stream=None):
+    def __call__(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None,
+                 v_zero=None, seq_lens=None, alibi_slopes=None, out=None, splits="auto",
+                 stream=None):
         """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D].
-        Specs with int8 queries take q as int8 and ``q_scale`` float32 [B, Sq, Hq]."""
+        Specs with int8 queries take q as int8 and ``q_scale`` float32 [B, Sq, Hq]; asymmetric
+        caches take ``k_zero`` / ``v_zero`` of the scales' shape and the codes' dtype."""
         import torch
 
         p, s = self.problem, self.schedule
@@ -246,6 +254,15 @@ class GpuDecodeKernel:
                     raise KernelArgumentError(f"{name} is required ({g} scales)")
                 self._expect(name, t, torch, ("float32",), scale_shapes[g])
                 ptrs[name] = t.data_ptr()
+        ptrs["k_zero"] = ptrs["v_zero"] = 0
+        if p.get("zero_points", False):
+            for name, t, g in (("k_zero", k_zero, p["k_quant"]), ("v_zero", v_zero, p["v_quant"])):
+                if t is None:
+                    raise KernelArgumentError(f"{name} is required: the cache is asymmetric")
+                self._expect(name, t, torch, kvt[:1], scale_shapes[g])
+                ptrs[name] = t.data_ptr()
+        elif k_zero is not None or v_zero is not None:
+            raise KernelArgumentError("k_zero / v_zero given, but the cache is symmetric")
         ptrs["q_scale"] = 0
         if q_i8:
             if q_scale is None:

@@ -19,7 +19,7 @@ import ctypes
 import json
 from pathlib import Path
 
-from .gpu import KERNEL_FILE, GpuError, launch_kernel, load_module
+from .gpu import KERNEL_FILE, GpuError, expect_tensor, launch_kernel, load_module
 from .kernels import KernelArgumentError
 from .spec import scale_shape
 
@@ -58,17 +58,7 @@ class GpuQuantizeKernel:
                 f"{p['code_dtype']} {p['granularity']} {sym}, {p['heads']}x{p['head_dim']}>")
 
     def _expect(self, name, t, torch, dtypes, shape):
-        where = f"{self.kernel['name']}: {name}"
-        if not isinstance(t, torch.Tensor) or not t.is_cuda:
-            raise KernelArgumentError(f"{where} must be a torch CUDA tensor")
-        if str(t.dtype).replace("torch.", "") not in dtypes:
-            raise KernelArgumentError(f"{where} has dtype {t.dtype}, expected {' or '.join(dtypes)}")
-        if tuple(t.shape) != tuple(shape):
-            raise KernelArgumentError(f"{where} has shape {tuple(t.shape)}, expected {tuple(shape)}")
-        if not t.is_contiguous():
-            raise KernelArgumentError(f"{where} must be contiguous")
-        if t.data_ptr() % 16:
-            raise KernelArgumentError(f"{where} must be 16-byte aligned")
+        expect_tensor(f"{self.kernel['name']}: {name}", t, torch, dtypes, shape)
 
     def __call__(self, src, dst, scales, zeros=None, *, positions=None, check_positions=True,
                  stream=None):

@@ -25,7 +25,8 @@ NaN) are refused with ``ValueError`` naming the first one (a single inf would ma
 scale infinite and every other code of the group zero, silently) — unless ``nonfinite="saturate"``,
 the policy of the quantize kernels (which cannot raise): NaN quantizes as 0, ±inf saturate to the
 extreme codes, and neither enters a scale. Scales may be stored as f32, f16 or bf16
-(``scale_dtype``): they are computed in f32, rounded, and the rounded value quantizes. ``calibrate`` returns static
+(``scale_dtype``): they are computed in f32 and rounded up to the stored type (``round_scale``:
+never below the f32 value, so nothing saturates), and the stored value quantizes. ``calibrate`` returns static
 scales (amax per group of sample data / qmax) for granularities that do not follow the token, the
 ones a streaming KV cache cannot compute on the fly (per_head, per_tensor).
 """
@@ -130,14 +131,21 @@ _MAX_SCALE = {"f16": np.float32(65504.0)}
 
 
 def round_scale(s: np.ndarray, scale_dtype: str = "f32") -> np.ndarray:
-    """Scales as stored in ``scale_dtype`` (f32, f16 or bf16), returned as float32 values."""
+    """Positive scales as stored in ``scale_dtype`` (f32, f16 or bf16), returned as float32 values:
+    rounded to nearest, then up to the next value of the type when that fell below ``s`` — a
+    stored scale is never smaller than the f32 one, so no value of the group saturates."""
     s = np.asarray(s, np.float32)
     if scale_dtype == "f32":
         return s
     if scale_dtype == "f16":
-        return s.astype(np.float16).astype(np.float32)
+        h = s.astype(np.float16)
+        h = np.where(h.astype(np.float32) < s, np.nextafter(h, np.float16(np.inf)), h)
+        return h.astype(np.float32)
     if scale_dtype == "bf16":
-        return round_bf16(s)
+        r = round_bf16(s)
+        bits = np.ascontiguousarray(r, np.float32).view(np.uint32)
+        up = (bits + np.uint32(0x10000)).view(np.float32)
+        return np.where(r < s, up, r).astype(np.float32)
     raise ValueError(f"scale dtype must be one of {', '.join(SCALE_DTYPES)}, not {scale_dtype!r}")
 
 

@@ -107,14 +107,16 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
               q_granularity: Optional[str] = None, out_dtype: str = "bf16",
               causal: bool = False, mode: Optional[str] = None, target: Optional[str] = "sm_90a",
               schedule: Optional[Mapping[str, object]] = None, alibi: bool = False,
-              seq_lens: bool = False, name: str = "attention") -> Spec:
+              seq_lens: bool = False, symmetric: bool = True, name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
 
     K and V use ``kv_dtype``; a quantized one (i8, ui8, f8E4M3FN, f8E5M2) gets ``k_scale``/``v_scale``
     operands and ``k_quant``/``v_quant`` with ``granularity`` (e.g. ``"per_token_head"``,
     ``"per_group<64>"``, ``"per_block<1x128>"``). A quantized ``q_dtype`` likewise gets ``q_scale``
     with ``q_granularity`` (default: ``granularity``). ``alibi`` adds per-query-head slopes,
-    ``seq_lens`` per-batch K/V lengths. ``target=None`` leaves the target to ``compile(target=...)``.
+    ``seq_lens`` per-batch K/V lengths. ``symmetric=False`` makes K/V asymmetric: ``k_zero`` /
+    ``v_zero`` operands of the scales' shape and the code type (i8 or ui8).
+    ``target=None`` leaves the target to ``compile(target=...)``.
     """
     _check_choice("attention kind", kind, ("decode", "prefill"))
     _check_choice("q_dtype", q_dtype, Q_DTYPES)
@@ -145,12 +147,19 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         attrs.append(f"q_quant = #attn.quant<{q_dtype}, {q_gran.strip()}>")
     elif q_granularity is not None:
         raise ValueError("q_granularity given but q_dtype is unquantized bf16")
+    if not symmetric and kv_dtype not in ("i8", "ui8"):
+        raise ValueError(f"asymmetric K/V needs integer codes (i8 or ui8), not {kv_dtype}")
     if kv_dtype not in UNQUANTIZED:
         s_ty = _memref(scale_shape(granularity, [B, Skv, Hkv, D]), "f32")
         args += [("ks", s_ty), ("vs", s_ty)]
         clauses += [f"k_scale(%ks : {s_ty})", f"v_scale(%vs : {s_ty})"]
-        attrs += [f"k_quant = #attn.quant<{kv_dtype}, {granularity.strip()}>",
-                  f"v_quant = #attn.quant<{kv_dtype}, {granularity.strip()}>"]
+        asym = "" if symmetric else ", asymmetric"
+        if not symmetric:
+            z_ty = _memref(scale_shape(granularity, [B, Skv, Hkv, D]), kv_dtype)
+            args += [("kz", z_ty), ("vz", z_ty)]
+            clauses += [f"k_zero(%kz : {z_ty})", f"v_zero(%vz : {z_ty})"]
+        attrs += [f"k_quant = #attn.quant<{kv_dtype}, {granularity.strip()}{asym}>",
+                  f"v_quant = #attn.quant<{kv_dtype}, {granularity.strip()}{asym}>"]
     if seq_lens:
         lens_ty = _memref([B], "i32")
         args.append(("lens", lens_ty))

@@ -161,3 +161,15 @@ def test_accuracy_table_orders_schemes():
     q, k, v = qa.make_data("skewed", t=256, queries=2)
     for gran in ("per_token_head", "per_group<32>"):
         assert qa.scheme_error(q, k, v, "i8", False, gran) < qa.scheme_error(q, k, v, "i8", True, gran)
+
+
+@pytest.mark.parametrize("scale_dtype", ["f16", "bf16"])
+def test_round_scale_never_below(scale_dtype):
+    """Stored scales are rounded up: never below the f32 scale, at most one ulp of the type above."""
+    s = np.random.default_rng(0).uniform(1e-6, 100, 10000).astype(np.float32)
+    r = quant.round_scale(s, scale_dtype)
+    assert (r >= s).all()
+    ulp = 2.0 ** -10 if scale_dtype == "f16" else 2.0 ** -7
+    assert (r <= s * (1 + ulp) * (1 + 1e-7)).all()
+    exact = quant.round_scale(np.float32([0.5, 2.0]), scale_dtype)
+    np.testing.assert_array_equal(exact, [0.5, 2.0])

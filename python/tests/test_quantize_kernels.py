@@ -136,18 +136,22 @@ def test_append_matches_numpy(gran, code, sym):
         assert (scales[b, untouched] == 5.0).all()
         if not sym:
             np.testing.assert_array_equal(zeros[b, rows], ref_z[:len(rows)])
-    # The format's error bound, element by element on the finite inputs: half a step (a whole
-    # one when asymmetric: the zero point is rounded too); e4m3: half its relative spacing.
     sc = static[0] if gran in STATIC else scales[0, :S]
     zp = None if sym else (static[1] if gran in STATIC else zeros[0, :S])
-    deq = quant.dequantize(code_values(cache[0, :S], code), sc, gran, zeros=zp)
-    step = quant.dequantize(np.ones((S, H, D), np.float32), sc, gran)
-    fin = np.isfinite(x[0])
+    assert_within_bound(vals[0], code_values(cache[0, :S], code), sc, zp, gran, code, sym)
+
+
+def assert_within_bound(x, codes, sc, zp, gran, code, sym):
+    """The format's error bound, element by element on the finite inputs: half a step (a whole
+    one when asymmetric: the zero point is rounded too); e4m3: half its relative spacing."""
+    deq = quant.dequantize(codes, sc, gran, zeros=zp)
+    step = quant.dequantize(np.ones_like(codes), sc, gran)
+    fin = np.isfinite(x)
     if code == "f8E4M3FN":
-        bound = np.maximum(step * 2.0 ** -10, np.abs(vals[0]) / 16)
+        bound = np.maximum(step * 2.0 ** -10, np.abs(x) / 16)
     else:
         bound = step * (0.5 if sym else 1.0)
-    assert (np.abs(deq - vals[0])[fin] <= bound[fin] * (1 + 1e-5)).all()
+    assert (np.abs(deq - x)[fin] <= bound[fin] * (1 + 1e-5)).all()
 
 
 @pytest.mark.parametrize("src_dtype", ["f16", "bf16"])
@@ -161,10 +165,14 @@ def test_append_sources_and_scale_types(src_dtype, scale_dtype):
             ref_c, ref_s, ref_z = reference(vals[b], code, sym, gran, scale_dtype, static)
             rows = slice(pos[b], pos[b] + S)
             np.testing.assert_array_equal(code_values(cache[b, rows], code), ref_c)
+            sv = static[0] if gran in STATIC else scale_values(scales[b, rows], scale_dtype)
+            zv = None if sym else (static[1] if gran in STATIC else zeros[b, rows])
             if gran not in STATIC:
-                np.testing.assert_array_equal(scale_values(scales[b, rows], scale_dtype), ref_s)
+                np.testing.assert_array_equal(sv, ref_s)
                 if not sym:
-                    np.testing.assert_array_equal(zeros[b, rows], ref_z)
+                    np.testing.assert_array_equal(zv, ref_z)
+            # Scales rounded up to f16 / bf16: still within the bound (nothing saturates).
+            assert_within_bound(vals[b], code_values(cache[b, rows], code), sv, zv, gran, code, sym)
 
 
 def test_nonfinite_policy():

@@ -18,6 +18,20 @@ def test_mqa_int8_decode_compiles_and_packs_heads():
     assert "pack_q_heads = 16" in out
 
 
+def test_asymmetric_decode_spec_compiles():
+    spec = qattn.attention("decode", batch=None, q_len=2, kv_len=None, q_heads=8, kv_heads=2,
+                           head_dim=128, kv_dtype="ui8", granularity="per_token",
+                           symmetric=False)
+    assert "k_zero(%kz : memref<?x?xui8>)" in spec.text
+    assert "#attn.quant<ui8, per_token, asymmetric>" in spec.text
+    launch = qattn.compile(spec, emit="ptx").launch
+    assert '"zero_points": true' in launch and '"kv_dtype": "ui8"' in launch
+    with pytest.raises(ValueError, match="integer codes"):
+        qattn.attention("decode", batch=1, q_len=1, kv_len=8, q_heads=1, kv_heads=1,
+                        head_dim=64, kv_dtype="f8E4M3FN", granularity="per_token",
+                        symmetric=False)
+
+
 def test_gqa_head_mismatch_is_compile_error():
     spec = qattn.attention("decode", batch=2, q_len=1, kv_len=1024, q_heads=6, kv_heads=4,
                            head_dim=128)

@@ -220,6 +220,7 @@ std::string baseName(const std::string &path) {
 struct Plan {
   int64_t batch = 0, kvLen = 0, numSplits = 1, smCount = 0;
   ref::KvType kvType = ref::KvType::I8;
+  bool asymmetric = false, unsignedCodes = false; // zero points; ui8 codes
   ref::Granularity kGran = ref::Granularity::None, vGran = ref::Granularity::None;
   ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
   unsigned decodeGrid[3] = {1, 1, 1}, combineGrid[3] = {1, 1, 1};
@@ -275,7 +276,16 @@ bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::str
     why = "groups " + std::to_string(m.groups) + " exceed the grid's y extent 65535";
     return false;
   }
-  if (!ref::parseKvType(m.kvDtype, p.kvType) || !ref::parseGranularity(m.kQuant, p.kGran) ||
+  // ui8 codes are asymmetric int8 codes read as unsigned.
+  p.asymmetric = m.zeroPoints;
+  p.unsignedCodes = m.kvDtype == "ui8";
+  if (p.unsignedCodes != (p.asymmetric && m.kvDtype == "ui8") ||
+      (p.asymmetric && m.kvDtype != "i8" && m.kvDtype != "ui8")) {
+    why = "zero points are defined for i8 / ui8 caches only, and ui8 caches need them";
+    return false;
+  }
+  if (!ref::parseKvType(p.unsignedCodes ? "i8" : m.kvDtype, p.kvType) ||
+      !ref::parseGranularity(m.kQuant, p.kGran) ||
       !ref::parseGranularity(m.vQuant, p.vGran)) {
     why = "unsupported kv_dtype/k_quant/v_quant in the metadata";
     return false;
@@ -344,6 +354,7 @@ struct DeviceKv {
   alignas(64) unsigned char kMap[128];
   alignas(64) unsigned char vMap[128];
   uint64_t k = 0, v = 0, kScale = 0, vScale = 0;
+  uint64_t kZero = 0, vZero = 0; // asymmetric caches only (null otherwise)
 };
 
 /// Host inputs and references.
@@ -394,8 +405,8 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
     ref::scaleChannels(h.k.data(), rows, m.headDim, channels, 20.0f);
     ref::scaleChannels(h.v.data(), rows, m.headDim, channels, 20.0f);
   }
-  ref::quantizeKv(h.k.data(), kv, p.kvType, p.kGran, h.kq);
-  ref::quantizeKv(h.v.data(), kv, p.kvType, p.vGran, h.vq);
+  ref::quantizeKv(h.k.data(), kv, p.kvType, p.kGran, h.kq, 0, p.asymmetric, p.unsignedCodes);
+  ref::quantizeKv(h.v.data(), kv, p.kvType, p.vGran, h.vq, 0, p.asymmetric, p.unsignedCodes);
   h.kDeq.resize(kv.elements());
   h.vDeq.resize(kv.elements());
   ref::dequantizeKv(h.kq, kv, h.kDeq.data());
@@ -483,10 +494,14 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
       p = &a.kvLen;
     else if (name == "num_splits")
       p = &a.numSplits;
+    else if (name == "k_zero")
+      p = const_cast<uint64_t *>(&a.kv->kZero);
+    else if (name == "v_zero")
+      p = const_cast<uint64_t *>(&a.kv->vZero);
     if (!p) {
       why = "kernel " + k.name + " has a parameter \"" + name +
             "\" this launcher does not know (known: k_map, v_map, q, q_scale, k_scale, v_scale, "
-            "seq_lens, alibi, out, workspace, batch, kv_len, num_splits)";
+            "seq_lens, alibi, out, workspace, batch, kv_len, num_splits, k_zero, v_zero)";
       return false;
     }
     args.push_back(p);
@@ -526,6 +541,7 @@ int main(int argc, char **argv) {
                      ", \"q_dtype\": " + jsonString(m.qDtype) + ", \"kv_dtype\": " + jsonString(m.kvDtype) +
                      ", \"k_quant\": " + jsonString(m.kQuant) +
                      ", \"v_quant\": " + jsonString(m.vQuant) +
+                     ", \"zero_points\": " + (m.zeroPoints ? "true" : "false") +
                      ", \"causal\": " + (m.causal ? "true" : "false") +
                      ", \"alibi\": " + (m.alibi ? "true" : "false") +
                      ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
@@ -612,6 +628,14 @@ int main(int argc, char **argv) {
     if (vScaleBytes) {
       TRY(alloc(vScaleBytes, d.vScale), "allocating V scales");
       TRY(attn_rt_copy_to_device(ctx, d.vScale, h.vq.scales.data(), vScaleBytes), "copying V scales");
+    }
+    if (!h.kq.zeros.empty()) {
+      TRY(alloc(h.kq.zeros.size(), d.kZero), "allocating K zero points");
+      TRY(attn_rt_copy_to_device(ctx, d.kZero, h.kq.zeros.data(), h.kq.zeros.size()),
+          "copying K zero points");
+      TRY(alloc(h.vq.zeros.size(), d.vZero), "allocating V zero points");
+      TRY(attn_rt_copy_to_device(ctx, d.vZero, h.vq.zeros.data(), h.vq.zeros.size()),
+          "copying V zero points");
     }
     TRY(attn_rt_tensor_map_encode(ctx, d.kMap, mapType, 4, dims, strides, m.kMap.box.data(), 0, d.k),
         "encoding the K tensor map");

@@ -85,8 +85,9 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
     The launch metadata (docs/GPUDecode.md, docs/QuantSchemes.md) is attached to `<f>_decode` or
     `<f>_quantize` as `attn.launch`; the host function is removed. Variants the generators do not
     implement (prefill, MLA, decode granularities other than per_token_head / per_token /
-    per_head / per_tensor, zero points in decode, f16/f32 outputs, ...) are refused on the op
-    with "not supported yet".
+    per_head / per_tensor, zero points with int8 queries, f16/f32 outputs, ...) are refused on
+    the op with "not supported yet". Asymmetric i8 / ui8 caches (zero points) are decoded with
+    x̂ − z formed exactly in the producer's conversion.
   }];
   let options = [
     Option<"metadataOnly", "metadata-only", "bool", /*default=*/"false",

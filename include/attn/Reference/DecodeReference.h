@@ -81,13 +81,20 @@ struct QuantizedKv {
   std::vector<uint8_t> codes;
   /// scaleCount(shape, granularity) scales (empty for bf16).
   std::vector<float> scales;
+  /// Asymmetric i8 / ui8 codes: one zero point per scale, as a byte of the codes' type (empty
+  /// when symmetric). With `unsignedCodes` the codes and zero points are ui8.
+  std::vector<uint8_t> zeros;
+  bool unsignedCodes = false;
 };
 
 /// Quantizes `x` ([B,S,H,D]) per `type` and `g` (g must be None exactly for BF16): scales from the
 /// absolute maximum of each group (all S tokens of the cache, not only those below seq_lens).
+/// `asymmetric` (I8 only; docs/QuantSchemes.md): s = max((max − min) / 255, kMinScale) over the
+/// group with 0 included, z = clamp(round(q_min − min / s)), x̂ = clamp(round(x · (1/s) + z)), in
+/// [−128, 127], or [0, 255] with `unsignedCodes`.
 void quantizeKv(const float *x, const KvShape &shape, KvType type, Granularity g, QuantizedKv &out,
-                unsigned threads = 0);
-/// x = scale · x̂ in f32 (bf16 codes are widened as they are).
+                unsigned threads = 0, bool asymmetric = false, bool unsignedCodes = false);
+/// x = scale · (x̂ − z) in f32 (z = 0 when symmetric; bf16 codes are widened as they are).
 void dequantizeKv(const QuantizedKv &q, const KvShape &shape, float *out, unsigned threads = 0);
 
 //===----------------------------------------------------------------------===//

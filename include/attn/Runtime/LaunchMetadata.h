@@ -69,7 +69,8 @@ struct DecodeLaunch {
   std::string kind; // "decode"
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 0, kvLen = -1;
   std::string qDtype = "bf16";  // "bf16", or "i8" (q_quant per_token_head, parameter q_scale)
-  std::string kvDtype;          // "i8", "f8E4M3FN", "bf16"
+  std::string kvDtype;          // "i8", "ui8" (asymmetric only), "f8E4M3FN", "bf16"
+  bool zeroPoints = false;      // asymmetric K/V: parameters k_zero / v_zero (code-typed)
   std::string kQuant, vQuant;   // "per_token_head", "per_token", "per_head", "per_tensor", "none"
   std::string outDtype;         // "bf16"
   bool causal = false, alibi = false, seqLens = false;

@@ -105,21 +105,30 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
   Value rowElems = idx(b, s.rowElems()), groupElems = idx(b, s.groupElems);
   Value zeroF = floatConst(b, f32, 0.0), inf = floatConst(b, f32, INFINITY);
 
+  // A scale as stored: rounded to nearest, then up one ulp when that fell below the f32 value
+  // (a stored scale never makes a value of its group saturate).
   auto stored = [&](ImplicitLocOpBuilder &nb, Value s32) -> Value {
     if (s.scaleType.isF32())
       return s32;
-    if (s.scaleType.isF16())
-      return arith::TruncFOp::create(nb, s.scaleType, s32);
-    // bf16 by hand (ties to even; scales are finite), not through a compiler-rt call.
-    Type i32 = nb.getI32Type();
-    Value bits = arith::BitcastOp::create(nb, i32, s32);
-    Value odd = arith::AndIOp::create(nb, arith::ShRUIOp::create(nb, bits, intConst(nb, i32, 16)),
-                                      intConst(nb, i32, 1));
-    Value r = arith::AddIOp::create(
-        nb, arith::AddIOp::create(nb, bits, intConst(nb, i32, 0x7FFF)), odd);
-    Value hi = arith::TruncIOp::create(nb, nb.getI16Type(),
-                                       arith::ShRUIOp::create(nb, r, intConst(nb, i32, 16)));
-    return arith::BitcastOp::create(nb, s.scaleType, hi);
+    Type i16 = nb.getI16Type(), i32 = nb.getI32Type();
+    Value h;
+    if (s.scaleType.isF16()) {
+      h = arith::TruncFOp::create(nb, s.scaleType, s32);
+    } else { // bf16 by hand (ties to even; scales are finite), not through a compiler-rt call
+      Value bits = arith::BitcastOp::create(nb, i32, s32);
+      Value odd = arith::AndIOp::create(
+          nb, arith::ShRUIOp::create(nb, bits, intConst(nb, i32, 16)), intConst(nb, i32, 1));
+      Value r = arith::AddIOp::create(
+          nb, arith::AddIOp::create(nb, bits, intConst(nb, i32, 0x7FFF)), odd);
+      h = arith::BitcastOp::create(
+          nb, s.scaleType,
+          arith::TruncIOp::create(nb, i16, arith::ShRUIOp::create(nb, r, intConst(nb, i32, 16))));
+    }
+    Value below = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT,
+                                        arith::ExtFOp::create(nb, nb.getF32Type(), h), s32);
+    Value hb = arith::BitcastOp::create(nb, i16, h);
+    Value up = arith::AddIOp::create(nb, hb, intConst(nb, i16, 1));
+    return arith::BitcastOp::create(nb, s.scaleType, arith::SelectOp::create(nb, below, up, hb));
   };
   auto used = [&](ImplicitLocOpBuilder &nb, Value st) -> Value {
     return st.getType().isF32() ? st : arith::ExtFOp::create(nb, f32, st).getResult();

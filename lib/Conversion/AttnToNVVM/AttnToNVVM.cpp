@@ -89,20 +89,35 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "a value head_dim different from the key head_dim";
   if (p.qLen > 8)
     c.fail() << "q_len " << p.qLen << " (decode kernels take 1 to 8 new tokens)";
-  if (op.getKZero() || op.getVZero())
-    c.fail() << "asymmetric K/V (zero points)";
-
   Type kE = kT.getElementType();
+  p.zeroPoints = op.getKZero() || op.getVZero();
+  if (p.zeroPoints) {
+    if (!op.getKZero() || !op.getVZero())
+      c.fail() << "zero points on only one of K and V (both asymmetric, or neither)";
+    else if (op.getKZero().getType().getElementType() != kE ||
+             op.getVZero().getType().getElementType() != kE)
+      c.fail() << "zero points of a type other than the codes' (" << kE << ")";
+    if (p.qI8)
+      c.fail() << "asymmetric K/V with int8 queries (bf16 queries only)";
+  }
   if (kE != vT.getElementType())
     c.fail() << "K and V of different element types";
-  if (kE.isSignlessInteger(8)) // ui8 (asymmetric-only codes) must not read as signed
+  if (kE.isSignlessInteger(8)) {
     p.kv = KVType::I8;
-  else if (isa<Float8E4M3FNType>(kE))
+  } else if (kE.isUnsignedInteger(8)) { // ui8 codes are asymmetric: k̂ − z with z in [0, 255]
+    p.kv = KVType::I8;
+    p.unsignedCodes = true;
+    if (!p.zeroPoints)
+      c.fail() << "ui8 K/V without zero points";
+  } else if (isa<Float8E4M3FNType>(kE)) {
     p.kv = KVType::F8E4M3;
-  else if (kE.isBF16())
+  } else if (kE.isBF16()) {
     p.kv = KVType::BF16;
-  else
-    c.fail() << "K/V of type " << kE << " (i8, f8E4M3FN or bf16)";
+  } else {
+    c.fail() << "K/V of type " << kE << " (i8, ui8 with zero points, f8E4M3FN or bf16)";
+  }
+  if (p.zeroPoints && p.kv != KVType::I8)
+    c.fail() << "zero points on a " << kE << " cache (i8 / ui8 only)";
   FailureOr<Mode> mode = op.getEffectiveMode();
   if (succeeded(mode) && *mode == Mode::full_int8)
     c.fail() << "mode full_int8 for decode (P stays bf16: use half_int8)";
@@ -185,7 +200,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   }
   // The heuristic's formula and the generator's layout must agree.
   if (p.smemBytes() !=
-      decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8)) {
+      decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8, p.zeroPoints)) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
     return failure();
   }

@@ -90,9 +90,9 @@ void mlir::attn::nvvm::buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUMo
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
-static const char *kvName(KVType t) {
-  switch (t) {
-  case KVType::I8: return "i8";
+static const char *kvName(const DecodePlan &p) {
+  switch (p.kv) {
+  case KVType::I8: return p.unsignedCodes ? "ui8" : "i8";
   case KVType::F8E4M3: return "f8E4M3FN";
   case KVType::BF16: return "bf16";
   }
@@ -113,7 +113,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                          {"q_heads", p.qHeads}, {"kv_heads", p.kvHeads},
                          {"q_dtype", p.qI8 ? "i8" : "bf16"},
                          {"q_quant", p.qI8 ? "per_token_head" : "none"},
-                         {"head_dim", p.headDim}, {"kv_len", p.kvLen}, {"kv_dtype", kvName(p.kv)},
+                         {"head_dim", p.headDim}, {"kv_len", p.kvLen}, {"kv_dtype", kvName(p)},
+                         {"zero_points", p.zeroPoints},
                          {"k_quant", kq}, {"v_quant", vq}, {"out_dtype", "bf16"},
                          {"causal", p.causal}, {"alibi", p.alibi}, {"seq_lens", p.seqLens},
                          {"softmax_scale", p.softmaxScale}}},
@@ -134,7 +135,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                     {"grid", Array{"num_splits", "groups", "batch"}},
                     {"params", Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens",
                                      "alibi", "out", "workspace", "batch", "kv_len",
-                                     "num_splits", "q_scale"}}},
+                                     "num_splits", "q_scale", "k_zero", "v_zero"}}},
              Object{{"name", p.name + "_combine"},
                     {"role", "combine"},
                     {"block", Array{128, 1, 1}},

@@ -54,6 +54,9 @@ DecodePlan::Smem DecodePlan::smem() const {
   m.scales = off;
   m.scaleStride = 2 * tileN * 4;
   off += 2 * m.scaleStride;
+  m.zeros = off; // K then V: per key, the magic constant whose subtraction gives k̂ − z
+  if (zeroPoints)
+    off += 2 * tileN * 4;
   m.bars = off;
   off += 8 * (stages + 4);
   m.total = alignUp(off, 128);
@@ -66,7 +69,7 @@ struct Ctx {
   const DecodePlan &p;
   DecodePlan::Smem sm;
   Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
-        ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {};
+        ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {}, kZero = {}, vZero = {};
   Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
         base = {} /*aligned shared base*/;
   Value len = {}, tile0 = {}, numTiles = {};
@@ -94,13 +97,16 @@ static Value swizzledChunk(KernelBuilder &k, Value row, Value chunk, int64_t row
 // Dequantization functors: one 16-byte chunk of a stage → bf16x2 words.
 //===----------------------------------------------------------------------===//
 
-/// Four signed bytes → four exact f32 (2^23 magic: 0x4B000000 | (b + 128), minus 2^23 + 128).
-static SmallVector<Value> int8x4ToF32(KernelBuilder &k, Value word) {
-  Value u = k.bxor(word, k.i32(static_cast<int32_t>(0x80808080u)));
+/// Four bytes → four exact f32 through the 2^23 magic: the float 0x4B000000 | u is 2^23 + u, so
+/// subtracting `magic` gives u − (magic − 2^23). Signed codes flip their sign bit first (u = b +
+/// 128) and use magic 2^23 + 128; asymmetric ones fold their zero point into it (2^23 + 128 + z,
+/// or 2^23 + z for unsigned codes), giving b − z — exact, and exact again in bf16 (|b − z| ≤ 255).
+static SmallVector<Value> int8x4ToF32(KernelBuilder &k, Value word, bool isSigned, Value magic) {
+  Value u = isSigned ? k.bxor(word, k.i32(static_cast<int32_t>(0x80808080u))) : word;
   SmallVector<Value> out;
   for (int i = 0; i < 4; ++i) {
     Value bits = k.prmt(u, k.i32(0x4B000000), 0x7440 | i);
-    out.push_back(k.fsub(k.bitcast(k.f32(), bits), k.f32(8388736.0)));
+    out.push_back(k.fsub(k.bitcast(k.f32(), bits), magic));
   }
   return out;
 }
@@ -115,8 +121,10 @@ static Value e4m3x2ToBF16x2(KernelBuilder &k, Value half16) {
   return k.bitcast(k.i32(), bf);
 }
 
-/// The bf16x2 words of one 16-byte stage chunk (8 words for 8-bit types, 4 for bf16).
-static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4) {
+/// The bf16x2 words of one 16-byte stage chunk (8 words for 8-bit types, 4 for bf16); `magic`
+/// is int8x4ToF32's, per row.
+static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4, bool isSigned,
+                                       Value magic) {
   SmallVector<Value> words;
   for (int w = 0; w < 4; ++w) {
     Value x = k.extract(v4, w);
@@ -125,7 +133,7 @@ static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4) {
       words.push_back(x);
       break;
     case KVType::I8: {
-      SmallVector<Value> f = int8x4ToF32(k, x);
+      SmallVector<Value> f = int8x4ToF32(k, x, isSigned, magic);
       words.push_back(k.packBF16x2(f[0], f[1]));
       words.push_back(k.packBF16x2(f[2], f[3]));
       break;
@@ -145,7 +153,7 @@ static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4) {
 /// per row) each step and its column chunk stays, so the addresses are a per-thread base plus
 /// compile-time offsets.
 static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
-                        bool masked, bool copyBytes = false) {
+                        bool masked, bool copyBytes = false, int64_t zeroOff = -1) {
   const DecodePlan &p = c.p;
   int64_t e = p.kvElemBytes();
   int64_t rowBytes = p.headDim * e;
@@ -166,8 +174,12 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
     if (copyBytes)
       for (int w = 0; w < 4; ++w)
         words.push_back(k.extract(v4, w));
-    else
-      words = dequantChunk(k, p.kv, v4);
+    else {
+      // Symmetric codes: one constant; zero points: the row's staged constant.
+      Value magic = zeroOff < 0 ? k.f32(8388736.0)
+                                : k.load(k.f32(), sptr(k, c, k.add(k.mul(row, 4), zeroOff)));
+      words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic);
+    }
     if (masked) {
       Value valid = k.cmp(P::slt, row, rowsValid);
       for (Value &w : words)
@@ -194,16 +206,31 @@ static Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token) {
   }
 }
 
-/// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid).
-static std::pair<Value, Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
-  if (!c.p.hasScales())
+/// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid) and,
+/// for asymmetric caches, its zero points as int8x4ToF32's magic constants: {ks, vs, kz, vz}.
+static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
+  const DecodePlan &p = c.p;
+  if (!p.hasScales())
     return {k.f32(0), k.f32(0)};
   Value t = k.smax(k.smin(token, k.add(c.len, -1)), k.i32(0));
   auto ld = [&](Value base, Granularity g) {
     Value idx = k.sext64(scaleIndex(k, c, g, t));
     return k.loadInvariant(k.f32(), k.gep(base, k.mul(idx, int64_t(4))));
   };
-  return {ld(c.kScale, c.p.kGran), ld(c.vScale, c.p.vGran)};
+  SmallVector<Value> out = {ld(c.kScale, p.kGran), ld(c.vScale, p.vGran)};
+  if (p.zeroPoints) {
+    auto magic = [&](Value base, Granularity g) {
+      Value z = k.loadInvariant(k.builder().getI8Type(),
+                                k.gep(base, k.sext64(scaleIndex(k, c, g, t))), 1);
+      Value zf = p.unsignedCodes ? LLVM::UIToFPOp::create(k.builder(), k.getLoc(), k.f32(), z)
+                                       .getResult()
+                                 : k.sitofp(z);
+      return k.fadd(zf, k.f32(p.unsignedCodes ? 8388608.0 : 8388736.0));
+    };
+    out.push_back(magic(c.kZero, p.kGran));
+    out.push_back(magic(c.vZero, p.vGran));
+  }
+  return out;
 }
 
 static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile) {
@@ -230,8 +257,8 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     });
   });
   double kFactor = p.softmaxScale * kLog2e;
-  auto [ks0, vs0] = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
-  k.forLoop(k.i32(0), c.numTiles, 1, {ks0, vs0}, [&](Value j, ValueRange carried) {
+  SmallVector<Value> sc0 = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
+  k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {
     Value s = k.urem(j, p.stages);
     Value phaseS = k.band(k.udiv(j, p.stages), 1);
     Value buf = k.band(j, 1);
@@ -239,17 +266,29 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     Value tile = k.add(c.tile0, j);
     Value tileStart = k.mul(tile, p.tileN);
     // Prefetch the next tile's scales while this one converts.
-    auto [ksN, vsN] = loadScales(k, c, k.add(k.add(tileStart, p.tileN), c.tid));
+    SmallVector<Value> scN = loadScales(k, c, k.add(k.add(tileStart, p.tileN), c.tid));
     k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.fullStage(0))), phaseS);
     k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), c.sm.emptyConv(0, p.stages))),
                    k.bxor(phaseB, k.i32(1)));
     Value stageOff = ringOffset(k, s, c.sm.stage, c.sm.stageStride);
     Value convOff = ringOffset(k, buf, c.sm.conv, c.sm.convStride);
     Value rowsValid = k.sub(c.len, tileStart);
+    int64_t kZeros = -1, vZeros = -1;
+    if (p.zeroPoints) {
+      // Stage this tile's zero-point constants: every producer thread finished the previous
+      // tile's conversion (barrier 1), so one buffer suffices.
+      kZeros = c.sm.zeros;
+      vZeros = c.sm.zeros + p.tileN * 4;
+      k.ifThen(k.cmp(P::slt, c.tid, p.tileN), [&] {
+        k.store(carried[2], sptr(k, c, k.add(k.mul(c.tid, 4), kZeros)));
+        k.store(carried[3], sptr(k, c, k.add(k.mul(c.tid, 4), vZeros)));
+      });
+      k.barrier(3, p.producerThreads());
+    }
     auto convert = [&](bool masked) {
-      dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8);
+      dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8, kZeros);
       dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
-                  masked);
+                  masked, false, vZeros);
       return SmallVector<Value>();
     };
     // Only the tile holding the sequence end needs zeroed rows.
@@ -270,7 +309,7 @@ static void buildProducer(KernelBuilder &k, Ctx &c) {
     Value next = k.add(j, p.stages);
     k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)),
              [&] { issueTile(k, c, s, k.add(c.tile0, next)); });
-    return SmallVector<Value>{ksN, vsN};
+    return scN;
   });
 }
 
@@ -656,7 +695,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
   Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
   Type i32 = b.getI32Type();
-  SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32, glob};
+  SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32, glob,
+                            glob, glob};
   LLVM::LLVMFuncOp fn =
       declareKernel(b, loc, module, p.name + "_decode", args, p.threads(), 1);
   auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
@@ -686,6 +726,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   c.kvLen = fn.getArgument(10);
   c.numSplits = fn.getArgument(11);
   c.qScale = fn.getArgument(12);
+  c.kZero = fn.getArgument(13);
+  c.vZero = fn.getArgument(14);
 
   c.tid = k.tidX();
   c.split = k.ctaidX();

@@ -27,6 +27,9 @@ struct DecodePlan {
   /// int8 queries with per-(token, head) scales: S = s_q · s_k · (q̂·k̂) on s8 WGMMA (K is copied,
   /// not dequantized; head_dim 128 only).
   bool qI8 = false;
+  /// Asymmetric K/V (zero points of the code type, the scales' granularity): the producer
+  /// converts k̂ − z exactly (bf16 holds every integer in [−255, 255]). `unsignedCodes`: ui8.
+  bool zeroPoints = false, unsignedCodes = false;
   Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;
   bool causal = false, alibi = false, seqLens = false;
   double softmaxScale = 0.0;
@@ -50,7 +53,7 @@ struct DecodePlan {
   struct Smem {
     // Rings: buffer i of a ring starts at base + i · stride; V follows K at +stageV / +convV.
     int64_t q = 0, stage = 0, stageStride = 0, stageV = 0, conv = 0, convStride = 0, convV = 0,
-            scales = 0, scaleStride = 0, bars = 0, total = 0;
+            scales = 0, scaleStride = 0, zeros = 0, bars = 0, total = 0;
     // Offsets of the mbarriers inside `bars`.
     int64_t fullStage(int64_t s) const { return bars + 8 * s; }
     int64_t fullConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + b); }

@@ -193,9 +193,15 @@ void mlir::attn::nvvm::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUM
   Type scaleT = p.scale == QScale::F32  ? Type(k.f32())
                 : p.scale == QScale::F16 ? Type(b.getF16Type())
                                          : Type(b.getBF16Type());
-  // A scale as stored (scaleT) and as used (f32, the stored value).
-  auto storedScale = [&](Value s32) {
-    return p.scale == QScale::F32 ? s32 : LLVM::FPTruncOp::create(b, loc, scaleT, s32).getResult();
+  // A scale as stored (scaleT: rounded to nearest, then up one ulp if that fell below the f32
+  // value, so no value saturates) and as used (f32, the stored value).
+  auto storedScale = [&](Value s32) -> Value {
+    if (p.scale == QScale::F32)
+      return s32;
+    Value h = LLVM::FPTruncOp::create(b, loc, scaleT, s32);
+    Value below = k.fcmp(FP::olt, LLVM::FPExtOp::create(b, loc, k.f32(), h), s32);
+    Value bits = k.bitcast(k.i16(), h);
+    return k.bitcast(scaleT, k.select(below, k.add(bits, 1), bits));
   };
   auto usedScale = [&](Value stored) {
     return p.scale == QScale::F32 ? stored

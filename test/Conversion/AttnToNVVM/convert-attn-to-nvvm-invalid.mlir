@@ -90,10 +90,10 @@ func.func @mla(%q: memref<1x1x128x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: m
 
 // -----
 
-// ui8 codes are not read as signed int8 (the dialect uses them for asymmetric schemes).
+// ui8 codes are asymmetric: without zero points they are refused, not read as signed int8.
 func.func @u8_cache(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xui8>, %v: memref<?x?x1x128xui8>,
                     %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V of type 'ui8' (i8, f8E4M3FN or bf16)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: ui8 K/V without zero points}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xui8>, memref<?x?x1x128xui8>)
       k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
       outs(%o : memref<?x1x8x128xbf16>)
@@ -145,5 +145,49 @@ func.func @quantize_group_too_large(%x: memref<?x1x64x128xbf16>, %p: memref<?xi3
 func.func @quantize_i4(%x: memref<2x3x4x64xf32>, %y: memref<2x3x4x64xi4>, %s: memref<2x3x4xf32>) {
   // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: codes of type 'i4' symmetric (i8 or e4m3 symmetric; i8 or ui8 asymmetric)}}
   attn.quantize.dynamic ins(%x : memref<2x3x4x64xf32>) outs(%y, %s : memref<2x3x4x64xi4>, memref<2x3x4xf32>) {quant = #attn.quant<i4, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @zero_k_only(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                       %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %kz: memref<?x?x1xi8>,
+                       %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: zero points on only one of K and V (both asymmetric, or neither)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>) k_zero(%kz : memref<?x?x1xi8>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head, asymmetric>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @zero_i32(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                    %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %kz: memref<?x?x1xi32>,
+                    %vz: memref<?x?x1xi32>, %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: zero points of a type other than the codes' ('i8')}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      k_zero(%kz : memref<?x?x1xi32>) v_zero(%vz : memref<?x?x1xi32>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head, asymmetric>, v_quant = #attn.quant<i8, per_token_head, asymmetric>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @zero_with_i8_queries(%q: memref<?x1x8x128xi8>, %qs: memref<?x1x8xf32>, %k: memref<?x?x1x128xi8>,
+                                %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                                %kz: memref<?x?x1xi8>, %vz: memref<?x?x1xi8>, %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: asymmetric K/V with int8 queries (bf16 queries only)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x1x8xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      k_zero(%kz : memref<?x?x1xi8>) v_zero(%vz : memref<?x?x1xi8>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head, asymmetric>,
+       v_quant = #attn.quant<i8, per_token_head, asymmetric>, target = #attn.target<sm_90a>}
   return
 }

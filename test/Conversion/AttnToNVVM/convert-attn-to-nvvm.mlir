@@ -152,3 +152,35 @@ func.func @q_fp8(%x: memref<1x512x32x128xbf16>, %q: memref<1x512x32x128xf8E4M3FN
       {quant = #attn.quant<f8E4M3FN, per_token_head>, target = #attn.target<sm_90a>}
   return
 }
+
+// -----
+
+// Asymmetric ui8 K/V: the zero points (params 13 and 14) are loaded with the scales and turned
+// into the constant the 2^23 conversion subtracts (2^23 + z; no sign flip for unsigned codes);
+// the producer stages one per key, meets at named barrier 3, and each converted row subtracts
+// its own — k̂ − z, exactly, with no other change to the kernel.
+// CHECK-LABEL: llvm.func @mqa_u8_asym_decode(
+// CHECK-SAME: %{{.*}}: i32, %{{.*}}: !llvm.ptr<1>, %[[KZ:.*]]: !llvm.ptr<1>, %[[VZ:.*]]: !llvm.ptr<1>)
+// CHECK-SAME: \22kv_dtype\22: \22ui8\22,
+// CHECK-SAME: \22zero_points\22: true
+// CHECK: llvm.getelementptr %[[KZ]][%{{.*}}] : (!llvm.ptr<1>, i64) -> !llvm.ptr<1>, i8
+// CHECK: llvm.uitofp %{{.*}} : i8 to f32
+// CHECK: llvm.mlir.constant(0x4B000000 : f32)
+// CHECK: llvm.getelementptr %[[VZ]]
+// CHECK: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// CHECK: %[[MAGIC:.*]] = llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> f32
+// CHECK-NOT: llvm.xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.prmt"
+// CHECK-NEXT: llvm.bitcast
+// CHECK-NEXT: llvm.fsub %{{.*}}, %[[MAGIC]] : f32
+func.func @mqa_u8_asym(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xui8>, %v: memref<?x?x1x128xui8>,
+                       %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %kz: memref<?x?x1xui8>,
+                       %vz: memref<?x?x1xui8>, %o: memref<?x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xbf16>, memref<?x?x1x128xui8>, memref<?x?x1x128xui8>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      k_zero(%kz : memref<?x?x1xui8>) v_zero(%vz : memref<?x?x1xui8>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {k_quant = #attn.quant<ui8, per_token_head, asymmetric>,
+       v_quant = #attn.quant<ui8, per_token_head, asymmetric>, target = #attn.target<sm_90a>}
+  return
+}

@@ -27,12 +27,14 @@ int64_t mlir::attn::selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu
 static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 int64_t mlir::attn::decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes,
-                                      int64_t stages, bool int8QK) {
+                                      int64_t stages, bool int8QK, bool zeroPoints) {
   int64_t qkBytes = int8QK ? 1 : 2;
   int64_t bytes = 64 * headDim * qkBytes;                             // packed queries
   bytes += stages * alignUp(2 * tileN * headDim * kvElemBytes, 1024); // K+V stages (TMA)
   bytes += 2 * tileN * headDim * (qkBytes + 2);                       // K + bf16 V, double-buffered
   bytes += 2 * 2 * tileN * 4;                                         // K and V scales
+  if (zeroPoints)
+    bytes += 2 * tileN * 4;                                           // K and V zero points
   bytes += 8 * (stages + 4);                                          // mbarriers
   return alignUp(bytes, 128) + 1024;
 }
@@ -41,7 +43,8 @@ int64_t mlir::attn::selectTileN(const AttentionShape &s) {
   // Long tiles amortize the per-tile softmax bookkeeping; shared memory bounds them: int8/fp8
   // caches get 128 keys up to head_dim 128 and 64 at 256, bf16 caches half of that.
   for (int64_t n : {128, 64, 32})
-    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2, s.int8QK) <= kMaxSharedBytesSm90)
+    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2, s.int8QK, s.zeroPoints) <=
+        kMaxSharedBytesSm90)
       return n;
   return 32;
 }

@@ -70,6 +70,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     shape.headDim = qT.getDimSize(3);
     shape.kvElemBytes = kT.getElementType().getIntOrFloatBitWidth() > 8 ? 2 : 1;
     shape.int8QK = qT.getElementType().isInteger(8) && kT.getElementType().isInteger(8);
+    shape.zeroPoints = static_cast<bool>(op.getKZero());
     GPUInfo gpu;
     gpu.numSMs = numSMs;
     bool lowRegProducer = *mode == Mode::bf16;

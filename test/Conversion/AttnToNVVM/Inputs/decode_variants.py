@@ -2,15 +2,19 @@
 """What this file is: the grid of decode variants the sm_90a lowering must assemble — every KV type
 (i8 per_token_head, f8E4M3FN per_token, bf16) x head ratio (MQA 16:1, GQA 8:1 and 4:1, MHA 1:1) x
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
-q_len 1..8 on one shape, and int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128). Writes one spec per variant into DIR (used by ptxas-variants.test and by
-scripts/gpu-decode to build what the GPU runs)."""
+q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), and asymmetric
+caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points). Writes one
+spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
+GPU runs)."""
 import itertools
 import os
 import sys
 
 RATIOS = {"mqa16": (16, 1), "gqa8": (32, 4), "gqa4": (16, 4), "mha": (8, 8)}
 KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": ("bf16", None),
-      "i8q": ("i8", "per_token_head")}
+      "i8q": ("i8", "per_token_head"), "i8a": ("i8", "per_token_head"),
+      "u8a": ("ui8", "per_token")}
+ASYM = ("i8a", "u8a")
 
 
 def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True):
@@ -30,7 +34,13 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True):
         st = "memref<?x?xf32>" if gran == "per_token" else f"memref<?x?x{hkv}xf32>"
         args += [f"%ks: {st}", f"%vs: {st}"]
         ops += f"      k_scale(%ks : {st}) v_scale(%vs : {st})\n"
-        attrs += [f"k_quant = #attn.quant<{elem}, {gran}>", f"v_quant = #attn.quant<{elem}, {gran}>"]
+        asym = ", asymmetric" if kv in ASYM else ""
+        if asym:
+            zt = st.replace("f32", elem)
+            args += [f"%kz: {zt}", f"%vz: {zt}"]
+            ops += f"      k_zero(%kz : {zt}) v_zero(%vz : {zt})\n"
+        attrs += [f"k_quant = #attn.quant<{elem}, {gran}{asym}>",
+                  f"v_quant = #attn.quant<{elem}, {gran}{asym}>"]
     if lens:
         args.append("%lens: memref<?xi32>")
         ops += "      seq_lens(%lens : memref<?xi32>)\n"
@@ -56,6 +66,11 @@ def variants():
         sq = (3, 2, 4, 1)[i]
         out.append((f"i8q_{rname}_d128_q{sq}", "i8q", hq, hkv, 128, sq, i % 2 == 0, i == 1, i != 3))
     out.append(("i8q_mqa16_d128_q8_causal", "i8q", 16, 1, 128, 8, True, False, True))
+    for i, ((rname, (hq, hkv)), d) in enumerate(zip(RATIOS.items(), (128, 64, 256, 128))):
+        sq = (3, 2, 1, 2)[i]
+        out.append((f"i8a_{rname}_d{d}_q{sq}", "i8a", hq, hkv, d, sq, i % 2 == 0, i == 2, i != 3))
+    out.append(("u8a_mqa16_d128_q3", "u8a", 16, 1, 128, 3, True, False, True))
+    out.append(("u8a_gqa4_d64_q1", "u8a", 16, 4, 64, 1, False, True, False))
     return out
 
 

@@ -25,6 +25,8 @@ struct AttentionShape {
   int64_t kvElemBytes = 1;
   /// int8 queries over an int8 K cache: Q and the K buffer stay int8 (s8 WGMMA).
   bool int8QK = false;
+  /// Asymmetric K/V: the producer stages one zero-point constant per key of K and of V.
+  bool zeroPoints = false;
 };
 
 struct GPUInfo {
@@ -48,9 +50,10 @@ int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 
 /// Dynamic shared memory of the sm_90a decode kernel (convert-attn-to-nvvm's layout: the 64-row
 /// query tile, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
-/// and 1 KiB to align the base). With `int8QK` the query tile and the K buffers are int8.
+/// and 1 KiB to align the base). With `int8QK` the query tile and the K buffers are int8; with
+/// `zeroPoints` a K and a V zero-point constant per key follow the scales.
 int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages,
-                          bool int8QK = false);
+                          bool int8QK = false, bool zeroPoints = false);
 /// Shared memory of one sm_90a CTA.
 inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;
 
