@@ -108,8 +108,10 @@ def run(args):
                 torch.einsum("ihd,thd->hit", q[0].float(), k[0].expand(-1, 16, -1)) / math.sqrt(128), -1),
                 v[0].expand(-1, 16, -1))
             bytes_ = 2 * batch * ctx * 128 + 2 * batch * ctx * 4 + (0 if sym else 2 * batch * ctx)
+            want16 = want.to(torch.bfloat16).float()  # the reference in the output's type
             row[name] = {"us": round(us, 2), "tb_s": round(bytes_ / us / 1e6, 3),
                          "rel_err_dequant": float((out[0].float() - want).norm() / want.norm()),
+                         "rel_err_dequant_bf16": float((out[0].float() - want16).norm() / want16.norm()),
                          "rel_err_unquant": float((out[0].float() - ref_u).norm() / ref_u.norm())}
         lines.append(row)
         print(json.dumps(row), flush=True)
