@@ -3,7 +3,8 @@
 // What this file is: the generator of `<name>_decode`, one CTA per (KV split, group of packed query
 // heads, batch element), 128 · (1 + consumers) threads in warp-specialized warpgroups:
 //
-//   producer (warpgroup 0, setmaxnreg.dec): thread 0 streams K/V tiles with TMA into `stages`
+//   producer (warpgroup 0, setmaxnreg.dec; DecodeProducer.cpp): thread 0 streams K/V tiles with
+//     TMA into `stages`
 //     shared-memory stages guarded by mbarriers; the whole warpgroup dequantizes each tile (int8 /
 //     e4m3 → bf16, exact) into one of two 128-byte-swizzled bf16 buffers, zeroes keys past the
 //     sequence length, stages the per-token scales (K's pre-multiplied by softmax_scale·log2 e),
@@ -23,8 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodePlan.h"
-#include "KernelBuilder.h"
+#include "DecodeKernelImpl.h"
 
 #include <cmath>
 
@@ -32,8 +32,6 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using P = LLVM::ICmpPredicate;
-
-static constexpr double kLog2e = 1.4426950408889634;
 
 static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
@@ -61,256 +59,6 @@ DecodePlan::Smem DecodePlan::smem() const {
   off += 8 * (stages + 4);
   m.total = alignUp(off, 128);
   return m;
-}
-
-namespace {
-/// Values every part of the kernel uses.
-struct Ctx {
-  const DecodePlan &p;
-  DecodePlan::Smem sm;
-  Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
-        ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {}, kZero = {}, vZero = {};
-  Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
-        base = {} /*aligned shared base*/;
-  Value len = {}, tile0 = {}, numTiles = {};
-};
-} // namespace
-
-/// Offset of buffer `i` of a ring of shared-memory buffers.
-static Value ringOffset(KernelBuilder &k, Value i, int64_t base, int64_t stride) {
-  return k.add(k.mul(i, stride), base);
-}
-
-/// Shared pointer at byte offset `off` (i32 Value or constant) from the aligned base.
-static Value sptr(KernelBuilder &k, Ctx &c, Value off) { return k.gep(c.base, off); }
-static Value sptr(KernelBuilder &k, Ctx &c, int64_t off) { return k.gep(c.base, off); }
-
-/// Byte offset of the 16-byte chunk `chunk` (8 bf16) of row `row` in the swizzled layout of a
-/// [rows × D] tile: column block chunk/8 (64 elements), chunk index XOR (row mod 8).
-static Value swizzledChunk(KernelBuilder &k, Value row, Value chunk, int64_t rows) {
-  Value blk = k.mul(k.lshr(chunk, 3), rows * 128);
-  Value inRow = k.shl(k.bxor(k.band(chunk, 7), k.band(row, 7)), 4);
-  return k.add(k.add(blk, k.mul(row, 128)), inRow);
-}
-
-//===----------------------------------------------------------------------===//
-// Dequantization functors: one 16-byte chunk of a stage → bf16x2 words.
-//===----------------------------------------------------------------------===//
-
-/// Four bytes → four exact f32 through the 2^23 magic: the float 0x4B000000 | u is 2^23 + u, so
-/// subtracting `magic` gives u − (magic − 2^23). Signed codes flip their sign bit first (u = b +
-/// 128) and use magic 2^23 + 128; asymmetric ones fold their zero point into it (2^23 + 128 + z,
-/// or 2^23 + z for unsigned codes), giving b − z — exact, and exact again in bf16 (|b − z| ≤ 255).
-static SmallVector<Value> int8x4ToF32(KernelBuilder &k, Value word, bool isSigned, Value magic) {
-  Value u = isSigned ? k.bxor(word, k.i32(static_cast<int32_t>(0x80808080u))) : word;
-  SmallVector<Value> out;
-  for (int i = 0; i < 4; ++i) {
-    Value bits = k.prmt(u, k.i32(0x4B000000), 0x7440 | i);
-    out.push_back(k.fsub(k.bitcast(k.f32(), bits), magic));
-  }
-  return out;
-}
-
-/// Two e4m3 bytes (low half of `half16`) → bf16x2, exactly (through f16x2).
-static Value e4m3x2ToBF16x2(KernelBuilder &k, Value half16) {
-  Type v2f16 = VectorType::get({2}, k.builder().getF16Type());
-  Value h = k.intrinsic("llvm.nvvm.e4m3x2.to.f16x2.rn", v2f16, {half16});
-  Value f = LLVM::FPExtOp::create(k.builder(), k.getLoc(), k.vec2f32Type(), h);
-  Value bf = LLVM::FPTruncOp::create(k.builder(), k.getLoc(),
-                                     VectorType::get({2}, k.builder().getBF16Type()), f);
-  return k.bitcast(k.i32(), bf);
-}
-
-/// The bf16x2 words of one 16-byte stage chunk (8 words for 8-bit types, 4 for bf16); `magic`
-/// is int8x4ToF32's, per row.
-static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4, bool isSigned,
-                                       Value magic) {
-  SmallVector<Value> words;
-  for (int w = 0; w < 4; ++w) {
-    Value x = k.extract(v4, w);
-    switch (kv) {
-    case KVType::BF16:
-      words.push_back(x);
-      break;
-    case KVType::I8: {
-      SmallVector<Value> f = int8x4ToF32(k, x, isSigned, magic);
-      words.push_back(k.packBF16x2(f[0], f[1]));
-      words.push_back(k.packBF16x2(f[2], f[3]));
-      break;
-    }
-    case KVType::F8E4M3:
-      words.push_back(e4m3x2ToBF16x2(k, k.trunc(k.i16(), x)));
-      words.push_back(e4m3x2ToBF16x2(k, k.trunc(k.i16(), k.lshr(x, 16))));
-      break;
-    }
-  }
-  return words;
-}
-
-/// Producer: dequantizes one stage tile (K or V) into a swizzled bf16 buffer; with `masked`,
-/// rows at or past `rowsValid` become zeros (keys past the length must not poison P·V with
-/// NaN/Inf). Thread t handles 16-byte chunks t, t + 128, ...: its row advances by 128 / (chunks
-/// per row) each step and its column chunk stays, so the addresses are a per-thread base plus
-/// compile-time offsets.
-static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
-                        bool masked, bool copyBytes = false, int64_t zeroOff = -1) {
-  const DecodePlan &p = c.p;
-  int64_t e = p.kvElemBytes();
-  int64_t rowBytes = p.headDim * e;
-  int64_t chunksPerRow = rowBytes / 16;
-  int64_t pt = p.producerThreads();
-  int64_t rowStep = pt / chunksPerRow; // rows between a thread's successive chunks
-  int64_t chunks = p.tileN * rowBytes / 16;
-  Value row0 = k.udiv(c.tid, chunksPerRow);
-  Value colChunk = k.urem(c.tid, chunksPerRow); // 16-byte chunk of the stage row
-  Value src0 = k.add(stageOff, k.mul(c.tid, 16));
-  // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e. Copying
-  // int8 K for the s8 WGMMA keeps the bytes: chunk colChunk of a 128-byte row.
-  Value outChunk0 = copyBytes ? colChunk : k.udiv(k.mul(colChunk, 16), 8 * e);
-  for (int64_t it = 0; it < chunks / pt; ++it) {
-    Value row = k.add(row0, it * rowStep);
-    Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16);
-    SmallVector<Value> words;
-    if (copyBytes)
-      for (int w = 0; w < 4; ++w)
-        words.push_back(k.extract(v4, w));
-    else {
-      // Symmetric codes: one constant; zero points: the row's staged constant.
-      Value magic = zeroOff < 0 ? k.f32(8388736.0)
-                                : k.load(k.f32(), sptr(k, c, k.add(k.mul(row, 4), zeroOff)));
-      words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic);
-    }
-    if (masked) {
-      Value valid = k.cmp(P::slt, row, rowsValid);
-      for (Value &w : words)
-        w = k.select(valid, w, k.i32(0));
-    }
-    for (size_t o = 0; o < words.size() / 4; ++o) {
-      Value dst = k.add(convOff, swizzledChunk(k, row, k.add(outChunk0, (int64_t)o), p.tileN));
-      k.store(k.vector(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
-    }
-  }
-}
-
-/// Index (in f32 elements) of the scale of `token` for a granularity.
-static Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token) {
-  switch (g) {
-  case Granularity::per_token_head:
-    return k.add(k.mul(k.add(k.mul(c.bIdx, c.kvLen), token), c.p.kvHeads), c.hkv);
-  case Granularity::per_token:
-    return k.add(k.mul(c.bIdx, c.kvLen), token);
-  case Granularity::per_head:
-    return c.hkv;
-  default:
-    return k.i32(0);
-  }
-}
-
-/// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid) and,
-/// for asymmetric caches, its zero points as int8x4ToF32's magic constants: {ks, vs, kz, vz}.
-static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
-  const DecodePlan &p = c.p;
-  if (!p.hasScales())
-    return {k.f32(0), k.f32(0)};
-  Value t = k.smax(k.smin(token, k.add(c.len, -1)), k.i32(0));
-  auto ld = [&](Value base, Granularity g) {
-    Value idx = k.sext64(scaleIndex(k, c, g, t));
-    return k.loadInvariant(k.f32(), k.gep(base, k.mul(idx, int64_t(4))));
-  };
-  SmallVector<Value> out = {ld(c.kScale, p.kGran), ld(c.vScale, p.vGran)};
-  if (p.zeroPoints) {
-    auto magic = [&](Value base, Granularity g) {
-      Value z = k.loadInvariant(k.builder().getI8Type(),
-                                k.gep(base, k.sext64(scaleIndex(k, c, g, t))), 1);
-      Value zf = p.unsignedCodes ? LLVM::UIToFPOp::create(k.builder(), k.getLoc(), k.f32(), z)
-                                       .getResult()
-                                 : k.sitofp(z);
-      return k.fadd(zf, k.f32(p.unsignedCodes ? 8388608.0 : 8388736.0));
-    };
-    out.push_back(magic(c.kZero, p.kGran));
-    out.push_back(magic(c.vZero, p.vGran));
-  }
-  return out;
-}
-
-static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile) {
-  const DecodePlan &p = c.p;
-  Value stageOff = ringOffset(k, stage, c.sm.stage, c.sm.stageStride);
-  Value bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
-  k.mbarrierArriveExpectTx(bar, 2 * p.stageTileBytes());
-  SmallVector<Value> coords = {k.i32(0), c.hkv, k.mul(tile, p.tileN), c.bIdx};
-  k.tmaLoad(sptr(k, c, stageOff), c.kMap, coords, bar);
-  k.tmaLoad(sptr(k, c, k.add(stageOff, c.sm.stageV)), c.vMap, coords, bar);
-}
-
-static void buildProducer(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
-  NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
-                                 NVVM::SetMaxRegisterAction::decrease);
-  Value isLeader = k.cmp(P::eq, c.tid, 0);
-  // Fill the pipeline.
-  k.ifThen(isLeader, [&] {
-    Value n = k.smin(c.numTiles, k.i32(p.stages));
-    k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
-      issueTile(k, c, s, k.add(c.tile0, s));
-      return SmallVector<Value>();
-    });
-  });
-  double kFactor = p.softmaxScale * kLog2e;
-  SmallVector<Value> sc0 = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
-  k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {
-    Value s = k.urem(j, p.stages);
-    Value phaseS = k.band(k.udiv(j, p.stages), 1);
-    Value buf = k.band(j, 1);
-    Value phaseB = k.band(k.lshr(j, 1), 1);
-    Value tile = k.add(c.tile0, j);
-    Value tileStart = k.mul(tile, p.tileN);
-    // Prefetch the next tile's scales while this one converts.
-    SmallVector<Value> scN = loadScales(k, c, k.add(k.add(tileStart, p.tileN), c.tid));
-    k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.fullStage(0))), phaseS);
-    k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), c.sm.emptyConv(0, p.stages))),
-                   k.bxor(phaseB, k.i32(1)));
-    Value stageOff = ringOffset(k, s, c.sm.stage, c.sm.stageStride);
-    Value convOff = ringOffset(k, buf, c.sm.conv, c.sm.convStride);
-    Value rowsValid = k.sub(c.len, tileStart);
-    int64_t kZeros = -1, vZeros = -1;
-    if (p.zeroPoints) {
-      // Stage this tile's zero-point constants: every producer thread finished the previous
-      // tile's conversion (barrier 1), so one buffer suffices.
-      kZeros = c.sm.zeros;
-      vZeros = c.sm.zeros + p.tileN * 4;
-      k.ifThen(k.cmp(P::slt, c.tid, p.tileN), [&] {
-        k.store(carried[2], sptr(k, c, k.add(k.mul(c.tid, 4), kZeros)));
-        k.store(carried[3], sptr(k, c, k.add(k.mul(c.tid, 4), vZeros)));
-      });
-      k.barrier(3, p.producerThreads());
-    }
-    auto convert = [&](bool masked) {
-      dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8, kZeros);
-      dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
-                  masked, false, vZeros);
-      return SmallVector<Value>();
-    };
-    // Only the tile holding the sequence end needs zeroed rows.
-    k.ifThenElse(k.cmp(P::slt, rowsValid, k.i32(p.tileN)), TypeRange{}, [&] { return convert(true); },
-                 [&] { return convert(false); });
-    // Scales: K pre-multiplied by softmax_scale · log2(e); bf16 caches get the bare factors.
-    k.ifThen(k.cmp(P::slt, c.tid, p.tileN), [&] {
-      Value scOff = ringOffset(k, buf, c.sm.scales, c.sm.scaleStride);
-      Value ksv = p.hasScales() ? k.fmul(carried[0], k.f32(kFactor)) : k.f32(kFactor);
-      Value vsv = p.hasScales() ? carried[1] : k.f32(1.0);
-      k.store(ksv, sptr(k, c, k.add(scOff, k.mul(c.tid, 4))));
-      k.store(vsv, sptr(k, c, k.add(scOff, k.add(k.mul(c.tid, 4), p.tileN * 4))));
-    });
-    k.fenceProxyAsyncShared();
-    k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))));
-    // Every producer thread is done with stage s: refill it.
-    k.barrier(1, p.producerThreads());
-    Value next = k.add(j, p.stages);
-    k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)),
-             [&] { issueTile(k, c, s, k.add(c.tile0, next)); });
-    return scN;
-  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,51 @@
+//===- DecodeKernelImpl.h - what the decode kernel's parts share -*- C++ -*-===//
+//
+// What this file is: the state the producer (DecodeProducer.cpp) and the consumers and kernel
+// frame (DecodeKernel.cpp) of `<name>_decode` share — the kernel's values (Ctx), shared-memory
+// addressing and the 128-byte swizzle — and the producer's entry point. Private to this folder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
+
+#include "DecodePlan.h"
+#include "KernelBuilder.h"
+
+namespace mlir::attn::nvvm {
+
+inline constexpr double kLog2e = 1.4426950408889634;
+
+/// Values every part of the kernel uses.
+struct Ctx {
+  const DecodePlan &p;
+  DecodePlan::Smem sm;
+  Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
+        ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {}, kZero = {}, vZero = {};
+  Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
+        base = {} /*aligned shared base*/;
+  Value len = {}, tile0 = {}, numTiles = {};
+};
+
+/// Offset of buffer `i` of a ring of shared-memory buffers.
+inline Value ringOffset(KernelBuilder &k, Value i, int64_t base, int64_t stride) {
+  return k.add(k.mul(i, stride), base);
+}
+
+/// Shared pointer at byte offset `off` (i32 Value or constant) from the aligned base.
+inline Value sptr(KernelBuilder &k, Ctx &c, Value off) { return k.gep(c.base, off); }
+inline Value sptr(KernelBuilder &k, Ctx &c, int64_t off) { return k.gep(c.base, off); }
+
+/// Byte offset of the 16-byte chunk `chunk` (8 bf16) of row `row` in the swizzled layout of a
+/// [rows × D] tile: column block chunk/8 (64 elements), chunk index XOR (row mod 8).
+inline Value swizzledChunk(KernelBuilder &k, Value row, Value chunk, int64_t rows) {
+  Value blk = k.mul(k.lshr(chunk, 3), rows * 128);
+  Value inRow = k.shl(k.bxor(k.band(chunk, 7), k.band(row, 7)), 4);
+  return k.add(k.add(blk, k.mul(row, 128)), inRow);
+}
+
+/// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
+void buildProducer(KernelBuilder &k, Ctx &c);
+
+} // namespace mlir::attn::nvvm
+
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
