@@ -81,11 +81,12 @@ fi
 if [[ $STEPS == *sanitize* ]]; then
   : > "$OUT/sanitizer.txt"
   for v in i8_mqa16_d128_q3 i8q_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3 i8a_mqa16_d128_q3 \
-           u8a_mqa16_d128_q3; do
+           u8a_mqa16_d128_q3 pf_bf16_mha_d128_q200_causal pf_i8q_mqa16_d128_q100_causal; do
+    splits=3; [[ $v == pf_* ]] && splits=1  # prefill kernels run one split
     for tool in memcheck racecheck; do
-      echo "== $v $tool (batch 2, kv_len 1000, 3 splits)" >> "$OUT/sanitizer.txt"
+      echo "== $v $tool (batch 2, kv_len 1000, $splits splits)" >> "$OUT/sanitizer.txt"
       compute-sanitizer --tool $tool --error-exitcode 9 $BENCH "$DIR/variants/$v.ptx" --batch 2 \
-        --kv-len 1000 --splits 3 --seq-lens ragged --check-only >> "$OUT/sanitizer.txt" 2>&1
+        --kv-len 1000 --splits $splits --seq-lens ragged --check-only >> "$OUT/sanitizer.txt" 2>&1
       echo "exit $?" >> "$OUT/sanitizer.txt"
     done
   done

@@ -215,9 +215,26 @@ TEST(LaunchMetadata, MalformedJson) {
   EXPECT_NE(error.find("expected a string key"), std::string::npos) << error;
 }
 
+TEST(LaunchMetadata, PrefillChunks) {
+  // A prefill kernel: q_len 1000 in chunks of 3 tokens × 16 packed heads = 48 rows per CTA.
+  std::string pre = replaced(replaced(kGood, R"("kind": "decode")", R"("kind": "prefill")"),
+                             R"("q_len": 3)", R"("q_len": 1000)");
+  pre = replaced(pre, R"("split_kv": 0)", R"("split_kv": 1, "q_chunk": 3)");
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(pre, m, error)) << error;
+  EXPECT_EQ(m.kind, "prefill");
+  EXPECT_EQ(m.qChunk, 3);
+  EXPECT_EQ(m.qLen, 1000);
+  // Decode kernels take all their tokens in one chunk.
+  EXPECT_NE(parseError(replaced(kGood, R"("split_kv": 0)", R"("split_kv": 0, "q_chunk": 1)"))
+                .find("q_chunk must equal problem.q_len for decode"),
+            std::string::npos);
+}
+
 TEST(LaunchMetadata, InconsistentSchedules) {
   EXPECT_NE(parseError(replaced(kGood, R"("rows_per_cta": 48)", R"("rows_per_cta": 64)"))
-                .find("rows_per_cta (64) is not q_len · pack_q_heads (48)"),
+                .find("rows_per_cta (64) is not q_chunk · pack_q_heads (48)"),
             std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, R"("groups": 1,)", R"("groups": 2,)"))
                 .find("schedule.groups (2)"),

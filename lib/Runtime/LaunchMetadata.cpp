@@ -458,7 +458,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
   out.arch = static_cast<int>(arch);
 
   const JsonValue *p = r.member(root, "", "problem", JsonValue::Object);
-  if (!p || !r.str(*p, "problem", "kind", out.kind, {"decode"}) ||
+  if (!p || !r.str(*p, "problem", "kind", out.kind, {"decode", "prefill"}) ||
       !r.integer(*p, "problem", "batch", -1, kI32Max, out.batch) ||
       !r.integer(*p, "problem", "q_len", 1, kI32Max, out.qLen) ||
       !r.integer(*p, "problem", "q_heads", 1, kI32Max, out.qHeads) ||
@@ -505,6 +505,13 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.integer(*sc, "schedule", "stages", 1, 64, out.stages) ||
       !r.integer(*sc, "schedule", "split_kv", 0, kI32Max, out.splitKv))
     return false;
+  out.qChunk = out.qLen;
+  if (sc->find("q_chunk") && !r.integer(*sc, "schedule", "q_chunk", 1, kI32Max, out.qChunk))
+    return false;
+  if (out.kind == "decode" && out.qChunk != out.qLen) {
+    error = "schedule.q_chunk must equal problem.q_len for decode";
+    return false;
+  }
   // Register counts are informational; read them when present.
   if (sc->find("producer_regs") &&
       !r.integer(*sc, "schedule", "producer_regs", 0, 255, out.producerRegs))
@@ -523,9 +530,10 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
             ") does not divide q_heads / kv_heads (" + std::to_string(ratio) + ")";
     return false;
   }
-  if (out.rowsPerCta != out.qLen * out.packQHeads) {
+  if (out.rowsPerCta != out.qChunk * out.packQHeads) {
     error = "schedule.rows_per_cta (" + std::to_string(out.rowsPerCta) +
-            ") is not q_len · pack_q_heads (" + std::to_string(out.qLen * out.packQHeads) + ")";
+            ") is not q_chunk · pack_q_heads (" + std::to_string(out.qChunk * out.packQHeads) +
+            ")";
     return false;
   }
   if (out.groups != out.kvHeads * (ratio / out.packQHeads)) {

@@ -183,8 +183,11 @@ class GpuDecodeKernel:
     """One compiled decode op: PTX + launch metadata; loaded on the GPU at the first call."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
-        if meta.get("format") != "attn-launch-v1" or meta.get("problem", {}).get("kind") != "decode":
-            raise GpuError(f"{path}: not decode launch metadata (format {meta.get('format')!r})")
+        kind = meta.get("problem", {}).get("kind")
+        if meta.get("format") != "attn-launch-v1" or kind not in ("decode", "prefill"):
+            raise GpuError(f"{path}: not decode / prefill launch metadata (format "
+                           f"{meta.get('format')!r}, kind {kind!r})")
+        self.prefill = kind == "prefill"
         self.ptx, self.meta, self.path = ptx, meta, path
         self.problem, self.schedule = meta["problem"], meta["schedule"]
         self.kernels = {k["role"]: k for k in meta["kernels"]}
@@ -293,6 +296,10 @@ class GpuDecodeKernel:
         rt = _rt()
         ctx, _, handles, sms = self._load()
         groups, rows = int(s["groups"]), int(s["rows_per_cta"])
+        if self.prefill:  # one CTA per query chunk, one split
+            if splits not in ("auto", 0, None, 1):
+                raise KernelArgumentError(f"prefill kernels run one split, not {splits}")
+            splits = 1
         if splits in ("auto", 0, None):
             splits = int(s["split_kv"]) or select_split_kv(b * groups, skv, int(s["tile_n"]), sms)
         splits = int(splits)
@@ -330,7 +337,8 @@ class GpuDecodeKernel:
             launch_kernel(handles[role], self.kernels[role], grid, values, stream_handle, keep)
 
         with torch.cuda.device(q.device):
-            launch("decode", (splits, groups, b))
+            chunks = -(-sq // int(s.get("q_chunk", sq)))
+            launch("decode", (chunks if self.prefill else splits, groups, b))
             if splits > 1:
                 launch("combine", (-(-rows // 4), groups, b))
         if ws is not None:  # keep the workspace alive until the stream is done with it

@@ -37,6 +37,12 @@ CASES = {
                        granularity="per_token_head", symmetric=False, seq_lens=True),
     "u8asym_mqa": dict(q_len=3, q_heads=16, kv_heads=1, head_dim=64, kv_dtype="ui8",
                        granularity="per_token", symmetric=False, causal=True),
+    # prefill: the same kernel over query chunks (64 / pack tokens per CTA)
+    "prefill_gqa_causal": dict(kind="prefill", q_len=70, q_heads=8, kv_heads=2, head_dim=128,
+                               kv_dtype="bf16", granularity=None, causal=True, seq_lens=True),
+    "prefill_i8q_mqa": dict(kind="prefill", q_len=33, q_heads=16, kv_heads=1, head_dim=128,
+                            kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
+                            q_granularity="per_token_head"),
 }
 SHAPES = {  # (batch, kv_len, splits)
     "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3)],
@@ -45,6 +51,8 @@ SHAPES = {  # (batch, kv_len, splits)
     "i8q_gqa": [(5, 1500, "auto"), (1, 33, 1)],
     "i8asym_gqa": [(3, 1000, "auto"), (1, 1, 1), (2, 300, 2)],
     "u8asym_mqa": [(4, 777, "auto"), (2, 64, 1)],
+    "prefill_gqa_causal": [(3, 70, "auto"), (2, 300, 1), (1, 5, "auto")],
+    "prefill_i8q_mqa": [(2, 500, "auto")],
 }
 
 
@@ -53,7 +61,8 @@ def spec_for(name):
     gran = kw.pop("granularity")
     if gran is not None:
         kw["granularity"] = gran
-    return qattn.attention("decode", batch=None, kv_len=None, name=name, **kw)
+    kind = kw.pop("kind", "decode")
+    return qattn.attention(kind, batch=None, kv_len=None, name=name, **kw)
 
 
 def kernel_for(name):

@@ -2,13 +2,13 @@
 // RUN: not attn-opt %s --emit=cubin -split-input-file 2>&1 | FileCheck %s --check-prefix=CUBIN
 // RUN: not attn-opt %s --attn-normalize=target=sm_90a --emit=header -split-input-file 2>&1 | FileCheck %s --check-prefix=HEADER
 // --emit: a kernel variant without a lowering is refused with a located "not supported yet"
-// naming what is missing — never an empty or fake artifact. (Decode on sm_90a compiles: see
-// test/Conversion/AttnToNVVM/emit-ptx.mlir.)
+// naming what is missing — never an empty or fake artifact. (Decode and bf16 / int8-query
+// prefill on sm_90a compile: see test/Conversion/AttnToNVVM/emit-ptx.mlir.)
 
 func.func @prefill(%q: memref<2x64x8x128xbf16>, %k: memref<2x100x1x128xi8>, %v: memref<2x100x1x128xi8>,
                    %ks: memref<2x100x1xf32>, %vs: memref<2x100x1xf32>, %o: memref<2x64x8x128xbf16>) {
-  // expected-error @+2 {{not supported yet by convert-attn-to-nvvm: prefill attention (only decode is lowered for sm_90a)}}
-  // CUBIN: error: not supported yet by convert-attn-to-nvvm: prefill attention (only decode is lowered for sm_90a)
+  // expected-error @+2 {{not supported yet by convert-attn-to-nvvm: mode half_int8 for prefill with 'bf16' queries (Q·Kᵀ on s8 WGMMA needs int8 queries with per_token_head scales)}}
+  // CUBIN: error: not supported yet by convert-attn-to-nvvm: mode half_int8 for prefill with 'bf16' queries
   attn.attention prefill ins(%q, %k, %v : memref<2x64x8x128xbf16>, memref<2x100x1x128xi8>, memref<2x100x1x128xi8>)
       k_scale(%ks : memref<2x100x1xf32>) v_scale(%vs : memref<2x100x1xf32>) outs(%o : memref<2x64x8x128xbf16>)
       {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}

@@ -320,6 +320,10 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
     gpu.numSMs = p.smCount;
     n = mlir::attn::selectSplitKv(p.batch * m.groups, p.kvLen, m.tileN, gpu);
   }
+  if (m.kind == "prefill" && n != 1) {
+    why = "prefill kernels run one split (got " + std::to_string(n) + ")";
+    return false;
+  }
   p.numSplits = n;
   if (n > 1 && !m.kernel("combine")) {
     why = std::to_string(n) + " splits need a \"combine\" kernel, and the metadata has none";
@@ -331,7 +335,7 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
   std::map<std::string, int64_t> symbols = {
       {"num_splits", n},           {"groups", m.groups},   {"batch", p.batch},
       {"row_blocks", (m.rowsPerCta + 3) / 4}, {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
-      {"q_len", m.qLen}};
+      {"q_len", m.qLen}, {"q_chunks", (m.qLen + m.qChunk - 1) / m.qChunk}};
   if (!rt::resolveGrid(*m.kernel("decode"), symbols, p.decodeGrid, why))
     return false;
   if (n > 1 && !rt::resolveGrid(*m.kernel("combine"), symbols, p.combineGrid, why))

@@ -51,10 +51,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
   auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType(),
        oT = op.getOut().getType();
-  if (op.getKind() != AttentionKind::decode) {
-    c.fail() << "prefill attention (only decode is lowered for sm_90a)";
-    return failure();
-  }
+  p.prefill = op.getKind() == AttentionKind::prefill;
   for (int64_t d : {1, 2, 3})
     if (qT.isDynamicDim(d) || oT.isDynamicDim(d) || (d > 1 && kT.isDynamicDim(d)))
       c.fail() << "a dynamic query length, head count or head_dim (only batch and the K/V "
@@ -87,7 +84,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "head_dim " << p.headDim << " (64, 128 or 256)";
   if (vT.getDimSize(3) != p.headDim)
     c.fail() << "a value head_dim different from the key head_dim";
-  if (p.qLen > 8)
+  if (!p.prefill && p.qLen > 8)
     c.fail() << "q_len " << p.qLen << " (decode kernels take 1 to 8 new tokens)";
   Type kE = kT.getElementType();
   p.zeroPoints = op.getKZero() || op.getVZero();
@@ -120,7 +117,16 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "zero points on a " << kE << " cache (i8 / ui8 only)";
   FailureOr<Mode> mode = op.getEffectiveMode();
   if (succeeded(mode) && *mode == Mode::full_int8)
-    c.fail() << "mode full_int8 for decode (P stays bf16: use half_int8)";
+    c.fail() << "mode full_int8 (P stays bf16: use half_int8)";
+  if (p.prefill && succeeded(mode)) {
+    // Prefill modes name the GEMMs' arithmetic: only what the kernel does is accepted.
+    if (*mode == Mode::fp8)
+      c.fail() << "mode fp8 for prefill (fp8 tensor-core GEMMs; an e4m3 cache would be upcast "
+                  "to bf16)";
+    if (*mode == Mode::half_int8 && !p.qI8)
+      c.fail() << "mode half_int8 for prefill with " << qT.getElementType()
+               << " queries (Q·Kᵀ on s8 WGMMA needs int8 queries with per_token_head scales)";
+  }
   if (p.hasScales()) {
     for (QuantAttr qa : {op.getKQuantAttr(), op.getVQuantAttr()}) {
       if (!qa) {
@@ -180,8 +186,19 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   }
   if (s.getClusterSize() != 1 || s.hasCrossover() ||
       (s.getPingpong() && s.getPingpong().getValue()) ||
+      (s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue()) ||
       (s.getPersistent() && s.getPersistent().getValue()))
-    c.fail() << "clusters, crossover, pingpong or a persistent grid for decode";
+    c.fail() << "clusters, crossover, pingpong, intra-warpgroup overlap or a persistent grid";
+  if (p.prefill) {
+    // Query chunks: pack · qChunk rows fill (at most) one 64-row WGMMA tile; one split.
+    p.qChunk = std::max<int64_t>(1, std::min<int64_t>(p.qLen, 64 / p.pack));
+    if (p.splitKv > 1)
+      c.fail() << "split_kv " << p.splitKv << " for prefill (one split: the query chunks fill "
+                                              "the GPU)";
+    p.splitKv = 1;
+    if (s.getTileM() != 64)
+      c.fail() << "tile_m " << s.getTileM() << " (64: one query tile per CTA)";
+  }
   if (p.tileN != 32 && p.tileN != 64 && p.tileN != 128)
     c.fail() << "tile_n " << p.tileN << " (32, 64 or 128)";
   if (p.stages < 1 || p.stages > 4)
@@ -286,13 +303,14 @@ struct ConvertAttnToNVVMPass
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToEnd(gpuModule.getBody());
         LLVM::LLVMFuncOp::create(
-            b, fn.getLoc(), plan.name + "_decode",
+            b, fn.getLoc(), plan.kernelName(),
             LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
       } else {
         buildDecodeKernel(b, fn.getLoc(), gpuModule, plan);
-        buildCombineKernel(b, fn.getLoc(), gpuModule, plan);
+        if (!plan.prefill)
+          buildCombineKernel(b, fn.getLoc(), gpuModule, plan);
       }
-      auto decode = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_decode");
+      auto decode = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.kernelName());
       decode->setAttr("attn.launch", b.getStringAttr(launchMetadataJSON(plan)));
       fn.erase();
     }

@@ -109,7 +109,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   Object root{
       {"format", "attn-launch-v1"},
       {"arch", 90},
-      {"problem", Object{{"kind", "decode"}, {"batch", p.batch}, {"q_len", p.qLen},
+      {"problem", Object{{"kind", p.prefill ? "prefill" : "decode"}, {"batch", p.batch},
+                         {"q_len", p.qLen},
                          {"q_heads", p.qHeads}, {"kv_heads", p.kvHeads},
                          {"q_dtype", p.qI8 ? "i8" : "bf16"},
                          {"q_quant", p.qI8 ? "per_token_head" : "none"},
@@ -119,6 +120,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                          {"causal", p.causal}, {"alibi", p.alibi}, {"seq_lens", p.seqLens},
                          {"softmax_scale", p.softmaxScale}}},
       {"schedule", Object{{"pack_q_heads", p.pack}, {"rows_per_cta", p.rows()},
+                          {"q_chunk", p.prefill ? p.qChunk : p.qLen},
                           {"groups", p.groups()}, {"tile_n", p.tileN}, {"stages", p.stages},
                           {"split_kv", p.splitKv}, {"producer_regs", p.producerRegs},
                           {"consumer_regs", p.consumerRegs},
@@ -126,23 +128,26 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
       {"workspace_floats_per_split", p.workspaceFloatsPerSplit()},
       {"tensor_maps", Object{{"k", Object{{"dtype", mapType}, {"box", box()}}},
                              {"v", Object{{"dtype", mapType}, {"box", box()}}}}},
-      {"kernels",
-       Array{Object{{"name", p.name + "_decode"},
-                    {"role", "decode"},
-                    {"block", Array{p.threads(), 1, 1}},
-                    {"cluster", Array{1, 1, 1}},
-                    {"smem_bytes", p.smemBytes()},
-                    {"grid", Array{"num_splits", "groups", "batch"}},
-                    {"params", Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens",
-                                     "alibi", "out", "workspace", "batch", "kv_len",
-                                     "num_splits", "q_scale", "k_zero", "v_zero"}}},
-             Object{{"name", p.name + "_combine"},
-                    {"role", "combine"},
-                    {"block", Array{128, 1, 1}},
-                    {"cluster", Array{1, 1, 1}},
-                    {"smem_bytes", 0},
-                    {"grid", Array{"row_blocks", "groups", "batch"}},
-                    {"params", Array{"workspace", "out", "batch", "num_splits"}}}}}};
+      {"kernels", Array{}}};
+  // Role "decode" is the attention kernel, for prefill too (grid x: its query chunks).
+  Array kernels{Object{{"name", p.kernelName()},
+                       {"role", "decode"},
+                       {"block", Array{p.threads(), 1, 1}},
+                       {"cluster", Array{1, 1, 1}},
+                       {"smem_bytes", p.smemBytes()},
+                       {"grid", Array{p.prefill ? "q_chunks" : "num_splits", "groups", "batch"}},
+                       {"params", Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens",
+                                        "alibi", "out", "workspace", "batch", "kv_len",
+                                        "num_splits", "q_scale", "k_zero", "v_zero"}}}};
+  if (!p.prefill)
+    kernels.push_back(Object{{"name", p.name + "_combine"},
+                             {"role", "combine"},
+                             {"block", Array{128, 1, 1}},
+                             {"cluster", Array{1, 1, 1}},
+                             {"smem_bytes", 0},
+                             {"grid", Array{"row_blocks", "groups", "batch"}},
+                             {"params", Array{"workspace", "out", "batch", "num_splits"}}});
+  root["kernels"] = std::move(kernels);
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

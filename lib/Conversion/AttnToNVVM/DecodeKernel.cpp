@@ -20,7 +20,9 @@
 // of converting them, and S = s_q · s_k · (q̂·k̂) runs on s8 WGMMA with s32 accumulators.
 //
 // The epilogue writes O / l as bf16 when there is one split, else the f32 partial (O, m, l) that
-// `<name>_combine` merges. docs/GPUDecode.md is the contract with the launcher.
+// `<name>_combine` merges. Prefill (`<name>_prefill`, plan.prefill) is the same kernel with grid x
+// over query chunks of 64 / pack tokens instead of KV splits. docs/GPUDecode.md is the contract
+// with the launcher.
 //
 //===----------------------------------------------------------------------===//
 
@@ -221,9 +223,15 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   f.r[1] = k.add(f.r[0], 8);
   f.colBase = k.mul(k.band(lane, 3), 2);
   Value qi[2], head[2], qScale[2];
+  Value rowValid[2];
   for (int r = 0; r < 2; ++r) {
     Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
     qi[r] = k.udiv(row, p.pack);
+    if (p.prefill) { // the chunk's tokens; the last chunk may be short
+      qi[r] = k.smin(k.add(c.qBase, qi[r]), k.i32(p.qLen - 1));
+      rowValid[r] = k.band(k.cmp(P::slt, f.r[r], k.i32(p.rows())),
+                           k.cmp(P::slt, k.add(c.qBase, k.udiv(f.r[r], p.pack)), k.i32(p.qLen)));
+    }
     head[r] = k.add(c.headBase, k.urem(row, p.pack));
     if (p.qI8) // q_scale[b, qi, head]
       qScale[r] = k.loadInvariant(
@@ -241,6 +249,8 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   }
   // Keys past this bound need masking: the smallest row limit.
   Value maskFrom = p.causal ? k.sub(c.len, k.i32(p.qLen)) : k.add(c.len, -1);
+  if (p.prefill && p.causal)
+    maskFrom = k.add(maskFrom, c.qBase);
 
   int64_t nS = p.tileN / 2, nO = p.headDim / 2;
   Value negInf = k.f32(-INFINITY);
@@ -331,8 +341,13 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   Value l[2] = {fin[2], fin[3]}, m[2] = {fin[0], fin[1]};
   ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
   // Warpgroup 0 holds the merged state and writes it.
-  Value rowOk[2] = {k.band(k.cmp(P::eq, wg, 0), k.cmp(P::slt, f.r[0], k.i32(p.rows()))),
-                    k.band(k.cmp(P::eq, wg, 0), k.cmp(P::slt, f.r[1], k.i32(p.rows())))};
+  if (!p.prefill)
+    for (int r = 0; r < 2; ++r)
+      rowValid[r] = Value();
+  auto valid = [&](int r) {
+    return p.prefill ? rowValid[r] : k.cmp(P::slt, f.r[r], k.i32(p.rows()));
+  };
+  Value rowOk[2] = {k.band(k.cmp(P::eq, wg, 0), valid(0)), k.band(k.cmp(P::eq, wg, 0), valid(1))};
   k.ifThenElse(
       k.cmp(P::eq, c.numSplits, 1), TypeRange{},
       [&] {
@@ -400,13 +415,22 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
     Value ch = k.urem(chunk, chunksPerRow);
     Value rowC = k.smin(row, k.i32(p.rows() - 1));
     Value qi = k.udiv(rowC, p.pack);
+    Value tokValid;
+    if (p.prefill) {
+      Value tok = k.add(c.qBase, qi);
+      tokValid = k.cmp(P::slt, tok, k.i32(p.qLen));
+      qi = k.smin(tok, k.i32(p.qLen - 1));
+    }
     Value head = k.add(c.headBase, k.urem(rowC, p.pack));
     Value elem = k.add(k.mul(k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi), p.qHeads), head),
                              p.headDim),
                        k.mul(ch, 16 / qBytes));
     Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
     Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
-    v = k.select(k.cmp(P::slt, row, k.i32(p.rows())), v, zero);
+    Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
+    if (tokValid)
+      valid = k.band(valid, tokValid);
+    v = k.select(valid, v, zero);
     k.store(v, sptr(k, c, k.add(k.i32(c.sm.q), swizzledChunk(k, row, ch, 64))), 16);
   }
   });
@@ -446,7 +470,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32, glob,
                             glob, glob};
   LLVM::LLVMFuncOp fn =
-      declareKernel(b, loc, module, p.name + "_decode", args, p.threads(), 1);
+      declareKernel(b, loc, module, p.kernelName(), args, p.threads(), 1);
   auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
   for (unsigned a = 0; a < 2; ++a) {
     fn.setArgAttr(a, "llvm.byval", TypeAttr::get(mapTy));
@@ -479,6 +503,11 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
 
   c.tid = k.tidX();
   c.split = k.ctaidX();
+  c.qBase = k.i32(0);
+  if (p.prefill) { // grid x: query chunks (one split)
+    c.qBase = k.mul(c.split, p.qChunk);
+    c.split = k.i32(0);
+  }
   c.grp = k.ctaidY();
   c.bIdx = k.ctaidZ();
   c.hkv = k.udiv(c.grp, p.groupsPerKv());
@@ -502,6 +531,12 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
     c.len = k.smax(k.smin(l, c.kvLen), k.i32(0));
   }
   Value tiles = k.ceilDiv(c.len, p.tileN);
+  if (p.prefill && p.causal) {
+    // Keys past the chunk's last query are masked for every row: skip their tiles.
+    Value lastQ = k.smin(k.add(c.qBase, p.qChunk - 1), k.i32(p.qLen - 1));
+    Value lastKey = k.add(k.sub(c.len, k.i32(p.qLen)), lastQ);
+    tiles = k.ceilDiv(k.smax(k.add(lastKey, 1), k.i32(0)), p.tileN);
+  }
   Value perSplit = k.udiv(k.add(tiles, k.add(c.numSplits, -1)), c.numSplits);
   c.tile0 = k.mul(c.split, perSplit);
   Value end = k.smin(k.add(c.tile0, perSplit), tiles);

@@ -24,6 +24,8 @@ struct Ctx {
   Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
         base = {} /*aligned shared base*/;
   Value len = {}, tile0 = {}, numTiles = {};
+  /// First query token of this CTA's rows (prefill chunks; 0 for decode).
+  Value qBase = {};
 };
 
 /// Offset of buffer `i` of a ring of shared-memory buffers.

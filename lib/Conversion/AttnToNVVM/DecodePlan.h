@@ -30,6 +30,10 @@ struct DecodePlan {
   /// Asymmetric K/V (zero points of the code type, the scales' granularity): the producer
   /// converts k̂ − z exactly (bf16 holds every integer in [−255, 255]). `unsignedCodes`: ui8.
   bool zeroPoints = false, unsignedCodes = false;
+  /// Prefill: the q_len query tokens are cut into chunks of `qChunk` tokens (pack · qChunk ≤ 64
+  /// rows); one CTA per (chunk, group, batch) attends over the keys its chunk sees, one split.
+  bool prefill = false;
+  int64_t qChunk = 1;
   Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;
   bool causal = false, alibi = false, seqLens = false;
   double softmaxScale = 0.0;
@@ -40,7 +44,10 @@ struct DecodePlan {
   int64_t threads() const { return 128 * (producerWGs + consumerWGs); }
 
   int64_t groupSize() const { return qHeads / kvHeads; }
-  int64_t rows() const { return qLen * pack; }
+  int64_t rows() const { return (prefill ? qChunk : qLen) * pack; }
+  int64_t qChunks() const { return prefill ? (qLen + qChunk - 1) / qChunk : 1; }
+  /// `<name>_decode`, or `<name>_prefill` for prefill (which has no combine kernel).
+  std::string kernelName() const { return name + (prefill ? "_prefill" : "_decode"); }
   int64_t groupsPerKv() const { return groupSize() / pack; }
   int64_t groups() const { return kvHeads * groupsPerKv(); }
   int64_t kvElemBytes() const { return kv == KVType::BF16 ? 2 : 1; }

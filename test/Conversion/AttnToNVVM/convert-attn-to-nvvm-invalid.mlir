@@ -1,11 +1,39 @@
 // convert-attn-to-nvvm refuses what its generators do not implement, on the op, with the reason.
 // RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --convert-attn-to-nvvm
 
-func.func @prefill(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
-                   %o: memref<1x128x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: prefill attention (only decode is lowered for sm_90a)}}
+// Prefill runs the decode kernel over query chunks: FA3's pingpong (and intra-warpgroup overlap,
+// persistent grids) are not implemented, and the spec asking for them is refused, not ignored.
+func.func @prefill_pingpong(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
+                            %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: clusters, crossover, pingpong, intra-warpgroup overlap or a persistent grid}}
   attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
-      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>}
+      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<pingpong = true>}
+  return
+}
+
+// -----
+
+// fp8 prefill means fp8 tensor-core GEMMs; upcasting the cache to bf16 would not be that mode.
+func.func @prefill_fp8(%q: memref<1x128x8x128xf8E4M3FN>, %k: memref<1x128x8x128xf8E4M3FN>, %v: memref<1x128x8x128xf8E4M3FN>,
+                       %qs: memref<1x128xf32>, %ks: memref<1x128xf32>, %vs: memref<1x128xf32>,
+                       %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+2 {{not supported yet by convert-attn-to-nvvm: queries of type 'f8E4M3FN' (bf16, or i8 with q_scale)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: mode fp8 for prefill (fp8 tensor-core GEMMs; an e4m3 cache would be upcast to bf16)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>)
+      q_scale(%qs : memref<1x128xf32>) k_scale(%ks : memref<1x128xf32>) v_scale(%vs : memref<1x128xf32>)
+      outs(%o : memref<1x128x8x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_token>, k_quant = #attn.quant<f8E4M3FN, per_token>,
+       v_quant = #attn.quant<f8E4M3FN, per_token>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @prefill_split(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
+                         %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: split_kv 4 for prefill (one split: the query chunks fill the GPU)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
+      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<split_kv = 4>}
   return
 }
 

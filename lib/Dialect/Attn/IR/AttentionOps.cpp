@@ -89,7 +89,9 @@ static LogicalResult verifyScheduleForAttention(AttentionOp op, ScheduleAttr sch
     if (ratio % pack != 0)
       return op.emitOpError() << "pack_q_heads = " << pack << " does not divide the " << ratio
                               << " query heads per KV head";
-    int64_t sq = op.getQ().getType().getDimSize(1);
+    // Decode packs every new token of the packed heads into one tile; prefill cuts the tokens
+    // into chunks, so at least one token must fit.
+    int64_t sq = op.getKind() == AttentionKind::prefill ? 1 : op.getQ().getType().getDimSize(1);
     int64_t tileM = sched.getTileM() ? sched.getTileM() : kWgmmaM;
     if (!ShapedType::isDynamic(sq) && pack * sq > tileM)
       return op.emitOpError() << "pack_q_heads × q_len = " << pack << " × " << sq << " = "

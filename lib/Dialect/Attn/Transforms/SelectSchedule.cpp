@@ -57,7 +57,6 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       return success(); // CPU attention schedules come with the CPU lowering.
     Fields f(op.getScheduleAttr());
     auto qT = op.getQ().getType(), kT = op.getK().getType();
-    FailureOr<Mode> mode = op.getEffectiveMode();
     AttentionShape shape;
     auto staticOr = [](int64_t d) {
       return ShapedType::isDynamic(d) ? AttentionShape::kDynamicExtent : d;
@@ -73,7 +72,6 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     shape.zeroPoints = static_cast<bool>(op.getKZero());
     GPUInfo gpu;
     gpu.numSMs = numSMs;
-    bool lowRegProducer = *mode == Mode::bf16;
     if (op.getKind() == AttentionKind::decode) {
       if (qT.isDynamicDim(1) || qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "decode scheduling needs static q_len and head counts";
@@ -104,12 +102,27 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       else
         f.fillRoles(ctx, 96, 1, 240);
     } else {
-      Fields::fill(f.tileM, 128);
-      Fields::fill(f.tileN, shape.headDim <= 128 ? 128 : 64);
-      Fields::fill(f.stages, 2);
-      f.fillRoles(ctx, lowRegProducer ? 24 : 40, 2, lowRegProducer ? 240 : 232);
-      Fields::fill(f.pingpong, ctx, true);
-      Fields::fill(f.intraWgOverlap, ctx, true);
+      // Prefill runs the decode kernel's structure over query chunks (docs/Schedules.md): query
+      // heads of a KV head packed as for one token, pack · chunk = 64 rows per CTA, one split.
+      // FA3's pingpong, intra-warpgroup overlap and persistent grid are not implemented yet, so
+      // the default turns them off (the lowering refuses them when a spec asks).
+      if (qT.isDynamicDim(2) || kT.isDynamicDim(2))
+        return op.emitOpError() << "prefill scheduling needs static head counts";
+      AttentionShape oneToken = shape;
+      oneToken.qLen = 1;
+      DecodeSchedule d = selectDecodeSchedule(oneToken, gpu);
+      Fields::fill(f.packQHeads, d.packQHeads);
+      Fields::fill(f.tileM, 64);
+      Fields::fill(f.tileN, d.tileN);
+      Fields::fill(f.stages, d.stages);
+      if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto)
+        f.splitKv = 1;
+      if (shape.headDim <= 128)
+        f.fillRoles(ctx, 56, 2, 200, 2);
+      else
+        f.fillRoles(ctx, 96, 1, 240);
+      Fields::fill(f.pingpong, ctx, false);
+      Fields::fill(f.intraWgOverlap, ctx, false);
       Fields::fill(f.persistent, ctx, false);
     }
     op.setScheduleAttr(f.get(ctx));

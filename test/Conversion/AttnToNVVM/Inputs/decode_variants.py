@@ -3,7 +3,8 @@
 (i8 per_token_head, f8E4M3FN per_token, bf16) x head ratio (MQA 16:1, GQA 8:1 and 4:1, MHA 1:1) x
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
 q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), and asymmetric
-caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points). Writes one
+caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), and prefill
+(pf_*: the same kernel over query chunks; bf16, and half-int8 with int8 queries). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -17,13 +18,13 @@ KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": 
 ASYM = ("i8a", "u8a")
 
 
-def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True):
+def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="decode"):
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
     q = o.replace("bf16", "i8") if kv == "i8q" else o
     k = f"memref<?x?x{hkv}x{d}x{elem}>"
     args = [f"%q: {q}", f"%k: {k}", f"%v: {k}"]
-    ops = f"  attn.attention decode ins(%q, %k, %v : {q}, {k}, {k})\n"
+    ops = f"  attn.attention {kind} ins(%q, %k, %v : {q}, {k}, {k})\n"
     attrs = ["target = #attn.target<sm_90a>"]
     if kv == "i8q":
         qs = f"memref<?x{sq}x{hq}xf32>"
@@ -71,6 +72,16 @@ def variants():
         out.append((f"i8a_{rname}_d{d}_q{sq}", "i8a", hq, hkv, d, sq, i % 2 == 0, i == 2, i != 3))
     out.append(("u8a_mqa16_d128_q3", "u8a", 16, 1, 128, 3, True, False, True))
     out.append(("u8a_gqa4_d64_q1", "u8a", 16, 4, 64, 1, False, True, False))
+    # Prefill: q_len tokens in chunks of 64 / pack; lengths not a chunk or tile multiple.
+    for name, kv, (hq, hkv), d, sq, causal, alibi, lens in [
+            ("pf_bf16_mha_d128_q200_causal", "bf16", (8, 8), 128, 200, True, False, True),
+            ("pf_bf16_gqa8_d64_q130_causal", "bf16", (32, 4), 64, 130, True, True, False),
+            ("pf_bf16_mqa16_d128_q77", "bf16", (16, 1), 128, 77, False, False, True),
+            ("pf_bf16_gqa4_d256_q65_causal", "bf16", (16, 4), 256, 65, True, False, False),
+            ("pf_i8q_mqa16_d128_q100_causal", "i8q", (16, 1), 128, 100, True, False, True),
+            ("pf_i8q_gqa4_d128_q64", "i8q", (16, 4), 128, 64, False, False, False),
+            ("pf_i8q_mha_d128_q129_causal", "i8q", (4, 4), 128, 129, True, True, True)]:
+        out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill"))
     return out
 
 

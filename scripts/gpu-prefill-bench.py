@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""What this file is: our prefill kernels on the Table-1/2 shapes of the Character.AI seed (16 query
+heads on 1 KV head, head_dim 128, S × batch = 1024 × 32 … 32768 × 1), causal and not, beside
+cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
+
+  gpu-prefill-bench.py build DIR       here: one spec per (S, mode, causal) → PTX (S is static)
+  gpu-prefill-bench.py run DIR [--out F]
+                                       on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
+                                       int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
+                                       upcast) and of cuDNN, the ratio, and our relative error
+                                       against SDPA's bf16 output
+
+`build` needs attn-opt (ATTN_OPT) and the standard library only.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHAPES = [(1024, 32), (2048, 16), (4096, 8), (8192, 4), (16384, 2), (32768, 1)]
+HQ, HKV, D = 16, 1, 128
+
+
+def name(s, mode, causal):
+    return f"pf_{mode}_s{s}{'_causal' if causal else ''}"
+
+
+def build(args):
+    m = importlib.util.spec_from_file_location("qattn_spec", ROOT / "python/qattn/spec.py")
+    spec = importlib.util.module_from_spec(m)
+    m.loader.exec_module(spec)
+    out = Path(args.dir)
+    out.mkdir(parents=True, exist_ok=True)
+    attn_opt = os.environ.get("ATTN_OPT", str(ROOT / "build/bin/attn-opt"))
+    n = 0
+    for s, _ in SHAPES:
+        for mode in ("bf16", "half_int8"):
+            for causal in (False, True):
+                kw = dict(kv_dtype="bf16", granularity=None) if mode == "bf16" else dict(
+                    kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
+                    q_granularity="per_token_head")
+                if kw["granularity"] is None:
+                    del kw["granularity"]
+                nm = name(s, mode, causal)
+                text = spec.attention("prefill", batch=None, q_len=s, kv_len=None, q_heads=HQ,
+                                      kv_heads=HKV, head_dim=D, causal=causal, name=nm, **kw).text
+                (out / f"{nm}.mlir").write_text(text)
+                subprocess.run([attn_opt, str(out / f"{nm}.mlir"), "--emit=ptx", "-o",
+                                str(out / f"{nm}.ptx")], check=True)
+                n += 1
+    print(f"built {n} kernels into {out}")
+    return 0
+
+
+def run(args):
+    sys.path.insert(0, str(ROOT / "python"))
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from qattn.gpu import GpuDecodeKernel
+
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def time_ms(fn, iters=5, reps=3):
+        fn()
+        ts = []
+        for _ in range(reps):
+            torch.cuda._sleep(20_000_000)
+            start.record()
+            for _ in range(iters):
+                fn()
+            end.record()
+            end.synchronize()
+            ts.append(start.elapsed_time(end) / iters)
+        return sorted(ts)[len(ts) // 2]
+
+    def quant(x, dims):  # symmetric int8 per (batch, token, head) row
+        s = torch.clamp(x.float().abs().amax(dim=dims, keepdim=True) / 127, min=1e-8)
+        return torch.clamp(torch.round(x.float() / s), -127, 127).to(torch.int8), s[..., 0]
+
+    lines = []
+    g = torch.Generator(device="cuda").manual_seed(0)
+    for s, b in SHAPES:
+        q = torch.randn(b, s, HQ, D, generator=g, device="cuda").to(torch.bfloat16)
+        k = torch.randn(b, s, HKV, D, generator=g, device="cuda").to(torch.bfloat16)
+        v = torch.randn(b, s, HKV, D, generator=g, device="cuda").to(torch.bfloat16)
+        qi, qs = quant(q, (3,))
+        ki, ks = quant(k, (3,))
+        vi, vs = quant(v, (3,))
+        qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+        for causal in (False, True):
+            flops = 4 * b * HQ * s * s * D / (2 if causal else 1)
+            row = {"S": s, "B": b, "causal": causal}
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                f = lambda: torch.nn.functional.scaled_dot_product_attention(
+                    qt, kt, vt, is_causal=causal, enable_gqa=True)
+                ref = f().transpose(1, 2).float()
+                row["cudnn_tflops"] = round(flops / time_ms(f) / 1e9, 1)
+            for mode in ("bf16", "half_int8"):
+                kern = GpuDecodeKernel.from_files(Path(args.dir) / f"{name(s, mode, causal)}.ptx")
+                if mode == "bf16":
+                    call = lambda: kern(q, k, v)
+                else:
+                    call = lambda: kern(qi, ki, vi, ks, vs, q_scale=qs)
+                out = call().float()
+                ms = time_ms(call)
+                row[f"{mode}_tflops"] = round(flops / ms / 1e9, 1)
+                row[f"{mode}_x_cudnn"] = round(row[f"{mode}_tflops"] / row["cudnn_tflops"], 3)
+                row[f"{mode}_rel_err"] = float((out - ref).norm() / ref.norm())
+            lines.append(row)
+            print(json.dumps(row), flush=True)
+        del q, k, v, qi, ki, vi, qt, kt, vt
+    if args.out:
+        Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in lines))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("dir")
+    r = sub.add_parser("run")
+    r.add_argument("dir")
+    r.add_argument("--out")
+    args = ap.parse_args()
+    return {"build": build, "run": run}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
