@@ -76,8 +76,9 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
     * `<f>_combine`: merges split-KV partials.
 
     `attn.attention prefill` (static q_len; bf16, or half_int8 with int8 queries) becomes
-    `<f>_prefill`, the same kernel over query chunks: 64 / pack_q_heads tokens per CTA, grid
-    (chunks, query-head groups, batch), one split, no combine (docs/GPUDecode.md).
+    `<f>_prefill`, the same kernel over query chunks: each consumer warpgroup owns a 64-row tile
+    of 64 / pack_q_heads tokens and both run over every key tile; grid (chunks, query-head
+    groups, batch), one split, no combine (docs/GPUDecode.md).
 
     A function holding one `attn.quantize.append` or `attn.quantize.dynamic` op becomes
     `<f>_quantize`: 128 threads; every lane group of a warp owns one scale group, issues 16-byte

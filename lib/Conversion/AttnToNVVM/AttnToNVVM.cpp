@@ -210,14 +210,15 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     return failure();
   // Two consumer warpgroups merge through the idle pipeline buffers.
   DecodePlan::Smem sm = p.smem();
-  if (p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage) {
+  if (!p.prefill && p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage) {
     c.fail() << "two consumer warpgroups with this tile: their merge needs "
              << (4 + p.headDim / 2) * 512 << " bytes of pipeline buffers";
     return failure();
   }
   // The heuristic's formula and the generator's layout must agree.
   if (p.smemBytes() !=
-      decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8, p.zeroPoints)) {
+      decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8, p.zeroPoints,
+                        p.qTiles())) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
     return failure();
   }

@@ -21,7 +21,8 @@
 //
 // The epilogue writes O / l as bf16 when there is one split, else the f32 partial (O, m, l) that
 // `<name>_combine` merges. Prefill (`<name>_prefill`, plan.prefill) is the same kernel with grid x
-// over query chunks of 64 / pack tokens instead of KV splits. docs/GPUDecode.md is the contract
+// over query chunks instead of KV splits: each consumer warpgroup owns a 64-row query tile and
+// both take every key tile (no merge). docs/GPUDecode.md is the contract
 // with the launcher.
 //
 //===----------------------------------------------------------------------===//
@@ -42,7 +43,7 @@ DecodePlan::Smem DecodePlan::smem() const {
   int64_t off = 0;
   m.q = off;
   int64_t qkBytes = qI8 ? 1 : 2; // int8 Q·Kᵀ: Q tile and K buffers in int8
-  off += 64 * headDim * qkBytes;
+  off += qTiles() * 64 * headDim * qkBytes;
   m.stage = off;
   m.stageStride = alignUp(2 * stageTileBytes(), 1024);
   m.stageV = stageTileBytes();
@@ -224,13 +225,15 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   f.colBase = k.mul(k.band(lane, 3), 2);
   Value qi[2], head[2], qScale[2];
   Value rowValid[2];
+  // Prefill: this warpgroup's own query tile (decode: the one tile both share).
+  Value qBase = p.prefill ? k.add(c.qBase, k.mul(wg, p.qChunk)) : c.qBase;
   for (int r = 0; r < 2; ++r) {
     Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
     qi[r] = k.udiv(row, p.pack);
     if (p.prefill) { // the chunk's tokens; the last chunk may be short
-      qi[r] = k.smin(k.add(c.qBase, qi[r]), k.i32(p.qLen - 1));
+      qi[r] = k.smin(k.add(qBase, qi[r]), k.i32(p.qLen - 1));
       rowValid[r] = k.band(k.cmp(P::slt, f.r[r], k.i32(p.rows())),
-                           k.cmp(P::slt, k.add(c.qBase, k.udiv(f.r[r], p.pack)), k.i32(p.qLen)));
+                           k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), k.i32(p.qLen)));
     }
     head[r] = k.add(c.headBase, k.urem(row, p.pack));
     if (p.qI8) // q_scale[b, qi, head]
@@ -250,7 +253,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   // Keys past this bound need masking: the smallest row limit.
   Value maskFrom = p.causal ? k.sub(c.len, k.i32(p.qLen)) : k.add(c.len, -1);
   if (p.prefill && p.causal)
-    maskFrom = k.add(maskFrom, c.qBase);
+    maskFrom = k.add(maskFrom, qBase);
 
   int64_t nS = p.tileN / 2, nO = p.headDim / 2;
   Value negInf = k.f32(-INFINITY);
@@ -258,9 +261,14 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   for (int64_t i = 0; i < nO; ++i)
     inits.push_back(k.f32(0));
   Value qAddr = k.sharedAddr(sptr(k, c, c.sm.q));
+  if (p.prefill)
+    qAddr = k.add(qAddr, k.mul(wg, 64 * p.headDim * (p.qI8 ? 1 : 2)));
 
+  // Decode: warpgroups take alternate tiles. Prefill: each takes every tile for its own queries.
   int64_t W = p.consumerWGs;
-  SmallVector<Value> fin = k.forLoop(wg, c.numTiles, W, inits, [&](Value j, ValueRange st) {
+  Value first = p.prefill ? k.i32(0) : wg;
+  int64_t step = p.prefill ? 1 : W;
+  SmallVector<Value> fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
     Value buf = k.band(j, 1);
     Value phaseB = k.band(k.lshr(j, 1), 1);
     Value tileStart = k.mul(k.add(c.tile0, j), p.tileN);
@@ -336,7 +344,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
     fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
   }
-  if (W == 2)
+  if (W == 2 && !p.prefill)
     fin = mergeConsumers(k, c, wg, ct, fin);
   Value l[2] = {fin[2], fin[3]}, m[2] = {fin[0], fin[1]};
   ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
@@ -347,7 +355,9 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   auto valid = [&](int r) {
     return p.prefill ? rowValid[r] : k.cmp(P::slt, f.r[r], k.i32(p.rows()));
   };
-  Value rowOk[2] = {k.band(k.cmp(P::eq, wg, 0), valid(0)), k.band(k.cmp(P::eq, wg, 0), valid(1))};
+  // Decode: warpgroup 0 holds the merged state. Prefill: every warpgroup writes its own rows.
+  Value rowOk[2] = {p.prefill ? valid(0) : k.band(k.cmp(P::eq, wg, 0), valid(0)),
+                    p.prefill ? valid(1) : k.band(k.cmp(P::eq, wg, 0), valid(1))};
   k.ifThenElse(
       k.cmp(P::eq, c.numSplits, 1), TypeRange{},
       [&] {
@@ -407,8 +417,9 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
   int64_t qBytes = p.qI8 ? 1 : 2;
   int64_t chunksPerRow = p.headDim * qBytes / 16;
-  // The first 256 threads copy 64 × D / 8 chunks of 16 bytes.
+  // The first 256 threads copy 64 × D / 8 chunks of 16 bytes per query tile.
   k.ifThen(k.cmp(P::ult, c.tid, 256), [&] {
+  for (int64_t t = 0; t < p.qTiles(); ++t)
   for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it) {
     Value chunk = k.add(c.tid, it * 256);
     Value row = k.udiv(chunk, chunksPerRow);
@@ -417,7 +428,7 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
     Value qi = k.udiv(rowC, p.pack);
     Value tokValid;
     if (p.prefill) {
-      Value tok = k.add(c.qBase, qi);
+      Value tok = k.add(k.add(c.qBase, t * p.qChunk), qi);
       tokValid = k.cmp(P::slt, tok, k.i32(p.qLen));
       qi = k.smin(tok, k.i32(p.qLen - 1));
     }
@@ -431,7 +442,8 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
     if (tokValid)
       valid = k.band(valid, tokValid);
     v = k.select(valid, v, zero);
-    k.store(v, sptr(k, c, k.add(k.i32(c.sm.q), swizzledChunk(k, row, ch, 64))), 16);
+    int64_t tileOff = c.sm.q + t * 64 * p.headDim * qBytes;
+    k.store(v, sptr(k, c, k.add(k.i32(tileOff), swizzledChunk(k, row, ch, 64))), 16);
   }
   });
 }
@@ -505,7 +517,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   c.split = k.ctaidX();
   c.qBase = k.i32(0);
   if (p.prefill) { // grid x: query chunks (one split)
-    c.qBase = k.mul(c.split, p.qChunk);
+    c.qBase = k.mul(c.split, p.ctaTokens());
     c.split = k.i32(0);
   }
   c.grp = k.ctaidY();
@@ -533,7 +545,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   Value tiles = k.ceilDiv(c.len, p.tileN);
   if (p.prefill && p.causal) {
     // Keys past the chunk's last query are masked for every row: skip their tiles.
-    Value lastQ = k.smin(k.add(c.qBase, p.qChunk - 1), k.i32(p.qLen - 1));
+    Value lastQ = k.smin(k.add(c.qBase, p.ctaTokens() - 1), k.i32(p.qLen - 1));
     Value lastKey = k.add(k.sub(c.len, k.i32(p.qLen)), lastQ);
     tiles = k.ceilDiv(k.smax(k.add(lastKey, 1), k.i32(0)), p.tileN);
   }
@@ -547,7 +559,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
       k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
     for (int64_t bf = 0; bf < 2; ++bf) {
       k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
-      k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), 128);
+      // Decode: the one consumer that took the tile releases it; prefill: all of them.
+      k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), 128 * (p.prefill ? p.consumerWGs : 1));
     }
     k.fenceMbarrierInit();
   });

@@ -31,9 +31,15 @@ struct DecodePlan {
   /// converts k̂ − z exactly (bf16 holds every integer in [−255, 255]). `unsignedCodes`: ui8.
   bool zeroPoints = false, unsignedCodes = false;
   /// Prefill: the q_len query tokens are cut into chunks of `qChunk` tokens (pack · qChunk ≤ 64
-  /// rows); one CTA per (chunk, group, batch) attends over the keys its chunk sees, one split.
+  /// rows, one WGMMA tile); one CTA per (consumerWGs chunks, group, batch): each consumer
+  /// warpgroup owns one chunk's query tile and both run over every key tile the CTA's queries
+  /// see (the K/V tile in shared memory feeds 128 rows), one split.
   bool prefill = false;
   int64_t qChunk = 1;
+  /// Query tiles in shared memory: one per consumer for prefill, one for decode.
+  int64_t qTiles() const { return prefill ? consumerWGs : 1; }
+  /// Query tokens per CTA.
+  int64_t ctaTokens() const { return prefill ? qChunk * consumerWGs : qLen; }
   Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;
   bool causal = false, alibi = false, seqLens = false;
   double softmaxScale = 0.0;
@@ -45,7 +51,7 @@ struct DecodePlan {
 
   int64_t groupSize() const { return qHeads / kvHeads; }
   int64_t rows() const { return (prefill ? qChunk : qLen) * pack; }
-  int64_t qChunks() const { return prefill ? (qLen + qChunk - 1) / qChunk : 1; }
+  int64_t qChunks() const { return prefill ? (qLen + ctaTokens() - 1) / ctaTokens() : 1; }
   /// `<name>_decode`, or `<name>_prefill` for prefill (which has no combine kernel).
   std::string kernelName() const { return name + (prefill ? "_prefill" : "_decode"); }
   int64_t groupsPerKv() const { return groupSize() / pack; }
@@ -54,7 +60,9 @@ struct DecodePlan {
   bool hasScales() const { return kv != KVType::BF16; }
   /// Floats of one split's partial (O, m, l), padded to 4 so every O row stays 16-byte aligned
   /// for the combine's vector loads.
-  int64_t workspaceFloatsPerSplit() const { return (rows() * (headDim + 2) + 3) / 4 * 4; }
+  int64_t workspaceFloatsPerSplit() const {
+    return (ctaTokens() * pack * (headDim + 2) + 3) / 4 * 4; // rows() · (D + 2) for decode
+  }
 
   // Shared memory map (offsets from a 1024-aligned base).
   struct Smem {

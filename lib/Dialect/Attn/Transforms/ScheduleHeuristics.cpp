@@ -27,9 +27,10 @@ int64_t mlir::attn::selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu
 static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 int64_t mlir::attn::decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes,
-                                      int64_t stages, bool int8QK, bool zeroPoints) {
+                                      int64_t stages, bool int8QK, bool zeroPoints,
+                                      int64_t queryTiles) {
   int64_t qkBytes = int8QK ? 1 : 2;
-  int64_t bytes = 64 * headDim * qkBytes;                             // packed queries
+  int64_t bytes = queryTiles * 64 * headDim * qkBytes;                // packed queries
   bytes += stages * alignUp(2 * tileN * headDim * kvElemBytes, 1024); // K+V stages (TMA)
   bytes += 2 * tileN * headDim * (qkBytes + 2);                       // K + bf16 V, double-buffered
   bytes += 2 * 2 * tileN * 4;                                         // K and V scales
@@ -43,7 +44,7 @@ int64_t mlir::attn::selectTileN(const AttentionShape &s) {
   // Long tiles amortize the per-tile softmax bookkeeping; shared memory bounds them: int8/fp8
   // caches get 128 keys up to head_dim 128 and 64 at 256, bf16 caches half of that.
   for (int64_t n : {128, 64, 32})
-    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2, s.int8QK, s.zeroPoints) <=
+    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2, s.int8QK, s.zeroPoints, s.queryTiles) <=
         kMaxSharedBytesSm90)
       return n;
   return 32;

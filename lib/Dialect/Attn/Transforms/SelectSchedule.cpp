@@ -110,6 +110,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
         return op.emitOpError() << "prefill scheduling needs static head counts";
       AttentionShape oneToken = shape;
       oneToken.qLen = 1;
+      oneToken.queryTiles = shape.headDim <= 128 ? 2 : 1; // a query tile per consumer
       DecodeSchedule d = selectDecodeSchedule(oneToken, gpu);
       Fields::fill(f.packQHeads, d.packQHeads);
       Fields::fill(f.tileM, 64);

@@ -27,6 +27,8 @@ struct AttentionShape {
   bool int8QK = false;
   /// Asymmetric K/V: the producer stages one zero-point constant per key of K and of V.
   bool zeroPoints = false;
+  /// 64-row query tiles in shared memory (prefill: one per consumer warpgroup).
+  int64_t queryTiles = 1;
 };
 
 struct GPUInfo {
@@ -51,9 +53,10 @@ int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 /// Dynamic shared memory of the sm_90a decode kernel (convert-attn-to-nvvm's layout: the 64-row
 /// query tile, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
 /// and 1 KiB to align the base). With `int8QK` the query tile and the K buffers are int8; with
-/// `zeroPoints` a K and a V zero-point constant per key follow the scales.
+/// `zeroPoints` a K and a V zero-point constant per key follow the scales; `queryTiles` 64-row
+/// query tiles (prefill: one per consumer warpgroup).
 int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages,
-                          bool int8QK = false, bool zeroPoints = false);
+                          bool int8QK = false, bool zeroPoints = false, int64_t queryTiles = 1);
 /// Shared memory of one sm_90a CTA.
 inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;
 
