@@ -12,8 +12,6 @@ per_token_head scales), in the same run:
 
 `build` needs attn-opt (ATTN_OPT) and the standard library only.
 """
-import argparse
-import importlib.util
 import json
 import math
 import os
@@ -21,16 +19,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from gpu_bench_common import ROOT, run_main, spec_module, time_ms
+
 ROWS = [(1024, 256), (2048, 128), (4096, 64), (8192, 32), (16384, 16), (32768, 8), (65536, 4),
         (131072, 2)]
 KINDS = {"i8_sym": ("i8", True), "i8_asym": ("i8", False), "ui8_asym": ("ui8", False)}
 
 
 def build(args):
-    m = importlib.util.spec_from_file_location("qattn_spec", ROOT / "python/qattn/spec.py")
-    spec = importlib.util.module_from_spec(m)
-    m.loader.exec_module(spec)
+    spec = spec_module()
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
     attn_opt = os.environ.get("ATTN_OPT", str(ROOT / "build/bin/attn-opt"))
@@ -51,21 +48,8 @@ def run(args):
     from qattn.gpu import GpuDecodeKernel
 
     kernels = {n: GpuDecodeKernel.from_files(Path(args.dir) / f"{n}.ptx") for n in KINDS}
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def time_us(fn, iters=20, reps=5):
-        for _ in range(3):
-            fn()
-        ts = []
-        for _ in range(reps):
-            torch.cuda._sleep(20_000_000)
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            end.synchronize()
-            ts.append(start.elapsed_time(end) * 1e3 / iters)
-        return sorted(ts)[len(ts) // 2]
+    def time_us(fn):
+        return time_ms(torch, fn) * 1e3
 
     def quantize(x, dtype, sym):
         if sym:
@@ -120,17 +104,5 @@ def run(args):
     return 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("dir")
-    r = sub.add_parser("run")
-    r.add_argument("dir")
-    r.add_argument("--out")
-    args = ap.parse_args()
-    return {"build": build, "run": run}[args.cmd](args)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(__doc__, {"build": build, "run": run})

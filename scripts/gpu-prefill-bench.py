@@ -12,15 +12,14 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
 
 `build` needs attn-opt (ATTN_OPT) and the standard library only.
 """
-import argparse
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from gpu_bench_common import ROOT, run_main, spec_module, time_ms
+
 SHAPES = [(1024, 32), (2048, 16), (4096, 8), (8192, 4), (16384, 2), (32768, 1)]
 HQ, HKV, D = 16, 1, 128
 
@@ -30,9 +29,7 @@ def name(s, mode, causal):
 
 
 def build(args):
-    m = importlib.util.spec_from_file_location("qattn_spec", ROOT / "python/qattn/spec.py")
-    spec = importlib.util.module_from_spec(m)
-    m.loader.exec_module(spec)
+    spec = spec_module()
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
     attn_opt = os.environ.get("ATTN_OPT", str(ROOT / "build/bin/attn-opt"))
@@ -62,20 +59,8 @@ def run(args):
     from torch.nn.attention import SDPBackend, sdpa_kernel
     from qattn.gpu import GpuDecodeKernel
 
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-
-    def time_ms(fn, iters=5, reps=3):
-        fn()
-        ts = []
-        for _ in range(reps):
-            torch.cuda._sleep(20_000_000)
-            start.record()
-            for _ in range(iters):
-                fn()
-            end.record()
-            end.synchronize()
-            ts.append(start.elapsed_time(end) / iters)
-        return sorted(ts)[len(ts) // 2]
+    def bench_ms(fn):
+        return time_ms(torch, fn, iters=5, reps=3, warmup=1)
 
     def quant(x, dims):  # symmetric int8 per (batch, token, head) row
         s = torch.clamp(x.float().abs().amax(dim=dims, keepdim=True) / 127, min=1e-8)
@@ -98,7 +83,7 @@ def run(args):
                 f = lambda: torch.nn.functional.scaled_dot_product_attention(
                     qt, kt, vt, is_causal=causal, enable_gqa=True)
                 ref = f().transpose(1, 2).float()
-                row["cudnn_tflops"] = round(flops / time_ms(f) / 1e9, 1)
+                row["cudnn_tflops"] = round(flops / bench_ms(f) / 1e9, 1)
             for mode in ("bf16", "half_int8"):
                 kern = GpuDecodeKernel.from_files(Path(args.dir) / f"{name(s, mode, causal)}.ptx")
                 if mode == "bf16":
@@ -106,7 +91,7 @@ def run(args):
                 else:
                     call = lambda: kern(qi, ki, vi, ks, vs, q_scale=qs)
                 out = call().float()
-                ms = time_ms(call)
+                ms = bench_ms(call)
                 row[f"{mode}_tflops"] = round(flops / ms / 1e9, 1)
                 row[f"{mode}_x_cudnn"] = round(row[f"{mode}_tflops"] / row["cudnn_tflops"], 3)
                 row[f"{mode}_rel_err"] = float((out - ref).norm() / ref.norm())
@@ -118,17 +103,5 @@ def run(args):
     return 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("dir")
-    r = sub.add_parser("run")
-    r.add_argument("dir")
-    r.add_argument("--out")
-    args = ap.parse_args()
-    return {"build": build, "run": run}[args.cmd](args)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(__doc__, {"build": build, "run": run})

@@ -16,8 +16,6 @@ checked and measured, in three steps:
 `build` needs only attn-opt (ATTN_OPT, default build/bin/attn-opt) and the standard library; the
 other two need torch with CUDA and NumPy, and import qattn from this checkout.
 """
-import argparse
-import importlib.util
 import json
 import os
 import re
@@ -26,20 +24,13 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from gpu_bench_common import ROOT, run_main, spec_module, time_ms
+
 H, D = 8, 128
 GRANS = ["per_tensor", "per_head", "per_channel", "per_token", "per_token_head", "per_group<32>",
          "per_group<64>", "per_group<128>", "per_block<1 x 128>"]
 FORMATS = [("i8", True), ("i8", False), ("ui8", False), ("f8E4M3FN", True)]
 STATIC = ("per_tensor", "per_head", "per_channel")
-
-
-def _spec_module():
-    """qattn/spec.py on its own (no NumPy needed to write specs)."""
-    m = importlib.util.spec_from_file_location("qattn_spec", ROOT / "python/qattn/spec.py")
-    mod = importlib.util.module_from_spec(m)
-    m.loader.exec_module(mod)
-    return mod
 
 
 def _slug(s):
@@ -82,7 +73,7 @@ def spec_text(spec_mod, name, kw):
 def build(args):
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
-    spec_mod = _spec_module()
+    spec_mod = spec_module()
     attn_opt = os.environ.get("ATTN_OPT", str(ROOT / "build/bin/attn-opt"))
 
     def one(item):
@@ -237,32 +228,13 @@ def check(args):
     return 1 if failures else 0
 
 
-def _time_ms(torch, fn, iters=20, reps=5):
-    """Median over `reps` of the mean GPU time of `iters` back-to-back launches. The GPU first
-    sleeps while the host queues them all, so host-side launch overhead (Python argument checks)
-    is not counted — only what the GPU spends."""
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(reps):
-        torch.cuda._sleep(20_000_000)  # ~10 ms: longer than queueing `iters` launches
-        start.record()
-        for _ in range(iters):
-            fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / iters)
-    return sorted(times)[len(times) // 2]
-
-
 def bench(args):
     np, torch, quant, Kernel, scale_shape = _gpu_imports()
     lines = []
     # The device's copy bandwidth: a 1 GiB device-to-device copy (bytes read + written / time).
     a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     bcopy = torch.empty_like(a)
-    copy_ms = _time_ms(torch, lambda: bcopy.copy_(a))
+    copy_ms = time_ms(torch, lambda: bcopy.copy_(a))
     copy_tbs = 2 * a.numel() / copy_ms / 1e9
     del a, bcopy
     cases = [("app_per_token_head_i8_sym", 128, 1024), ("app_per_token_head_i8_sym", 512, 1),
@@ -280,13 +252,13 @@ def bench(args):
         scales = torch.full(sshape, 0.05, device="cuda")
         zeros = None if p["symmetric"] else torch.zeros(sshape, device="cuda", dtype=dst.dtype)
         pos = torch.zeros(b, dtype=torch.int32, device="cuda")
-        ms = _time_ms(torch, lambda: k(src, dst, scales, zeros, positions=pos, check_positions=False))
+        ms = time_ms(torch, lambda: k(src, dst, scales, zeros, positions=pos, check_positions=False))
         moved = src.numel() * 2 + dst.numel()
         if p["dynamic_scales"]:
             moved += scales.numel() * 4 + (zeros.numel() if zeros is not None else 0)
         # The copy peer of the same bytes in the same run: bf16 src → a bf16 buffer.
         peer = torch.empty_like(src)
-        peer_ms = _time_ms(torch, lambda: peer.copy_(src))
+        peer_ms = time_ms(torch, lambda: peer.copy_(src))
         tbs = moved / ms / 1e9
         lines.append({"variant": name, "batch": b, "tokens": s, "heads": h, "head_dim": d,
                       "granularity": p["granularity"], "code": p["code_dtype"],
@@ -300,19 +272,5 @@ def bench(args):
     return 0
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    b = sub.add_parser("build")
-    b.add_argument("dir")
-    b.add_argument("--ptxas")
-    for n in ("check", "bench"):
-        c = sub.add_parser(n)
-        c.add_argument("dir")
-        c.add_argument("--out")
-    args = ap.parse_args()
-    return {"build": build, "check": check, "bench": bench}[args.cmd](args)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(__doc__, {"build": build, "check": check, "bench": bench})
