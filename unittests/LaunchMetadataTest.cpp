@@ -226,6 +226,13 @@ TEST(LaunchMetadata, PrefillChunks) {
   EXPECT_EQ(m.kind, "prefill");
   EXPECT_EQ(m.qChunk, 3);
   EXPECT_EQ(m.qLen, 1000);
+  // A dynamic query length (-1) is for prefill only.
+  ASSERT_TRUE(parseDecodeLaunch(replaced(pre, R"("q_len": 1000)", R"("q_len": -1)"), m, error))
+      << error;
+  EXPECT_EQ(m.qLen, -1);
+  EXPECT_NE(parseError(replaced(kGood, R"("q_len": 3)", R"("q_len": -1)"))
+                .find("must be >= 1 (or -1, dynamic, for prefill)"),
+            std::string::npos);
   // Decode kernels take all their tokens in one chunk.
   EXPECT_NE(parseError(replaced(kGood, R"("split_kv": 0)", R"("split_kv": 0, "q_chunk": 1)"))
                 .find("q_chunk must equal problem.q_len for decode"),

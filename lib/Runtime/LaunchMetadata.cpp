@@ -460,7 +460,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
   const JsonValue *p = r.member(root, "", "problem", JsonValue::Object);
   if (!p || !r.str(*p, "problem", "kind", out.kind, {"decode", "prefill"}) ||
       !r.integer(*p, "problem", "batch", -1, kI32Max, out.batch) ||
-      !r.integer(*p, "problem", "q_len", 1, kI32Max, out.qLen) ||
+      !r.integer(*p, "problem", "q_len", -1, kI32Max, out.qLen) ||
       !r.integer(*p, "problem", "q_heads", 1, kI32Max, out.qHeads) ||
       !r.integer(*p, "problem", "kv_heads", 1, kI32Max, out.kvHeads) ||
       !r.integer(*p, "problem", "head_dim", 1, 1024, out.headDim) ||
@@ -477,6 +477,10 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.boolean(*p, "problem", "alibi", out.alibi) ||
       !r.boolean(*p, "problem", "seq_lens", out.seqLens))
     return false;
+  if (out.qLen == 0 || (out.qLen < 0 && out.kind != "prefill")) {
+    error = "field \"problem.q_len\" must be >= 1 (or -1, dynamic, for prefill)";
+    return false;
+  }
   if (out.batch == 0) {
     error = "field \"problem.batch\" must be -1 (dynamic) or >= 1";
     return false;
@@ -505,7 +509,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.integer(*sc, "schedule", "stages", 1, 64, out.stages) ||
       !r.integer(*sc, "schedule", "split_kv", 0, kI32Max, out.splitKv))
     return false;
-  out.qChunk = out.qLen;
+  out.qChunk = std::max<int64_t>(out.qLen, 1);
   if (sc->find("q_chunk") && !r.integer(*sc, "schedule", "q_chunk", 1, kI32Max, out.qChunk))
     return false;
   if (out.kind == "decode" && out.qChunk != out.qLen) {

@@ -239,6 +239,10 @@ class GpuDecodeKernel:
             raise KernelArgumentError(f"batch must be in 1..65535 and kv_len in 1..2^31-1 "
                                       f"(got {b}, {skv})")
         sq, hq, hkv, d = p["q_len"], p["q_heads"], p["kv_heads"], p["head_dim"]
+        if sq < 0:  # a prefill kernel compiled with a dynamic query length
+            sq = int(q.shape[1])
+            if not 1 <= sq < 2 ** 31:
+                raise KernelArgumentError(f"q_len must be in 1..2^31-1, got {sq}")
         q_i8 = p.get("q_dtype", "bf16") == "i8"
         self._expect("q", q, torch, ("int8",) if q_i8 else ("bfloat16",), (b, sq, hq, d))
         kvt = _TORCH_KV[p["kv_dtype"]]
@@ -325,7 +329,7 @@ class GpuDecodeKernel:
                                                 t.data_ptr()), f"encoding the {name[0].upper()} tensor map")
             keep.append(raw)
             maps[name] = addr
-        scalars = {"batch": ctypes.c_int32(b), "kv_len": ctypes.c_int32(skv),
+        scalars = {"batch": ctypes.c_int32(b), "kv_len": ctypes.c_int32(skv), "q_len": ctypes.c_int32(sq),
                    "num_splits": ctypes.c_int32(splits)}
         stream_handle = stream if stream is not None else torch.cuda.current_stream(q.device).cuda_stream
 

@@ -40,6 +40,9 @@ CASES = {
     # prefill: the same kernel over query chunks (64 / pack tokens per CTA)
     "prefill_gqa_causal": dict(kind="prefill", q_len=70, q_heads=8, kv_heads=2, head_dim=128,
                                kv_dtype="bf16", granularity=None, causal=True, seq_lens=True),
+    # prefill with a dynamic query length (a kernel parameter): q_len 0 in CASES means "?"
+    "prefill_dyn_mha": dict(kind="prefill", q_len=None, q_heads=4, kv_heads=4, head_dim=64,
+                            kv_dtype="bf16", granularity=None, causal=True),
     "prefill_i8q_mqa": dict(kind="prefill", q_len=33, q_heads=16, kv_heads=1, head_dim=128,
                             kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                             q_granularity="per_token_head"),
@@ -53,6 +56,7 @@ SHAPES = {  # (batch, kv_len, splits)
     "u8asym_mqa": [(4, 777, "auto"), (2, 64, 1)],
     "prefill_gqa_causal": [(3, 70, "auto"), (2, 300, 1), (1, 5, "auto")],
     "prefill_i8q_mqa": [(2, 500, "auto")],
+    "prefill_dyn_mha": [(2, 300, "auto", 200), (1, 90, "auto", 129), (3, 10, "auto", 1)],
 }
 
 
@@ -143,10 +147,11 @@ def rel(a, b):
 def test_decode_matches_reference(name, shape):
     kernel = kernel_for(name)
     c = CASES[name]
-    batch, kv_len, splits = shape
+    batch, kv_len, splits = shape[:3]
+    q_len = shape[3] if len(shape) > 3 else c["q_len"]  # dynamic-q_len specs: the launch's
     g = torch.Generator(device="cuda").manual_seed(0)
     dev = "cuda"
-    q = torch.randn(batch, c["q_len"], c["q_heads"], c["head_dim"], generator=g, device=dev)
+    q = torch.randn(batch, q_len, c["q_heads"], c["head_dim"], generator=g, device=dev)
     k = torch.randn(batch, kv_len, c["kv_heads"], c["head_dim"], generator=g, device=dev)
     v = torch.randn(batch, kv_len, c["kv_heads"], c["head_dim"], generator=g, device=dev)
     k[..., 3] *= 20  # an outlier channel

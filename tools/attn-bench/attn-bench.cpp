@@ -39,6 +39,7 @@ const char *kUsage =
     "         [--tol-quant X] [--tol-unquant X] [--sm-count N]\n"
     "  --meta        launch metadata (default: KERNEL.launch.json)\n"
     "  --batch, --kv-len   runtime extents (may be left out when the metadata fixes them)\n"
+    "  --q-len             the query length of a prefill kernel compiled with a dynamic one\n"
     "  --seq-lens    per-batch lengths, for kernels whose spec has seq_lens (default full)\n"
     "  --splits      split-KV count (default: the metadata's split_kv; 0/auto: selectSplitKv)\n"
     "  --data        gaussian N(0,1), or outliers (4 channels of K and V scaled by 20)\n"
@@ -66,7 +67,7 @@ int error(const std::string &message) {
 
 struct Options {
   std::string kernelPath, metaPath;
-  int64_t batch = -2, kvLen = -2; // -2: not given
+  int64_t batch = -2, kvLen = -2, qLen = -2; // -2: not given
   ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
   std::string splits; // "" = metadata
   bool outliers = false;
@@ -140,6 +141,8 @@ int parseOptions(int argc, char **argv, Options &o) {
       rc = intOpt(o.batch, INT64_MIN / 2, INT64_MAX / 2);
     } else if (a == "--kv-len") {
       rc = intOpt(o.kvLen, INT64_MIN / 2, INT64_MAX / 2);
+    } else if (a == "--q-len") {
+      rc = intOpt(o.qLen, INT64_MIN / 2, INT64_MAX / 2);
     } else if (a == "--seq-lens") {
       if (!next(v) || !ref::parseSeqLenMode(v, o.seqLens))
         return usageError("--seq-lens takes full, random or ragged");
@@ -218,7 +221,7 @@ std::string baseName(const std::string &path) {
 
 /// The resolved launch: extents, splits and grids.
 struct Plan {
-  int64_t batch = 0, kvLen = 0, numSplits = 1, smCount = 0;
+  int64_t batch = 0, kvLen = 0, qLen = 0, numSplits = 1, smCount = 0;
   ref::KvType kvType = ref::KvType::I8;
   bool asymmetric = false, unsignedCodes = false; // zero points; ui8 codes
   ref::Granularity kGran = ref::Granularity::None, vGran = ref::Granularity::None;
@@ -243,27 +246,33 @@ double availableHostBytes() {
 
 /// Checks the requested shape against the metadata (extents the kernel cannot take → message).
 bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::string &why) {
+  auto flag = [](const std::string &name) {
+    return name == "batch" ? std::string("batch") : name == "kv_len" ? "kv-len" : "q-len";
+  };
   auto extent = [&](const char *name, int64_t given, int64_t fixed, int64_t &out) {
     if (fixed >= 0) {
       if (given != -2 && given != fixed) {
         why = std::string("the kernel was compiled for ") + name + " " + std::to_string(fixed) +
-              "; --" + (name[0] == 'b' ? "batch " : "kv-len ") + std::to_string(given) +
-              " does not match";
+              "; --" + flag(name) + " " + std::to_string(given) + " does not match";
         return false;
       }
       out = fixed;
       return true;
     }
     if (given == -2) {
-      why = std::string("--") + (name[0] == 'b' ? "batch" : "kv-len") +
-            " is required: the kernel's " + name + " is dynamic";
+      why = std::string("--") + flag(name) + " is required: the kernel's " + name + " is dynamic";
       return false;
     }
     out = given;
     return true;
   };
-  if (!extent("batch", o.batch, m.batch, p.batch) || !extent("kv_len", o.kvLen, m.kvLen, p.kvLen))
+  if (!extent("batch", o.batch, m.batch, p.batch) || !extent("kv_len", o.kvLen, m.kvLen, p.kvLen) ||
+      !extent("q_len", o.qLen, m.qLen, p.qLen))
     return false;
+  if (p.qLen < 1 || p.qLen >= (INT64_C(1) << 31)) {
+    why = "q_len " + std::to_string(p.qLen) + " is outside 1..2^31-1";
+    return false;
+  }
   if (p.batch < 1 || p.batch > 65535) {
     why = "batch " + std::to_string(p.batch) + " is outside 1..65535 (the grid's z extent)";
     return false;
@@ -298,7 +307,7 @@ bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::str
   // Host memory: f32 K, V, dequantized K, V and codes, with some slack.
   const double elems = double(p.batch) * double(p.kvLen) * double(m.kvHeads) * double(m.headDim);
   const double need = elems * (16.0 + 2.0 * ref::kvElementBytes(p.kvType)) * 1.1 +
-                      double(p.batch) * double(m.qLen) * double(m.qHeads) * double(m.headDim) * 24;
+                      double(p.batch) * double(p.qLen) * double(m.qHeads) * double(m.headDim) * 24;
   const double avail = availableHostBytes();
   if (avail > 0 && need > avail) {
     char buf[160];
@@ -335,7 +344,7 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
   std::map<std::string, int64_t> symbols = {
       {"num_splits", n},           {"groups", m.groups},   {"batch", p.batch},
       {"row_blocks", (m.rowsPerCta + 3) / 4}, {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
-      {"q_len", m.qLen}, {"q_chunks", (m.qLen + m.qChunk - 1) / m.qChunk}};
+      {"q_len", p.qLen}, {"q_chunks", (p.qLen + m.qChunk - 1) / m.qChunk}};
   if (!rt::resolveGrid(*m.kernel("decode"), symbols, p.decodeGrid, why))
     return false;
   if (n > 1 && !rt::resolveGrid(*m.kernel("combine"), symbols, p.combineGrid, why))
@@ -373,7 +382,7 @@ struct HostData {
 
 void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, HostData &h) {
   const ref::KvShape kv{p.batch, p.kvLen, m.kvHeads, m.headDim};
-  const size_t qElems = size_t(p.batch) * size_t(m.qLen) * size_t(m.qHeads) * size_t(m.headDim);
+  const size_t qElems = size_t(p.batch) * size_t(p.qLen) * size_t(m.qHeads) * size_t(m.headDim);
   h.q.resize(qElems);
   h.qBits.resize(qElems);
   ref::fillGaussian(h.q.data(), qElems, o.seed, 1);
@@ -420,7 +429,7 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
 
   ref::DecodeProblem prob;
   prob.batch = p.batch;
-  prob.qLen = m.qLen;
+  prob.qLen = p.qLen;
   prob.qHeads = m.qHeads;
   prob.kvHeads = m.kvHeads;
   prob.headDim = m.headDim;
@@ -464,7 +473,7 @@ struct Kernel {
 struct ArgValues {
   const DeviceKv *kv = nullptr;
   uint64_t q = 0, qScale = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0;
-  int32_t batch = 0, kvLen = 0, numSplits = 1;
+  int32_t batch = 0, kvLen = 0, numSplits = 1, qLen = 0;
 };
 
 bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &args,
@@ -498,6 +507,8 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
       p = &a.kvLen;
     else if (name == "num_splits")
       p = &a.numSplits;
+    else if (name == "q_len")
+      p = &a.qLen;
     else if (name == "k_zero")
       p = const_cast<uint64_t *>(&a.kv->kZero);
     else if (name == "v_zero")
@@ -505,7 +516,7 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
     if (!p) {
       why = "kernel " + k.name + " has a parameter \"" + name +
             "\" this launcher does not know (known: k_map, v_map, q, q_scale, k_scale, v_scale, "
-            "seq_lens, alibi, out, workspace, batch, kv_len, num_splits, k_zero, v_zero)";
+            "seq_lens, alibi, out, workspace, batch, kv_len, num_splits, k_zero, v_zero, q_len)";
       return false;
     }
     args.push_back(p);
@@ -538,7 +549,7 @@ int main(int argc, char **argv) {
   std::string head = "{\"kernel\": " + jsonString(baseName(o.kernelPath)) +
                      ", \"batch\": " + std::to_string(p.batch) +
                      ", \"kv_len\": " + std::to_string(p.kvLen) +
-                     ", \"q_len\": " + std::to_string(m.qLen) +
+                     ", \"q_len\": " + std::to_string(p.qLen) +
                      ", \"q_heads\": " + std::to_string(m.qHeads) +
                      ", \"kv_heads\": " + std::to_string(m.kvHeads) +
                      ", \"head_dim\": " + std::to_string(m.headDim) +
@@ -651,6 +662,7 @@ int main(int argc, char **argv) {
   a.batch = static_cast<int32_t>(p.batch);
   a.kvLen = static_cast<int32_t>(p.kvLen);
   a.numSplits = static_cast<int32_t>(p.numSplits);
+  a.qLen = static_cast<int32_t>(p.qLen);
   if (m.qDtype == "i8") {
     TRY(alloc(outElems, a.q), "allocating Q");
     TRY(attn_rt_copy_to_device(ctx, a.q, h.qI8.data(), outElems), "copying Q");

@@ -75,7 +75,8 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
       (`nvvm.setmaxregister`).
     * `<f>_combine`: merges split-KV partials.
 
-    `attn.attention prefill` (static q_len; bf16, or half_int8 with int8 queries) becomes
+    `attn.attention prefill` (bf16, or half_int8 with int8 queries; a dynamic q_len becomes the
+    kernel parameter `q_len`) becomes
     `<f>_prefill`, the same kernel over query chunks: each consumer warpgroup owns a 64-row tile
     of 64 / pack_q_heads tokens and both run over every key tile; grid (chunks, query-head
     groups, batch), one split, no combine (docs/GPUDecode.md).

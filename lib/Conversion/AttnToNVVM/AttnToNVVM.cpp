@@ -52,14 +52,18 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType(),
        oT = op.getOut().getType();
   p.prefill = op.getKind() == AttentionKind::prefill;
+  bool prefill = op.getKind() == AttentionKind::prefill;
   for (int64_t d : {1, 2, 3})
-    if (qT.isDynamicDim(d) || oT.isDynamicDim(d) || (d > 1 && kT.isDynamicDim(d)))
-      c.fail() << "a dynamic query length, head count or head_dim (only batch and the K/V "
-                  "length may be dynamic)";
+    if (((d > 1 || !prefill) && (qT.isDynamicDim(d) || oT.isDynamicDim(d))) ||
+        (d > 1 && kT.isDynamicDim(d)))
+      c.fail() << (prefill ? "a dynamic head count or head_dim (batch, the query length and the "
+                             "K/V length may be dynamic)"
+                           : "a dynamic query length, head count or head_dim (only batch and the "
+                             "K/V length may be dynamic)");
   if (!c.ok)
     return failure();
   p.batch = qT.isDynamicDim(0) ? -1 : qT.getDimSize(0);
-  p.qLen = qT.getDimSize(1);
+  p.qLen = qT.isDynamicDim(1) ? -1 : qT.getDimSize(1); // -1: prefill, a kernel parameter
   p.qHeads = qT.getDimSize(2);
   p.kvHeads = kT.getDimSize(2);
   p.headDim = qT.getDimSize(3);
@@ -191,7 +195,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "clusters, crossover, pingpong, intra-warpgroup overlap or a persistent grid";
   if (p.prefill) {
     // Query chunks: pack · qChunk rows fill (at most) one 64-row WGMMA tile; one split.
-    p.qChunk = std::max<int64_t>(1, std::min<int64_t>(p.qLen, 64 / p.pack));
+    p.qChunk = std::max<int64_t>(1, p.qLen < 0 ? 64 / p.pack : std::min<int64_t>(p.qLen, 64 / p.pack));
     if (p.splitKv > 1)
       c.fail() << "split_kv " << p.splitKv << " for prefill (one split: the query chunks fill "
                                               "the GPU)";

@@ -147,6 +147,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                              {"smem_bytes", 0},
                              {"grid", Array{"row_blocks", "groups", "batch"}},
                              {"params", Array{"workspace", "out", "batch", "num_splits"}}});
+  if (p.qLen < 0) // a dynamic query length (prefill) is the kernel's last parameter
+    (*kernels[0].getAsObject())["params"].getAsArray()->push_back("q_len");
   root["kernels"] = std::move(kernels);
   std::string s;
   llvm::raw_string_ostream os(s);

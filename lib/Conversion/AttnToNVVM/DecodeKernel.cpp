@@ -231,18 +231,18 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
     qi[r] = k.udiv(row, p.pack);
     if (p.prefill) { // the chunk's tokens; the last chunk may be short
-      qi[r] = k.smin(k.add(qBase, qi[r]), k.i32(p.qLen - 1));
+      qi[r] = k.smin(k.add(qBase, qi[r]), c.qLenMinus1(k));
       rowValid[r] = k.band(k.cmp(P::slt, f.r[r], k.i32(p.rows())),
-                           k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), k.i32(p.qLen)));
+                           k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
     }
     head[r] = k.add(c.headBase, k.urem(row, p.pack));
     if (p.qI8) // q_scale[b, qi, head]
       qScale[r] = k.loadInvariant(
-          k.f32(), k.gep(c.qScale, k.mul(k.sext64(k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi[r]),
+          k.f32(), k.gep(c.qScale, k.mul(k.sext64(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]),
                                                                   p.qHeads),
                                                             head[r])),
                                          int64_t(4))));
-    Value pos = k.add(k.sub(c.len, k.i32(p.qLen)), qi[r]);
+    Value pos = k.add(k.sub(c.len, c.qLen(k)), qi[r]);
     f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
     if (p.alibi) {
       Value slope = k.loadInvariant(k.f32(), k.gep(c.alibi, k.mul(k.sext64(head[r]), int64_t(4))));
@@ -251,7 +251,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     }
   }
   // Keys past this bound need masking: the smallest row limit.
-  Value maskFrom = p.causal ? k.sub(c.len, k.i32(p.qLen)) : k.add(c.len, -1);
+  Value maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
   if (p.prefill && p.causal)
     maskFrom = k.add(maskFrom, qBase);
 
@@ -368,7 +368,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
         for (int r = 0; r < 2; ++r) {
           k.ifThen(rowOk[r], [&] {
             // out[b, qi, head, :]
-            Value rowBase = k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi[r]), p.qHeads), head[r]);
+            Value rowBase = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), p.qHeads), head[r]);
             Value base64 = k.mul(k.sext64(rowBase), p.headDim * 2);
             for (int64_t i = 0; i < nO; i += 2) {
               if (accRow(i) != r)
@@ -429,11 +429,11 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
     Value tokValid;
     if (p.prefill) {
       Value tok = k.add(k.add(c.qBase, t * p.qChunk), qi);
-      tokValid = k.cmp(P::slt, tok, k.i32(p.qLen));
-      qi = k.smin(tok, k.i32(p.qLen - 1));
+      tokValid = k.cmp(P::slt, tok, c.qLen(k));
+      qi = k.smin(tok, c.qLenMinus1(k));
     }
     Value head = k.add(c.headBase, k.urem(rowC, p.pack));
-    Value elem = k.add(k.mul(k.add(k.mul(k.add(k.mul(c.bIdx, p.qLen), qi), p.qHeads), head),
+    Value elem = k.add(k.mul(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), p.qHeads), head),
                              p.headDim),
                        k.mul(ch, 16 / qBytes));
     Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
@@ -481,6 +481,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   Type i32 = b.getI32Type();
   SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32, glob,
                             glob, glob};
+  if (p.qLen < 0)
+    args.push_back(i32); // 15: q_len (prefill with a dynamic query length)
   LLVM::LLVMFuncOp fn =
       declareKernel(b, loc, module, p.kernelName(), args, p.threads(), 1);
   auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
@@ -512,6 +514,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   c.qScale = fn.getArgument(12);
   c.kZero = fn.getArgument(13);
   c.vZero = fn.getArgument(14);
+  if (p.qLen < 0)
+    c.qLenArg = fn.getArgument(15);
 
   c.tid = k.tidX();
   c.split = k.ctaidX();
@@ -545,8 +549,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   Value tiles = k.ceilDiv(c.len, p.tileN);
   if (p.prefill && p.causal) {
     // Keys past the chunk's last query are masked for every row: skip their tiles.
-    Value lastQ = k.smin(k.add(c.qBase, p.ctaTokens() - 1), k.i32(p.qLen - 1));
-    Value lastKey = k.add(k.sub(c.len, k.i32(p.qLen)), lastQ);
+    Value lastQ = k.smin(k.add(c.qBase, p.ctaTokens() - 1), c.qLenMinus1(k));
+    Value lastKey = k.add(k.sub(c.len, c.qLen(k)), lastQ);
     tiles = k.ceilDiv(k.smax(k.add(lastKey, 1), k.i32(0)), p.tileN);
   }
   Value perSplit = k.udiv(k.add(tiles, k.add(c.numSplits, -1)), c.numSplits);

@@ -26,6 +26,18 @@ struct Ctx {
   Value len = {}, tile0 = {}, numTiles = {};
   /// First query token of this CTA's rows (prefill chunks; 0 for decode).
   Value qBase = {};
+  /// The query length when it is dynamic (prefill only: kernel parameter `q_len`).
+  Value qLenArg = {};
+
+  /// The query length as an i32 value (a constant when static).
+  Value qLen(KernelBuilder &k) const { return qLenArg ? qLenArg : k.i32(p.qLen); }
+  Value qLenMinus1(KernelBuilder &k) const {
+    return qLenArg ? k.add(qLenArg, -1) : k.i32(p.qLen - 1);
+  }
+  /// x · q_len.
+  Value mulQLen(KernelBuilder &k, Value x) const {
+    return qLenArg ? k.mul(x, qLenArg) : k.mul(x, p.qLen);
+  }
 };
 
 /// Offset of buffer `i` of a ring of shared-memory buffers.

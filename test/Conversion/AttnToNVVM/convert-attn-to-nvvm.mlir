@@ -204,3 +204,17 @@ func.func @mha_prefill(%q: memref<?x1000x8x128xbf16>, %k: memref<?x?x8x128xbf16>
       outs(%o : memref<?x1000x8x128xbf16>) {causal, target = #attn.target<sm_90a>}
   return
 }
+
+// -----
+
+// A dynamic query length (prefill only) becomes the kernel's last parameter, `q_len`.
+// CHECK-LABEL: llvm.func @dyn_prefill_prefill(
+// CHECK-SAME: %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32)
+// CHECK-SAME: \22v_zero\22,\0A        \22q_len\22\0A
+// CHECK-SAME: \22q_len\22: -1,
+func.func @dyn_prefill(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: memref<?x?x2x128xbf16>,
+                       %o: memref<?x?x8x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x?x8x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>)
+      outs(%o : memref<?x?x8x128xbf16>) {causal, target = #attn.target<sm_90a>}
+  return
+}
