@@ -22,8 +22,7 @@
 // The epilogue writes O / l as bf16 when there is one split, else the f32 partial (O, m, l) that
 // `<name>_combine` merges. Prefill (`<name>_prefill`, plan.prefill) is the same kernel with grid x
 // over query chunks instead of KV splits: each consumer warpgroup owns a 64-row query tile and
-// both take every key tile (no merge). docs/GPUDecode.md is the contract
-// with the launcher.
+// both take every key tile (no merge). docs/GPUDecode.md is the contract with the launcher.
 //
 //===----------------------------------------------------------------------===//
 
@@ -224,7 +223,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   f.r[1] = k.add(f.r[0], 8);
   f.colBase = k.mul(k.band(lane, 3), 2);
   Value qi[2], head[2], qScale[2];
-  Value rowValid[2];
+  Value rowValid[2] = {Value(), Value()};
   // Prefill: this warpgroup's own query tile (decode: the one tile both share).
   Value qBase = p.prefill ? k.add(c.qBase, k.mul(wg, p.qChunk)) : c.qBase;
   for (int r = 0; r < 2; ++r) {
@@ -348,11 +347,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     fin = mergeConsumers(k, c, wg, ct, fin);
   Value l[2] = {fin[2], fin[3]}, m[2] = {fin[0], fin[1]};
   ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
-  // Warpgroup 0 holds the merged state and writes it.
-  if (!p.prefill)
-    for (int r = 0; r < 2; ++r)
-      rowValid[r] = Value();
-  auto valid = [&](int r) {
+  auto valid = [&](int r) { // rowValid is set for prefill only
     return p.prefill ? rowValid[r] : k.cmp(P::slt, f.r[r], k.i32(p.rows()));
   };
   // Decode: warpgroup 0 holds the merged state. Prefill: every warpgroup writes its own rows.
