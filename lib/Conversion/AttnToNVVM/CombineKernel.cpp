@@ -23,12 +23,8 @@ void mlir::attn::nvvm::buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUMo
   MLIRContext *ctx = b.getContext();
   Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
   Type i32 = b.getI32Type();
+  auto fn = declareKernel(b, loc, module, p.name + "_combine", {glob, glob, i32, i32}, 128);
   OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToEnd(module.getBody());
-  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {glob, glob, i32, i32});
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, p.name + "_combine", fnTy);
-  fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
-  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({128, 1, 1}));
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   KernelBuilder k(b, loc);

@@ -443,20 +443,6 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
   });
 }
 
-static LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                      StringRef name, ArrayRef<Type> args, int64_t threads,
-                                      int64_t minBlocks) {
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToEnd(module.getBody());
-  MLIRContext *ctx = b.getContext();
-  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), args);
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnTy);
-  fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
-  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
-  fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(minBlocks));
-  return fn;
-}
-
 static void ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module) {
   if (SymbolTable::lookupSymbolIn(module, kSharedSymbol))
     return;

@@ -13,6 +13,22 @@
 using namespace mlir;
 using namespace mlir::attn::nvvm;
 
+LLVM::LLVMFuncOp mlir::attn::nvvm::declareKernel(OpBuilder &b, Location loc,
+                                                 gpu::GPUModuleOp module, StringRef name,
+                                                 ArrayRef<Type> args, int64_t threads,
+                                                 int64_t minBlocks) {
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToEnd(module.getBody());
+  MLIRContext *ctx = b.getContext();
+  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), args);
+  auto fn = LLVM::LLVMFuncOp::create(b, loc, name, fnTy);
+  fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
+  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({static_cast<int32_t>(threads), 1, 1}));
+  if (minBlocks > 0)
+    fn->setAttr("nvvm.minctasm", b.getI32IntegerAttr(minBlocks));
+  return fn;
+}
+
 Value KernelBuilder::intrinsic(StringRef name, Type result, ValueRange args) {
   return LLVM::CallIntrinsicOp::create(b, loc, result, b.getStringAttr(name), args).getResult(0);
 }

@@ -11,6 +11,7 @@
 #ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_KERNELBUILDER_H
 #define ATTN_LIB_CONVERSION_ATTNTONVVM_KERNELBUILDER_H
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -199,6 +200,12 @@ private:
   OpBuilder &b;
   Location loc;
 };
+
+/// Adds the kernel `name(args) -> void` at the end of `module`: `nvvm.kernel`, `nvvm.maxntid =
+/// threads` and, when `minBlocks` > 0, `nvvm.minctasm`. The caller adds the body.
+LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                               StringRef name, ArrayRef<Type> args, int64_t threads,
+                               int64_t minBlocks = 0);
 
 } // namespace mlir::attn::nvvm
 

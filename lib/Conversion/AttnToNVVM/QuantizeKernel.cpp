@@ -127,13 +127,9 @@ void mlir::attn::nvvm::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUM
   MLIRContext *ctx = b.getContext();
   Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
   Type i32T = b.getI32Type();
+  auto fn = declareKernel(b, loc, module, p.name + "_quantize",
+                          {glob, glob, glob, glob, glob, i32T, i32T, i32T}, 128);
   OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToEnd(module.getBody());
-  auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx),
-                                          {glob, glob, glob, glob, glob, i32T, i32T, i32T});
-  auto fn = LLVM::LLVMFuncOp::create(b, loc, p.name + "_quantize", fnTy);
-  fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
-  fn->setAttr("nvvm.maxntid", b.getDenseI32ArrayAttr({128, 1, 1}));
   Block *entry = fn.addEntryBlock(b);
   b.setInsertionPointToStart(entry);
   KernelBuilder k(b, loc);
