@@ -173,9 +173,13 @@ def expect_tensor(where: str, t, torch, dtypes, shape):
 def load_gpu_kernel(d):
     """The kernel object for the PTX + launch metadata in directory ``d``, by problem kind."""
     meta = json.loads((Path(d) / (KERNEL_FILE + ".launch.json")).read_text())
-    if meta.get("problem", {}).get("kind", "").startswith("quantize"):
+    kind = meta.get("problem", {}).get("kind", "")
+    if kind.startswith("quantize"):
         from .gpu_quantize import GpuQuantizeKernel
         return GpuQuantizeKernel.from_dir(d)
+    if kind == "mla_decode":
+        from .gpu_mla import GpuMLAKernel
+        return GpuMLAKernel.from_dir(d)
     return GpuDecodeKernel.from_dir(d)
 
 

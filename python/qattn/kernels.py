@@ -226,9 +226,9 @@ def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT
           attn_opt=None, cache: bool = True):
     """Compile ``spec`` (MLIR text, a ``Spec`` or a path) and load it.
 
-    CPU specs give a ``CpuLibrary``; GPU specs (decode attention, or a quantize op targeting
-    sm_90a) give a ``qattn.gpu.GpuDecodeKernel`` or ``qattn.gpu_quantize.GpuQuantizeKernel`` (PTX
-    + launch metadata; running it needs a GPU). Compilation happens once per cache key; later
+    CPU specs give a ``CpuLibrary``; GPU specs (decode attention, MLA decode, or a quantize op
+    targeting sm_90a) give a ``qattn.gpu.GpuDecodeKernel``, ``qattn.gpu_mla.GpuMLAKernel`` or
+    ``qattn.gpu_quantize.GpuQuantizeKernel`` (PTX + launch metadata; running it needs a GPU). Compilation happens once per cache key; later
     calls load the cached artifacts. ``cache=False`` always recompiles (into a fresh directory).
     """
     text = _spec_text(spec)

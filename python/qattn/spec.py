@@ -236,3 +236,54 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
         body += f" zeros(%zeros : {z_ty})"
     body += "\n      {" + ", ".join(attrs) + "}"
     return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)
+
+
+def mla_decode(*, batch: Dim, sq: Dim, heads: int, kv_len: Dim, sparse: bool = True,
+               topk: Dim = None, fp8: bool = True, head_dim_v: int = 512, rope_dim: int = 64,
+               quant_tile: int = 128, causal: bool = False, seq_lens: bool = False,
+               softmax_scale: Optional[float] = None, crossover: Optional[bool] = None,
+               target: Optional[str] = "sm_90a", name: str = "mla") -> Spec:
+    """A spec with one ``attn.mla_decode``: q [B, Sq, heads, Dv + rope] bf16 over a cache of
+    ``kv_len`` tokens per batch element — FP8 (``fp8``: [B, T, Dv + 4·Dv/tile + 2·rope] i8 bytes)
+    or bf16 [B, T, Dk] — ``sparse`` with ``topk`` indices per query token (None: known at launch),
+    else dense. ``crossover``
+    None leaves it to attn-select-schedule (on when the cache is FP8 and heads is a multiple of
+    128)."""
+    if target is not None:
+        _check_choice("target", target, TARGETS)
+    if not _SYMBOL_RE.match(name):
+        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    B, S, T = (_check_dim(n, v) for n, v in (("batch", batch), ("sq", sq), ("kv_len", kv_len)))
+    K = _check_dim("topk", topk)
+    dk = head_dim_v + rope_dim
+    q_ty = _memref([B, S, heads, dk], "bf16")
+    bytes_ = head_dim_v + 4 * (head_dim_v // quant_tile) + 2 * rope_dim
+    kv_ty = _memref([B, T, bytes_], "i8") if fp8 else _memref([B, T, dk], "bf16")
+    o_ty = _memref([B, S, heads, head_dim_v], "bf16")
+    args = [("q", q_ty), ("kv", kv_ty)]
+    if sparse:
+        args.append(("idx", _memref([B, S, K], "i32")))
+    if seq_lens:
+        args.append(("lens", _memref([B], "i32")))
+    args.append(("o", o_ty))
+    attrs = [f"head_dim_v = {head_dim_v} : i64", f"rope_dim = {rope_dim} : i64"]
+    if fp8:
+        attrs.append(f"kv_quant = #attn.quant<f8E4M3FN, per_block<1 x {quant_tile}>>")
+    if causal:
+        attrs.append("causal")
+    if softmax_scale is not None:
+        attrs.append(f"softmax_scale = {float(softmax_scale)!r} : f32")
+    if target:
+        attrs.append(f"target = #attn.target<{target}>")
+    if crossover is not None:
+        cluster = "[2, 1, 1]" if crossover else "[1, 1, 1]"
+        attrs.append(f"schedule = #attn.schedule<cluster = {cluster}, "
+                     f"crossover = {'true' if crossover else 'false'}>")
+    signature = ", ".join(f"%{a}: {t}" for a, t in args)
+    body = f"  attn.mla_decode ins(%q, %kv : {q_ty}, {kv_ty})"
+    if sparse:
+        body += f"\n      indices(%idx : {_memref([B, S, K], 'i32')})"
+    if seq_lens:
+        body += f"\n      seq_lens(%lens : {_memref([B], 'i32')})"
+    body += f"\n      outs(%o : {o_ty})\n      {{" + ", ".join(attrs) + "}"
+    return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)

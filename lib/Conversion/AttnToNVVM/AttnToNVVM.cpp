@@ -1,7 +1,8 @@
 //===- AttnToNVVM.cpp - the convert-attn-to-nvvm pass ---------------------===//
 //
 // What this file is: `convert-attn-to-nvvm` — turns each function holding one
-// `attn.attention decode` op (or one `attn.quantize.*` op, QuantizeKernel.cpp) for sm_90a into
+// `attn.attention` op (or one `attn.quantize.*` op, QuantizeKernel.cpp, or one `attn.mla_decode`,
+// MLAKernel.cpp) for sm_90a into
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one the generators implement (and says which part
 // is not, on the op, otherwise), resolves the spec and its schedule into a DecodePlan, builds the
 // decode and combine kernels (DecodeKernel.cpp, CombineKernel.cpp) and attaches the launch
@@ -13,6 +14,7 @@
 #include "attn/Conversion/Passes.h"
 
 #include "DecodePlan.h"
+#include "MLAPlan.h"
 #include "QuantizePlan.h"
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
@@ -255,12 +257,15 @@ struct ConvertAttnToNVVMPass
     bool ok = true;
     SmallVector<std::pair<func::FuncOp, DecodePlan>> plans;
     SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
+    SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
       bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp>(op);
-      if (!att && !quantize) {
+      auto mla = dyn_cast<MLADecodeOp>(op);
+      if (!att && !quantize && !mla) {
         op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()
-                        << "' for sm_90a (attn.attention decode and attn.quantize.* are lowered)";
+                        << "' for sm_90a (attn.attention, attn.mla_decode and attn.quantize.* "
+                           "are lowered)";
         ok = false;
         continue;
       }
@@ -272,6 +277,14 @@ struct ConvertAttnToNVVMPass
                            "attn op (this one holds "
                         << attnOps << ")";
         ok = false;
+        continue;
+      }
+      if (mla) {
+        FailureOr<MLAPlan> plan = planMLA(mla);
+        if (failed(plan))
+          ok = false;
+        else
+          mlaPlans.push_back({fn, *plan});
         continue;
       }
       if (quantize) {
@@ -317,6 +330,20 @@ struct ConvertAttnToNVVMPass
       }
       auto decode = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.kernelName());
       decode->setAttr("attn.launch", b.getStringAttr(launchMetadataJSON(plan)));
+      fn.erase();
+    }
+    for (auto &[fn, plan] : mlaPlans) {
+      if (metadataOnly) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToEnd(gpuModule.getBody());
+        LLVM::LLVMFuncOp::create(
+            b, fn.getLoc(), plan.kernelName(),
+            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+      } else {
+        buildMLAKernel(b, fn.getLoc(), gpuModule, plan);
+      }
+      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.kernelName());
+      kernel->setAttr("attn.launch", b.getStringAttr(mlaLaunchJSON(plan)));
       fn.erase();
     }
     for (auto &[fn, plan] : quantPlans) {

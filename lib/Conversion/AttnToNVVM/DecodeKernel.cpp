@@ -443,7 +443,7 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
   });
 }
 
-static void ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module) {
+void mlir::attn::nvvm::ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module) {
   if (SymbolTable::lookupSymbolIn(module, kSharedSymbol))
     return;
   OpBuilder::InsertionGuard g(b);

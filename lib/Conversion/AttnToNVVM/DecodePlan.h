@@ -91,6 +91,8 @@ std::string launchMetadataJSON(const DecodePlan &p);
 
 /// Name of the dynamic shared-memory symbol of the module.
 inline constexpr const char *kSharedSymbol = "__attn_dynamic_smem";
+/// Declares the module's dynamic shared-memory symbol (1024-aligned) unless it exists.
+void ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module);
 
 } // namespace mlir::attn::nvvm
 

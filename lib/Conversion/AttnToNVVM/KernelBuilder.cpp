@@ -55,6 +55,11 @@ Value KernelBuilder::shflXor(Value v, int64_t mask) {
                               NVVM::ShflKind::bfly, UnitAttr());
 }
 
+Value KernelBuilder::shflIdx(Value v, Value lane) {
+  return NVVM::ShflOp::create(b, loc, v.getType(), i32(-1), v, lane, i32(0x1f),
+                              NVVM::ShflKind::idx, UnitAttr());
+}
+
 void KernelBuilder::barrier(int64_t id, int64_t threads) {
   if (threads == 0) {
     NVVM::BarrierOp::create(b, loc, Type(), i32(id), Value(), NVVM::BarrierReductionAttr(),
@@ -87,6 +92,34 @@ void KernelBuilder::mbarrierArriveExpectTx(Value bar, int64_t bytes) {
 
 void KernelBuilder::mbarrierWait(Value bar, Value parity) {
   NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, i32(0));
+}
+
+void KernelBuilder::asmVoid(StringRef ptx, StringRef constraints, ValueRange operands) {
+  LLVM::InlineAsmOp::create(b, loc, TypeRange{}, operands, ptx, constraints,
+                            /*has_side_effects=*/true, /*is_align_stack=*/false,
+                            LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                            ArrayAttr());
+}
+
+Value KernelBuilder::mapaShared(Value addr, Value rank) {
+  auto op = LLVM::InlineAsmOp::create(b, loc, i32(), ValueRange{addr, rank},
+                                      "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
+                                      /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                      LLVM::tailcallkind::TailCallKind::None,
+                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  return op.getResult(0);
+}
+
+void KernelBuilder::stAsync(Value addr, Value v4, Value bar) {
+  asmVoid("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [$0], {$1, $2, $3, $4}, "
+          "[$5];",
+          "r,r,r,r,r,r,~{memory}",
+          ValueRange{addr, extract(v4, 0), extract(v4, 1), extract(v4, 2), extract(v4, 3), bar});
+}
+
+void KernelBuilder::mbarrierArriveCluster(Value bar) {
+  asmVoid("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$0];", "r,~{memory}",
+          ValueRange{bar});
 }
 
 void KernelBuilder::tmaLoad(Value dst, Value map, ValueRange coords, Value bar) {

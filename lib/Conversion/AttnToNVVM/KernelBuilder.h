@@ -141,6 +141,8 @@ public:
 
   // Warp and CTA synchronization.
   Value shflXor(Value v, int64_t mask);
+  /// The value `v` of lane `lane` (i32) of the warp.
+  Value shflIdx(Value v, Value lane);
   /// bar.sync `id`, `threads` (all threads of the CTA when threads == 0).
   void barrier(int64_t id, int64_t threads);
   void fenceProxyAsyncShared();
@@ -151,6 +153,22 @@ public:
   void mbarrierArrive(Value bar);
   void mbarrierArriveExpectTx(Value bar, int64_t bytes);
   void mbarrierWait(Value bar, Value parity);
+
+  // Thread-block clusters and distributed shared memory (32-bit shared-window addresses).
+  /// This CTA's rank in its cluster.
+  Value clusterRank() { return NVVM::ClusterId::create(b, loc, i32()); }
+  /// The address of the same shared-memory byte in CTA `rank` of the cluster (mapa).
+  Value mapaShared(Value addr, Value rank);
+  /// st.async of 16 bytes (a vector of 4 i32) to the cluster address `addr`, completing `bytes`
+  /// of the transaction on the mbarrier at cluster address `bar` (in the same CTA as `addr`).
+  void stAsync(Value addr, Value v4, Value bar);
+  /// An arrive (release at cluster scope) on the mbarrier at cluster address `bar`.
+  void mbarrierArriveCluster(Value bar);
+  /// barrier.cluster.arrive + wait (release / acquire): every thread of every CTA of the cluster.
+  void clusterSync() {
+    NVVM::ClusterArriveOp::create(b, loc, b.getUnitAttr());
+    NVVM::ClusterWaitOp::create(b, loc, b.getUnitAttr());
+  }
 
   /// TMA: a tiled copy of the box at `coords` (innermost first) of the tensor map `map` (a
   /// generic pointer to the grid-constant parameter) into shared memory, completing on `bar`.
@@ -186,6 +204,8 @@ public:
   void ifThen(Value cond, std::function<void()> body);
 
 private:
+  /// Inline PTX with side effects and no results; `constraints` as LLVM writes them.
+  void asmVoid(StringRef ptx, StringRef constraints, ValueRange operands);
   Value constLike(Value x, int64_t v) {
     return LLVM::ConstantOp::create(b, loc, x.getType(), v);
   }

@@ -109,10 +109,41 @@ func.func @too_many_registers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xb
 
 // -----
 
-func.func @mla(%q: memref<1x1x128x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: memref<1x1x128x512xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: 'attn.mla_decode' for sm_90a (attn.attention decode and attn.quantize.* are lowered)}}
-  attn.mla_decode ins(%q, %kv : memref<1x1x128x576xbf16>, memref<1x4096x576xbf16>)
-      outs(%o : memref<1x1x128x512xbf16>) {head_dim_v = 512, rope_dim = 64, target = #attn.target<sm_90a>}
+// MLA: the kernel is DeepSeek's shape (Dv 512 + 64 RoPE, 1 x 128 tile scales); others are refused.
+func.func @mla_dims(%q: memref<1x1x64x288xbf16>, %kv: memref<1x4096x288xbf16>, %o: memref<1x1x64x256xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: MLA with head_dim_v 256 and rope_dim 32 (DeepSeek's 512 + 64 only)}}
+  attn.mla_decode ins(%q, %kv : memref<1x1x64x288xbf16>, memref<1x4096x288xbf16>)
+      outs(%o : memref<1x1x64x256xbf16>) {head_dim_v = 256, rope_dim = 32, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @mla_tile64(%q: memref<1x1x64x576xbf16>, %kv: memref<1x4096x672xi8>, %o: memref<1x1x64x512xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: tile scales over 64 values (128: one per producer thread)}}
+  attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x4096x672xi8>)
+      outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 512, rope_dim = 64,
+       kv_quant = #attn.quant<f8E4M3FN, per_block<1x64>>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @mla_regs(%q: memref<1x1x64x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: memref<1x1x64x512xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: register budgets producer 200 + consumer 152 (multiples of 8: the 384 threads enter with 168 each; the second consumer keeps its 168, the first gets what the producer gives back: producer + consumer ≤ 336)}}
+  attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x4096x576xbf16>)
+      outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 512, rope_dim = 64, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 200>, consumer<warpgroups = 2, regs = 152>]>}
+  return
+}
+
+// -----
+
+func.func @mla_tiles(%q: memref<1x1x64x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: memref<1x1x64x512xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: tile_n 128 and stages 3 (blocks of 64 keys in 2 buffers)}}
+  attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x4096x576xbf16>)
+      outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 512, rope_dim = 64, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<tile_n = 128, stages = 3>}
   return
 }
 

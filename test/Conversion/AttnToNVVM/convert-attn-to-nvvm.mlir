@@ -218,3 +218,63 @@ func.func @dyn_prefill(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %
       outs(%o : memref<?x?x8x128xbf16>) {causal, target = #attn.target<sm_90a>}
   return
 }
+
+// -----
+
+// attn.mla_decode on sm_90a (FlashMLA's FP8 sparse decode with the crossover): one kernel, a
+// 2-CTA cluster, 384 threads. The producer converts its half of each 64-key block (e4m3 → f16
+// → f32 · tile scale → bf16) and writes it into both CTAs (st.shared here, st.async into the
+// peer's shared memory through mapa, completing the peer's transaction barrier); consumer 0 runs
+// S = Q·Kᵀ over Dk = 576 (36 WGMMA k-steps of m64n64) and the softmax, and both consumers add
+// P·V into their half of O (m64n256, V transposed); buffers are released in both CTAs.
+// CHECK-LABEL: llvm.func @mla_fp8_mla(%{{.*}}: !llvm.ptr<1> {llvm.noalias}, %{{.*}}: !llvm.ptr<1> {llvm.noalias}, %{{.*}}: !llvm.ptr<1> {llvm.noalias}, %{{.*}}: !llvm.ptr<1> {llvm.noalias}, %{{.*}}: !llvm.ptr<1> {llvm.noalias}, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
+// CHECK-SAME: \22cluster\22: [\0A        2,\0A        1,\0A        1\0A      ],
+// CHECK-SAME: \22kind\22: \22mla_decode\22,
+// CHECK-SAME: \22crossover\22: true,
+// CHECK-SAME: nvvm.cluster_dim = array<i32: 2, 1, 1>, nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>
+// CHECK: nvvm.read.ptx.sreg.cluster.ctarank
+// CHECK: mapa.shared::cluster.u32
+// CHECK-COUNT-8: nvvm.mbarrier.init
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+// CHECK: nvvm.setmaxregister  decrease 120
+// CHECK: nvvm.mbarrier.arrive.expect_tx
+// CHECK: llvm.call_intrinsic "llvm.nvvm.e4m3x2.to.f16x2.rn"
+// CHECK: st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>
+// CHECK: nvvm.setmaxregister  increase 216
+// CHECK-COUNT-36: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
+// CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+// Consumer 1: P from shared memory (SS WGMMA), V transposed.
+// CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+// CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+// CHECK: nvvm.cluster.arrive {aligned}
+// CHECK-NEXT: nvvm.cluster.wait {aligned}
+func.func @mla_fp8(%q: memref<?x2x128x576xbf16>, %kv: memref<?x?x656xi8>, %idx: memref<?x2x2048xi32>,
+                   %o: memref<?x2x128x512xbf16>) {
+  attn.mla_decode ins(%q, %kv : memref<?x2x128x576xbf16>, memref<?x?x656xi8>)
+      indices(%idx : memref<?x2x2048xi32>) outs(%o : memref<?x2x128x512xbf16>)
+      {head_dim_v = 512 : i64, rope_dim = 64 : i64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// Dense MLA over a bf16 cache (the reference variant): no cluster, no conversion, no remote
+// stores; the launch metadata says so.
+// CHECK-LABEL: llvm.func @mla_bf16_mla(
+// CHECK-SAME: \22cluster\22: [\0A        1,
+// CHECK-SAME: \22kv_format\22: \22bf16\22,
+// CHECK-SAME: \22sparse\22: false,
+// CHECK-NOT: nvvm.cluster_dim
+// CHECK-NOT: st.async
+// CHECK-NOT: llvm.nvvm.e4m3x2.to.f16x2.rn
+// CHECK: llvm.return
+func.func @mla_bf16(%q: memref<?x1x64x576xbf16>, %kv: memref<?x?x576xbf16>, %o: memref<?x1x64x512xbf16>) {
+  attn.mla_decode ins(%q, %kv : memref<?x1x64x576xbf16>, memref<?x?x576xbf16>)
+      outs(%o : memref<?x1x64x512xbf16>) {head_dim_v = 512 : i64, rope_dim = 64 : i64, causal,
+       target = #attn.target<sm_90a>}
+  return
+}

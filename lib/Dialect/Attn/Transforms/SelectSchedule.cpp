@@ -140,6 +140,9 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     Fields::fill(f.tileM, 64);
     Fields::fill(f.tileN, 64);
     Fields::fill(f.stages, 2);
+    // One producer warpgroup (gather + dequantization, two loads in flight) and two consumers
+    // (each half of O); the second keeps the 168 registers it enters with (MLAPlan.h).
+    f.fillRoles(ctx, 120, 2, 216, 1);
     if (f.cluster.empty())
       f.cluster = f.crossover.getValue() ? SmallVector<int64_t>{2, 1, 1}
                                          : SmallVector<int64_t>{1, 1, 1};

@@ -1,0 +1,85 @@
+//===- MLAPlan.h - one Hopper MLA decode kernel, fully decided --*- C++ -*-===//
+//
+// What this file is: the kernel-level description of the kernel an `attn.mla_decode` op lowers to
+// on sm_90a (`<name>_mla`, MLAKernel.cpp) — problem sizes, cache format, sparse or dense, the
+// 2-CTA crossover, register budgets and the shared-memory map — plus the entry points that plan,
+// build and describe it (launch metadata, docs/GPUMLA.md). Private to this folder.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_MLAPLAN_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_MLAPLAN_H
+
+#include "attn/Dialect/Attn/IR/Attn.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+#include <string>
+
+namespace mlir::attn::nvvm {
+
+/// One CTA: 64 query heads of one query token of one batch element, all its keys in blocks of 64
+/// tokens. Warpgroup 0 produces (gathers, dequantizes into bf16, swizzles), warpgroups 1 and 2
+/// consume (1: S = Q·Kᵀ, softmax, O[:, :Dv/2]; 2: O[:, Dv/2:] from the P that 1 writes).
+struct MLAPlan {
+  static constexpr int64_t kHeadsPerCTA = 64, kBlock = 64;
+  std::string name;
+  // Problem (-1: known at launch).
+  int64_t batch = -1, sq = -1, heads = 128, kvLen = -1, topk = -1;
+  int64_t dv = 512, rope = 64, quantTile = 128;
+  /// FP8 cache (Dv e4m3, Dv/quantTile f32 scales, rope bf16 per token) or a bf16 [T, Dk] cache.
+  bool fp8 = true;
+  bool sparse = true, causal = false, seqLens = false;
+  /// Two CTAs (a cluster) share each dequantized block: each converts half of its tokens and
+  /// writes them into both CTAs' shared memory (st.async).
+  bool crossover = false;
+  double softmaxScale = 0.0;
+  /// Registers of the producer and of consumer 0; consumer 1 keeps the 168 it enters with.
+  int64_t producerRegs = 120, consumerRegs = 216;
+  static constexpr int64_t kEntryRegs = 168; // 65536 / 384, a multiple of 8
+
+  int64_t dk() const { return dv + rope; }
+  int64_t tokenBytes() const { return fp8 ? dv + 4 * (dv / quantTile) + 2 * rope : 2 * dk(); }
+  int64_t clusterSize() const { return crossover ? 2 : 1; }
+  int64_t headGroups() const { return heads / kHeadsPerCTA; }
+  static constexpr int64_t threads() { return 384; }
+  std::string kernelName() const { return name + "_mla"; }
+
+  /// Shared memory (offsets from a 1024-aligned base).
+  struct Smem {
+    int64_t q = 0, kv = 0, kvStride = 0, p = 0, alpha = 0, rowSum = 0, mask = 0, bars = 0,
+            total = 0;
+    // mbarriers: full[2] (the producer's arrivals), remote[2] (the peer's st.async bytes),
+    // empty[2] (consumer releases, from both CTAs), pFull, pEmpty.
+    int64_t full(int64_t i) const { return bars + 8 * i; }
+    int64_t remote(int64_t i) const { return bars + 16 + 8 * i; }
+    int64_t empty(int64_t i) const { return bars + 32 + 8 * i; }
+    int64_t pFull() const { return bars + 48; }
+    int64_t pEmpty() const { return bars + 56; }
+  };
+  Smem smem() const {
+    Smem m;
+    m.q = 0;
+    m.kv = kHeadsPerCTA * dk() * 2;
+    m.kvStride = kBlock * dk() * 2;
+    m.p = m.kv + 2 * m.kvStride;
+    m.alpha = m.p + kHeadsPerCTA * kBlock * 2;
+    m.rowSum = m.alpha + kHeadsPerCTA * 4;
+    m.mask = m.rowSum + kHeadsPerCTA * 4;
+    m.bars = m.mask + 2 * kBlock * 4;
+    m.total = (m.bars + 64 + 127) / 128 * 128;
+    return m;
+  }
+  /// Dynamic shared memory to request: the map plus 1 KiB to align the base.
+  int64_t smemBytes() const { return smem().total + 1024; }
+};
+
+/// Resolves an `attn.mla_decode` for sm_90a, or reports (on the op) why it has no kernel yet.
+FailureOr<MLAPlan> planMLA(MLADecodeOp op);
+/// Adds `<name>_mla` to `module` (an NVVM-targeted gpu.module).
+void buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const MLAPlan &p);
+/// The launch metadata of the plan as JSON text (docs/GPUMLA.md).
+std::string mlaLaunchJSON(const MLAPlan &p);
+
+} // namespace mlir::attn::nvvm
+
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_MLAPLAN_H

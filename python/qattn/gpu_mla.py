@@ -1,0 +1,109 @@
+"""GPU MLA decode from Python: launch the ``attn.mla_decode`` kernel (docs/GPUMLA.md) on torch CUDA
+tensors.
+
+``qattn.build(spec)`` on an ``attn.mla_decode`` spec for ``#attn.target<sm_90a>`` returns a
+``GpuMLAKernel``::
+
+    mla = qattn.build(qattn.spec.mla_decode(batch=None, sq=2, heads=128, kv_len=None, topk=2048))
+    out = mla(q, kv, indices)   # q [B, 2, 128, 576] bf16, kv [B, T, 656] uint8, indices int32
+
+Tensors are checked against the launch metadata first (device, dtype, shape, contiguity, 16-byte
+alignment). Index entries outside [0, len) are skipped by the kernel, never read.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+from pathlib import Path
+
+from .gpu import KERNEL_FILE, GpuError, expect_tensor, launch_kernel, load_module
+from .kernels import KernelArgumentError
+
+
+class GpuMLAKernel:
+    """One compiled MLA decode op: PTX + launch metadata; loaded on the GPU at the first call."""
+
+    def __init__(self, ptx: str, meta: dict, path: str = ""):
+        kind = meta.get("problem", {}).get("kind", "")
+        if meta.get("format") != "attn-launch-v1" or kind != "mla_decode":
+            raise GpuError(f"{path}: not MLA decode launch metadata (kind {kind!r})")
+        self.ptx, self.meta, self.path = ptx, meta, path
+        self.problem, self.schedule = meta["problem"], meta["schedule"]
+        self.kernel = meta["kernels"][0]
+        self._loaded = None
+
+    @classmethod
+    def from_dir(cls, d) -> "GpuMLAKernel":
+        return cls.from_files(Path(d) / KERNEL_FILE)
+
+    @classmethod
+    def from_files(cls, ptx_path, meta_path=None) -> "GpuMLAKernel":
+        ptx_path = Path(ptx_path)
+        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
+        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
+
+    def __repr__(self) -> str:
+        p = self.problem
+        what = f"top-{p['topk'] if p['topk'] >= 0 else '?'} sparse" if p["sparse"] else "dense"
+        return (f"<qattn GpuMLAKernel {self.kernel['name']}: {p['heads']} heads, {what}, "
+                f"{p['kv_format']} cache, crossover {self.schedule['crossover']}>")
+
+    def _load(self):
+        if self._loaded is None:
+            ctx, mod, by_name, _ = load_module(self.ptx, self.meta["arch"], [self.kernel["name"]])
+            self._loaded = (ctx, mod, by_name[self.kernel["name"]])
+        return self._loaded
+
+    def __call__(self, q, kv, indices=None, *, seq_lens=None, out=None, stream=None):
+        """Returns ``out`` (allocated when not given): bf16 [B, Sq, H, Dv]."""
+        import torch
+
+        p = self.problem
+        name = self.kernel["name"]
+        if q.dim() != 4 or kv.dim() != 3:
+            raise KernelArgumentError("q must be [B, Sq, H, Dk] and kv [B, T, bytes]")
+        b, sq, t = int(q.shape[0]), int(q.shape[1]), int(kv.shape[1])
+        dk = p["head_dim_v"] + p["rope_dim"]
+        for key, val in (("batch", b), ("sq", sq), ("kv_len", t)):
+            if p[key] >= 0 and p[key] != val:
+                raise KernelArgumentError(f"the kernel was compiled for {key} {p[key]}, got {val}")
+        expect_tensor(f"{name}: q", q, torch, ("bfloat16",), (b, sq, p["heads"], dk))
+        if p["kv_format"] == "bf16":
+            expect_tensor(f"{name}: kv", kv, torch, ("bfloat16",), (b, t, dk))
+        else:
+            expect_tensor(f"{name}: kv", kv, torch, ("uint8", "int8"), (b, t, p["token_bytes"]))
+        topk = 0
+        if p["sparse"]:
+            if indices is None:
+                raise KernelArgumentError(f"{name} is sparse: pass indices [B, Sq, topk] int32")
+            topk = int(indices.shape[2]) if indices.dim() == 3 else -1
+            if p["topk"] >= 0 and topk != p["topk"]:
+                raise KernelArgumentError(f"the kernel was compiled for topk {p['topk']}, "
+                                          f"got {topk}")
+            expect_tensor(f"{name}: indices", indices, torch, ("int32",), (b, sq, topk))
+        elif indices is not None:
+            raise KernelArgumentError(f"{name} is dense: it takes no indices")
+        if p["seq_lens"] and seq_lens is not None:
+            expect_tensor(f"{name}: seq_lens", seq_lens, torch, ("int32",), (b,))
+        elif seq_lens is not None:
+            raise KernelArgumentError(f"{name} was compiled without seq_lens")
+        if out is None:
+            out = torch.empty(b, sq, p["heads"], p["head_dim_v"], dtype=torch.bfloat16,
+                              device=q.device)
+        expect_tensor(f"{name}: out", out, torch, ("bfloat16",), (b, sq, p["heads"], p["head_dim_v"]))
+        if b == 0 or sq == 0:
+            return out
+        _, _, handle = self._load()
+        ptr = lambda x: ctypes.c_uint64(x.data_ptr() if x is not None and x.numel() else 0)
+        values = {"q": ptr(q), "kv": ptr(kv), "indices": ptr(indices), "seq_lens": ptr(seq_lens),
+                  "out": ptr(out), "batch": ctypes.c_int32(b), "sq": ctypes.c_int32(sq),
+                  "kv_len": ctypes.c_int32(t), "topk": ctypes.c_int32(topk)}
+        grid = [self.kernel["grid"][0], sq, b]
+        s = stream if stream is not None else torch.cuda.current_stream()
+        keep = []
+        launch_kernel(handle, self.kernel, grid, values, s.cuda_stream, keep)
+        return out
+
+
+__all__ = ["GpuMLAKernel"]
