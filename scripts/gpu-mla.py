@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """What this file is: the sm_90a MLA decode kernels (attn.mla_decode: FP8 sparse with and
-without the 2-CTA crossover, dense FP8, dense bf16) built, checked and measured, in three steps:
+without the 2-CTA crossover, dense FP8, dense bf16) and the kernels that write their FP8 cache
+(attn.quantize.mla_append from bf16, f16, f32) built, checked and measured, in three steps:
 
   gpu-mla.py build DIR [--ptxas PTXAS]  here: every variant → DIR/<name>.ptx + launch JSON (with
                                         --ptxas: assembled for sm_90a, no register spills)
@@ -45,6 +46,9 @@ def variants():
     }
 
 
+QUANT_VARIANTS = {f"q_{d}": d for d in ("bf16", "f16", "f32")}
+
+
 def build(args):
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -70,14 +74,24 @@ def build(args):
                 return f"{name}: spills {m.group(1)} bytes"
         return None
 
+    def one_quant(item):
+        name, src_dtype = item
+        src = out / f"{name}.mlir"
+        src.write_text(spec_mod.mla_quantize(batch=None, tokens=None, capacity=None,
+                                             src_dtype=src_dtype, name=name).text)
+        r = subprocess.run([attn_opt, str(src), "--emit=ptx", "-o", str(out / f"{name}.ptx")],
+                           capture_output=True, text=True)
+        return f"{name}: attn-opt failed: {r.stderr.strip()}" if r.returncode else None
+
+    qerrors = [e for e in map(one_quant, QUANT_VARIANTS.items()) if e]
     vs = variants()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
         errors = [e for e in pool.map(one, vs.items()) if e]
-    for e in errors:
+    for e in errors + qerrors:
         print("ERROR", e)
     what = "assembled for sm_90a without register spills" if args.ptxas else "compiled to PTX"
     print(f"{len(vs) - len(errors)} of {len(vs)} MLA variants {what}")
-    return 1 if errors else 0
+    return 1 if errors or qerrors else 0
 
 
 # ------------------------------------------------------------------------------------------------
@@ -120,13 +134,13 @@ def _inputs(np, mla, quant, rng, p, b, sq, t, topk, outliers):
 
 def check(args):
     np, torch, mla, quant, Kernel = _gpu_imports()
+    results, failures = check_quantize(np, torch, mla, quant, Path(args.dir))
     shapes = [  # (batch, s_q, cache length, top-k, outliers)
         (1, 1, 1, 1, False), (2, 2, 300, 100, False), (3, 1, 1000, 2048, False),
         (1, 2, 0, 64, False), (64, 2, 777, 256, False), (2, 1, 500, 300, True)]
     if os.environ.get("MLA_QUICK"):  # sanitizer runs: the three small shapes
         shapes = shapes[:3]
     only = [v for v in os.environ.get("MLA_VARIANTS", "").split(",") if v]
-    results, failures = [], 0
     rng = np.random.default_rng(0)
     for name in variants():
         if only and name not in only:
@@ -169,6 +183,42 @@ def check(args):
             print("FAIL", json.dumps(r))
     print(f"check: {len(results)} runs, {failures} failures")
     return 1 if failures else 0
+
+
+def check_quantize(np, torch, mla, quant, d):
+    """The quantize kernels against pack_fp8, byte for byte; rows outside the append untouched."""
+    from qattn.gpu_mla import GpuMLAQuantizeKernel
+    results, failures = [], 0
+    rng = np.random.default_rng(1)
+    dt = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
+    for name, src_dtype in QUANT_VARIANTS.items():
+        k = GpuMLAQuantizeKernel.from_files(d / f"{name}.ptx")
+        for b, s, cap, pos in [(1, 1, 1, [0]), (3, 5, 8, [0, 6, -2]), (512, 2, 4, None)]:
+            x = rng.standard_normal((b, s, 576)).astype(np.float32)
+            x[0, 0, 130] = 900.0
+            x[0, 0, 256:384] = 0
+            x[-1, -1, 7], x[-1, -1, 300], x[-1, -1, 11], x[-1, -1, 520] = np.inf, -np.inf, np.nan, np.nan
+            src = torch.from_numpy(x).to(dt[src_dtype]).cuda()
+            vals = src.float().cpu().numpy()
+            if pos is None:
+                pos = list(rng.integers(0, cap - s + 1, size=b))
+            cache = torch.full((b, cap, 656), 77, dtype=torch.uint8, device="cuda")
+            k(src, cache, torch.tensor(pos, dtype=torch.int32, device="cuda"))
+            got = cache.cpu().numpy()
+            want = mla.pack_fp8(vals)
+            bad = 0
+            for bi in range(b):
+                rows = [pos[bi] + i for i in range(s)]
+                for i, r in enumerate(rows):
+                    if 0 <= r < cap and not np.array_equal(got[bi, r], want[bi, i]):
+                        bad += 1
+                untouched = [r for r in range(cap) if r not in rows]
+                bad += int(not (got[bi, untouched] == 77).all())
+            results.append({"variant": name, "batch": b, "tokens": s, "capacity": cap,
+                            "ok": bad == 0, "bad_rows": bad})
+            failures += bad > 0
+            print(json.dumps(results[-1]), flush=True)
+    return results, failures
 
 
 def bench(args):

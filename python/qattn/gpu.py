@@ -174,6 +174,9 @@ def load_gpu_kernel(d):
     """The kernel object for the PTX + launch metadata in directory ``d``, by problem kind."""
     meta = json.loads((Path(d) / (KERNEL_FILE + ".launch.json")).read_text())
     kind = meta.get("problem", {}).get("kind", "")
+    if kind == "quantize_mla":
+        from .gpu_mla import GpuMLAQuantizeKernel
+        return GpuMLAQuantizeKernel.from_dir(d)
     if kind.startswith("quantize"):
         from .gpu_quantize import GpuQuantizeKernel
         return GpuQuantizeKernel.from_dir(d)

@@ -1,4 +1,5 @@
-"""GPU MLA decode from Python: launch the ``attn.mla_decode`` kernel (docs/GPUMLA.md) on torch CUDA
+"""GPU MLA decode from Python: launch the ``attn.mla_decode`` kernel and the
+``attn.quantize.mla_append`` kernel that writes its FP8 cache (docs/GPUMLA.md) on torch CUDA
 tensors.
 
 ``qattn.build(spec)`` on an ``attn.mla_decode`` spec for ``#attn.target<sm_90a>`` returns a
@@ -106,4 +107,64 @@ class GpuMLAKernel:
         return out
 
 
-__all__ = ["GpuMLAKernel"]
+class GpuMLAQuantizeKernel:
+    """One compiled ``attn.quantize.mla_append``: new latent tokens → the FP8 token cache."""
+
+    def __init__(self, ptx: str, meta: dict, path: str = ""):
+        kind = meta.get("problem", {}).get("kind", "")
+        if meta.get("format") != "attn-launch-v1" or kind != "quantize_mla":
+            raise GpuError(f"{path}: not MLA quantize launch metadata (kind {kind!r})")
+        self.ptx, self.meta, self.path = ptx, meta, path
+        self.problem, self.schedule = meta["problem"], meta["schedule"]
+        self.kernel = meta["kernels"][0]
+        self._loaded = None
+
+    @classmethod
+    def from_dir(cls, d) -> "GpuMLAQuantizeKernel":
+        return cls.from_files(Path(d) / KERNEL_FILE)
+
+    @classmethod
+    def from_files(cls, ptx_path, meta_path=None) -> "GpuMLAQuantizeKernel":
+        ptx_path = Path(ptx_path)
+        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
+        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
+
+    def __repr__(self) -> str:
+        p = self.problem
+        return (f"<qattn GpuMLAQuantizeKernel {self.kernel['name']}: {p['src_dtype']} "
+                f"{p['head_dim_v']} + {p['rope_dim']} → {p['token_bytes']}-byte tokens>")
+
+    def __call__(self, src, cache, positions, *, stream=None):
+        """Writes src [B, S, Dk] into cache [B, T, bytes] at rows positions[b] + i (rows outside
+        the cache are skipped). Returns ``cache``."""
+        import torch
+
+        p = self.problem
+        name = self.kernel["name"]
+        if src.dim() != 3 or cache.dim() != 3:
+            raise KernelArgumentError("src must be [B, S, Dk] and cache [B, T, bytes]")
+        b, s, t = int(src.shape[0]), int(src.shape[1]), int(cache.shape[1])
+        for key, val in (("batch", b), ("new_tokens", s), ("capacity", t)):
+            if p[key] >= 0 and p[key] != val:
+                raise KernelArgumentError(f"the kernel was compiled for {key} {p[key]}, got {val}")
+        dt = {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[p["src_dtype"]]
+        expect_tensor(f"{name}: src", src, torch, (dt,), (b, s, p["head_dim_v"] + p["rope_dim"]))
+        expect_tensor(f"{name}: cache", cache, torch, ("uint8", "int8"), (b, t, p["token_bytes"]))
+        expect_tensor(f"{name}: positions", positions, torch, ("int32",), (b,))
+        if b * s == 0:
+            return cache
+        if self._loaded is None:
+            _, _, by_name, _ = load_module(self.ptx, self.meta["arch"], [name])
+            self._loaded = by_name[name]
+        per = self.schedule["tokens_per_cta"]
+        values = {"src": ctypes.c_uint64(src.data_ptr()),
+                  "positions": ctypes.c_uint64(positions.data_ptr()),
+                  "cache": ctypes.c_uint64(cache.data_ptr()), "batch": ctypes.c_int32(b),
+                  "new_tokens": ctypes.c_int32(s), "capacity": ctypes.c_int32(t)}
+        st = stream if stream is not None else torch.cuda.current_stream()
+        launch_kernel(self._loaded, self.kernel, [-(-b * s // per), 1, 1], values,
+                      st.cuda_stream, [])
+        return cache
+
+
+__all__ = ["GpuMLAKernel", "GpuMLAQuantizeKernel"]

@@ -11,7 +11,9 @@ Conventions, shared with the kernel:
     entries (-1 included) are skipped. Dense: every position 0 .. len-1 (causal: up to
     len - Sq + s). A query with no key gets 0.
   * The tile scale is amax / 448 (1e-8 for an all-zero tile); codes are e4m3(x · (1/s)) with the
-    quantize kernels' policy (NaN → 0, ±inf saturate and stay out of the scale).
+    quantize kernels' policy (NaN → 0, ±inf saturate and stay out of the scale); RoPE values are
+    rounded to bf16 (NaN → 0x7FFF). `attn.quantize.mla_append` (CPU and sm_90a) writes exactly
+    `pack_fp8`'s bytes.
 """
 from typing import Optional
 
@@ -32,11 +34,16 @@ def _e4m3_bits(values: np.ndarray) -> np.ndarray:
     table = quant.e4m3_from_bits(np.arange(127, dtype=np.uint8))  # 0 .. 448, increasing
     v = np.asarray(values, np.float32)
     mag = np.searchsorted(table, np.abs(v)).astype(np.uint8)
-    return np.where(np.signbit(v) & (v != 0), mag | np.uint8(0x80), mag).astype(np.uint8)
+    # The sign is kept, also on zero: a negative value that rounds to 0 is -0 (0x80), as
+    # cvt.rn.satfinite.e4m3x2 and the CPU kernel write it.
+    return np.where(np.signbit(v), mag | np.uint8(0x80), mag).astype(np.uint8)
 
 
 def _bf16_bits(x: np.ndarray) -> np.ndarray:
-    return (quant.round_bf16(np.asarray(x, np.float32)).view(np.uint32) >> 16).astype(np.uint16)
+    """bfloat16 bits of x (ties to even); NaN becomes 0x7FFF, as the kernels write it."""
+    x = np.asarray(x, np.float32)
+    bits = (quant.round_bf16(x).view(np.uint32) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), np.uint16(0x7FFF), bits).astype(np.uint16)
 
 
 def pack_fp8(kv: np.ndarray, dv: int = 512, tile: int = 128) -> np.ndarray:

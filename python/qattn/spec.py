@@ -287,3 +287,31 @@ def mla_decode(*, batch: Dim, sq: Dim, heads: int, kv_len: Dim, sparse: bool = T
         body += f"\n      seq_lens(%lens : {_memref([B], 'i32')})"
     body += f"\n      outs(%o : {o_ty})\n      {{" + ", ".join(attrs) + "}"
     return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)
+
+
+def mla_quantize(*, batch: Dim, tokens: Dim, capacity: Dim, src_dtype: str = "bf16",
+                 head_dim_v: int = 512, rope_dim: int = 64, quant_tile: int = 128,
+                 target: Optional[str] = "sm_90a", name: str = "mla_quantize") -> Spec:
+    """A spec with one ``attn.quantize.mla_append``: ``tokens`` new latent tokens [B, S, Dk] per
+    batch element written at per-batch positions into the FP8 token cache [B, capacity, bytes]
+    that ``mla_decode(fp8=True)`` reads."""
+    _check_choice("src_dtype", src_dtype, SRC_DTYPES)
+    if target is not None:
+        _check_choice("target", target, TARGETS)
+    if not _SYMBOL_RE.match(name):
+        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    B, S, C = (_check_dim(n, v) for n, v in (("batch", batch), ("tokens", tokens),
+                                             ("capacity", capacity)))
+    dk = head_dim_v + rope_dim
+    bytes_ = head_dim_v + 4 * (head_dim_v // quant_tile) + 2 * rope_dim
+    src_ty, pos_ty = _memref([B, S, dk], src_dtype), _memref([B], "i32")
+    cache_ty = _memref([B, C, bytes_], "i8")
+    attrs = [f"head_dim_v = {head_dim_v} : i64", f"rope_dim = {rope_dim} : i64",
+             f"kv_quant = #attn.quant<f8E4M3FN, per_block<1 x {quant_tile}>>"]
+    if target:
+        attrs.append(f"target = #attn.target<{target}>")
+    lines = [f"func.func @{name}(%src: {src_ty}, %pos: {pos_ty}, %cache: {cache_ty}) {{",
+             f"  attn.quantize.mla_append ins(%src : {src_ty}) positions(%pos : {pos_ty})",
+             f"      outs(%cache : {cache_ty}) {{" + ", ".join(attrs) + "}",
+             "  return", "}", ""]
+    return Spec("\n".join(lines), name)

@@ -126,3 +126,67 @@ def test_gpu_kernel_checks_arguments():
         k(q, kv)
     with pytest.raises(qattn.KernelArgumentError, match="compiled for sq 2"):
         k(torch.zeros(1, 3, 128, 576, dtype=torch.bfloat16), kv)
+
+
+def _mla_tokens(rng, b, s):
+    """[B, S, 576] f32 latent tokens: Gaussian, an outlier, an all-zero tile, ±inf and NaN
+    (in the e4m3 part and in the RoPE part)."""
+    x = rng.standard_normal((b, s, 576)).astype(np.float32)
+    x[0, 0, 130] = 900.0
+    x[0, min(1, s - 1), :128] = 0
+    x[-1, -1, 7], x[-1, -1, 300], x[-1, -1, 11] = np.inf, -np.inf, np.nan
+    x[-1, -1, 520] = np.nan
+    x[0, 0, 200] = -1e-7  # rounds to -0 in e4m3: code 0x80
+    return x
+
+
+@pytest.mark.parametrize("src_dtype", ["f32", "f16", "bf16"])
+def test_cpu_mla_quantize_matches_pack_fp8(src_dtype):
+    from qattn.cpu import host_isa
+    rng = np.random.default_rng(4)
+    b, s, cap = 3, 4, 9
+    x = _mla_tokens(rng, b, s)
+    if src_dtype == "f32":
+        arr, vals = x, x
+    elif src_dtype == "f16":
+        arr = x.astype(np.float16)
+        vals = arr.astype(np.float32)
+    else:
+        vals = quant.round_bf16(x)
+        arr = (np.ascontiguousarray(vals).view(np.uint32) >> 16).astype(np.uint16)
+    lib = qattn.build(qattn.spec.mla_quantize(batch=None, tokens=None, capacity=None,
+                                              src_dtype=src_dtype, target=host_isa()))
+    pos = np.array([0, 6, -2], np.int32)  # batch 1 overflows the cache, batch 2 starts before it
+    cache = np.full((b, cap, 656), 77, np.uint8)
+    lib.mla_quantize(arr, pos, cache.view(np.int8))
+    want = mla.pack_fp8(vals)
+    for bi in range(b):
+        for i in range(s):
+            r = pos[bi] + i
+            if 0 <= r < cap:
+                np.testing.assert_array_equal(cache[bi, r], want[bi, i], err_msg=f"b{bi} token {i}")
+        written = {pos[bi] + i for i in range(s)}
+        untouched = [r for r in range(cap) if r not in written]
+        assert (cache[bi, untouched] == 77).all()
+
+
+def test_cpu_mla_quantize_other_tile():
+    # The CPU kernel takes any tile dividing Dv (the GPU kernel 128 only).
+    from qattn.cpu import host_isa
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((1, 2, 576)).astype(np.float32)
+    lib = qattn.build(qattn.spec.mla_quantize(batch=1, tokens=2, capacity=2, src_dtype="f32",
+                                              quant_tile=64, target=host_isa()))
+    cache = np.zeros((1, 2, 672), np.uint8)
+    lib.mla_quantize(x, np.zeros(1, np.int32), cache.view(np.int8))
+    np.testing.assert_array_equal(cache, mla.pack_fp8(x, tile=64))
+
+
+def test_gpu_mla_quantize_build():
+    k = qattn.build(qattn.spec.mla_quantize(batch=None, tokens=None, capacity=None))
+    from qattn.gpu_mla import GpuMLAQuantizeKernel
+    assert isinstance(k, GpuMLAQuantizeKernel)
+    assert k.problem["token_bytes"] == 656 and k.kernel["grid"] == ["token_ctas", 1, 1]
+    assert "cvt.rn.satfinite.e4m3x2.f32" in k.ptx
+    with pytest.raises(qattn.CompileError, match="1 x 128 tiles only"):
+        qattn.build(qattn.spec.mla_quantize(batch=1, tokens=1, capacity=4, quant_tile=64))

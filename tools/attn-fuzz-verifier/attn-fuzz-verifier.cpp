@@ -55,7 +55,7 @@ static const char *const kDictionary[] = {
     "consumer<warpgroups = 4, regs = 256>", "cluster = [", "crossover = true", "causal", "decode",
     "prefill", "sm_90a", "avx2", "neon", "avx512_vbmi", "pack_q_heads = ", "tile_n = ", "stages = ",
     "dsub = ", "centroids = ", "block = ", "head_dim_v = ", "rope_dim = ", "// -----", "\"", "{", "}",
-    "}}", "attn.attention", "attn.pq.scores", "attn.mla_decode", "attn.quantize.append"};
+    "}}", "attn.attention", "attn.pq.scores", "attn.mla_decode", "attn.quantize.append", "attn.quantize.mla_append"};
 
 static const char *const kIntegers[] = {"0",  "1",   "-1",  "2",    "3",   "7",   "8",
                                         "16", "31",  "32",  "63",   "64",  "65",  "127",

@@ -88,9 +88,21 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
     `cvt.rn.satfinite.e4m3x2.f32` — with one lane writing the scale (and zero point). The same
     arithmetic and non-finite policy as the CPU lowering (docs/QuantSchemes.md).
 
-    The launch metadata (docs/GPUDecode.md, docs/QuantSchemes.md) is attached to `<f>_decode` or
-    `<f>_quantize` as `attn.launch`; the host function is removed. Variants the generators do not
-    implement (prefill, MLA, decode granularities other than per_token_head / per_token /
+    `attn.mla_decode` (DeepSeek's 512 + 64 latent, FP8 656-byte tokens or a bf16 cache; sparse
+    top-k or dense) becomes `<f>_mla` (docs/GPUMLA.md): 384 threads per 64 query heads of one
+    query token; a producer warpgroup gathers blocks of 64 keys with 16-byte loads (pipelined a
+    unit ahead) and dequantizes e4m3 · tile scale into bf16 swizzled buffers; consumer 0 runs
+    S = Q·Kᵀ (m64n64, K = 576) and the softmax and writes P to shared memory, both consumers add
+    P·V into their half of O (m64n256). With `crossover` the two head groups of a query token run
+    as a 2-CTA cluster: each producer converts half of every block and writes it into both CTAs
+    (st.async into the peer through `mapa`, completing its transaction mbarrier), and buffers are
+    released in both CTAs. `attn.quantize.mla_append` becomes `<f>_quantize`, one warp per token
+    writing the FP8 token format.
+
+    The launch metadata (docs/GPUDecode.md, docs/QuantSchemes.md, docs/GPUMLA.md) is attached to
+    the main kernel as `attn.launch`; the host function is removed. Variants the generators do
+    not implement (prefill modes other than bf16 / half_int8, MLA shapes other than 512 + 64,
+    decode granularities other than per_token_head / per_token /
     per_head / per_tensor, zero points with int8 queries, f16/f32 outputs, ...) are refused on
     the op with "not supported yet". Asymmetric i8 / ui8 caches (zero points) are decoded with
     x̂ − z formed exactly in the producer's conversion.

@@ -157,6 +157,10 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
           return emitQuantize(b, o.getSrc(), Value(), o.getDst(), o.getScales(), o.getZeros(),
                               o.getQuant());
         })
+        .Case([&](QuantizeMLAAppendOp o) {
+          return emitQuantizeMLA(b, o.getSrc(), o.getPositions(), o.getCache(), o.getHeadDimV(),
+                                 o.getRopeDim(), o.getKvQuant().getBlockCols());
+        })
         .Default([&](Operation *o) {
           return o->emitError() << "not supported yet: convert-attn-to-cpu lowers the NoMAD "
                                    "attn.pq.* ops and attn.quantize.*, not '"

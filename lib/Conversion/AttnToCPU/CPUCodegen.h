@@ -69,6 +69,9 @@ LogicalResult emitAttention(ImplicitLocOpBuilder &b, const ISA &isa, PQAttention
 /// the source's shape): scalar loops (Quantize.cpp).
 LogicalResult emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
                            Value scales, Value zeros, QuantAttr quant);
+/// attn.quantize.mla_append: new MLA tokens into the FP8 byte format (Quantize.cpp).
+LogicalResult emitQuantizeMLA(ImplicitLocOpBuilder &b, Value src, Value positions, Value cache,
+                              int64_t dv, int64_t rope, int64_t tile);
 
 } // namespace mlir::attn::cpu
 

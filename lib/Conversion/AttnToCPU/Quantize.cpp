@@ -8,7 +8,8 @@
 // (AttnToNVVM/QuantizeKernel.cpp): x · (1/s) rounded half away from zero and clamped, or rounded to
 // e4m3 (ties to even, saturating at ±448, done here in integer arithmetic since LLVM has no fp8).
 // Non-finite inputs: NaN quantizes as 0, ±inf saturate, neither enters a scale. Appended tokens
-// whose cache position falls outside [0, capacity) are not written.
+// whose cache position falls outside [0, capacity) are not written. Also attn.quantize.mla_append:
+// the same tile arithmetic (e4m3, 1 x C tiles) written into FlashMLA's byte format.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,19 @@ static Value toE4M3(ImplicitLocOpBuilder &b, Value y) {
   return arith::TruncIOp::create(b, b.getI8Type(), code);
 }
 
+/// f32 → bfloat16 bits (i16), ties to even; NaN becomes 0x7FFF.
+static Value toBF16Bits(ImplicitLocOpBuilder &b, Value x) {
+  Type i32 = b.getI32Type();
+  Value bits = arith::BitcastOp::create(b, i32, x);
+  Value odd = arith::AndIOp::create(b, arith::ShRUIOp::create(b, bits, intConst(b, i32, 16)),
+                                    intConst(b, i32, 1));
+  Value r = arith::AddIOp::create(b, arith::AddIOp::create(b, bits, intConst(b, i32, 0x7FFF)), odd);
+  Value nan = arith::CmpFOp::create(b, arith::CmpFPredicate::UNO, x, x);
+  r = arith::SelectOp::create(b, nan, intConst(b, i32, 0x7FFF0000), r);
+  return arith::TruncIOp::create(b, b.getI16Type(),
+                                 arith::ShRUIOp::create(b, r, intConst(b, i32, 16)));
+}
+
 LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
                                 Value scales, Value zeros, QuantAttr quant) {
   Type f32 = b.getF32Type(), i8 = b.getI8Type();
@@ -114,15 +128,8 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
     Value h;
     if (s.scaleType.isF16()) {
       h = arith::TruncFOp::create(nb, s.scaleType, s32);
-    } else { // bf16 by hand (ties to even; scales are finite), not through a compiler-rt call
-      Value bits = arith::BitcastOp::create(nb, i32, s32);
-      Value odd = arith::AndIOp::create(
-          nb, arith::ShRUIOp::create(nb, bits, intConst(nb, i32, 16)), intConst(nb, i32, 1));
-      Value r = arith::AddIOp::create(
-          nb, arith::AddIOp::create(nb, bits, intConst(nb, i32, 0x7FFF)), odd);
-      h = arith::BitcastOp::create(
-          nb, s.scaleType,
-          arith::TruncIOp::create(nb, i16, arith::ShRUIOp::create(nb, r, intConst(nb, i32, 16))));
+    } else { // bf16 by hand (scales are finite), not through a compiler-rt call
+      h = arith::BitcastOp::create(nb, s.scaleType, toBF16Bits(nb, s32));
     }
     Value below = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT,
                                         arith::ExtFOp::create(nb, nb.getF32Type(), h), s32);
@@ -235,6 +242,82 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
             memref::StoreOp::create(b5, c, dst1,
                                     ValueRange{arith::AddIOp::create(b5, dstBase, e)});
           });
+        });
+        scf::YieldOp::create(b3);
+      });
+    });
+  });
+  return success();
+}
+
+LogicalResult cpu::emitQuantizeMLA(ImplicitLocOpBuilder &b, Value src, Value positions,
+                                   Value cache, int64_t dv, int64_t rope, int64_t tile) {
+  Type f32 = b.getF32Type(), i8 = b.getI8Type(), i32 = b.getI32Type();
+  int64_t dk = dv + rope, tiles = dv / tile, bytes = dv + 4 * tiles + 2 * rope;
+  Value batch = dim(b, src, 0), newTokens = dim(b, src, 1), capacity = dim(b, cache, 1);
+  Value src1 = flat(b, src), dst1 = flat(b, cache);
+  Value zeroF = floatConst(b, f32, 0.0), inf = floatConst(b, f32, INFINITY);
+  auto loadF32 = [&](ImplicitLocOpBuilder &nb, Value e) -> Value {
+    Value x = memref::LoadOp::create(nb, src1, ValueRange{e});
+    return x.getType().isF32() ? x : arith::ExtFOp::create(nb, f32, x).getResult();
+  };
+  // Little-endian bytes of an integer at byte offset `at`.
+  auto storeBytes = [&](ImplicitLocOpBuilder &nb, Value v, int64_t n, Value at) {
+    Value w = arith::ExtUIOp::create(nb, i32, v);
+    for (int64_t k = 0; k < n; ++k) {
+      Value byte = arith::TruncIOp::create(
+          nb, i8, arith::ShRUIOp::create(nb, w, intConst(nb, i32, 8 * k)));
+      memref::StoreOp::create(nb, byte, dst1, ValueRange{arith::AddIOp::create(nb, at, idx(nb, k))});
+    }
+  };
+  forLoop(b, idx(b, 0), batch, 1, [&](ImplicitLocOpBuilder &b1, Value bi) {
+    Value start = index(b1, memref::LoadOp::create(b1, positions, ValueRange{bi}));
+    forLoop(b1, idx(b1, 0), newTokens, 1, [&](ImplicitLocOpBuilder &b2, Value ti) {
+      Value row = arith::AddIOp::create(b2, start, ti);
+      Value inRange = arith::AndIOp::create(
+          b2, arith::CmpIOp::create(b2, arith::CmpIPredicate::sge, row, idx(b2, 0)),
+          arith::CmpIOp::create(b2, arith::CmpIPredicate::slt, row, capacity));
+      scf::IfOp::create(b2, inRange, [&](OpBuilder &ob, Location l) {
+        ImplicitLocOpBuilder b3(l, ob);
+        Value srcBase = arith::MulIOp::create(b3, mulAdd(b3, bi, newTokens, ti), idx(b3, dk));
+        Value dstBase = arith::MulIOp::create(b3, mulAdd(b3, bi, capacity, row), idx(b3, bytes));
+        forLoop(b3, idx(b3, 0), idx(b3, tiles), 1, [&](ImplicitLocOpBuilder &b4, Value g) {
+          Value tileSrc = mulAdd(b4, g, idx(b4, tile), srcBase);
+          Value tileDst = mulAdd(b4, g, idx(b4, tile), dstBase);
+          // amax over the finite values (NaN and ±inf do not enter the scale).
+          auto red = scf::ForOp::create(
+              b4, idx(b4, 0), idx(b4, tile), idx(b4, 1), ValueRange{zeroF},
+              [&](OpBuilder &o, Location l2, Value e, ValueRange acc) {
+                ImplicitLocOpBuilder nb(l2, o);
+                Value a = math::AbsFOp::create(nb, loadF32(nb, arith::AddIOp::create(nb, tileSrc, e)));
+                Value fin = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT, a, inf);
+                a = arith::SelectOp::create(nb, fin, a, zeroF);
+                scf::YieldOp::create(nb, ValueRange{arith::MaxNumFOp::create(nb, acc[0], a)});
+              });
+          Value sc = arith::MaxNumFOp::create(
+              b4, arith::DivFOp::create(b4, red.getResult(0), floatConst(b4, f32, 448.0)),
+              floatConst(b4, f32, 1e-8));
+          Value scAt = mulAdd(b4, g, idx(b4, 4), arith::AddIOp::create(b4, dstBase, idx(b4, dv)));
+          Value scBits = arith::BitcastOp::create(b4, i32, sc);
+          for (int64_t k = 0; k < 4; ++k)
+            memref::StoreOp::create(
+                b4, arith::TruncIOp::create(b4, i8, arith::ShRUIOp::create(b4, scBits,
+                                                                           intConst(b4, i32, 8 * k))),
+                dst1, ValueRange{arith::AddIOp::create(b4, scAt, idx(b4, k))});
+          Value inv = arith::DivFOp::create(b4, floatConst(b4, f32, 1.0), sc);
+          forLoop(b4, idx(b4, 0), idx(b4, tile), 1, [&](ImplicitLocOpBuilder &b5, Value e) {
+            Value x = loadF32(b5, arith::AddIOp::create(b5, tileSrc, e));
+            Value nan = arith::CmpFOp::create(b5, arith::CmpFPredicate::UNO, x, x);
+            x = arith::SelectOp::create(b5, nan, zeroF, x);
+            Value c = toE4M3(b5, arith::MulFOp::create(b5, x, inv));
+            memref::StoreOp::create(b5, c, dst1, ValueRange{arith::AddIOp::create(b5, tileDst, e)});
+          });
+        });
+        Value ropeDst = arith::AddIOp::create(b3, dstBase, idx(b3, dv + 4 * tiles));
+        forLoop(b3, idx(b3, 0), idx(b3, rope), 1, [&](ImplicitLocOpBuilder &b4, Value r) {
+          Value x = loadF32(b4, arith::AddIOp::create(b4, arith::AddIOp::create(b4, srcBase,
+                                                                               idx(b4, dv)), r));
+          storeBytes(b4, toBF16Bits(b4, x), 2, mulAdd(b4, r, idx(b4, 2), ropeDst));
         });
         scf::YieldOp::create(b3);
       });

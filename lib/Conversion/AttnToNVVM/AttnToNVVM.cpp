@@ -258,11 +258,13 @@ struct ConvertAttnToNVVMPass
     SmallVector<std::pair<func::FuncOp, DecodePlan>> plans;
     SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
+    SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
       bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp>(op);
       auto mla = dyn_cast<MLADecodeOp>(op);
-      if (!att && !quantize && !mla) {
+      auto mlaQuant = dyn_cast<QuantizeMLAAppendOp>(op);
+      if (!att && !quantize && !mla && !mlaQuant) {
         op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()
                         << "' for sm_90a (attn.attention, attn.mla_decode and attn.quantize.* "
                            "are lowered)";
@@ -277,6 +279,14 @@ struct ConvertAttnToNVVMPass
                            "attn op (this one holds "
                         << attnOps << ")";
         ok = false;
+        continue;
+      }
+      if (mlaQuant) {
+        FailureOr<MLAQuantizePlan> plan = planMLAQuantize(mlaQuant);
+        if (failed(plan))
+          ok = false;
+        else
+          mlaQuantPlans.push_back({fn, *plan});
         continue;
       }
       if (mla) {
@@ -344,6 +354,20 @@ struct ConvertAttnToNVVMPass
       }
       auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.kernelName());
       kernel->setAttr("attn.launch", b.getStringAttr(mlaLaunchJSON(plan)));
+      fn.erase();
+    }
+    for (auto &[fn, plan] : mlaQuantPlans) {
+      if (metadataOnly) {
+        OpBuilder::InsertionGuard g(b);
+        b.setInsertionPointToEnd(gpuModule.getBody());
+        LLVM::LLVMFuncOp::create(
+            b, fn.getLoc(), plan.name + "_quantize",
+            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+      } else {
+        buildMLAQuantizeKernel(b, fn.getLoc(), gpuModule, plan);
+      }
+      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_quantize");
+      kernel->setAttr("attn.launch", b.getStringAttr(mlaQuantizeLaunchJSON(plan)));
       fn.erase();
     }
     for (auto &[fn, plan] : quantPlans) {

@@ -115,3 +115,28 @@ func.func @dynamic_e4m3(%x: memref<2x3x4x128xf32>, %c: memref<2x3x4x128xf8E4M3FN
       {quant = #attn.quant<f8E4M3FN, per_token_head, scale = f16>}
   return
 }
+
+// -----
+
+// attn.quantize.mla_append: per 1 x 128 tile an amax over the finite values, the f32 scale
+// written as 4 bytes, the e4m3 codes of x · (1/s); then the RoPE values rounded to bf16 as 2
+// bytes each — all into the token's row of the byte cache (rows outside it skipped).
+// AVX2-LABEL: func.func @mla_append
+// AVX2: memref.collapse_shape {{.*}} : memref<?x?x656xi8> into memref<?xi8>
+// AVX2: scf.if
+// AVX2: math.absf
+// AVX2: arith.maxnumf
+// AVX2: arith.divf
+// AVX2: arith.bitcast {{.*}} : f32 to i32
+// AVX2: memref.store {{.*}} : memref<?xi8>
+// AVX2: math.roundeven
+// AVX2: memref.store {{.*}} : memref<?xi8>
+// AVX2: arith.cmpf uno
+// AVX2: arith.trunci {{.*}} : i32 to i16
+// AVX2-NOT: attn.quantize
+func.func @mla_append(%x: memref<?x?x576xbf16>, %p: memref<?xi32>, %c: memref<?x?x656xi8>) {
+  attn.quantize.mla_append ins(%x : memref<?x?x576xbf16>) positions(%p : memref<?xi32>)
+      outs(%c : memref<?x?x656xi8>)
+      {head_dim_v = 512 : i64, rope_dim = 64 : i64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>}
+  return
+}

@@ -278,3 +278,23 @@ func.func @mla_bf16(%q: memref<?x1x64x576xbf16>, %kv: memref<?x?x576xbf16>, %o: 
        target = #attn.target<sm_90a>}
   return
 }
+
+// -----
+
+// attn.quantize.mla_append on sm_90a: a 128-thread kernel, one warp per token; the tile amax
+// reduced over 8 lanes, 1/s correctly rounded, e4m3 codes through cvt.rn.satfinite, one 16-byte
+// store of codes per lane; launch metadata of kind quantize_mla.
+// CHECK-LABEL: llvm.func @mla_q_quantize(%{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: !llvm.ptr<1>, %{{.*}}: i32, %{{.*}}: i32, %{{.*}}: i32)
+// CHECK-SAME: \22kind\22: \22quantize_mla\22,
+// CHECK-SAME: nvvm.maxntid = array<i32: 128, 1, 1>
+// CHECK-COUNT-3: nvvm.shfl.sync bfly
+// CHECK: llvm.call_intrinsic "llvm.nvvm.rcp.rn.f"
+// CHECK: llvm.call_intrinsic "llvm.nvvm.ff.to.e4m3x2.rn"
+// CHECK: llvm.store {{.*}} : vector<4xi32>, !llvm.ptr<1>
+func.func @mla_q(%x: memref<?x?x576xf32>, %p: memref<?xi32>, %c: memref<?x?x656xi8>) {
+  attn.quantize.mla_append ins(%x : memref<?x?x576xf32>) positions(%p : memref<?xi32>)
+      outs(%c : memref<?x?x656xi8>)
+      {head_dim_v = 512 : i64, rope_dim = 64 : i64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>,
+       target = #attn.target<sm_90a>}
+  return
+}

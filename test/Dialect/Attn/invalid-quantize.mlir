@@ -1,5 +1,6 @@
 // RUN: attn-opt %s -split-input-file -verify-diagnostics
-// One case per diagnostic of attn.quantize.append and attn.quantize.dynamic.
+// One case per diagnostic of attn.quantize.append, attn.quantize.dynamic and
+// attn.quantize.mla_append.
 
 func.func @src_type(%x: memref<2x1x4x64xi8>, %p: memref<2xi32>, %c: memref<2x100x4x64xi8>, %s: memref<2x100x4xf32>) {
   // expected-error @+1 {{'src' must hold bf16, f16 or f32, got 'i8'}}
@@ -84,5 +85,45 @@ func.func @dyn_shape(%x: memref<1x8x4x64xbf16>, %y: memref<1x8x4x32xi8>, %s: mem
 func.func @dyn_static(%x: memref<1x8x4x64xbf16>, %y: memref<1x8x4x64xi8>, %s: memref<1xf32>) {
   // expected-error @+1 {{dynamic quantization needs a token-local granularity (per_token, per_token_head, per_group<g> or per_block<1xc>), got per_tensor}}
   attn.quantize.dynamic ins(%x : memref<1x8x4x64xbf16>) outs(%y, %s : memref<1x8x4x64xi8>, memref<1xf32>) {quant = #attn.quant<i8, per_tensor>}
+  return
+}
+
+// -----
+
+func.func @mla_scheme(%x: memref<2x1x576xbf16>, %p: memref<2xi32>, %c: memref<2x10x656xi8>) {
+  // expected-error @+1 {{kv_quant must be #attn.quant<f8E4M3FN, per_block<1xC>> with C dividing head_dim_v and f32 scales}}
+  attn.quantize.mla_append ins(%x : memref<2x1x576xbf16>) positions(%p : memref<2xi32>) outs(%c : memref<2x10x656xi8>) {head_dim_v = 512, rope_dim = 64, kv_quant = #attn.quant<i8, per_block<1x128>>}
+  return
+}
+
+// -----
+
+func.func @mla_src_size(%x: memref<2x1x512xbf16>, %p: memref<2xi32>, %c: memref<2x10x656xi8>) {
+  // expected-error @+1 {{'src' token size (512) must equal head_dim_v + rope_dim = 576}}
+  attn.quantize.mla_append ins(%x : memref<2x1x512xbf16>) positions(%p : memref<2xi32>) outs(%c : memref<2x10x656xi8>) {head_dim_v = 512, rope_dim = 64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>}
+  return
+}
+
+// -----
+
+func.func @mla_bytes(%x: memref<2x1x576xbf16>, %p: memref<2xi32>, %c: memref<2x10x576xi8>) {
+  // expected-error @+1 {{'cache' must be [B, T, Dv + 4·Dv/C + 2·rope_dim bytes] = [2, 10, 656], got [2, 10, 576]}}
+  attn.quantize.mla_append ins(%x : memref<2x1x576xbf16>) positions(%p : memref<2xi32>) outs(%c : memref<2x10x576xi8>) {head_dim_v = 512, rope_dim = 64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>}
+  return
+}
+
+// -----
+
+func.func @mla_too_many(%x: memref<2x11x576xf32>, %p: memref<2xi32>, %c: memref<2x10x656xi8>) {
+  // expected-error @+1 {{cannot append 11 tokens to a cache of 10}}
+  attn.quantize.mla_append ins(%x : memref<2x11x576xf32>) positions(%p : memref<2xi32>) outs(%c : memref<2x10x656xi8>) {head_dim_v = 512, rope_dim = 64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>}
+  return
+}
+
+// -----
+
+func.func @mla_positions(%x: memref<2x1x576xf16>, %p: memref<3xi32>, %c: memref<2x10x656xi8>) {
+  // expected-error @+1 {{'positions' must be one position per batch [B] = [2], got [3]}}
+  attn.quantize.mla_append ins(%x : memref<2x1x576xf16>) positions(%p : memref<3xi32>) outs(%c : memref<2x10x656xi8>) {head_dim_v = 512, rope_dim = 64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>}
   return
 }

@@ -57,6 +57,15 @@ func.func @mla_dense(%q: memref<4x1x64x576xbf16>, %kv: memref<4x?x576xbf16>, %l:
   return
 }
 
+// CHECK-LABEL: func.func @mla_quantize
+// CHECK: attn.quantize.mla_append ins(%{{.*}} : memref<?x?x576xbf16>) positions(%{{.*}} : memref<?xi32>) outs(%{{.*}} : memref<?x?x656xi8>) {head_dim_v = 512 : i64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>, symmetric>, rope_dim = 64 : i64}
+func.func @mla_quantize(%x: memref<?x?x576xbf16>, %p: memref<?xi32>, %c: memref<?x?x656xi8>) {
+  attn.quantize.mla_append ins(%x : memref<?x?x576xbf16>) positions(%p : memref<?xi32>)
+      outs(%c : memref<?x?x656xi8>)
+      {head_dim_v = 512 : i64, rope_dim = 64 : i64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>}
+  return
+}
+
 // CHECK-LABEL: func.func @pq_int8_values
 // CHECK: attn.pq.attention ins({{.*}}) v_scale(%{{.*}} : memref<?x1xf32>) length(%{{.*}}) outs
 func.func @pq_int8_values(%q: memref<4x64xf32>, %cb: memref<1x64x16x1xf32>, %c: memref<1x?x64x16xui8>,

@@ -212,12 +212,9 @@ LogicalResult MLADecodeOp::verify() {
   QuantAttr quant = getKvQuantAttr();
   int64_t t = kvT.getDimSize(1);
   if (quant) {
-    if (!isa<Float8E4M3FNType>(quant.getElementType()) ||
-        quant.getGranularity() != Granularity::per_block || quant.getBlockRows() != 1 ||
-        dv % quant.getBlockCols() != 0 || quant.isAsymmetric() || !quant.getScaleType().isF32())
-      return emitOpError() << "kv_quant must be #attn.quant<f8E4M3FN, per_block<1xC>> with C "
-                              "dividing head_dim_v and f32 scales";
-    int64_t bytes = dv + 4 * (dv / quant.getBlockCols()) + 2 * rope;
+    if (failed(verifyMLACacheQuant(*this, quant, dv)))
+      return failure();
+    int64_t bytes = mlaTokenBytes(quant, dv, rope);
     if (!kvT.getElementType().isInteger(8))
       return emitOpError() << "a quantized MLA cache holds raw bytes (i8), got "
                            << kvT.getElementType();

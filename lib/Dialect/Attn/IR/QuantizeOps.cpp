@@ -1,8 +1,9 @@
 //===- QuantizeOps.cpp - verifiers of the attn.quantize.* ops -------------===//
 //
-// What this file is: the checks of `attn.quantize.append` (new K/V tokens into a quantized cache)
-// and `attn.quantize.dynamic` (per-token activation quantization): shapes, element types, and
-// which granularities each op can compute.
+// What this file is: the checks of `attn.quantize.append` (new K/V tokens into a quantized cache),
+// `attn.quantize.dynamic` (per-token activation quantization) and `attn.quantize.mla_append` (new
+// MLA tokens into the FP8 token format): shapes, element types, and which granularities each op
+// can compute.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,4 +71,30 @@ LogicalResult QuantizeDynamicOp::verify() {
                          << stringifyGranularity(quant.getGranularity());
   return verifyScaleOperands(*this, "dst", dstT.getShape(), quant, "quant", getScales(),
                              "scales", getZeros(), "zeros");
+}
+
+LogicalResult QuantizeMLAAppendOp::verify() {
+  auto srcT = cast<MemRefType>(getSrc().getType()), cacheT = cast<MemRefType>(getCache().getType());
+  int64_t dv = getHeadDimV(), rope = getRopeDim();
+  constexpr int64_t kMaxHeadDim = 1 << 16; // bounded before any arithmetic on them
+  if (dv <= 0 || rope < 0 || dv > kMaxHeadDim || rope > kMaxHeadDim)
+    return emitOpError() << "head_dim_v must be in [1, " << kMaxHeadDim << "] and rope_dim in [0, "
+                         << kMaxHeadDim << "]";
+  if (!isFloatActivation(srcT.getElementType()))
+    return emitOpError() << "'src' must hold bf16, f16 or f32, got " << srcT.getElementType();
+  QuantAttr quant = getKvQuant();
+  if (failed(verifyMLACacheQuant(*this, quant, dv)))
+    return failure();
+  if (!dimsAgree(srcT.getDimSize(2), dv + rope))
+    return emitOpError() << "'src' token size (" << srcT.getDimSize(2)
+                         << ") must equal head_dim_v + rope_dim = " << dv + rope;
+  if (failed(expectShape(*this, "cache", getCache(),
+                         {srcT.getDimSize(0), cacheT.getDimSize(1), mlaTokenBytes(quant, dv, rope)},
+                         "[B, T, Dv + 4·Dv/C + 2·rope_dim bytes]")))
+    return failure();
+  int64_t snew = srcT.getDimSize(1), t = cacheT.getDimSize(1);
+  if (!ShapedType::isDynamic(snew) && !ShapedType::isDynamic(t) && snew > t)
+    return emitOpError() << "cannot append " << snew << " tokens to a cache of " << t;
+  return expectShape(*this, "positions", getPositions(), {srcT.getDimSize(0)},
+                     "one position per batch [B]");
 }

@@ -116,3 +116,13 @@ LogicalResult vutil::verifyScaleOperands(Operation *op, StringRef tensorName,
                              << quant.getElementType() << ", got " << zt;
   return success();
 }
+
+LogicalResult mlir::attn::vutil::verifyMLACacheQuant(Operation *op, QuantAttr quant,
+                                                    int64_t headDimV) {
+  if (!isa<Float8E4M3FNType>(quant.getElementType()) ||
+      quant.getGranularity() != Granularity::per_block || quant.getBlockRows() != 1 ||
+      headDimV % quant.getBlockCols() != 0 || quant.isAsymmetric() || !quant.getScaleType().isF32())
+    return op->emitOpError() << "kv_quant must be #attn.quant<f8E4M3FN, per_block<1xC>> with C "
+                                "dividing head_dim_v and f32 scales";
+  return success();
+}

@@ -41,6 +41,14 @@ LogicalResult verifyScaleOperands(Operation *op, StringRef tensorName, ArrayRef<
                                   QuantAttr quant, StringRef quantName, Value scale,
                                   StringRef scaleName, Value zero, StringRef zeroName);
 
+/// The FP8 MLA token format's scheme: `#attn.quant<f8E4M3FN, per_block<1xC>>`, C dividing
+/// head_dim_v, f32 scales, symmetric (attn.mla_decode, attn.quantize.mla_append).
+LogicalResult verifyMLACacheQuant(Operation *op, QuantAttr quant, int64_t headDimV);
+/// Bytes of one FP8 MLA token: Dv codes, Dv/C f32 scales, rope_dim bf16 values.
+inline int64_t mlaTokenBytes(QuantAttr quant, int64_t headDimV, int64_t ropeDim) {
+  return headDimV + 4 * (headDimV / quant.getBlockCols()) + 2 * ropeDim;
+}
+
 } // namespace mlir::attn::vutil
 
 #endif // ATTN_LIB_DIALECT_ATTN_IR_VERIFYUTILS_H

@@ -1,8 +1,9 @@
 //===- QuantizeOps.td - quantization ops -------------------*- tablegen -*-===//
 //
 // What this file is: the quantization family — `attn.quantize.append` (append new K/V tokens into a
-// quantized cache, computing their scales) and `attn.quantize.dynamic` (dynamic per-token
-// quantization of activations such as Q).
+// quantized cache, computing their scales), `attn.quantize.dynamic` (dynamic per-token
+// quantization of activations such as Q) and `attn.quantize.mla_append` (new MLA tokens into
+// FlashMLA's FP8 token format).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_QUANTIZE_OPS_TD
@@ -56,6 +57,34 @@ def Attn_QuantizeDynamicOp : Attn_Op<"quantize.dynamic"> {
     `ins` `(` $src `:` type($src) `)`
     `outs` `(` $dst `,` $scales `:` type($dst) `,` type($scales) `)`
     (`zeros` `(` $zeros^ `:` type($zeros) `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_QuantizeMLAAppendOp : Attn_Op<"quantize.mla_append"> {
+  let summary = "quantize new MLA tokens into the FP8 token format of attn.mla_decode";
+  let description = [{
+    * `src`:       [B, Snew, Dk] new latent tokens (bf16, f16 or f32), Dk = `head_dim_v` + `rope_dim`
+    * `positions`: [B] i32, the cache position of the first new token of each batch element
+    * `cache`:     [B, T, bytes] i8 with bytes = Dv + 4·Dv/C + 2·rope_dim (656 for 512 + 64, C = 128)
+
+    Each token's first Dv values are split into tiles of C (`kv_quant =
+    #attn.quant<f8E4M3FN, per_block<1 x C>>`); a tile's scale is amax / 448 (at least 1e-8) in
+    f32, its codes e4m3(x · (1/s)) with ties to even, saturating. Then come the Dv/C scales (f32,
+    little-endian) and the rope_dim RoPE values rounded to bf16. NaN quantizes as 0, ±inf
+    saturate, neither enters a scale; a NaN RoPE value is stored as the bf16 NaN 0x7FFF. Rows
+    outside [0, T) are not written. The layout is `attn.mla_decode`'s (docs/GPUMLA.md).
+  }];
+  let arguments = (ins Attn_In<MemRefRankOf<[AnyType], [3]>, "new tokens [B, Snew, Dk]">:$src,
+                       Attn_In<MemRefRankOf<[I32], [1]>, "append position per batch">:$positions,
+                       Attn_InOut<MemRefRankOf<[I8], [3]>, "FP8 token cache [B, T, bytes]">:$cache,
+                       I64Attr:$head_dim_v,
+                       I64Attr:$rope_dim,
+                       Attn_QuantAttr:$kv_quant,
+                       OptionalAttr<Attn_TargetAttr>:$target);
+  let assemblyFormat = [{
+    `ins` `(` $src `:` type($src) `)` `positions` `(` $positions `:` type($positions) `)`
+    `outs` `(` $cache `:` type($cache) `)` attr-dict
   }];
   let hasVerifier = 1;
 }
