@@ -72,6 +72,8 @@ def build(args):
             m = re.search(r"(\d+) bytes spill stores", r.stderr)
             if m and int(m.group(1)) > 8:
                 return f"{name}: spills {m.group(1)} bytes"
+            if "C7511" in r.stderr:  # ptxas serialized the WGMMAs (a 2-3x slower kernel)
+                return f"{name}: ptxas serialized its WGMMAs (C7511)"
         return None
 
     def one_quant(item):
@@ -89,7 +91,8 @@ def build(args):
         errors = [e for e in pool.map(one, vs.items()) if e]
     for e in errors + qerrors:
         print("ERROR", e)
-    what = "assembled for sm_90a without register spills" if args.ptxas else "compiled to PTX"
+    what = ("assembled for sm_90a without register spills or serialized WGMMAs" if args.ptxas
+            else "compiled to PTX")
     print(f"{len(vs) - len(errors)} of {len(vs)} MLA variants {what}")
     return 1 if errors or qerrors else 0
 

@@ -169,7 +169,10 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   p.stages = s.getStages();
   p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
   WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
-  if (!prod || !cons || prod.getWarpgroups() < 1 || prod.getWarpgroups() > 2 ||
+  if (s.getRoleList(RoleKind::consumer).size() > 1)
+    c.fail() << "one register budget per consumer warpgroup (decode and prefill consumers take "
+                "one consumer entry)";
+  else if (!prod || !cons || prod.getWarpgroups() < 1 || prod.getWarpgroups() > 2 ||
       cons.getWarpgroups() < 1 || cons.getWarpgroups() > 2)
     c.fail() << "warp roles other than one or two producer and one or two consumer warpgroups";
   else {

@@ -297,11 +297,18 @@ static Value tree(KernelBuilder &k, SmallVector<Value> vals, bool isMax) {
   return vals.front();
 }
 
-static void buildMLAConsumers(KernelBuilder &k, MCtx &c) {
+/// Consumer `which` (0: S, softmax, left half of O; 1: right half of O). Its register budget is
+/// set first thing: ptxas plans each warpgroup's WGMMA pipeline in the region it dominates.
+static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t which) {
   const MLAPlan &p = c.p;
-  Value ctAll = k.add(c.tid, -128);
-  Value cw = k.lshr(ctAll, 7); // 0: S, softmax, left half of O; 1: right half of O
-  Value ct = k.band(ctAll, 127);
+  int64_t regs = which == 0 ? p.consumerRegs : p.consumer1Regs;
+  if (regs != MLAPlan::kEntryRegs)
+    NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), regs,
+                                   regs > MLAPlan::kEntryRegs
+                                       ? NVVM::SetMaxRegisterAction::increase
+                                       : NVVM::SetMaxRegisterAction::decrease);
+  Value cw = k.i32(which);
+  Value ct = k.band(c.tid, 127);
   Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
   Value rows[2];
   rows[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
@@ -313,7 +320,6 @@ static void buildMLAConsumers(KernelBuilder &k, MCtx &c) {
   double scaleLog2 = p.softmaxScale * kLog2e;
   Value qAddr = c.addr(k, c.sm.q);
   Value pAddr = c.addr(k, c.sm.p);
-  Value isS = k.cmp(P::eq, cw, 0);
 
   auto waitFull = [&](Value buf, Value phase) {
     k.mbarrierWait(c.ptr(k, k.add(k.mul(buf, 8), c.sm.full(0))), phase);
@@ -339,47 +345,7 @@ static void buildMLAConsumers(KernelBuilder &k, MCtx &c) {
   };
 
   SmallVector<Value> zeros(nO, k.f32(0));
-  // The epilogue: O / l as bf16 into this warpgroup's half of out[b, qi, head, :]. Row sums
-  // (per thread until here) are reduced over the quad by consumer 0 and handed to consumer 1.
-  auto epilogue = [&](int64_t which, ArrayRef<Value> fin) {
-    Value l[2];
-    for (int r = 0; r < 2; ++r) {
-      l[r] = k.fadd(fin[r], k.shflXor(fin[r], 1));
-      l[r] = k.fadd(l[r], k.shflXor(l[r], 2));
-    }
-    if (which == 0)
-      k.ifThen(quadLead, [&] {
-        for (int r = 0; r < 2; ++r)
-          k.store(l[r], c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.rowSum)));
-      });
-    k.barrier(3, 256);
-    if (which == 1)
-      for (int r = 0; r < 2; ++r)
-        l[r] = k.load(k.f32(), c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.rowSum)));
-    ArrayRef<Value> o = fin.drop_front(2);
-    for (int r = 0; r < 2; ++r) {
-      Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)),
-                           k.fdiv(k.f32(1.0), l[r]), k.f32(0));
-      Value head = k.add(k.mul(c.grp, MLAPlan::kHeadsPerCTA), rows[r]);
-      Value rowIdx = k.add(k.mul(k.add(k.mul(c.bIdx, c.sq), c.qi), p.heads), head);
-      Value base = k.mul(k.sext64(rowIdx), p.dv * 2);
-      for (int64_t i = 0; i < nO; i += 2) {
-        if (accRow(i) != r)
-          continue;
-        Value w = k.packBF16x2(k.fmul(o[i], inv), k.fmul(o[i + 1], inv));
-        int64_t colOff = 2 * (which * halfV + (i / 4) * 8);
-        Value col = k.add(k.zext64(k.mul(colBase, 2)), k.i64(colOff));
-        k.store(w, k.gep(c.out, k.add(base, col)));
-      }
-    }
-  };
-  // Consumer 0 takes the registers the producer gave back; consumer 1 (P·V only) keeps the ones
-  // it entered with. Each runs its own loop and epilogue (one register budget per region).
-  k.ifThenElse(
-      isS, TypeRange{},
-      [&] {
-        NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
-                                       NVVM::SetMaxRegisterAction::increase);
+  if (which == 0) {
         SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
         inits.append(zeros);
         SmallVector<Value> st = k.forLoop(k.i32(0), c.numBlocks, 1, inits,
@@ -465,10 +431,8 @@ static void buildMLAConsumers(KernelBuilder &k, MCtx &c) {
           r.append(o.begin(), o.end());
           return r;
         });
-        epilogue(0, ArrayRef<Value>(st).drop_front(2));
-        return SmallVector<Value>();
-      },
-      [&] {
+        return SmallVector<Value>(st.begin() + 2, st.end());
+  } else {
         SmallVector<Value> st = k.forLoop(k.i32(0), c.numBlocks, 1, zeros,
                                           [&](Value j, ValueRange st) {
           Value buf = k.band(j, 1);
@@ -494,9 +458,62 @@ static void buildMLAConsumers(KernelBuilder &k, MCtx &c) {
         });
         SmallVector<Value> fin = {k.f32(0), k.f32(0)};
         fin.append(st.begin(), st.end());
-        epilogue(1, fin);
-        return SmallVector<Value>();
+        return fin;
+  }
+}
+
+/// After both consumers' loops: O / l as bf16 into each warpgroup's half of out[b, qi, head, :].
+/// Row sums (per thread until here) are reduced over the quad by consumer 0 and handed to
+/// consumer 1 through shared memory and an mbarrier.
+static void buildMLAEpilogue(KernelBuilder &k, MCtx &c, ArrayRef<Value> fin) {
+  const MLAPlan &p = c.p;
+  Value isS = k.cmp(P::ult, c.tid, 256);
+  Value ct = k.band(c.tid, 127);
+  Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
+  Value rows[2];
+  rows[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
+  rows[1] = k.add(rows[0], 8);
+  Value colBase = k.mul(k.band(lane, 3), 2);
+  Value quadLead = k.cmp(P::eq, k.band(lane, 3), 0);
+  int64_t halfV = p.dv / 2, nO = halfV / 2;
+  Value l[2];
+  for (int r = 0; r < 2; ++r) {
+    l[r] = k.fadd(fin[r], k.shflXor(fin[r], 1));
+    l[r] = k.fadd(l[r], k.shflXor(l[r], 2));
+  }
+  SmallVector<Value> got = k.ifThenElse(
+      isS, TypeRange{k.f32(), k.f32()},
+      [&] {
+        k.ifThen(quadLead, [&] {
+          for (int r = 0; r < 2; ++r)
+            k.store(l[r], c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.rowSum)));
+        });
+        k.mbarrierArrive(c.ptr(k, c.sm.lFull()));
+        return SmallVector<Value>{l[0], l[1]};
+      },
+      [&] {
+        k.mbarrierWait(c.ptr(k, c.sm.lFull()), k.i32(0));
+        SmallVector<Value> v;
+        for (int r = 0; r < 2; ++r)
+          v.push_back(k.load(k.f32(), c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.rowSum))));
+        return v;
       });
+  ArrayRef<Value> o = fin.drop_front(2);
+  Value half = k.select(isS, k.i64(0), k.i64(halfV * 2));
+  for (int r = 0; r < 2; ++r) {
+    Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, got[r], k.f32(0)),
+                         k.fdiv(k.f32(1.0), got[r]), k.f32(0));
+    Value head = k.add(k.mul(c.grp, MLAPlan::kHeadsPerCTA), rows[r]);
+    Value rowIdx = k.add(k.mul(k.add(k.mul(c.bIdx, c.sq), c.qi), p.heads), head);
+    Value base = k.add(k.mul(k.sext64(rowIdx), p.dv * 2), half);
+    for (int64_t i = 0; i < nO; i += 2) {
+      if (accRow(i) != r)
+        continue;
+      Value w = k.packBF16x2(k.fmul(o[i], inv), k.fmul(o[i + 1], inv));
+      Value col = k.add(k.zext64(k.mul(colBase, 2)), k.i64(2 * (i / 4) * 8));
+      k.store(w, k.gep(c.out, k.add(base, col)));
+    }
+  }
 }
 
 //===----------------------------------------------------------------------===//
@@ -563,6 +580,7 @@ void mlir::attn::nvvm::buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModule
     }
     k.mbarrierInit(c.ptr(k, c.sm.pFull()), 128);
     k.mbarrierInit(c.ptr(k, c.sm.pEmpty()), 128);
+    k.mbarrierInit(c.ptr(k, c.sm.lFull()), 128);
     k.fenceMbarrierInit();
   });
   // Q: 64 heads × Dk, swizzled like K (72 chunks of 8 bf16 per row; 12 per thread).
@@ -590,7 +608,11 @@ void mlir::attn::nvvm::buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModule
         return SmallVector<Value>();
       },
       [&] {
-        buildMLAConsumers(k, c);
+        SmallVector<Type> types(2 + p.dv / 4, k.f32());
+        SmallVector<Value> fin = k.ifThenElse(
+            k.cmp(P::ult, c.tid, 256), types, [&] { return buildMLAConsumer(k, c, 0); },
+            [&] { return buildMLAConsumer(k, c, 1); });
+        buildMLAEpilogue(k, c, fin);
         return SmallVector<Value>();
       });
   // The peer may still write into (or arrive on) this CTA's shared memory until it is done.

@@ -83,22 +83,27 @@ FailureOr<MLAPlan> mlir::attn::nvvm::planMLA(MLADecodeOp op) {
       (s.getSplitKv() && !s.isSplitAuto() && s.getSplitKv() != 1))
     fail() << "pingpong, intra-warpgroup overlap, a persistent grid or split_kv for MLA decode";
   if (s.getRoles()) {
-    WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
-    if (!prod || !cons || prod.getWarpgroups() != 1 || cons.getWarpgroups() != 2)
+    // One producer warpgroup; two consumer warpgroups, as one entry (the same budget) or one
+    // entry each (consumer 0: S and softmax, consumer 1: P·V only).
+    WarpRoleAttr prod = s.getRole(RoleKind::producer);
+    SmallVector<WarpRoleAttr> cons = s.getRoleList(RoleKind::consumer);
+    bool shape = prod && prod.getWarpgroups() == 1 &&
+                 ((cons.size() == 1 && cons[0].getWarpgroups() == 2) || cons.size() == 2);
+    if (!shape) {
       fail() << "warp roles other than one producer and two consumer warpgroups";
-    else {
+    } else {
       p.producerRegs = prod.getRegs();
-      p.consumerRegs = cons.getRegs();
-      // 384 threads enter with 168 registers each; consumer 1 (P·V only) keeps its 168, so
-      // consumer 0 gets what the producer gives back.
+      p.consumerRegs = cons[0].getRegs();
+      p.consumer1Regs = cons.back().getRegs();
+      // 384 threads enter with 168 registers each; setmaxnreg moves them between warpgroups.
       int64_t e = MLAPlan::kEntryRegs;
-      if (p.producerRegs + p.consumerRegs > 2 * e || p.producerRegs < 24 ||
-          p.producerRegs > e || p.consumerRegs < e || p.producerRegs % 8 || p.consumerRegs % 8)
-        fail() << "register budgets producer " << p.producerRegs << " + consumer "
-               << p.consumerRegs << " (multiples of 8: the 384 threads enter with " << e
-               << " each; the second consumer keeps its " << e
-               << ", the first gets what the producer gives back: producer + consumer ≤ "
-               << 2 * e << ")";
+      int64_t regs[3] = {p.producerRegs, p.consumerRegs, p.consumer1Regs};
+      if (llvm::any_of(regs, [](int64_t r) { return r < 24 || r > 256 || r % 8; }) ||
+          p.producerRegs + p.consumerRegs + p.consumer1Regs > 3 * e)
+        fail() << "register budgets producer " << p.producerRegs << " + consumers "
+               << p.consumerRegs << " and " << p.consumer1Regs
+               << " (multiples of 8 in [24, 256]; the 384 threads enter with " << e
+               << " each: at most " << 3 * e << " together)";
     }
   }
   if (!ok)
@@ -128,7 +133,7 @@ std::string mlir::attn::nvvm::mlaLaunchJSON(const MLAPlan &p) {
       {"schedule", Object{{"crossover", p.crossover}, {"heads_per_cta", MLAPlan::kHeadsPerCTA},
                           {"block_keys", MLAPlan::kBlock}, {"buffers", 2},
                           {"producer_regs", p.producerRegs},
-                          {"consumer_regs", Array{p.consumerRegs, MLAPlan::kEntryRegs}}}},
+                          {"consumer_regs", Array{p.consumerRegs, p.consumer1Regs}}}},
       {"kernels",
        Array{Object{{"name", p.kernelName()},
                     {"role", "mla_decode"},

@@ -35,8 +35,8 @@ struct MLAPlan {
   /// writes them into both CTAs' shared memory (st.async).
   bool crossover = false;
   double softmaxScale = 0.0;
-  /// Registers of the producer and of consumer 0; consumer 1 keeps the 168 it enters with.
-  int64_t producerRegs = 120, consumerRegs = 216;
+  /// Registers of the producer, consumer 0 (S, softmax, O left) and consumer 1 (O right).
+  int64_t producerRegs = 120, consumerRegs = 216, consumer1Regs = 168;
   static constexpr int64_t kEntryRegs = 168; // 65536 / 384, a multiple of 8
 
   int64_t dk() const { return dv + rope; }
@@ -51,12 +51,13 @@ struct MLAPlan {
     int64_t q = 0, kv = 0, kvStride = 0, p = 0, alpha = 0, rowSum = 0, mask = 0, bars = 0,
             total = 0;
     // mbarriers: full[2] (the producer's arrivals), remote[2] (the peer's st.async bytes),
-    // empty[2] (consumer releases, from both CTAs), pFull, pEmpty.
+    // empty[2] (consumer releases, from both CTAs), pFull, pEmpty, lFull (row sums).
     int64_t full(int64_t i) const { return bars + 8 * i; }
     int64_t remote(int64_t i) const { return bars + 16 + 8 * i; }
     int64_t empty(int64_t i) const { return bars + 32 + 8 * i; }
     int64_t pFull() const { return bars + 48; }
     int64_t pEmpty() const { return bars + 56; }
+    int64_t lFull() const { return bars + 64; }
   };
   Smem smem() const {
     Smem m;
@@ -68,7 +69,7 @@ struct MLAPlan {
     m.rowSum = m.alpha + kHeadsPerCTA * 4;
     m.mask = m.rowSum + kHeadsPerCTA * 4;
     m.bars = m.mask + 2 * kBlock * 4;
-    m.total = (m.bars + 64 + 127) / 128 * 128;
+    m.total = (m.bars + 72 + 127) / 128 * 128;
     return m;
   }
   /// Dynamic shared memory to request: the map plus 1 KiB to align the base.

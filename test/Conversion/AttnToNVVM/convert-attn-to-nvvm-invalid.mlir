@@ -130,10 +130,10 @@ func.func @mla_tile64(%q: memref<1x1x64x576xbf16>, %kv: memref<1x4096x672xi8>, %
 // -----
 
 func.func @mla_regs(%q: memref<1x1x64x576xbf16>, %kv: memref<1x4096x576xbf16>, %o: memref<1x1x64x512xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: register budgets producer 200 + consumer 152 (multiples of 8: the 384 threads enter with 168 each; the second consumer keeps its 168, the first gets what the producer gives back: producer + consumer ≤ 336)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: register budgets producer 200 + consumers 152 and 160 (multiples of 8 in [24, 256]; the 384 threads enter with 168 each: at most 504 together)}}
   attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x4096x576xbf16>)
       outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 512, rope_dim = 64, target = #attn.target<sm_90a>,
-       schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 200>, consumer<warpgroups = 2, regs = 152>]>}
+       schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 200>, consumer<warpgroups = 1, regs = 152>, consumer<warpgroups = 1, regs = 160>]>}
   return
 }
 
@@ -248,5 +248,17 @@ func.func @zero_with_i8_queries(%q: memref<?x1x8x128xi8>, %qs: memref<?x1x8xf32>
       outs(%o : memref<?x1x8x128xbf16>)
       {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head, asymmetric>,
        v_quant = #attn.quant<i8, per_token_head, asymmetric>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// Per-warpgroup consumer budgets are an MLA schedule; the decode kernel's consumers take one.
+func.func @decode_two_consumer_entries(%q: memref<1x1x8x128xbf16>, %k: memref<1x64x1x128xbf16>, %v: memref<1x64x1x128xbf16>,
+                                       %o: memref<1x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: one register budget per consumer warpgroup (decode and prefill consumers take one consumer entry)}}
+  attn.attention decode ins(%q, %k, %v : memref<1x1x8x128xbf16>, memref<1x64x1x128xbf16>, memref<1x64x1x128xbf16>)
+      outs(%o : memref<1x1x8x128xbf16>) {target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 56>, consumer<warpgroups = 1, regs = 200>, consumer<warpgroups = 1, regs = 200>]>}
   return
 }

@@ -234,7 +234,7 @@ func.func @dyn_prefill(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %
 // CHECK-SAME: nvvm.cluster_dim = array<i32: 2, 1, 1>, nvvm.kernel, nvvm.maxntid = array<i32: 384, 1, 1>
 // CHECK: nvvm.read.ptx.sreg.cluster.ctarank
 // CHECK: mapa.shared::cluster.u32
-// CHECK-COUNT-8: nvvm.mbarrier.init
+// CHECK-COUNT-9: nvvm.mbarrier.init
 // CHECK: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
 // CHECK: nvvm.setmaxregister  decrease 120

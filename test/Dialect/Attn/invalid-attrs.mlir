@@ -57,8 +57,13 @@ func.func private @f() attributes {s = #attn.schedule<roles = [loader<warpgroups
 
 // -----
 
-// expected-error @+1 {{roles take at most one producer and one consumer entry}}
-func.func private @f() attributes {s = #attn.schedule<roles = [consumer<warpgroups = 1, regs = 64>, consumer<warpgroups = 1, regs = 64>]>}
+// expected-error @+1 {{roles take at most one producer entry}}
+func.func private @f() attributes {s = #attn.schedule<roles = [producer<warpgroups = 1, regs = 64>, producer<warpgroups = 1, regs = 64>, consumer<warpgroups = 1, regs = 64>]>}
+
+// -----
+
+// expected-error @+1 {{with several consumer entries each is one warpgroup (its own register budget), got warpgroups = 2}}
+func.func private @f() attributes {s = #attn.schedule<roles = [consumer<warpgroups = 1, regs = 64>, consumer<warpgroups = 2, regs = 64>]>}
 
 // -----
 

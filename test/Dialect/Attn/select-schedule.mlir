@@ -61,8 +61,8 @@ func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>
 
 // MLA: FP8 cache and 128 heads -> crossover on a 2-CTA cluster; a dense cache gets no crossover.
 // CHECK-LABEL: func.func @mla
-// CHECK: schedule = #attn.schedule<pack_q_heads = 64, tile_m = 64, tile_n = 64, stages = 2, roles = [producer<warpgroups = 1, regs = 120>, consumer<warpgroups = 2, regs = 216>], cluster = [2, 1, 1], crossover = true>
-// CHECK: schedule = #attn.schedule<pack_q_heads = 64, tile_m = 64, tile_n = 64, stages = 2, roles = [producer<warpgroups = 1, regs = 120>, consumer<warpgroups = 2, regs = 216>], cluster = [1, 1, 1], crossover = false>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 64, tile_m = 64, tile_n = 64, stages = 2, roles = [producer<warpgroups = 1, regs = 120>, consumer<warpgroups = 1, regs = 216>, consumer<warpgroups = 1, regs = 168>], cluster = [2, 1, 1], crossover = true>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 64, tile_m = 64, tile_n = 64, stages = 2, roles = [producer<warpgroups = 1, regs = 120>, consumer<warpgroups = 1, regs = 216>, consumer<warpgroups = 1, regs = 168>], cluster = [1, 1, 1], crossover = false>
 func.func @mla(%q: memref<8x2x128x576xbf16>, %kv: memref<8x4096x656xi8>, %kvd: memref<8x4096x576xbf16>,
                %o: memref<8x2x128x512xbf16>) {
   attn.mla_decode ins(%q, %kv : memref<8x2x128x576xbf16>, memref<8x4096x656xi8>) outs(%o : memref<8x2x128x512xbf16>)

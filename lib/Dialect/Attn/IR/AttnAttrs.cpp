@@ -209,10 +209,18 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       (role.getKind() == RoleKind::producer ? producers : consumers)++;
       budget += role.getWarpgroups() * kThreadsPerWarpgroup * role.getRegs();
     }
-    if (producers > 1 || consumers > 1)
-      return emitError() << "roles take at most one producer and one consumer entry";
+    if (producers > 1)
+      return emitError() << "roles take at most one producer entry";
     if (consumers == 0)
       return emitError() << "roles need a consumer entry";
+    // Several consumer entries give each consumer warpgroup its own register budget.
+    if (consumers > 1)
+      for (Attribute a : roles)
+        if (auto r = cast<WarpRoleAttr>(a);
+            r.getKind() == RoleKind::consumer && r.getWarpgroups() != 1)
+          return emitError() << "with several consumer entries each is one warpgroup (its own "
+                                "register budget), got warpgroups = "
+                             << r.getWarpgroups();
     if (budget > kRegisterFile)
       return emitError() << "warp roles need " << budget
                          << " registers, more than the SM's register file (" << kRegisterFile
@@ -235,6 +243,15 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << "crossover needs a 2-CTA cluster, got " << size << " CTAs";
   }
   return success();
+}
+
+SmallVector<WarpRoleAttr> ScheduleAttr::getRoleList(RoleKind kind) const {
+  SmallVector<WarpRoleAttr> out;
+  if (getRoles())
+    for (Attribute a : getRoles())
+      if (auto r = dyn_cast<WarpRoleAttr>(a); r && r.getKind() == kind)
+        out.push_back(r);
+  return out;
 }
 
 WarpRoleAttr ScheduleAttr::getRole(RoleKind kind) const {

@@ -140,9 +140,14 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     Fields::fill(f.tileM, 64);
     Fields::fill(f.tileN, 64);
     Fields::fill(f.stages, 2);
-    // One producer warpgroup (gather + dequantization, two loads in flight) and two consumers
-    // (each half of O); the second keeps the 168 registers it enters with (MLAPlan.h).
-    f.fillRoles(ctx, 120, 2, 216, 1);
+    // One producer warpgroup (gather + dequantization, two loads in flight) and two consumers,
+    // each with its own budget: consumer 0 holds S, P and half of O, consumer 1 half of O
+    // (MLAPlan.h); 120 + 216 + 168 leaves no warpgroup spilling.
+    if (!f.roles)
+      f.roles = ArrayAttr::get(
+          ctx, {WarpRoleAttr::get(ctx, RoleKind::producer, 1, 120),
+                WarpRoleAttr::get(ctx, RoleKind::consumer, 1, 216),
+                WarpRoleAttr::get(ctx, RoleKind::consumer, 1, 168)});
     if (f.cluster.empty())
       f.cluster = f.crossover.getValue() ? SmallVector<int64_t>{2, 1, 1}
                                          : SmallVector<int64_t>{1, 1, 1};

@@ -156,7 +156,9 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
       `auto` lets `attn-select-schedule` (or the runtime, for dynamic lengths) pick.
     * `tile_m = N`, `tile_n = N`: rows of Q and of K/V per tile.
     * `stages = N`: shared-memory pipeline depth.
-    * `roles = [producer<warpgroups = W, regs = R>, consumer<warpgroups = W, regs = R>]`.
+    * `roles = [producer<warpgroups = W, regs = R>, consumer<warpgroups = W, regs = R>]`; a
+      kernel whose consumer warpgroups do different work may list one `consumer<warpgroups = 1,
+      regs = R>` entry per warpgroup instead (MLA decode: S + softmax, then P·V only).
     * `cluster = [X, Y, Z]`: thread-block cluster shape (1 to 3 extents).
     * `crossover = true|false`: FlashMLA's 2-CTA crossover through distributed shared memory.
     * `pingpong`, `intra_wg_overlap`, `persistent = true|false`: the FA3 scheduling features.
@@ -180,8 +182,10 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
     /// Sentinel of split_kv = auto (0 means "not set").
     static constexpr int64_t kAuto = -1;
     bool isSplitAuto() const { return getSplitKv() == kAuto; }
-    /// The role of the given kind, or null.
+    /// The (first) role of the given kind, or null.
     WarpRoleAttr getRole(RoleKind kind) const;
+    /// Every role entry of the given kind, in order.
+    SmallVector<WarpRoleAttr> getRoleList(RoleKind kind) const;
     /// Product of the cluster extents (1 when unset).
     int64_t getClusterSize() const;
     bool hasCrossover() const { return getCrossover() && getCrossover().getValue(); }
