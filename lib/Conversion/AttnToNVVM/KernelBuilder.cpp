@@ -118,7 +118,7 @@ void KernelBuilder::stAsync(Value addr, Value v4, Value bar) {
 }
 
 void KernelBuilder::mbarrierArriveCluster(Value bar) {
-  asmVoid("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [$0];", "r,~{memory}",
+  asmVoid("mbarrier.arrive.shared::cluster.b64 _, [$0];", "r,~{memory}",
           ValueRange{bar});
 }
 

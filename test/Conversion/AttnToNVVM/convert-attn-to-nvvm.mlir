@@ -245,10 +245,10 @@ func.func @dyn_prefill(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %
 // CHECK: nvvm.setmaxregister  increase 216
 // CHECK-COUNT-36: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 // CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
-// CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+// CHECK: mbarrier.arrive.shared::cluster.b64
 // Consumer 1: P from shared memory (SS WGMMA), V transposed.
 // CHECK: nvvm.wgmma.mma_async {{.*}}, <m = 64, n = 256, k = 16>, D[<f32>, <one>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
-// CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+// CHECK: mbarrier.arrive.shared::cluster.b64
 // CHECK: nvvm.cluster.arrive {aligned}
 // CHECK-NEXT: nvvm.cluster.wait {aligned}
 func.func @mla_fp8(%q: memref<?x2x128x576xbf16>, %kv: memref<?x?x656xi8>, %idx: memref<?x2x2048xi32>,

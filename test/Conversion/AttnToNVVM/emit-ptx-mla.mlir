@@ -1,7 +1,7 @@
 // --emit=ptx of the FlashMLA-style FP8 sparse MLA decode with the 2-CTA crossover: the PTX asks
 // for a 2-CTA cluster, maps the peer's shared memory (mapa), writes dequantized K/V into it with
 // st.async completing the peer's transaction barrier, releases buffers in both CTAs (remote
-// mbarrier arrives at cluster scope), and synchronizes the cluster before and after; -o writes
+// mbarrier arrives), and synchronizes the cluster before and after; -o writes
 // the launch metadata (cluster [2, 1, 1], grid [heads / 64, s_q, batch]).
 // RUN: attn-opt %s --attn-select-schedule --emit=ptx | FileCheck %s
 // RUN: attn-opt %s --attn-select-schedule --emit=ptx -o %t.ptx && FileCheck %s --check-prefix=META < %t.ptx.launch.json
@@ -19,7 +19,7 @@
 // CHECK: setmaxnreg.inc.sync.aligned.u32 216;
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
-// CHECK: mbarrier.arrive.release.cluster.shared::cluster.b64
+// CHECK: mbarrier.arrive.shared::cluster.b64
 // CHECK: barrier.cluster.arrive.aligned;
 // CHECK-NEXT: barrier.cluster.wait.aligned;
 
