@@ -20,19 +20,17 @@ using namespace mlir::attn;
 using namespace mlir::attn::cpu;
 
 namespace {
-/// Everything the loops need about the scheme.
+/// Everything the loops need about the scheme (its arithmetic is QuantAttr's).
 struct Scheme {
+  QuantAttr q;
   Granularity gran;
   bool asym, e4m3, u8;
   Type scaleType;
   int64_t heads, headDim, groupElems;
-  double lo() const { return u8 ? 0 : (asym ? -128 : -127); }
-  double hi() const { return e4m3 ? 448 : (u8 ? 255 : 127); }
-  double minScale() const { return scaleType.isF16() ? 0x1p-24 : 1e-8; }
-  bool dynamicScales() const {
-    return gran != Granularity::per_tensor && gran != Granularity::per_head &&
-           gran != Granularity::per_channel;
-  }
+  double lo() const { return q.getCodeMin(); }
+  double hi() const { return q.getCodeMax(); }
+  double minScale() const { return q.getMinScale(); }
+  bool dynamicScales() const { return !q.hasStaticScales(); }
   int64_t rowElems() const { return heads * headDim; }
   int64_t groupsPerToken() const { return rowElems() / groupElems; }
 };
@@ -100,18 +98,13 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
   FailureOr<int64_t> h = staticDim(b, src, 2, "head count"), d = staticDim(b, src, 3, "head_dim");
   if (failed(h) || failed(d))
     return failure();
-  Scheme s{quant.getGranularity(), quant.isAsymmetric(), isa<Float8E4M3FNType>(code),
-           code.isUnsignedInteger(8), quant.getScaleType(), *h, *d, *d};
+  Scheme s{quant, quant.getGranularity(), quant.isAsymmetric(), isa<Float8E4M3FNType>(code),
+           code.isUnsignedInteger(8), quant.getScaleType(), *h, *d,
+           quant.getGroupElems(*h, *d)};
   if (!(code.isInteger(8) || (s.e4m3 && !s.asym)) || (code.isUnsignedInteger(8) && !s.asym))
     return emitError(b.getLoc()) << "not supported yet by convert-attn-to-cpu: " << code
                                  << (s.asym ? " asymmetric" : " symmetric")
                                  << " codes (i8 or e4m3 symmetric; i8 or ui8 asymmetric)";
-  if (s.gran == Granularity::per_token)
-    s.groupElems = s.rowElems();
-  else if (s.gran == Granularity::per_group)
-    s.groupElems = quant.getGroupSize();
-  else if (s.gran == Granularity::per_block)
-    s.groupElems = quant.getBlockCols();
 
   Value batch = dim(b, src, 0), newTokens = dim(b, src, 1), capacity = dim(b, dst, 1);
   Value src1 = flat(b, src), dst1 = flat(b, dst), sc1 = flat(b, scales);
@@ -124,7 +117,7 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
   auto stored = [&](ImplicitLocOpBuilder &nb, Value s32) -> Value {
     if (s.scaleType.isF32())
       return s32;
-    Type i16 = nb.getI16Type(), i32 = nb.getI32Type();
+    Type i16 = nb.getI16Type();
     Value h;
     if (s.scaleType.isF16()) {
       h = arith::TruncFOp::create(nb, s.scaleType, s32);

@@ -86,21 +86,10 @@ FailureOr<QuantizePlan> mlir::attn::nvvm::planQuantize(Operation *op) {
            << " (i8 or e4m3 symmetric; i8 or ui8 asymmetric)";
   Type st = q.getScaleType();
   p.scale = st.isF32() ? QScale::F32 : st.isF16() ? QScale::F16 : QScale::BF16;
+  p.quant = q;
   p.gran = q.getGranularity();
   p.granText = granularityText(q);
-  switch (p.gran) {
-  case Granularity::per_token:
-    p.groupElems = p.rowElems();
-    break;
-  case Granularity::per_group:
-    p.groupElems = q.getGroupSize();
-    break;
-  case Granularity::per_block:
-    p.groupElems = q.getBlockCols();
-    break;
-  default: // per_token_head; static granularities go row by row
-    p.groupElems = p.headDim;
-  }
+  p.groupElems = q.getGroupElems(p.heads, p.headDim); // static granularities go row by row
   // 16-byte loads where the group allows it.
   p.vec = 16 / p.srcBytes();
   while (p.groupElems % p.vec)

@@ -39,11 +39,10 @@ struct QuantizePlan {
   // Mapping.
   int64_t groupElems = 128, vec = 8, lanes = 16, chunks = 1, unroll = 4;
 
+  /// The scheme; the arithmetic below is its (QuantAttr's).
+  QuantAttr quant;
   /// Scales computed from the data (token-local granularities) rather than read (static ones).
-  bool dynamicScales() const {
-    return gran != Granularity::per_tensor && gran != Granularity::per_head &&
-           gran != Granularity::per_channel;
-  }
+  bool dynamicScales() const { return !quant.hasStaticScales(); }
   int64_t rowElems() const { return heads * headDim; }
   int64_t groupsPerToken() const { return rowElems() / groupElems; }
   int64_t groupsPerWarp() const { return 32 / lanes; }
@@ -51,10 +50,10 @@ struct QuantizePlan {
   int64_t srcBytes() const { return src == QSrc::F32 ? 4 : 2; }
   int64_t scaleBytes() const { return scale == QScale::F32 ? 4 : 2; }
   /// The smallest scale: 1e-8, or 2^-24 (the smallest f16) for f16 scales.
-  double minScale() const { return scale == QScale::F16 ? 0x1p-24 : 1e-8; }
-  /// Code range: [lo, hi] for integer codes; ±hi (448) for e4m3.
-  double lo() const { return code == QCode::U8 ? 0 : (asym ? -128 : -127); }
-  double hi() const { return code == QCode::E4M3 ? 448 : (code == QCode::U8 ? 255 : 127); }
+  double minScale() const { return quant.getMinScale(); }
+  /// Code range [lo, hi] (e4m3: ±448).
+  double lo() const { return quant.getCodeMin(); }
+  double hi() const { return quant.getCodeMax(); }
 };
 
 /// Resolves a quantize op for sm_90a, or reports (on the op) why it has no GPU kernel yet.

@@ -26,7 +26,6 @@ static bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 FailureOr<Mode> AttentionOp::getEffectiveMode() {
   if (auto m = getModeAttr())
     return m.getValue();
-  Type q = getQ().getType().getElementType();
   Type k = getK().getType().getElementType();
   Type v = getV().getType().getElementType();
   if (isFloatActivation(k) && isFloatActivation(v))

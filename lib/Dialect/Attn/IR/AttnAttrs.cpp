@@ -14,6 +14,8 @@
 #include "llvm/ADT/StringSet.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace mlir::attn;
 
@@ -160,6 +162,64 @@ SmallVector<int64_t> QuantAttr::getScaleShape(ArrayRef<int64_t> bshd) const {
 
 unsigned QuantAttr::getStorageBits() const {
   return getElementType().getIntOrFloatBitWidth();
+}
+
+bool QuantAttr::isTokenLocal() const {
+  switch (getGranularity()) {
+  case Granularity::per_token:
+  case Granularity::per_token_head:
+  case Granularity::per_group:
+    return true;
+  case Granularity::per_block:
+    return getBlockRows() == 1;
+  default:
+    return false;
+  }
+}
+
+bool QuantAttr::hasStaticScales() const {
+  Granularity g = getGranularity();
+  return g == Granularity::per_tensor || g == Granularity::per_head ||
+         g == Granularity::per_channel;
+}
+
+double QuantAttr::getCodeMin() const {
+  Type t = getElementType();
+  if (isa<Float8E4M3FNType>(t))
+    return -448;
+  if (isa<Float8E5M2Type>(t))
+    return -57344;
+  unsigned bits = t.getIntOrFloatBitWidth();
+  if (t.isUnsignedInteger())
+    return 0;
+  double half = std::ldexp(1.0, static_cast<int>(bits) - 1);
+  return isAsymmetric() ? -half : -(half - 1);
+}
+
+double QuantAttr::getCodeMax() const {
+  Type t = getElementType();
+  if (isa<Float8E4M3FNType>(t))
+    return 448;
+  if (isa<Float8E5M2Type>(t))
+    return 57344;
+  unsigned bits = t.getIntOrFloatBitWidth();
+  return t.isUnsignedInteger() ? std::ldexp(1.0, static_cast<int>(bits)) - 1
+                               : std::ldexp(1.0, static_cast<int>(bits) - 1) - 1;
+}
+
+double QuantAttr::getMinScale() const { return getScaleType().isF16() ? 0x1p-24 : 1e-8; }
+
+int64_t QuantAttr::getGroupElems(int64_t heads, int64_t headDim) const {
+  switch (getGranularity()) {
+  case Granularity::per_token:
+    return heads * headDim;
+  case Granularity::per_group:
+    return getGroupSize();
+  case Granularity::per_block:
+    return getBlockCols();
+  default:
+    return headDim;
+  }
 }
 
 //===----------------------------------------------------------------------===//

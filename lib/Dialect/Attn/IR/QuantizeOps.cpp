@@ -13,20 +13,6 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::vutil;
 
-/// Granularities whose scales depend only on one token: computable as tokens arrive.
-static bool isTokenLocal(QuantAttr q) {
-  switch (q.getGranularity()) {
-  case Granularity::per_token:
-  case Granularity::per_token_head:
-  case Granularity::per_group:
-    return true;
-  case Granularity::per_block:
-    return q.getBlockRows() == 1;
-  default:
-    return false;
-  }
-}
-
 LogicalResult QuantizeAppendOp::verify() {
   auto srcT = getSrc().getType(), cacheT = getCache().getType();
   QuantAttr quant = getQuant();
@@ -65,7 +51,7 @@ LogicalResult QuantizeDynamicOp::verify() {
                          << " does not match the scheme's " << quant.getElementType();
   if (failed(expectShape(*this, "dst", getDst(), srcT.getShape(), "the shape of 'src'")))
     return failure();
-  if (!isTokenLocal(quant))
+  if (!quant.isTokenLocal())
     return emitOpError() << "dynamic quantization needs a token-local granularity (per_token, "
                             "per_token_head, per_group<g> or per_block<1xc>), got "
                          << stringifyGranularity(quant.getGranularity());

@@ -130,6 +130,21 @@ def Attn_QuantAttr : Attn_Attr<"Quant", "quant"> {
     ::llvm::SmallVector<int64_t> getScaleShape(::llvm::ArrayRef<int64_t> bshd) const;
     /// Number of storage bits of one element (4 for packed i4).
     unsigned getStorageBits() const;
+    /// Scales computed from one token alone (per_token, per_token_head, per_group<g>,
+    /// per_block<1 x c>): quantizable as tokens arrive.
+    bool isTokenLocal() const;
+    /// Scales calibrated ahead of time and read by the kernels (per_tensor, per_head,
+    /// per_channel).
+    bool hasStaticScales() const;
+    /// The code range [min, max]: i8 [-127, 127] symmetric or [-128, 127] asymmetric, ui8
+    /// [0, 255], e4m3 ±448 (docs/QuantSchemes.md).
+    double getCodeMin() const;
+    double getCodeMax() const;
+    /// The smallest scale a group gets (an all-zero group): 1e-8, or 2^-24 with f16 scales.
+    double getMinScale() const;
+    /// Elements of one scale group within a token's row of heads × headDim: the row
+    /// (per_token), g (per_group<g>), c (per_block<r x c>), else one head (headDim).
+    int64_t getGroupElems(int64_t heads, int64_t headDim) const;
   }];
 }
 
