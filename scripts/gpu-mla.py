@@ -22,13 +22,11 @@ other two need torch with CUDA and NumPy, and import qattn from this checkout.
 """
 import json
 import os
-import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpu_bench_common import ROOT, run_main, spec_module, time_ms
+from gpu_bench_common import ROOT, build_ptx, run_main, spec_module, time_ms
 
 
 def variants():
@@ -59,31 +57,15 @@ def build(args):
         name, kw = item
         src = out / f"{name}.mlir"
         src.write_text(spec_mod.mla_decode(name=name, **kw).text)
-        ptx = out / f"{name}.ptx"
-        r = subprocess.run([attn_opt, str(src), "--attn-select-schedule", "--emit=ptx", "-o",
-                            str(ptx)], capture_output=True, text=True)
-        if r.returncode:
-            return f"{name}: attn-opt failed: {r.stderr.strip()}"
-        if args.ptxas:
-            r = subprocess.run([args.ptxas, "-arch=sm_90a", "-v", str(ptx), "-o", os.devnull],
-                               capture_output=True, text=True)
-            if r.returncode:
-                return f"{name}: ptxas failed: {r.stderr.strip()[:400]}"
-            m = re.search(r"(\d+) bytes spill stores", r.stderr)
-            if m and int(m.group(1)) > 8:
-                return f"{name}: spills {m.group(1)} bytes"
-            if "C7511" in r.stderr:  # ptxas serialized the WGMMAs (a 2-3x slower kernel)
-                return f"{name}: ptxas serialized its WGMMAs (C7511)"
-        return None
+        return build_ptx(attn_opt, name, src, out / f"{name}.ptx", args.ptxas,
+                         passes=("--attn-select-schedule",))
 
     def one_quant(item):
         name, src_dtype = item
         src = out / f"{name}.mlir"
         src.write_text(spec_mod.mla_quantize(batch=None, tokens=None, capacity=None,
                                              src_dtype=src_dtype, name=name).text)
-        r = subprocess.run([attn_opt, str(src), "--emit=ptx", "-o", str(out / f"{name}.ptx")],
-                           capture_output=True, text=True)
-        return f"{name}: attn-opt failed: {r.stderr.strip()}" if r.returncode else None
+        return build_ptx(attn_opt, name, src, out / f"{name}.ptx")
 
     qerrors = [e for e in map(one_quant, QUANT_VARIANTS.items()) if e]
     vs = variants()

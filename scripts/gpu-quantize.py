@@ -19,12 +19,11 @@ other two need torch with CUDA and NumPy, and import qattn from this checkout.
 import json
 import os
 import re
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from gpu_bench_common import ROOT, run_main, spec_module, time_ms
+from gpu_bench_common import ROOT, build_ptx, run_main, spec_module, time_ms
 
 H, D = 8, 128
 GRANS = ["per_tensor", "per_head", "per_channel", "per_token", "per_token_head", "per_group<32>",
@@ -80,22 +79,7 @@ def build(args):
         name, kw = item
         src = out / f"{name}.mlir"
         src.write_text(spec_text(spec_mod, name, kw))
-        ptx = out / f"{name}.ptx"
-        r = subprocess.run([attn_opt, str(src), "--emit=ptx", "-o", str(ptx)], capture_output=True,
-                           text=True)
-        if r.returncode:
-            return f"{name}: attn-opt failed: {r.stderr.strip()}"
-        if args.ptxas:
-            r = subprocess.run([args.ptxas, "-arch=sm_90a", "-v", str(ptx), "-o", os.devnull],
-                               capture_output=True, text=True)
-            if r.returncode:
-                return f"{name}: ptxas failed: {r.stderr.strip()[:400]}"
-            # rcp.rn.f32's slow path is a subroutine call whose frame may hold one 8-byte spill;
-            # anything beyond that is register pressure.
-            m = re.search(r"(\d+) bytes spill stores", r.stderr)
-            if m and int(m.group(1)) > 8:
-                return f"{name}: spills {m.group(1)} bytes"
-        return None
+        return build_ptx(attn_opt, name, src, out / f"{name}.ptx", args.ptxas)
 
     vs = variants()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:

@@ -3,6 +3,9 @@ gpu-prefill-bench.py) share — loading qattn/spec.py without NumPy (to write sp
 standard library is installed), timing launches on the GPU, and the subcommand front end."""
 import argparse
 import importlib.util
+import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +18,27 @@ def spec_module():
     mod = importlib.util.module_from_spec(m)
     m.loader.exec_module(mod)
     return mod
+
+
+def build_ptx(attn_opt, name, src, ptx, ptxas=None, passes=()):
+    """attn-opt `src` → `ptx` (+ launch JSON); with `ptxas`, assemble it for sm_90a too. Returns
+    None, or why it failed: attn-opt or ptxas errors, register spills (beyond the one 8-byte
+    spill rcp.rn.f32's slow-path subroutine may hold) or WGMMAs ptxas serialized (C7511)."""
+    r = subprocess.run([str(attn_opt), str(src), *passes, "--emit=ptx", "-o", str(ptx)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        return f"{name}: attn-opt failed: {r.stderr.strip()}"
+    if ptxas:
+        r = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(ptx), "-o", os.devnull],
+                           capture_output=True, text=True)
+        if r.returncode:
+            return f"{name}: ptxas failed: {r.stderr.strip()[:400]}"
+        m = re.search(r"(\d+) bytes spill stores", r.stderr)
+        if m and int(m.group(1)) > 8:
+            return f"{name}: spills {m.group(1)} bytes"
+        if "C7511" in r.stderr:  # ptxas serialized the WGMMAs (a 2-3x slower kernel)
+            return f"{name}: ptxas serialized its WGMMAs (C7511)"
+    return None
 
 
 def time_ms(torch, fn, iters=20, reps=5, warmup=3):

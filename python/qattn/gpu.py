@@ -186,7 +186,22 @@ def load_gpu_kernel(d):
     return GpuDecodeKernel.from_dir(d)
 
 
-class GpuDecodeKernel:
+class LaunchFiles:
+    """``from_dir`` / ``from_files`` of the GPU kernel classes: PTX plus the launch metadata
+    attn-opt writes beside it (``<ptx>.launch.json``)."""
+
+    @classmethod
+    def from_dir(cls, d):
+        return cls.from_files(Path(d) / KERNEL_FILE)
+
+    @classmethod
+    def from_files(cls, ptx_path, meta_path=None):
+        ptx_path = Path(ptx_path)
+        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
+        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
+
+
+class GpuDecodeKernel(LaunchFiles):
     """One compiled decode op: PTX + launch metadata; loaded on the GPU at the first call."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
@@ -199,16 +214,6 @@ class GpuDecodeKernel:
         self.problem, self.schedule = meta["problem"], meta["schedule"]
         self.kernels = {k["role"]: k for k in meta["kernels"]}
         self._loaded = None
-
-    @classmethod
-    def from_dir(cls, d) -> "GpuDecodeKernel":
-        return cls.from_files(Path(d) / KERNEL_FILE)
-
-    @classmethod
-    def from_files(cls, ptx_path, meta_path=None) -> "GpuDecodeKernel":
-        ptx_path = Path(ptx_path)
-        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
-        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
 
     def __repr__(self) -> str:
         p = self.problem

@@ -15,14 +15,12 @@ alignment). Index entries outside [0, len) are skipped by the kernel, never read
 from __future__ import annotations
 
 import ctypes
-import json
-from pathlib import Path
 
-from .gpu import KERNEL_FILE, GpuError, expect_tensor, launch_kernel, load_module
+from .gpu import GpuError, LaunchFiles, expect_tensor, launch_kernel, load_module
 from .kernels import KernelArgumentError
 
 
-class GpuMLAKernel:
+class GpuMLAKernel(LaunchFiles):
     """One compiled MLA decode op: PTX + launch metadata; loaded on the GPU at the first call."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
@@ -33,16 +31,6 @@ class GpuMLAKernel:
         self.problem, self.schedule = meta["problem"], meta["schedule"]
         self.kernel = meta["kernels"][0]
         self._loaded = None
-
-    @classmethod
-    def from_dir(cls, d) -> "GpuMLAKernel":
-        return cls.from_files(Path(d) / KERNEL_FILE)
-
-    @classmethod
-    def from_files(cls, ptx_path, meta_path=None) -> "GpuMLAKernel":
-        ptx_path = Path(ptx_path)
-        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
-        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
 
     def __repr__(self) -> str:
         p = self.problem
@@ -107,7 +95,7 @@ class GpuMLAKernel:
         return out
 
 
-class GpuMLAQuantizeKernel:
+class GpuMLAQuantizeKernel(LaunchFiles):
     """One compiled ``attn.quantize.mla_append``: new latent tokens → the FP8 token cache."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
@@ -118,16 +106,6 @@ class GpuMLAQuantizeKernel:
         self.problem, self.schedule = meta["problem"], meta["schedule"]
         self.kernel = meta["kernels"][0]
         self._loaded = None
-
-    @classmethod
-    def from_dir(cls, d) -> "GpuMLAQuantizeKernel":
-        return cls.from_files(Path(d) / KERNEL_FILE)
-
-    @classmethod
-    def from_files(cls, ptx_path, meta_path=None) -> "GpuMLAQuantizeKernel":
-        ptx_path = Path(ptx_path)
-        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
-        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
 
     def __repr__(self) -> str:
         p = self.problem

@@ -16,10 +16,8 @@ itself never writes outside the cache: rows outside [0, capacity) are skipped.
 from __future__ import annotations
 
 import ctypes
-import json
-from pathlib import Path
 
-from .gpu import KERNEL_FILE, GpuError, expect_tensor, launch_kernel, load_module
+from .gpu import GpuError, LaunchFiles, expect_tensor, launch_kernel, load_module
 from .kernels import KernelArgumentError
 from .spec import scale_shape
 
@@ -28,7 +26,7 @@ _TORCH_CODE = {"i8": ("int8",), "ui8": ("uint8",), "f8E4M3FN": ("float8_e4m3fn",
 _TORCH_SCALE = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
 
 
-class GpuQuantizeKernel:
+class GpuQuantizeKernel(LaunchFiles):
     """One compiled quantize op: PTX + launch metadata; loaded on the GPU at the first call."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
@@ -40,16 +38,6 @@ class GpuQuantizeKernel:
         self.kernel = meta["kernels"][0]
         self.append = kind == "quantize_append"
         self._loaded = None
-
-    @classmethod
-    def from_dir(cls, d) -> "GpuQuantizeKernel":
-        return cls.from_files(Path(d) / KERNEL_FILE)
-
-    @classmethod
-    def from_files(cls, ptx_path, meta_path=None) -> "GpuQuantizeKernel":
-        ptx_path = Path(ptx_path)
-        meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
-        return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
 
     def __repr__(self) -> str:
         p = self.problem

@@ -24,6 +24,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 #include <cmath>
+#include <functional>
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_CONVERTATTNTONVVM
@@ -329,64 +330,40 @@ struct ConvertAttnToNVVMPass
       gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "attn_kernels",
                                            b.getArrayAttr({target}));
     }
-    for (auto &[fn, plan] : plans) {
+    // Each planned function becomes its kernels (or, metadata-only, a declaration of the main
+    // one) with the launch metadata on the main kernel; the host function goes.
+    auto emit = [&](func::FuncOp fn, StringRef mainKernel,
+                    std::function<void(Location)> build, const std::string &launchJSON) {
       if (metadataOnly) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToEnd(gpuModule.getBody());
-        LLVM::LLVMFuncOp::create(
-            b, fn.getLoc(), plan.kernelName(),
-            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+        LLVM::LLVMFuncOp::create(b, fn.getLoc(), mainKernel,
+                                 LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
       } else {
-        buildDecodeKernel(b, fn.getLoc(), gpuModule, plan);
+        build(fn.getLoc());
+      }
+      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(mainKernel);
+      kernel->setAttr("attn.launch", b.getStringAttr(launchJSON));
+      fn.erase();
+    };
+    for (auto &[fn, plan] : plans)
+      emit(fn, plan.kernelName(), [&, &plan = plan](Location loc) {
+        buildDecodeKernel(b, loc, gpuModule, plan);
         if (!plan.prefill)
-          buildCombineKernel(b, fn.getLoc(), gpuModule, plan);
-      }
-      auto decode = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.kernelName());
-      decode->setAttr("attn.launch", b.getStringAttr(launchMetadataJSON(plan)));
-      fn.erase();
-    }
-    for (auto &[fn, plan] : mlaPlans) {
-      if (metadataOnly) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToEnd(gpuModule.getBody());
-        LLVM::LLVMFuncOp::create(
-            b, fn.getLoc(), plan.kernelName(),
-            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
-      } else {
-        buildMLAKernel(b, fn.getLoc(), gpuModule, plan);
-      }
-      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.kernelName());
-      kernel->setAttr("attn.launch", b.getStringAttr(mlaLaunchJSON(plan)));
-      fn.erase();
-    }
-    for (auto &[fn, plan] : mlaQuantPlans) {
-      if (metadataOnly) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToEnd(gpuModule.getBody());
-        LLVM::LLVMFuncOp::create(
-            b, fn.getLoc(), plan.name + "_quantize",
-            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
-      } else {
-        buildMLAQuantizeKernel(b, fn.getLoc(), gpuModule, plan);
-      }
-      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_quantize");
-      kernel->setAttr("attn.launch", b.getStringAttr(mlaQuantizeLaunchJSON(plan)));
-      fn.erase();
-    }
-    for (auto &[fn, plan] : quantPlans) {
-      if (metadataOnly) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToEnd(gpuModule.getBody());
-        LLVM::LLVMFuncOp::create(
-            b, fn.getLoc(), plan.name + "_quantize",
-            LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
-      } else {
-        buildQuantizeKernel(b, fn.getLoc(), gpuModule, plan);
-      }
-      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(plan.name + "_quantize");
-      kernel->setAttr("attn.launch", b.getStringAttr(quantizeLaunchJSON(plan)));
-      fn.erase();
-    }
+          buildCombineKernel(b, loc, gpuModule, plan);
+      }, launchMetadataJSON(plan));
+    for (auto &[fn, plan] : mlaPlans)
+      emit(fn, plan.kernelName(),
+           [&, &plan = plan](Location loc) { buildMLAKernel(b, loc, gpuModule, plan); },
+           mlaLaunchJSON(plan));
+    for (auto &[fn, plan] : mlaQuantPlans)
+      emit(fn, plan.name + "_quantize",
+           [&, &plan = plan](Location loc) { buildMLAQuantizeKernel(b, loc, gpuModule, plan); },
+           mlaQuantizeLaunchJSON(plan));
+    for (auto &[fn, plan] : quantPlans)
+      emit(fn, plan.name + "_quantize",
+           [&, &plan = plan](Location loc) { buildQuantizeKernel(b, loc, gpuModule, plan); },
+           quantizeLaunchJSON(plan));
   }
 };
 } // namespace

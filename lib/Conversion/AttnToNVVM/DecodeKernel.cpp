@@ -79,7 +79,6 @@ struct Frag {
 };
 } // namespace
 
-static int64_t accRow(int64_t i) { return (i / 2) % 2; }
 static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
 
 struct SoftmaxOut {
@@ -115,18 +114,7 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
       rowVals[r].push_back(v);
     }
   }
-  // Balanced trees: short dependency chains for the max and the sum.
-  auto tree = [&](SmallVector<Value> vals, bool isMax) {
-    while (vals.size() > 1) {
-      SmallVector<Value> next;
-      for (size_t i = 0; i + 1 < vals.size(); i += 2)
-        next.push_back(isMax ? k.fmax(vals[i], vals[i + 1]) : k.fadd(vals[i], vals[i + 1]));
-      if (vals.size() % 2)
-        next.push_back(vals.back());
-      vals = std::move(next);
-    }
-    return vals.front();
-  };
+  auto tree = [&](SmallVector<Value> vals, bool isMax) { return reduceTree(k, vals, isMax); };
   Value rowMax[2] = {tree(rowVals[0], true), tree(rowVals[1], true)};
   SoftmaxOut o;
   Value mUse[2];

@@ -57,6 +57,22 @@ inline Value swizzledChunk(KernelBuilder &k, Value row, Value chunk, int64_t row
   return k.add(k.add(blk, k.mul(row, 128)), inRow);
 }
 
+/// Row (0: r0, 1: r0 + 8) of register i of an m64nN WGMMA accumulator fragment.
+inline int64_t accRow(int64_t i) { return (i / 2) % 2; }
+
+/// A balanced max (or sum) tree over `vals`: short dependency chains.
+inline Value reduceTree(KernelBuilder &k, SmallVector<Value> vals, bool isMax) {
+  while (vals.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < vals.size(); i += 2)
+      next.push_back(isMax ? k.fmax(vals[i], vals[i + 1]) : k.fadd(vals[i], vals[i + 1]));
+    if (vals.size() % 2)
+      next.push_back(vals.back());
+    vals = std::move(next);
+  }
+  return vals.front();
+}
+
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
 

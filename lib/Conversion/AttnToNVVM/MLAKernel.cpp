@@ -50,6 +50,25 @@ struct MCtx {
 
 static constexpr int64_t kB = MLAPlan::kBlock;
 
+namespace {
+/// Where thread t of a consumer warpgroup sits in an m64nN accumulator: rows r0 and r0 + 8,
+/// columns colBase + 8·j + {0, 1}; the quad's first lane writes per-row values.
+struct AccGeom {
+  Value ct, rows[2], colBase, quadLead;
+};
+} // namespace
+
+static AccGeom accGeom(KernelBuilder &k, Value tid) {
+  AccGeom f;
+  f.ct = k.band(tid, 127);
+  Value warp = k.lshr(f.ct, 5), lane = k.band(f.ct, 31);
+  f.rows[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
+  f.rows[1] = k.add(f.rows[0], 8);
+  f.colBase = k.mul(k.band(lane, 3), 2);
+  f.quadLead = k.cmp(P::eq, k.band(lane, 3), 0);
+  return f;
+}
+
 /// Key (cache position) of entry `e`: its index (sparse; -1 past top-k) or `e` itself (dense).
 static Value loadKey(KernelBuilder &k, MCtx &c, Value e) {
   if (!c.p.sparse)
@@ -283,19 +302,6 @@ static void buildMLAProducer(KernelBuilder &k, MCtx &c) {
 // Consumers
 //===----------------------------------------------------------------------===//
 
-static int64_t accRow(int64_t i) { return (i / 2) % 2; }
-
-static Value tree(KernelBuilder &k, SmallVector<Value> vals, bool isMax) {
-  while (vals.size() > 1) {
-    SmallVector<Value> next;
-    for (size_t i = 0; i + 1 < vals.size(); i += 2)
-      next.push_back(isMax ? k.fmax(vals[i], vals[i + 1]) : k.fadd(vals[i], vals[i + 1]));
-    if (vals.size() % 2)
-      next.push_back(vals.back());
-    vals = std::move(next);
-  }
-  return vals.front();
-}
 
 /// Consumer `which` (0: S, softmax, left half of O; 1: right half of O). Its register budget is
 /// set first thing: ptxas plans each warpgroup's WGMMA pipeline in the region it dominates.
@@ -308,13 +314,9 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
                                        ? NVVM::SetMaxRegisterAction::increase
                                        : NVVM::SetMaxRegisterAction::decrease);
   Value cw = k.i32(which);
-  Value ct = k.band(c.tid, 127);
-  Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
-  Value rows[2];
-  rows[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
-  rows[1] = k.add(rows[0], 8);
-  Value colBase = k.mul(k.band(lane, 3), 2);
-  Value quadLead = k.cmp(P::eq, k.band(lane, 3), 0);
+  AccGeom f = accGeom(k, c.tid);
+  Value ct = f.ct, colBase = f.colBase, quadLead = f.quadLead;
+  Value rows[2] = {f.rows[0], f.rows[1]};
   int64_t nS = kB / 2, halfV = p.dv / 2, nO = halfV / 2;
   Value negInf = k.f32(-INFINITY);
   double scaleLog2 = p.softmaxScale * kLog2e;
@@ -383,7 +385,7 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
           }
           Value mNew[2], mUse[2], alpha[2];
           for (int r = 0; r < 2; ++r) {
-            Value mx = tree(k, rowVals[r], true);
+            Value mx = reduceTree(k, rowVals[r], true);
             mx = k.fmax(mx, k.shflXor(mx, 1));
             mx = k.fmax(mx, k.shflXor(mx, 2));
             mNew[r] = k.fmax(st[r], mx);
@@ -397,8 +399,8 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
             sums[accRow(i)].push_back(pr[i]);
           }
           // Row sums now: the probabilities are dead before the P·V WGMMA.
-          Value lNew[2] = {k.fma(st[2], alpha[0], tree(k, sums[0], false)),
-                           k.fma(st[3], alpha[1], tree(k, sums[1], false))};
+          Value lNew[2] = {k.fma(st[2], alpha[0], reduceTree(k, sums[0], false)),
+                           k.fma(st[3], alpha[1], reduceTree(k, sums[1], false))};
           SmallVector<Value> words;
           for (int64_t i = 0; i < nS; i += 2)
             words.push_back(k.packBF16x2(pr[i], pr[i + 1]));
@@ -468,13 +470,9 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
 static void buildMLAEpilogue(KernelBuilder &k, MCtx &c, ArrayRef<Value> fin) {
   const MLAPlan &p = c.p;
   Value isS = k.cmp(P::ult, c.tid, 256);
-  Value ct = k.band(c.tid, 127);
-  Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
-  Value rows[2];
-  rows[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
-  rows[1] = k.add(rows[0], 8);
-  Value colBase = k.mul(k.band(lane, 3), 2);
-  Value quadLead = k.cmp(P::eq, k.band(lane, 3), 0);
+  AccGeom f = accGeom(k, c.tid);
+  Value ct = f.ct, colBase = f.colBase, quadLead = f.quadLead;
+  Value rows[2] = {f.rows[0], f.rows[1]};
   int64_t halfV = p.dv / 2, nO = halfV / 2;
   Value l[2];
   for (int r = 0; r < 2; ++r) {
