@@ -57,6 +57,14 @@ def _check_choice(what: str, value, choices: Sequence[str]) -> str:
     return value
 
 
+def _check_target_name(target: Optional[str], name: str) -> None:
+    """A known target (or None) and a valid MLIR symbol name, or ValueError."""
+    if target is not None:
+        _check_choice("target", target, TARGETS)
+    if not _SYMBOL_RE.match(name):
+        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+
+
 def _check_dim(what: str, value) -> Dim:
     if value is None:
         return None
@@ -124,10 +132,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     _check_choice("out_dtype", out_dtype, OUT_DTYPES)
     if mode is not None:
         _check_choice("mode", mode, MODES)
-    if target is not None:
-        _check_choice("target", target, TARGETS)
-    if not _SYMBOL_RE.match(name):
-        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    _check_target_name(target, name)
     B, Sq, Skv = (_check_dim(n, v) for n, v in (("batch", batch), ("q_len", q_len), ("kv_len", kv_len)))
     Hq, Hkv, D = (_check_dim(n, v) for n, v in
                   (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
@@ -207,10 +212,7 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
     _check_choice("src_dtype", src_dtype, SRC_DTYPES)
     _check_choice("dtype", dtype, CODE_DTYPES)
     _check_choice("scale_dtype", scale_dtype, SCALE_DTYPES)
-    if target is not None:
-        _check_choice("target", target, TARGETS)
-    if not _SYMBOL_RE.match(name):
-        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    _check_target_name(target, name)
     B, S, C = (_check_dim(n, v) for n, v in (("batch", batch), ("tokens", tokens),
                                              ("capacity", capacity)))
     H, D = _check_dim("heads", heads), _check_dim("head_dim", head_dim)
@@ -249,10 +251,7 @@ def mla_decode(*, batch: Dim, sq: Dim, heads: int, kv_len: Dim, sparse: bool = T
     else dense. ``crossover``
     None leaves it to attn-select-schedule (on when the cache is FP8 and heads is a multiple of
     128)."""
-    if target is not None:
-        _check_choice("target", target, TARGETS)
-    if not _SYMBOL_RE.match(name):
-        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    _check_target_name(target, name)
     B, S, T = (_check_dim(n, v) for n, v in (("batch", batch), ("sq", sq), ("kv_len", kv_len)))
     K = _check_dim("topk", topk)
     dk = head_dim_v + rope_dim
@@ -296,10 +295,7 @@ def mla_quantize(*, batch: Dim, tokens: Dim, capacity: Dim, src_dtype: str = "bf
     batch element written at per-batch positions into the FP8 token cache [B, capacity, bytes]
     that ``mla_decode(fp8=True)`` reads."""
     _check_choice("src_dtype", src_dtype, SRC_DTYPES)
-    if target is not None:
-        _check_choice("target", target, TARGETS)
-    if not _SYMBOL_RE.match(name):
-        raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+    _check_target_name(target, name)
     B, S, C = (_check_dim(n, v) for n, v in (("batch", batch), ("tokens", tokens),
                                              ("capacity", capacity)))
     dk = head_dim_v + rope_dim

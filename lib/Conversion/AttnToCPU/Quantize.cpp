@@ -91,6 +91,29 @@ static Value toBF16Bits(ImplicitLocOpBuilder &b, Value x) {
                                  arith::ShRUIOp::create(b, r, intConst(b, i32, 16)));
 }
 
+/// Loops over batch × new tokens and runs `body(b, batch index, token index, cache row)` for the
+/// tokens whose row (positions[b] + t, or t without positions) falls inside [0, capacity).
+static void forEachAppendedRow(
+    ImplicitLocOpBuilder &b, Value positions, Value batch, Value newTokens, Value capacity,
+    function_ref<void(ImplicitLocOpBuilder &, Value, Value, Value)> body) {
+  forLoop(b, idx(b, 0), batch, 1, [&](ImplicitLocOpBuilder &b1, Value bi) {
+    Value start = idx(b1, 0);
+    if (positions)
+      start = index(b1, memref::LoadOp::create(b1, positions, ValueRange{bi}));
+    forLoop(b1, idx(b1, 0), newTokens, 1, [&](ImplicitLocOpBuilder &b2, Value ti) {
+      Value row = arith::AddIOp::create(b2, start, ti);
+      Value inRange = arith::AndIOp::create(
+          b2, arith::CmpIOp::create(b2, arith::CmpIPredicate::sge, row, idx(b2, 0)),
+          arith::CmpIOp::create(b2, arith::CmpIPredicate::slt, row, capacity));
+      scf::IfOp::create(b2, inRange, [&](OpBuilder &ob, Location l) {
+        ImplicitLocOpBuilder b3(l, ob);
+        body(b3, bi, ti, row);
+        scf::YieldOp::create(b3);
+      });
+    });
+  });
+}
+
 LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
                                 Value scales, Value zeros, QuantAttr quant) {
   Type f32 = b.getF32Type(), i8 = b.getI8Type();
@@ -157,17 +180,8 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
     return arith::SelectOp::create(nb, fin, x, zeroF);
   };
 
-  forLoop(b, idx(b, 0), batch, 1, [&](ImplicitLocOpBuilder &b1, Value bi) {
-    Value start = idx(b1, 0);
-    if (positions)
-      start = index(b1, memref::LoadOp::create(b1, positions, ValueRange{bi}));
-    forLoop(b1, idx(b1, 0), newTokens, 1, [&](ImplicitLocOpBuilder &b2, Value ti) {
-      Value row = arith::AddIOp::create(b2, start, ti);
-      Value inRange = arith::AndIOp::create(
-          b2, arith::CmpIOp::create(b2, arith::CmpIPredicate::sge, row, idx(b2, 0)),
-          arith::CmpIOp::create(b2, arith::CmpIPredicate::slt, row, capacity));
-      scf::IfOp::create(b2, inRange, [&](OpBuilder &ob, Location l) {
-        ImplicitLocOpBuilder b3(l, ob);
+  forEachAppendedRow(b, positions, batch, newTokens, capacity, [&](ImplicitLocOpBuilder &b3,
+                                                                  Value bi, Value ti, Value row) {
         Value srcTok = mulAdd(b3, bi, newTokens, ti), dstTok = mulAdd(b3, bi, capacity, row);
         forLoop(b3, idx(b3, 0), idx(b3, s.groupsPerToken()), 1, [&](ImplicitLocOpBuilder &b4,
                                                                    Value g) {
@@ -236,9 +250,6 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
                                     ValueRange{arith::AddIOp::create(b5, dstBase, e)});
           });
         });
-        scf::YieldOp::create(b3);
-      });
-    });
   });
   return success();
 }
@@ -263,15 +274,8 @@ LogicalResult cpu::emitQuantizeMLA(ImplicitLocOpBuilder &b, Value src, Value pos
       memref::StoreOp::create(nb, byte, dst1, ValueRange{arith::AddIOp::create(nb, at, idx(nb, k))});
     }
   };
-  forLoop(b, idx(b, 0), batch, 1, [&](ImplicitLocOpBuilder &b1, Value bi) {
-    Value start = index(b1, memref::LoadOp::create(b1, positions, ValueRange{bi}));
-    forLoop(b1, idx(b1, 0), newTokens, 1, [&](ImplicitLocOpBuilder &b2, Value ti) {
-      Value row = arith::AddIOp::create(b2, start, ti);
-      Value inRange = arith::AndIOp::create(
-          b2, arith::CmpIOp::create(b2, arith::CmpIPredicate::sge, row, idx(b2, 0)),
-          arith::CmpIOp::create(b2, arith::CmpIPredicate::slt, row, capacity));
-      scf::IfOp::create(b2, inRange, [&](OpBuilder &ob, Location l) {
-        ImplicitLocOpBuilder b3(l, ob);
+  forEachAppendedRow(b, positions, batch, newTokens, capacity, [&](ImplicitLocOpBuilder &b3,
+                                                                  Value bi, Value ti, Value row) {
         Value srcBase = arith::MulIOp::create(b3, mulAdd(b3, bi, newTokens, ti), idx(b3, dk));
         Value dstBase = arith::MulIOp::create(b3, mulAdd(b3, bi, capacity, row), idx(b3, bytes));
         forLoop(b3, idx(b3, 0), idx(b3, tiles), 1, [&](ImplicitLocOpBuilder &b4, Value g) {
@@ -312,9 +316,6 @@ LogicalResult cpu::emitQuantizeMLA(ImplicitLocOpBuilder &b, Value src, Value pos
                                                                                idx(b4, dv)), r));
           storeBytes(b4, toBF16Bits(b4, x), 2, mulAdd(b4, r, idx(b4, 2), ropeDst));
         });
-        scf::YieldOp::create(b3);
-      });
-    });
   });
   return success();
 }
