@@ -162,42 +162,56 @@ def inertia(keys: Any, codebooks: Any) -> float:
 # --------------------------------------------------------------------------------------------
 
 
-def _kmeans_pp(x: np.ndarray, centroids: int, rng: np.random.Generator) -> np.ndarray:
+def _kmeans_pp(x: np.ndarray, centroids: int, rng: np.random.Generator,
+               w: Optional[np.ndarray] = None) -> np.ndarray:
     """k-means++ seeding of every sub-quantizer at once: x [N, Q, dsub] -> [Q, C, dsub].
 
-    The first centroid of each sub-quantizer is a uniformly random point; each next one is a
-    point drawn with probability proportional to its squared distance to the nearest centroid
-    chosen so far. (When every point already coincides with a centroid, a uniform draw.)
+    The first centroid of each sub-quantizer is a random point (drawn with probability
+    proportional to its weight, uniformly without weights); each next one is a point drawn with
+    probability proportional to its (weighted) squared distance to the nearest centroid chosen so
+    far. (When every point already coincides with a centroid, a uniform draw.) ``w`` [N, Q, dsub]
+    are per-component weights; a point's weight is their mean.
     """
     n, q, dsub = x.shape
     cols = np.arange(q)
-    cb = np.empty((q, centroids, dsub), dtype=x.dtype)
-    first = rng.integers(n, size=q)
-    cb[:, 0] = x[first, cols]
-    d2 = ((x - cb[None, :, 0]) ** 2).sum(axis=2)  # [N, Q]
-    for k in range(1, centroids):
-        cum = np.cumsum(d2, axis=0)
+    pw = None if w is None else w.mean(axis=2)  # [N, Q]
+
+    def draw(mass):
+        cum = np.cumsum(mass, axis=0)
         total = cum[-1]
         u = (1.0 - rng.random(q)) * total  # in (0, total]
         pick = np.minimum((cum < u[None, :]).sum(axis=0), n - 1)  # first i with cum[i] >= u
         uniform = rng.integers(n, size=q)
-        pick = np.where(total > 0, pick, uniform)
-        cb[:, k] = x[pick, cols]
+        return np.where(total > 0, pick, uniform)
+
+    cb = np.empty((q, centroids, dsub), dtype=x.dtype)
+    first = rng.integers(n, size=q) if pw is None else draw(pw)
+    cb[:, 0] = x[first, cols]
+    d2 = ((x - cb[None, :, 0]) ** 2).sum(axis=2)  # [N, Q]
+    for k in range(1, centroids):
+        cb[:, k] = x[draw(d2 if pw is None else d2 * pw), cols]
         d2 = np.minimum(d2, ((x - cb[None, :, k]) ** 2).sum(axis=2))
     return cb
 
 
-def _update(x: np.ndarray, labels: np.ndarray, dists: np.ndarray, centroids: int) -> np.ndarray:
-    """Lloyd update: every centroid becomes the mean of its points. Modifies ``labels``.
+def _update(x: np.ndarray, labels: np.ndarray, dists: np.ndarray, centroids: int,
+            w: Optional[np.ndarray] = None) -> np.ndarray:
+    """Lloyd update: every centroid becomes the mean of its points (with weights ``w``
+    [N, Q, dsub], each component the weighted mean). Modifies ``labels``.
 
     An empty cluster is re-seeded with the point farthest from its centroid (lowest index on
-    ties) among clusters of two or more points, which then moves to the empty cluster. Both steps
-    can only lower the inertia, so k-means stays monotone.
+    ties) among clusters of two or more points, which then moves to the empty cluster. Without
+    weights both steps can only lower the inertia, so k-means stays monotone.
     """
     n, q, dsub = x.shape
     flat = (labels + centroids * np.arange(q)[None, :]).ravel()
     counts = np.bincount(flat, minlength=q * centroids).reshape(q, centroids)
-    sums = np.stack([np.bincount(flat, weights=x[:, :, j].ravel(), minlength=q * centroids)
+    if w is None:
+        w = np.ones_like(x)
+    mass = np.stack([np.bincount(flat, weights=w[:, :, j].ravel(), minlength=q * centroids)
+                     for j in range(dsub)], axis=-1).reshape(q, centroids, dsub)
+    sums = np.stack([np.bincount(flat, weights=(w[:, :, j] * x[:, :, j]).ravel(),
+                                 minlength=q * centroids)
                      for j in range(dsub)], axis=-1).reshape(q, centroids, dsub)
     if not counts.all():
         dists = dists.copy()
@@ -206,16 +220,69 @@ def _update(x: np.ndarray, labels: np.ndarray, dists: np.ndarray, centroids: int
             i = int(np.argmax(np.where(donors, dists[:, sq], -1.0)))
             old = labels[i, sq]
             counts[sq, old] -= 1
-            sums[sq, old] -= x[i, sq]
+            mass[sq, old] -= w[i, sq]
+            sums[sq, old] -= w[i, sq] * x[i, sq]
             counts[sq, empty] = 1
-            sums[sq, empty] = x[i, sq]
+            mass[sq, empty] = w[i, sq]
+            sums[sq, empty] = w[i, sq] * x[i, sq]
             labels[i, sq] = empty
             dists[i, sq] = 0.0
-    return sums / counts[:, :, None]
+    return sums / mass
+
+
+def _check_weights(weights: Any, shape: Tuple[int, ...]) -> np.ndarray:
+    """``weights`` as float64 [T, H, D] (or [T, H], broadcast over D), non-negative and finite,
+    each floored at 1e-6 of its (head, component) mean so every point keeps a little mass."""
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape == shape[:2]:
+        w = np.broadcast_to(w[:, :, None], shape)
+    if w.shape != shape:
+        raise ValueError(f"weights must have the keys' shape {tuple(shape)} or {tuple(shape[:2])}, "
+                         f"got {w.shape}")
+    if not np.isfinite(w).all() or (w < 0).any():
+        raise ValueError("weights must be finite and non-negative")
+    mean = w.mean(axis=0, keepdims=True)
+    if not (mean > 0).all():
+        raise ValueError("weights are all zero for some (head, component)")
+    return np.maximum(w, 1e-6 * mean)
+
+
+def score_weights(q: Any, k: Any, causal: bool = True) -> np.ndarray:
+    """Per-component key weights for score-aware codebooks, from one calibration sequence.
+
+    ``q`` [T, Hq, D] queries and ``k`` [T, H, D] keys (post-RoPE, as cached; Hq a multiple of
+    H: the query heads of a group share their KV head). Returns float32 [T, H, D]:
+
+        w[t, h, j] = sum over queries i (i >= t when causal) and query heads g of group h of
+                     p[g, i, t] * q[i, g, j]^2
+
+    with p the softmax attention probabilities (scale 1/sqrt(D)). Replacing key t's component j by
+    c changes the score q[i]·k[t] by q[i, j] (c - k[t, j]); w weighs that squared error by how much
+    attention key t receives, so ``train_codebooks(keys, ..., weights=w)`` spends its centroids
+    where the softmax is sensitive (attention sinks and other heavily attended keys) instead of
+    where the keys are merely dense.
+    """
+    qf = np.asarray(q, dtype=np.float32)
+    kf = np.asarray(k, dtype=np.float32)
+    if qf.ndim != 3 or kf.ndim != 3 or qf.shape[0] != kf.shape[0] or qf.shape[2] != kf.shape[2] \
+            or kf.shape[1] == 0 or qf.shape[1] % kf.shape[1]:
+        raise ValueError(f"q [T, Hq, D] and k [T, H, D] with Hq a multiple of H expected, got "
+                         f"{qf.shape} and {kf.shape}")
+    t, hq, d = qf.shape
+    h = kf.shape[1]
+    qg = qf.reshape(t, h, hq // h, d).transpose(1, 2, 0, 3)  # [H, g, T, D]
+    s = np.matmul(qg, kf.transpose(1, 2, 0)[:, None]) * np.float32(1.0 / np.sqrt(d))
+    if causal:
+        s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, np.float32(-np.inf))
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)  # [H, g, Tq, Tk]
+    w = np.matmul(p.transpose(0, 1, 3, 2), qg * qg).sum(axis=1)  # [H, Tk, D]
+    return np.ascontiguousarray(w.transpose(1, 0, 2), dtype=np.float32)
 
 
 def train_codebooks(keys: Any, dsub: int, centroids: int = 16, iters: int = 25, seed: int = 0,
-                    sample: Optional[int] = None, return_history: bool = False):
+                    sample: Optional[int] = None, return_history: bool = False,
+                    weights: Any = None):
     """Learn the NoMAD codebooks of one layer by k-means on its recorded keys.
 
     Args:
@@ -228,7 +295,13 @@ def train_codebooks(keys: Any, dsub: int, centroids: int = 16, iters: int = 25, 
         a deterministic function of (keys, dsub, centroids, iters, seed, sample).
       sample: train on at most this many tokens, a random subset of the T (all when ``None``).
       return_history: also return the inertia (on the training tokens, float64) of the k-means++
-        centroids followed by that after each Lloyd iteration; it never increases.
+        centroids followed by that after each Lloyd iteration; it never increases. With
+        ``weights`` it is the weighted inertia (sum of w · squared component error), which never
+        increases at dsub = 1.
+      weights: optional non-negative per-component weights [T, H, D] (or [T, H]) of the keys,
+        e.g. ``score_weights``: weighted k-means++ seeding and weighted centroid means. Points
+        are still assigned to their nearest centroid by plain squared distance — what
+        ``attn.pq.encode`` does at run time — so the codes of trained and encoded keys agree.
 
     Returns:
       float32 codebooks [H, S, C, dsub], or ``(codebooks, history)`` with ``return_history``.
@@ -252,20 +325,30 @@ def train_codebooks(keys: Any, dsub: int, centroids: int = 16, iters: int = 25, 
     if not np.isfinite(k).all():
         raise ValueError("keys contain NaN or infinite values")
 
+    wk = None if weights is None else _check_weights(weights, k.shape)
     rng = np.random.default_rng(seed)
     if sample is not None and sample < t:
-        k = k[np.sort(rng.choice(t, size=sample, replace=False))]
+        chosen = np.sort(rng.choice(t, size=sample, replace=False))
+        k = k[chosen]
+        wk = None if wk is None else wk[chosen]
     n = k.shape[0]
     s = d // dsub
     x = np.ascontiguousarray(k.reshape(n, h * s, dsub))
+    wx = None if wk is None else np.ascontiguousarray(wk.reshape(n, h * s, dsub))
 
-    cb = _kmeans_pp(x, centroids, rng)
+    def objective(cb, labels, dists):
+        if wx is None:
+            return float(dists.sum())
+        err = x - cb[np.arange(h * s)[None, :], labels]  # [N, Q, dsub]
+        return float((wx * err * err).sum())
+
+    cb = _kmeans_pp(x, centroids, rng, wx)
     labels, dists = _nearest(x, cb)
-    history: List[float] = [float(dists.sum())]
+    history: List[float] = [objective(cb, labels, dists)]
     for _ in range(iters):
-        new_cb = _update(x, labels, dists, centroids)  # labels now reflect any re-seeding
+        new_cb = _update(x, labels, dists, centroids, wx)  # labels now reflect any re-seeding
         new_labels, dists = _nearest(x, new_cb)
-        history.append(float(dists.sum()))
+        history.append(objective(new_cb, new_labels, dists))
         # A fixed point: the assignments (or, with duplicate points, the centroids) repeat.
         converged = np.array_equal(new_labels, labels) or np.array_equal(new_cb, cb)
         cb, labels = new_cb, new_labels

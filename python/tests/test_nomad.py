@@ -231,3 +231,81 @@ def test_save_validates(tmp_path):
     with pytest.raises(ValueError, match="JSON"):
         nomad.save_codebooks(tmp_path / "a.npz", {0: cb}, dsub=2, centroids=16,
                              meta={"x": object()})
+
+
+# --------------------------------------------------------------------------------------------
+# Score-aware codebooks: score_weights and weighted training
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_score_weights_match_a_loop(causal):
+    rng = np.random.default_rng(7)
+    t, hq, h, d = 6, 4, 2, 3
+    q = rng.standard_normal((t, hq, d)).astype(np.float32)
+    k = rng.standard_normal((t, h, d)).astype(np.float32)
+    w = nomad.score_weights(q, k, causal=causal)
+    assert w.shape == (t, h, d) and w.dtype == np.float32
+    ref = np.zeros((t, h, d))
+    for g in range(hq):
+        kh = g // (hq // h)
+        for i in range(t):
+            seen = i + 1 if causal else t
+            s = np.array([q[i, g] @ k[j, kh] for j in range(seen)]) / np.sqrt(d)
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            for j in range(seen):
+                ref[j, kh] += p[j] * q[i, g].astype(np.float64) ** 2
+    np.testing.assert_allclose(w, ref, rtol=1e-5, atol=1e-7)
+    with pytest.raises(ValueError, match="multiple of H"):
+        nomad.score_weights(q[:, :3], k)
+
+
+def _weighted_error(keys, cb, w):
+    """sum of w · squared component error, with keys assigned as attn.pq.encode assigns them."""
+    codes = nomad.encode(keys, cb)  # [T, H, S]
+    t, h, d = keys.shape
+    _, s, _, dsub = cb.shape
+    rec = np.take_along_axis(cb[None], codes[..., None, None].astype(np.intp), axis=3)[:, :, :, 0]
+    return float((w * (keys.astype(np.float64) - rec.reshape(t, h, d)) ** 2).sum())
+
+
+@pytest.mark.parametrize("dsub", [1, 2])
+def test_weighted_training_puts_centroids_where_the_weight_is(dsub):
+    keys = gaussian_keys(t=600, h=2, d=8)
+    rng = np.random.default_rng(3)
+    w = rng.uniform(0.0, 0.01, size=keys.shape)
+    w[:20] = 50.0  # a few heavily attended keys (attention sinks)
+    plain = nomad.train_codebooks(keys, dsub, iters=25, seed=0)
+    weighted, history = nomad.train_codebooks(keys, dsub, iters=25, seed=0, weights=w,
+                                              return_history=True)
+    assert _weighted_error(keys, weighted, w) < 0.5 * _weighted_error(keys, plain, w)
+    assert np.isclose(history[-1], _weighted_error(keys, weighted, np.maximum(w, 1e-6 * w.mean(0))))
+    if dsub == 1:  # nearest-centroid assignment is the weighted optimum: monotone
+        assert all(b <= a * (1 + 1e-12) for a, b in zip(history, history[1:]))
+
+
+def test_weighted_training_is_deterministic_and_broadcasts_token_weights():
+    keys = gaussian_keys(t=300, h=2, d=8)
+    w2 = np.random.default_rng(4).uniform(0.1, 2.0, size=(300, 2))
+    a = nomad.train_codebooks(keys, 2, seed=5, weights=w2, sample=200)
+    b = nomad.train_codebooks(keys, 2, seed=5, weights=np.repeat(w2[:, :, None], 8, axis=2),
+                              sample=200)
+    assert np.array_equal(a, b)
+    assert not np.array_equal(a, nomad.train_codebooks(keys, 2, seed=5, sample=200))
+
+
+def test_bad_weights():
+    keys = gaussian_keys(t=100, h=2, d=8)
+    with pytest.raises(ValueError, match="shape"):
+        nomad.train_codebooks(keys, 2, weights=np.ones((100, 8)))
+    with pytest.raises(ValueError, match="non-negative"):
+        nomad.train_codebooks(keys, 2, weights=-np.ones(keys.shape))
+    bad = np.ones(keys.shape)
+    bad[0, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="finite"):
+        nomad.train_codebooks(keys, 2, weights=bad)
+    zero = np.ones(keys.shape)
+    zero[:, 1, 3] = 0.0
+    with pytest.raises(ValueError, match="all zero"):
+        nomad.train_codebooks(keys, 2, weights=zero)

@@ -9,8 +9,14 @@ scales), odd-numbered ones for evaluation, so the two never share a sentence. No
 Each scheme replaces every layer's attention; perplexity is exp(mean NLL) over non-overlapping
 windows of the evaluation tokens (each window starts without context; its first token is not
 scored). Writes ``results.json`` (``--results``), a bar chart beside it (``results.png``) and the
-codebooks (``codebooks_dsub<d>[_c<C>].npz``) to ``--out``, and prints a Markdown table. ``python -m qattn.lm.perplexity --replot OUT.png A.json B.json``
-draws several result files (e.g. the 16- and 32-centroid runs) into one chart.
+codebooks (``codebooks_dsub<d>[_c<C>][_score].npz``) to ``--out``, and prints a Markdown table.
+``python -m qattn.lm.perplexity --replot OUT.png A.json B.json`` draws several result files (e.g.
+the 16- and 32-centroid runs) into one chart.
+
+NoMAD codebooks are trained per (layer, KV head, sub-quantizer) on the calibration keys, by plain
+k-means (``--training kmeans``: the paper's) and/or score-aware k-means (``score``: each key
+component weighted by ``qattn.nomad.score_weights``, the attention the key receives times the
+queries' energy in that component).
 """
 
 from __future__ import annotations
@@ -104,6 +110,10 @@ def main(argv=None) -> int:
     ap.add_argument("--centroids", type=int, default=16,
                     help="NoMAD centroids per sub-quantizer: 16 (4-bit codes), 32 or 64 (8-bit codes; "
                          "target avx512_vbmi or scalar)")
+    ap.add_argument("--training", default="kmeans,score",
+                    help="NoMAD codebook training, comma-separated: 'kmeans' (plain k-means, the "
+                         "paper's) and/or 'score' (score-aware: k-means weighted by "
+                         "qattn.nomad.score_weights)")
     ap.add_argument("--results", default="results.json", help="result file name inside --out")
     ap.add_argument("--reuse-codebooks", action="store_true",
                     help="load codebooks_dsub<d>.npz from --out when present instead of training")
@@ -123,19 +133,27 @@ def main(argv=None) -> int:
           f"{cfg.head_dim}; calibration {len(cal)}x{args.window} of {len(cal_ids)} tokens, "
           f"evaluation {len(ev)}x{args.window} of {len(ev_ids)} tokens", flush=True)
 
-    # Calibration: record post-RoPE keys and values of every layer on the calibration windows.
+    # Calibration: record post-RoPE keys and values of every layer on the calibration windows,
+    # and the keys' score-aware weights (attention received × query component energy).
+    trainings = [x.strip() for x in args.training.split(",") if x.strip()]
+    if not trainings or set(trainings) - {"kmeans", "score"}:
+        ap.error(f"--training takes 'kmeans' and/or 'score', got {args.training!r}")
     rec_k: List[List[np.ndarray]] = [[] for _ in range(cfg.layers)]
     rec_v: List[List[np.ndarray]] = [[] for _ in range(cfg.layers)]
+    rec_w: List[List[np.ndarray]] = [[] for _ in range(cfg.layers)]
 
     def recording(layer, q, k, v):
         rec_k[layer].append(k)
         rec_v[layer].append(v)
+        if "score" in trainings:
+            rec_w[layer].append(nomad.score_weights(q, k))
         return dense_attention(layer, q, k, v)
 
     for w in cal:
         model.forward(w, attention=recording)
     keys = [np.concatenate(r) for r in rec_k]
     vals = [np.concatenate(r) for r in rec_v]
+    weights = [np.concatenate(r) if r else None for r in rec_w]
     static = {i: (quant.calibrate(keys[i], "i8", "per_head"), quant.calibrate(vals[i], "i8", "per_head"))
               for i in range(cfg.layers)}
 
@@ -150,21 +168,26 @@ def main(argv=None) -> int:
     cents = args.centroids
     if cents != 16 and isa not in ("avx512_vbmi", "scalar"):
         isa = "scalar"  # 32/64-entry tables need vpermb or byte loads
-    for d in [int(x) for x in args.dsub.split(",") if x.strip()]:
+    for d, training in [(int(x), tr) for x in args.dsub.split(",") if x.strip() for tr in trainings]:
         t0 = time.time()
         book_path = os.path.join(args.out, f"codebooks_dsub{d}" + (f"_c{cents}" if cents != 16 else "")
-                                 + ".npz")
+                                 + ("_score" if training == "score" else "") + ".npz")
         if args.reuse_codebooks and os.path.isfile(book_path):
             books, _ = nomad.load_codebooks(book_path)
         else:
             books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=cents, iters=25, seed=0,
-                                              sample=8192) for i in range(cfg.layers)}
+                                              sample=8192,
+                                              weights=weights[i] if training == "score" else None)
+                     for i in range(cfg.layers)}
             nomad.save_codebooks(book_path, books, dsub=d, centroids=cents,
-                                 meta={"model": model.name, "tokens": int(keys[0].shape[0])})
-        print(f"codebooks dsub {d}: {time.time() - t0:.0f} s", flush=True)
+                                 meta={"model": model.name, "tokens": int(keys[0].shape[0]),
+                                       "training": training})
+        print(f"codebooks dsub {d} ({training}): {time.time() - t0:.0f} s", flush=True)
         for sinks in (0, 1):
             att = NomadKV(books, d, cfg.heads, isa=isa, dense_sinks=sinks)
-            schemes.append((att.name + (f" ({cents} centroids)" if cents != 16 else ""), att))
+            tags = [f"{cents} centroids"] if cents != 16 else []
+            tags += ["score-aware codebooks"] if training == "score" else []
+            schemes.append((att.name + (f" ({', '.join(tags)})" if tags else ""), att))
     if args.schemes != "all":
         wanted = {s.strip() for s in args.schemes.split(",")}
         schemes = [s for s in schemes if s[0] in wanted or s[0] == "dense f32"]
@@ -191,6 +214,7 @@ def main(argv=None) -> int:
                                                   "In Python, a list is")],
             "seconds": round(time.time() - t_start), "results": results}
     info["nomad_centroids"] = cents
+    info["nomad_training"] = trainings
     with open(os.path.join(args.out, args.results), "w") as f:
         json.dump(info, f, indent=1)
     plot(results, os.path.join(args.out, os.path.splitext(args.results)[0] + ".png"), model.name)
