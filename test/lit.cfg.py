@@ -39,7 +39,7 @@ try:
         cpu_flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
 except OSError:
     cpu_flags = []
-for flag in ("avx2", "avx512bw", "avx512vbmi"):
+for flag in ("avx2", "avx512bw", "avx512vbmi", "avx512_vnni"):
     if flag in cpu_flags:
         config.available_features.add("host-" + flag)
 if shutil.which("g++"):

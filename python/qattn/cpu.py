@@ -16,8 +16,8 @@ from .kernels import build
 
 
 def host_isa() -> str:
-    """The best NoMAD target of this machine: avx512 / avx2 on x86-64, neon on AArch64, else
-    scalar."""
+    """The best NoMAD target of this machine: avx512_vnni (AVX-512 BW + VBMI + VNNI) / avx512 /
+    avx2 on x86-64, neon on AArch64, else scalar."""
     m = platform.machine().lower()
     if m in ("aarch64", "arm64"):
         return "neon"
@@ -30,6 +30,8 @@ def host_isa() -> str:
                     break
     except OSError:
         pass
+    if {"avx512f", "avx512bw", "avx512vl", "avx512vbmi", "avx512_vnni"} <= flags:
+        return "avx512_vnni"
     if {"avx512f", "avx512bw"} <= flags:
         return "avx512"
     return "avx2" if "avx2" in flags else "scalar"

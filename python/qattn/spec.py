@@ -19,7 +19,7 @@ Q_DTYPES = ("bf16", "i8", "f8E4M3FN")
 KV_DTYPES = ("bf16", "i8", "ui8", "f8E4M3FN", "f8E5M2")
 OUT_DTYPES = ("bf16", "f16", "f32")
 MODES = ("bf16", "half_int8", "full_int8", "fp8")
-TARGETS = ("sm_90a", "avx2", "avx512", "avx512_vbmi", "neon", "scalar")
+TARGETS = ("sm_90a", "avx2", "avx512", "avx512_vbmi", "avx512_vnni", "neon", "scalar")
 UNQUANTIZED = ("bf16",)
 
 _SIMPLE_GRANULARITIES = ("per_tensor", "per_token", "per_head", "per_token_head", "per_channel")

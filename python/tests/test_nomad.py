@@ -238,13 +238,13 @@ def test_save_validates(tmp_path):
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("causal", [True, False])
-def test_score_weights_match_a_loop(causal):
+@pytest.mark.parametrize("causal,power", [(True, 1), (False, 1), (True, 2), (False, 2)])
+def test_score_weights_match_a_loop(causal, power):
     rng = np.random.default_rng(7)
     t, hq, h, d = 6, 4, 2, 3
     q = rng.standard_normal((t, hq, d)).astype(np.float32)
     k = rng.standard_normal((t, h, d)).astype(np.float32)
-    w = nomad.score_weights(q, k, causal=causal)
+    w = nomad.score_weights(q, k, causal=causal, query_power=power)
     assert w.shape == (t, h, d) and w.dtype == np.float32
     ref = np.zeros((t, h, d))
     for g in range(hq):
@@ -255,10 +255,12 @@ def test_score_weights_match_a_loop(causal):
             p = np.exp(s - s.max())
             p /= p.sum()
             for j in range(seen):
-                ref[j, kh] += p[j] * q[i, g].astype(np.float64) ** 2
+                ref[j, kh] += p[j] * np.abs(q[i, g].astype(np.float64)) ** power
     np.testing.assert_allclose(w, ref, rtol=1e-5, atol=1e-7)
     with pytest.raises(ValueError, match="multiple of H"):
         nomad.score_weights(q[:, :3], k)
+    with pytest.raises(ValueError, match="query_power"):
+        nomad.score_weights(q, k, query_power=3)
 
 
 def _weighted_error(keys, cb, w):

@@ -42,6 +42,9 @@ ISA ISA::get(TargetKind kind) {
   case TargetKind::avx512_vbmi:
     return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "llvm.x86.avx512.permvar.qi.512",
             "llvm.x86.avx512.vpermi2var.qi.512"};
+  case TargetKind::avx512_vnni:
+    return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "llvm.x86.avx512.permvar.qi.512",
+            "llvm.x86.avx512.vpermi2var.qi.512", "llvm.x86.avx512.vpdpbusd.512"};
   case TargetKind::neon:
     return {kind, 16, "llvm.aarch64.neon.tbl1.v16i8", "", ""};
   case TargetKind::scalar:
@@ -211,7 +214,7 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
       override = symbolizeTargetKind(isa);
       if (!override || isGPUTarget(*override)) {
         getOperation().emitError() << "convert-attn-to-cpu: unknown CPU isa '" << isa
-                                   << "'; expected scalar, avx2, avx512, avx512_vbmi or neon";
+                                   << "'; expected scalar, avx2, avx512, avx512_vbmi, avx512_vnni or neon";
         return signalPassFailure();
       }
     }

@@ -29,6 +29,9 @@ struct ISA {
   StringRef lookup16;
   /// 64-entry and 128-entry byte permutes (AVX-512 VBMI); empty elsewhere.
   StringRef permute64, permute128;
+  /// u8 × s8 four-byte dot product accumulated into i32 lanes (AVX-512 VNNI vpdpbusd); when set,
+  /// 16-centroid lookups go through vpermb + vpdpbusd instead of pshufb (PQLookup.cpp).
+  StringRef dot4 = {};
 
   bool isScalar() const { return vecBytes == 0; }
   static ISA get(TargetKind kind);

@@ -13,6 +13,10 @@
 //     B     += lookup(table, lo) as u16 >> 8   (byte 2i+1)
 //   after all rows: even keys = A − (B << 8), odd keys = B; fold the R rows; interleave.
 //
+// avx512_vnni (16 centroids) instead transposes each 4 rows in-register so that a 32-bit lane
+// holds one key's 4 codes, looks up the 4 rows' tables with one vpermb and adds each key's 4
+// bytes into its i32 lane with vpdpbusd: 8 µops per 4 rows × 32 keys instead of 11 (dotBlock).
+//
 //===----------------------------------------------------------------------===//
 
 #include "CPUCodegen.h"
@@ -83,11 +87,73 @@ void storeBlock(ImplicitLocOpBuilder &b, Value sums, Value scores, Value hq, Val
   vector::MaskedStoreOp::create(b, scores, ValueRange{hq, base}, mask, value);
 }
 
+/// dotBlock: the 16-centroid loop of one block on a target with vpermb and vpdpbusd. Per step of
+/// 4 sub-quantizer rows (64 code bytes, row r byte j = key j | key j+16 << 4):
+///   x      = vpermb(codes, T)         T[4j + r] = 16r + j: byte 4j + r ← row r byte j
+///   lo, hi = (x & 15) | O, ((x >> 4) & 15) | O     O[4j + r] = 16r: row r's table
+///   L     += vpdpbusd(vpermb(tables, lo), 1)       lane j: key j's 4 looked-up bytes
+///   H     += vpdpbusd(vpermb(tables, hi), 1)       lane j: key j + 16's
+/// with `tables` the 4 rows' 16-entry tables (64 contiguous LUT bytes). Two accumulator pairs
+/// (alternate steps) when the rows allow, to halve the vpdpbusd dependency chain. The i32 sums
+/// are exact; truncated to u16 they equal the other paths' (wrapping) u16 sums.
+Value dotBlock(ImplicitLocOpBuilder &b, const ISA &isa, int64_t numSub, Value lutRows,
+               Value codeRows, Value hq, Value h, Value blk) {
+  auto i8v = VectorType::get({64}, b.getI8Type());
+  auto i32v = VectorType::get({16}, b.getI32Type());
+  SmallVector<Attribute> transpose, rowTable;
+  for (int64_t i = 0; i < 64; ++i) {
+    transpose.push_back(b.getI8IntegerAttr(16 * (i % 4) + i / 4));
+    rowTable.push_back(b.getI8IntegerAttr(16 * (i % 4)));
+  }
+  Value perm = arith::ConstantOp::create(b, i8v, DenseElementsAttr::get(i8v, transpose));
+  Value offs = arith::ConstantOp::create(b, i8v, DenseElementsAttr::get(i8v, rowTable));
+  Value ones = splat(b, i8v, 1), low = splat(b, i8v, 15), four = splat(b, i8v, 4);
+  int64_t pairs = numSub % 8 == 0 ? 2 : 1;
+  SmallVector<Value> init(2 * pairs, splat(b, i32v, 0));
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), idx(b, numSub), idx(b, 4 * pairs), init,
+      [&](OpBuilder &nested, Location loc, Value s0, ValueRange accs) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        SmallVector<Value> next;
+        for (int64_t p = 0; p < pairs; ++p) {
+          Value off = arith::MulIOp::create(nb, arith::AddIOp::create(nb, s0, idx(nb, 4 * p)),
+                                            idx(nb, 16));
+          Value codesV = vector::LoadOp::create(nb, i8v, codeRows, ValueRange{h, blk, off});
+          Value table = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, off});
+          Value x = lookup(nb, isa.permute64, i8v, {codesV, perm});
+          Value lo = arith::OrIOp::create(nb, arith::AndIOp::create(nb, x, low), offs);
+          Value hi = arith::OrIOp::create(
+              nb, arith::AndIOp::create(nb, arith::ShRUIOp::create(nb, x, four), low), offs);
+          Value indices[2] = {lo, hi};
+          for (int64_t i = 0; i < 2; ++i) {
+            Value r = lookup(nb, isa.permute64, i8v, {table, indices[i]});
+            next.push_back(lookup(nb, isa.dot4, i32v, {accs[2 * p + i], r, ones}));
+          }
+        }
+        scf::YieldOp::create(nb, next);
+      });
+  ValueRange accs = loop.getResults();
+  auto i16v = VectorType::get({16}, b.getI16Type());
+  Value half[2];
+  for (int64_t i = 0; i < 2; ++i) {
+    Value sum = accs[i];
+    for (int64_t p = 1; p < pairs; ++p)
+      sum = arith::AddIOp::create(b, sum, accs[2 * p + i]);
+    half[i] = arith::TruncIOp::create(b, i16v, sum);
+  }
+  SmallVector<int64_t> concat;
+  for (int64_t i = 0; i < kBlock; ++i)
+    concat.push_back(i);
+  return vector::ShuffleOp::create(b, half[0], half[1], concat);
+}
+
 /// The SIMD loop over the sub-quantizers of one block; returns the 32 sums in key order.
 Value simdBlock(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub, Value lutRows,
                 Value codeRows, Value hq, Value h, Value blk) {
   int64_t w = isa.vecBytes;
   bool fourBit = pq.getCentroids() == 16;
+  if (fourBit && !isa.dot4.empty())
+    return dotBlock(b, isa, numSub, lutRows, codeRows, hq, h, blk);
   int64_t rowBytes = fourBit ? 16 : kBlock; // code bytes of one sub-quantizer row
   int64_t rowsPerVec = w / rowBytes;
   int64_t c = pq.getCentroids();

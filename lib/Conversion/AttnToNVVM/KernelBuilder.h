@@ -176,8 +176,9 @@ public:
   /// generic pointer to the grid-constant parameter) into shared memory, completing on `bar`.
   void tmaLoad(Value dst, Value map, ValueRange coords, Value bar);
 
-  /// A WGMMA shared-memory matrix descriptor with 128-byte swizzling.
-  Value wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo);
+  /// A WGMMA shared-memory matrix descriptor with 128-byte swizzling, or (`swizzle128` false)
+  /// the unswizzled "interleave" layout of 8-row × 16-byte core matrices.
+  Value wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo, bool swizzle128 = true);
 
   /// D (+)= A·B with A and B in shared memory (descriptors); bf16 inputs, f32 accumulators.
   /// `acc` holds N/2 f32 per thread; with `accumulate` false the old values are ignored.

@@ -6,10 +6,12 @@
 //   producer (warpgroup 0, setmaxnreg.dec): for each block of 64 keys (top-k entries, or cache
 //     positions when dense) gathers the tokens with 16-byte loads, dequantizes the e4m3 part with
 //     its 1×C tile scale into bf16 (e4m3 → f16 → f32 · scale → bf16), copies the bf16 RoPE part,
-//     and writes one of two 128-byte-swizzled [64 × Dk] buffers, plus a mask row (0 or −inf per
-//     key: invalid index, past the length, causal). With `crossover` the CTAs of a 2-CTA cluster
-//     (the two head groups of one query token) each convert half of the block and write it into
-//     both CTAs' buffers — their own with st.shared, the peer's with st.async, whose bytes
+//     and writes one of two interleaved [64 × Dk] buffers (16-byte chunk c of token t at
+//     c·64·16 + t·16: no swizzle, so the 8 tokens of a store's lane group fill one 128-byte
+//     line — a warp's st.async to the peer touches 4 lines, not 32), plus a mask row (0 or
+//     −inf per key: invalid index, past the length, causal). With `crossover` the CTAs of a
+//     2-CTA cluster (the two head groups of one query token) each convert half of the block and
+//     write it into both CTAs' buffers — their own with st.shared, the peer's with st.async, whose bytes
 //     complete a transaction barrier there;
 //   consumer 0 (warpgroup 1): S = Q·Kᵀ (m64n64, K = Dk) on WGMMA, online softmax in the log2
 //     domain, P to shared memory for consumer 1, O[:, :Dv/2] += P·V with P from registers;
@@ -252,24 +254,23 @@ static void buildMLAProducer(KernelBuilder &k, MCtx &c) {
                                      kB / 2 * p.dk() * 2);
           });
       }
-      // Destinations: swizzled chunk (blk, low) of row t is rowBase + blk·64·128 with bits 4–6
-      // XORed by `low` (rowBase holds t mod 8 there).
+      // Destinations (interleaved layout, MLAPlan): 16-byte chunk (blk, low) of this thread's
+      // segment of token t is rowBase + (8·blk + low)·kB·16. The 8 tokens of a segment's lanes
+      // fill 128 contiguous bytes per store — one line, locally and through st.async.
       Value t = tokenOf(u.round);
-      Value rowBase = k.bor(k.add(k.add(bufOff, k.mul(seg, 2 * kB * 128)), k.mul(t, 128)),
-                            k.shl(k.band(t, 7), 4));
+      Value tOff = k.add(bufOff, k.mul(t, 16));
+      Value rowBase = k.add(tOff, k.mul(seg, 16 * kB * 16));
       auto put = [&](Value off, Value v4) {
         k.store(v4, c.ptr(k, off), 16);
         if (p.crossover)
           k.stAsync(k.add(c.peerBase, off), v4, remoteBar);
       };
-      auto dst = [&](int64_t blk, int64_t low) {
-        return k.bxor(k.add(rowBase, blk * kB * 128), k.i32(low << 4));
-      };
+      auto dst = [&](int64_t blk, int64_t low) { return k.add(rowBase, (8 * blk + low) * kB * 16); };
       for (size_t i = 0; i < u.pieces.size(); ++i) {
         const Piece &pc = u.pieces[i];
         if (pc.rope) {
           Value chunk = k.add(k.mul(seg, 2), p.dv / 8 + pc.off / 16);
-          put(k.add(bufOff, swizzledChunk(k, t, chunk, kB)), data[i]);
+          put(k.add(tOff, k.mul(chunk, kB * 16)), data[i]);
         } else if (!pc.fp8) {
           put(dst(pc.blk, pc.low), data[i]);
         } else {
@@ -341,9 +342,11 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
     });
   };
   auto vDesc = [&](Value bufOff, int64_t kk, Value half) {
-    // V rows kk·16 .. +16 of this warpgroup's Dv/2 columns: column blocks of 64 × 128 bytes.
-    Value a = k.add(c.addr(k, 0), k.add(bufOff, k.mul(half, halfV / 64 * kB * 128)));
-    return k.wgmmaDescriptor(k.add(a, kk * 16 * 128), kB * 128, 1024);
+    // V rows (tokens) kk·16 .. +16 of this warpgroup's Dv/2 columns, MN-major interleaved: core
+    // matrices of 8 tokens × 8 columns; the next 8 tokens 128 bytes on (LBO), the next 8
+    // columns kB·16 (SBO).
+    Value a = k.add(c.addr(k, 0), k.add(bufOff, k.mul(half, halfV / 8 * kB * 16)));
+    return k.wgmmaDescriptor(k.add(a, kk * 16 * 16), 128, kB * 16, /*swizzle128=*/false);
   };
 
   SmallVector<Value> zeros(nO, k.f32(0));
@@ -356,18 +359,21 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
           Value bufOff = k.add(k.mul(buf, c.sm.kvStride), c.sm.kv);
           waitFull(buf, k.band(k.lshr(j, 1), 1));
           Value kAddr = k.add(c.addr(k, 0), bufOff);
-          // Q and K tiles share one layout: each step's descriptors are the base descriptor
-          // plus the step's offset (address field in 16-byte units, no carry: shared memory is
-          // < 256 KiB), and Q's are K's minus their distance — which depends on the buffer, so
-          // the 36 Q descriptors are not hoisted out of the loop into (spilled) registers.
-          Value kDesc = k.wgmmaDescriptor(kAddr, 16, 1024);
-          Value qDelta = k.zext64(k.lshr(k.sub(kAddr, qAddr), 4));
+          // Each step's descriptors are a base descriptor plus the step's offset (address field
+          // in 16-byte units, no carry: shared memory is < 256 KiB). K (K-major, interleaved):
+          // the next 8 tokens 128 bytes on (SBO), the next 8 columns kB·16 (LBO). Q (128-byte
+          // swizzle) is derived from a swizzled descriptor of K's address minus the distance —
+          // which depends on the buffer, so the 36 Q descriptors are not hoisted out of the loop
+          // into (spilled) registers.
+          Value kDesc = k.wgmmaDescriptor(kAddr, kB * 16, 128, /*swizzle128=*/false);
+          Value qFrom = k.sub(k.wgmmaDescriptor(kAddr, 16, 1024),
+                              k.zext64(k.lshr(k.sub(kAddr, qAddr), 4)));
           k.wgmmaFence();
           SmallVector<Value> acc(nS);
           for (int64_t kk = 0; kk < p.dk() / 16; ++kk) {
-            int64_t off = (kk / 4) * kB * 128 + (kk % 4) * 32;
-            Value kd = k.add(kDesc, k.i64(off >> 4));
-            acc = k.wgmmaSS(acc, k.sub(kd, qDelta), kd, kB, /*accumulate=*/kk > 0,
+            int64_t qOff = (kk / 4) * MLAPlan::kHeadsPerCTA * 128 + (kk % 4) * 32;
+            Value kd = k.add(kDesc, k.i64(kk * 2 * kB * 16 >> 4));
+            acc = k.wgmmaSS(acc, k.add(qFrom, k.i64(qOff >> 4)), kd, kB, /*accumulate=*/kk > 0,
                             /*transB=*/false);
           }
           k.wgmmaCommit();
@@ -471,7 +477,7 @@ static void buildMLAEpilogue(KernelBuilder &k, MCtx &c, ArrayRef<Value> fin) {
   const MLAPlan &p = c.p;
   Value isS = k.cmp(P::ult, c.tid, 256);
   AccGeom f = accGeom(k, c.tid);
-  Value ct = f.ct, colBase = f.colBase, quadLead = f.quadLead;
+  Value colBase = f.colBase, quadLead = f.quadLead;
   Value rows[2] = {f.rows[0], f.rows[1]};
   int64_t halfV = p.dv / 2, nO = halfV / 2;
   Value l[2];

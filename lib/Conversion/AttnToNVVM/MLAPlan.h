@@ -20,7 +20,7 @@
 namespace mlir::attn::nvvm {
 
 /// One CTA: 64 query heads of one query token of one batch element, all its keys in blocks of 64
-/// tokens. Warpgroup 0 produces (gathers, dequantizes into bf16, swizzles), warpgroups 1 and 2
+/// tokens. Warpgroup 0 produces (gathers, dequantizes into bf16, interleaves), warpgroups 1 and 2
 /// consume (1: S = Q·Kᵀ, softmax, O[:, :Dv/2]; 2: O[:, Dv/2:] from the P that 1 writes).
 struct MLAPlan {
   static constexpr int64_t kHeadsPerCTA = 64, kBlock = 64;

@@ -9,6 +9,7 @@
 //   avx2         x86_64-unknown-linux-gnu   x86-64-v3   (AVX2, FMA, F16C)
 //   avx512       x86_64-unknown-linux-gnu   x86-64-v4   (AVX-512 F/BW/DQ/VL)
 //   avx512_vbmi  x86_64-unknown-linux-gnu   x86-64-v4   +avx512vbmi
+//   avx512_vnni  x86_64-unknown-linux-gnu   x86-64-v4   +avx512vbmi,+avx512vnni
 //   neon         aarch64-unknown-linux-gnu  generic     +neon
 //
 //===----------------------------------------------------------------------===//
@@ -44,6 +45,8 @@ CPUSpec specFor(TargetKind isa) {
     return {"x86_64-unknown-linux-gnu", "x86-64-v4", ""};
   case TargetKind::avx512_vbmi:
     return {"x86_64-unknown-linux-gnu", "x86-64-v4", "+avx512vbmi"};
+  case TargetKind::avx512_vnni:
+    return {"x86_64-unknown-linux-gnu", "x86-64-v4", "+avx512vbmi,+avx512vnni"};
   case TargetKind::neon:
     return {"aarch64-unknown-linux-gnu", "generic", "+neon"};
   default:

@@ -109,7 +109,7 @@ def main(argv=None) -> int:
     ap.add_argument("--isa", default=None, help="NoMAD target (default: the host's best)")
     ap.add_argument("--centroids", type=int, default=16,
                     help="NoMAD centroids per sub-quantizer: 16 (4-bit codes), 32 or 64 (8-bit codes; "
-                         "target avx512_vbmi or scalar)")
+                         "target avx512_vbmi, avx512_vnni or scalar)")
     ap.add_argument("--training", default="kmeans,score",
                     help="NoMAD codebook training, comma-separated: 'kmeans' (plain k-means, the "
                          "paper's) and/or 'score' (score-aware: k-means weighted by "
@@ -166,7 +166,7 @@ def main(argv=None) -> int:
                ("e4m3 per_token", QuantizedKV("e4m3", "per_token"))]
     isa = args.isa or host_isa()
     cents = args.centroids
-    if cents != 16 and isa not in ("avx512_vbmi", "scalar"):
+    if cents != 16 and isa not in ("avx512_vbmi", "avx512_vnni", "scalar"):
         isa = "scalar"  # 32/64-entry tables need vpermb or byte loads
     for d, training in [(int(x), tr) for x in args.dsub.split(",") if x.strip() for tr in trainings]:
         t0 = time.time()

@@ -10,7 +10,7 @@ func.func @gpu(%k: memref<1x2x128xf32>, %cb: memref<2x128x16x1xf32>, %c: memref<
 // -----
 
 func.func @vbmi(%k: memref<1x2x128xf32>, %cb: memref<2x128x64x1xf32>, %c: memref<2x4x128x32xui8>, %p: index) {
-  // expected-error @+1 {{64 centroids need 64-byte table lookups (vpermb): target avx512_vbmi or scalar, got avx2}}
+  // expected-error @+1 {{64 centroids need 64-byte table lookups (vpermb): target avx512_vbmi, avx512_vnni or scalar, got avx2}}
   attn.pq.encode ins(%k, %cb : memref<1x2x128xf32>, memref<2x128x64x1xf32>) offset(%p) outs(%c : memref<2x4x128x32xui8>) {pq = #attn.pq<dsub = 1, centroids = 64>, target = #attn.target<avx2>}
   return
 }

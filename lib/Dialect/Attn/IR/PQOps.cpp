@@ -25,10 +25,10 @@ static FailureOr<int64_t> verifyPQCommon(Operation *op, PQAttr pq, int64_t headD
     return op->emitOpError() << "NoMAD ops are CPU kernels; target "
                              << stringifyTargetKind(*target) << " cannot run them";
   if (pq.getCentroids() > 16 && target && *target != TargetKind::avx512_vbmi &&
-      *target != TargetKind::scalar)
+      *target != TargetKind::avx512_vnni && *target != TargetKind::scalar)
     return op->emitOpError() << pq.getCentroids()
                              << " centroids need 64-byte table lookups (vpermb): target "
-                                "avx512_vbmi or scalar, got "
+                                "avx512_vbmi, avx512_vnni or scalar, got "
                              << stringifyTargetKind(*target);
   if (!ShapedType::isDynamic(headDim) && headDim % pq.getDsub() != 0)
     return op->emitOpError() << "head_dim " << headDim << " is not a multiple of dsub "

@@ -41,7 +41,8 @@ def main():
 
     flags = host_flags()
     needs = {"avx2": {"avx2", "f16c", "fma"}, "avx512": {"avx512bw", "avx512vl", "avx512dq"},
-             "avx512_vbmi": {"avx512bw", "avx512vl", "avx512vbmi"}}.get(args.isa, set())
+             "avx512_vbmi": {"avx512bw", "avx512vl", "avx512vbmi"},
+             "avx512_vnni": {"avx512bw", "avx512vl", "avx512vbmi", "avx512_vnni"}}.get(args.isa, set())
     missing = sorted(needs - flags)
     neon = args.isa == "neon"
     cxx = ["aarch64-linux-gnu-g++", "-static"] if neon else ["g++"]

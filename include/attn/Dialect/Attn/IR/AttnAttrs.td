@@ -51,7 +51,8 @@ def Attn_TargetKind : I32EnumAttr<"TargetKind", "hardware target", [
     I32EnumAttrCase<"avx512", 2>,
     I32EnumAttrCase<"avx512_vbmi", 3>,
     I32EnumAttrCase<"neon", 4>,
-    I32EnumAttrCase<"scalar", 5>]> {
+    I32EnumAttrCase<"scalar", 5>,
+    I32EnumAttrCase<"avx512_vnni", 6>]> {
   let cppNamespace = "::mlir::attn";
   let genSpecializedAttr = 0;
 }
@@ -84,7 +85,7 @@ def Attn_ModeAttr : EnumAttr<Attn_Dialect, Attn_Mode, "mode"> {
 }
 
 def Attn_TargetAttr : EnumAttr<Attn_Dialect, Attn_TargetKind, "target"> {
-  let summary = "hardware target: sm_90a, avx2, avx512, avx512_vbmi, neon or scalar";
+  let summary = "hardware target: sm_90a, avx2, avx512, avx512_vbmi, avx512_vnni, neon or scalar";
   let assemblyFormat = "`<` $value `>`";
 }
 
