@@ -107,6 +107,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dsub", default="1,2,4", help="NoMAD sub-vector sizes ('' for none)")
     ap.add_argument("--schemes", default="all", help="comma-separated scheme names, or 'all'")
     ap.add_argument("--isa", default=None, help="NoMAD target (default: the host's best)")
+    ap.add_argument("--kmeans-iters", type=int, default=25,
+                    help="maximum Lloyd iterations of the codebook training (it stops earlier "
+                         "once converged; 25 gave the committed results.json and results-score.json)")
     ap.add_argument("--centroids", type=int, default=16,
                     help="NoMAD centroids per sub-quantizer: 16 (4-bit codes), 32 or 64 (8-bit codes; "
                          "target avx512_vbmi, avx512_vnni or scalar)")
@@ -175,8 +178,8 @@ def main(argv=None) -> int:
         if args.reuse_codebooks and os.path.isfile(book_path):
             books, _ = nomad.load_codebooks(book_path)
         else:
-            books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=cents, iters=25, seed=0,
-                                              sample=8192,
+            books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=cents,
+                                              iters=args.kmeans_iters, seed=0, sample=8192,
                                               weights=weights[i] if training == "score" else None)
                      for i in range(cfg.layers)}
             nomad.save_codebooks(book_path, books, dsub=d, centroids=cents,

@@ -3,6 +3,9 @@
 // st.async completing the peer's transaction barrier, releases buffers in both CTAs (remote
 // mbarrier arrives), and synchronizes the cluster before and after; -o writes
 // the launch metadata (cluster [2, 1, 1], grid [heads / 64, s_q, batch]).
+// The K/V buffers are in the unswizzled interleaved layout: the WGMMA descriptors of K
+// (K-major, LBO 1024 / SBO 128 bytes: (64 << 16) | (8 << 32) = 34363932672) and of V
+// (MN-major, LBO 128 / SBO 1024: (8 << 16) | (64 << 32) = 274878431232) have layout type 0.
 // RUN: attn-opt %s --attn-select-schedule --emit=ptx | FileCheck %s
 // RUN: attn-opt %s --attn-select-schedule --emit=ptx -o %t.ptx && FileCheck %s --check-prefix=META < %t.ptx.launch.json
 
@@ -17,7 +20,9 @@
 // CHECK: cvt.rn.bf16x2.f32
 // CHECK: st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32
 // CHECK: setmaxnreg.inc.sync.aligned.u32 216;
+// CHECK: or.b64 {{.*}}, 34363932672;
 // CHECK: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// CHECK: or.b64 {{.*}}, 274878431232;
 // CHECK: wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16
 // CHECK: mbarrier.arrive.shared::cluster.b64
 // CHECK: barrier.cluster.arrive.aligned;
