@@ -36,8 +36,9 @@ def ConvertAttnToCPU : Pass<"convert-attn-to-cpu", "ModuleOp"> {
     VNNI: Ice Lake, Sapphire Rapids, Zen 4) instead transposes each 4 code rows in-register
     (`vpermb`) so that a 32-bit lane holds one key's 4 codes, looks them up in the 4 rows' tables
     with one `vpermb` per nibble and adds each key's 4 bytes into its i32 lane with `vpdpbusd`:
-    8 vector µops per 4 rows × 32 keys instead of 11, the same u16 sums. Memref arguments of unsigned element
-    types become signless, and every converted function gets `llvm.emit_c_interface` so that the
+    8 vector µops per 4 rows × 32 keys instead of 11, the same u16 sums.
+
+    Memref arguments of unsigned element types become signless, and every converted function gets `llvm.emit_c_interface` so that the
     object exports `_mlir_ciface_<name>` (the header from `--emit=header` wraps it).
 
     `attn.quantize.append` and `attn.quantize.dynamic` become scalar loops (the same on every ISA):

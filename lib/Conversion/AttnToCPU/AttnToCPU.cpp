@@ -214,7 +214,8 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
       override = symbolizeTargetKind(isa);
       if (!override || isGPUTarget(*override)) {
         getOperation().emitError() << "convert-attn-to-cpu: unknown CPU isa '" << isa
-                                   << "'; expected scalar, avx2, avx512, avx512_vbmi, avx512_vnni or neon";
+                                   << "'; expected scalar, avx2, avx512, avx512_vbmi, "
+                                      "avx512_vnni or neon";
         return signalPassFailure();
       }
     }

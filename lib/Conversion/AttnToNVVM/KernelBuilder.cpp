@@ -131,8 +131,8 @@ void KernelBuilder::tmaLoad(Value dst, Value map, ValueRange coords, Value bar) 
 Value KernelBuilder::wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo,
                                      bool swizzle128) {
   // Bits 0–13: address >> 4; 16–29: leading byte offset >> 4; 32–45: stride byte offset >> 4;
-  // 62–63: layout type (1 = 128-byte swizzle, 0 = interleave). Base offset (49–51) is 0: swizzled
-  // tiles are 1024-aligned.
+  // 62–63: layout type (1 = 128-byte swizzle, 0 = interleave). Base offset (49–51) is 0:
+  // swizzled tiles are 1024-aligned.
   Value addr = zext64(band(lshr(sharedAddress, 4), 0x3FFF));
   uint64_t fixed = (uint64_t(lbo >> 4) & 0x3FFF) << 16 | (uint64_t(sbo >> 4) & 0x3FFF) << 32 |
                    uint64_t(swizzle128 ? 1 : 0) << 62;

@@ -11,8 +11,8 @@
 //     line — a warp's st.async to the peer touches 4 lines, not 32), plus a mask row (0 or
 //     −inf per key: invalid index, past the length, causal). With `crossover` the CTAs of a
 //     2-CTA cluster (the two head groups of one query token) each convert half of the block and
-//     write it into both CTAs' buffers — their own with st.shared, the peer's with st.async, whose bytes
-//     complete a transaction barrier there;
+//     write it into both CTAs' buffers — their own with st.shared, the peer's with st.async,
+//     whose bytes complete a transaction barrier there;
 //   consumer 0 (warpgroup 1): S = Q·Kᵀ (m64n64, K = Dk) on WGMMA, online softmax in the log2
 //     domain, P to shared memory for consumer 1, O[:, :Dv/2] += P·V with P from registers;
 //   consumer 1 (warpgroup 2): O[:, Dv/2:] += P·V with P from shared memory (SS WGMMA), rescaled
@@ -265,7 +265,9 @@ static void buildMLAProducer(KernelBuilder &k, MCtx &c) {
         if (p.crossover)
           k.stAsync(k.add(c.peerBase, off), v4, remoteBar);
       };
-      auto dst = [&](int64_t blk, int64_t low) { return k.add(rowBase, (8 * blk + low) * kB * 16); };
+      auto dst = [&](int64_t blk, int64_t low) {
+        return k.add(rowBase, (8 * blk + low) * kB * 16);
+      };
       for (size_t i = 0; i < u.pieces.size(); ++i) {
         const Piece &pc = u.pieces[i];
         if (pc.rope) {

@@ -34,8 +34,8 @@ struct NormalizePass : public attn::impl::AttnNormalizeBase<NormalizePass> {
       fallback = symbolizeTargetKind(defaultTarget);
       if (!fallback) {
         getOperation().emitError() << "attn-normalize: unknown target '" << defaultTarget
-                                   << "'; expected sm_90a, avx2, avx512, avx512_vbmi, avx512_vnni, neon "
-                                      "or scalar";
+                                   << "'; expected sm_90a, avx2, avx512, avx512_vbmi, "
+                                      "avx512_vnni, neon or scalar";
         return signalPassFailure();
       }
     }

@@ -21,7 +21,8 @@ def AttnNormalize : Pass<"attn-normalize", "ModuleOp"> {
   }];
   let options = [
     Option<"defaultTarget", "target", "std::string", /*default=*/"\"\"",
-           "Target given to ops that have none (sm_90a, avx2, avx512, avx512_vbmi, avx512_vnni, neon, scalar)">
+           "Target given to ops that have none (sm_90a, avx2, avx512, avx512_vbmi, avx512_vnni, "
+           "neon, scalar)">
   ];
 }
 
