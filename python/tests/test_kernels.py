@@ -163,3 +163,19 @@ def test_auto_splits_match_the_cpp_launcher(cache, repo_root):
                               "--dry-run"], capture_output=True, text=True, check=True).stdout
         want = json.loads(out.splitlines()[0])["num_splits"]
         assert qattn.gpu.select_split_kv(batch * groups, kv_len, tile, 132) == want, (batch, kv_len)
+
+
+@pytest.mark.parametrize("flags,expected", [
+    ("sse2", "scalar"),
+    ("avx2 fma f16c", "avx2"),
+    ("avx2 avx512f avx512bw avx512vl", "avx512"),
+    ("avx2 avx512f avx512bw avx512vl avx512vbmi", "avx512"),
+    ("avx2 avx512f avx512bw avx512vl avx512vbmi avx512_vnni", "avx512_vnni"),
+])
+def test_host_isa_from_cpu_flags(monkeypatch, flags, expected):
+    import io
+    import qattn.cpu as cpu
+    monkeypatch.setattr(cpu.platform, "machine", lambda: "x86_64")
+    cpuinfo = f"processor\t: 0\nflags\t\t: {flags}\n"
+    monkeypatch.setattr(cpu, "open", lambda *a, **k: io.StringIO(cpuinfo), raising=False)
+    assert cpu.host_isa() == expected
