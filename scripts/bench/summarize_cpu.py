@@ -39,12 +39,10 @@ def main():
         for (keys, t, dsub), isas in sorted(by.items()):
             if num in isas and den in isas:
                 a, b = isas[den]["nomad_lookup_us"], isas[num]["nomad_lookup_us"]
-                fast = ""
+                fast = " – | – | – |"  # runs from before nomad_lookup_min_us existed
                 if "nomad_lookup_min_us" in isas[den] and "nomad_lookup_min_us" in isas[num]:
                     fa, fb = isas[den]["nomad_lookup_min_us"], isas[num]["nomad_lookup_min_us"]
                     fast = f" {fa} | {fb} | {fa / fb:.2f} |"
-                else:
-                    fast = " – | – | – |"
                 print(f"| {keys} | {t} | {dsub} | {a} | {b} | {a / b:.2f} |{fast}")
 
 
