@@ -172,6 +172,31 @@ TEST(LaunchMetadata, ReadsTheDocumentedExample) {
   EXPECT_NE(error.find("outside 1..65535"), std::string::npos) << error;
 }
 
+TEST(LaunchMetadata, CombineKernelBySplitCount) {
+  // A second combine kernel for 17 splits and more; the first stays the default from 2.
+  std::string json = replaced(
+      kGood, R"("params": ["workspace", "out", "batch", "num_splits"]})",
+      R"("params": ["workspace", "out", "batch", "num_splits"]},
+    {"name": "f_wide", "role": "combine", "min_splits": 17, "programmatic": true,
+     "block": [512, 1, 1], "cluster": [1, 1, 1], "smem_bytes": 8448,
+     "grid": ["row_blocks", "groups", "batch"],
+     "params": ["workspace", "out", "batch", "num_splits"]})");
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(json, m, error)) << error;
+  EXPECT_EQ(m.combineKernel(1), nullptr);
+  EXPECT_EQ(m.combineKernel(2)->name, "f_combine");
+  EXPECT_FALSE(m.combineKernel(2)->programmatic);
+  EXPECT_EQ(m.combineKernel(16)->name, "f_combine");
+  EXPECT_EQ(m.combineKernel(17)->name, "f_wide");
+  EXPECT_TRUE(m.combineKernel(17)->programmatic);
+  EXPECT_EQ(m.combineKernel(1000)->name, "f_wide");
+  EXPECT_EQ(m.combineKernel(1000)->block[0], 512u);
+  // Two combine kernels for the same split counts are ambiguous.
+  EXPECT_EQ(parseError(replaced(json, R"("min_splits": 17)", R"("min_splits": 2)")),
+            "two kernels with role \"combine\" and min_splits 2");
+}
+
 TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {
   std::string json = replaced(kGood, R"("grid": ["num_splits", "groups", "batch"])",
                               R"("grid": [1, "groups", 7], "future": {"x": [null]})");
@@ -199,7 +224,14 @@ TEST(LaunchMetadata, MissingAndMistypedFields) {
                 .find("unsupported format \"v2\""),
             std::string::npos);
   EXPECT_EQ(parseError(replaced(kGood, R"("role": "decode")", R"("role": "combine")")),
-            "two kernels with role \"combine\"");
+            "two kernels with role \"combine\" and min_splits 2");
+  EXPECT_NE(parseError(replaced(kGood, R"("name": "f_combine", "role": "combine",)",
+                                R"("name": "f_combine", "role": "combine", "min_splits": 1,)"))
+                .find("\"kernels[1].min_splits\" must be an integer in 2.."),
+            std::string::npos);
+  EXPECT_EQ(parseError(replaced(kGood, R"("role": "combine", "block": [128, 1, 1],)",
+                                R"("role": "combine", "programmatic": 1, "block": [128, 1, 1],)")),
+            "field \"kernels[1].programmatic\" must be a boolean, not a number");
   EXPECT_NE(parseError(replaced(kGood, R"("block": [256, 1, 1])", R"("block": [256, 1])"))
                 .find("\"kernels[0].block\" must have 3 entries"),
             std::string::npos);

@@ -343,6 +343,14 @@ const LaunchKernel *DecodeLaunch::kernel(const std::string &role) const {
   return nullptr;
 }
 
+const LaunchKernel *DecodeLaunch::combineKernel(int64_t splits) const {
+  const LaunchKernel *best = nullptr;
+  for (const LaunchKernel &k : kernels)
+    if (k.role == "combine" && k.minSplits <= splits && (!best || k.minSplits > best->minSplits))
+      best = &k;
+  return best;
+}
+
 namespace {
 /// Typed access to members with "path.to.field: ..." messages.
 struct Reader {
@@ -609,6 +617,9 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       return false;
     }
     k.smemBytes = static_cast<unsigned>(smem);
+    if ((kv.find("programmatic") && !r.boolean(kv, path, "programmatic", k.programmatic)) ||
+        (kv.find("min_splits") && !r.integer(kv, path, "min_splits", 2, kI32Max, k.minSplits)))
+      return false;
     const JsonValue *grid = r.member(kv, path, "grid", JsonValue::Array);
     if (!grid)
       return false;
@@ -641,10 +652,13 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       }
       k.params.push_back(params->array[j].string);
     }
-    if (out.kernel(k.role)) {
-      error = "two kernels with role \"" + k.role + "\"";
-      return false;
-    }
+    // One decode kernel; combine kernels differ in the split counts they take.
+    for (const LaunchKernel &o : out.kernels)
+      if (o.role == k.role && (k.role != "combine" || o.minSplits == k.minSplits)) {
+        error = "two kernels with role \"" + k.role + "\"" +
+                (k.role == "combine" ? " and min_splits " + std::to_string(k.minSplits) : "");
+        return false;
+      }
     out.kernels.push_back(std::move(k));
   }
   if (!out.kernel("decode")) {

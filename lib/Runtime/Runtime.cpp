@@ -338,7 +338,8 @@ attn_rt_status attn_rt_launch(attn_rt_kernel *kernel, const attn_rt_launch_confi
       return s;
     kernel->smemConfigured = c->smem_bytes;
   }
-  CUlaunchAttribute attr{};
+  CUlaunchAttribute attrs[2]{};
+  unsigned numAttrs = 0;
   CUlaunchConfig config{};
   config.gridDimX = c->grid[0];
   config.gridDimY = c->grid[1];
@@ -349,13 +350,23 @@ attn_rt_status attn_rt_launch(attn_rt_kernel *kernel, const attn_rt_launch_confi
   config.sharedMemBytes = c->smem_bytes;
   config.hStream = static_cast<CUstream>(stream);
   if (cluster) {
+    CUlaunchAttribute &attr = attrs[numAttrs++];
     attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     attr.value.clusterDim.x = c->cluster[0] ? c->cluster[0] : 1;
     attr.value.clusterDim.y = c->cluster[1] ? c->cluster[1] : 1;
     attr.value.clusterDim.z = c->cluster[2] ? c->cluster[2] : 1;
-    config.attrs = &attr;
-    config.numAttrs = 1;
   }
+  static const bool noPdl = [] {
+    const char *e = std::getenv("ATTN_RT_NO_PDL");
+    return e && std::string(e) == "1";
+  }();
+  if (c->programmatic && !noPdl) {
+    CUlaunchAttribute &attr = attrs[numAttrs++];
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+  }
+  config.attrs = numAttrs ? attrs : nullptr;
+  config.numAttrs = numAttrs;
   return check(d.launchKernelEx(&config, kernel->function, args, nullptr), "cuLaunchKernelEx");
 }
 

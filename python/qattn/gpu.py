@@ -101,7 +101,8 @@ def _check(status: int, what: str):
 
 class _LaunchConfig(ctypes.Structure):
     _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3),
-                ("cluster", ctypes.c_uint * 3), ("smem_bytes", ctypes.c_uint)]
+                ("cluster", ctypes.c_uint * 3), ("smem_bytes", ctypes.c_uint),
+                ("programmatic", ctypes.c_uint)]
 
 
 def select_split_kv(ctas: int, kv_len: int, tile_n: int, sm_count: int) -> int:
@@ -150,7 +151,8 @@ def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, 
         args.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
     argv = (ctypes.c_void_p * len(args))(*[a.value for a in args])
     cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*kernel_meta["block"]),
-                        (ctypes.c_uint * 3)(*kernel_meta["cluster"]), int(kernel_meta["smem_bytes"]))
+                        (ctypes.c_uint * 3)(*kernel_meta["cluster"]), int(kernel_meta["smem_bytes"]),
+                        int(bool(kernel_meta.get("programmatic", False))))
     _check(rt.attn_rt_launch(handle, ctypes.byref(cfg), argv, ctypes.c_void_p(stream_handle)),
            f"launching {kernel_meta['name']}")
 
@@ -212,7 +214,10 @@ class GpuDecodeKernel(LaunchFiles):
         self.prefill = kind == "prefill"
         self.ptx, self.meta, self.path = ptx, meta, path
         self.problem, self.schedule = meta["problem"], meta["schedule"]
-        self.kernels = {k["role"]: k for k in meta["kernels"]}
+        self.kernels = {k["role"]: k for k in meta["kernels"] if k["role"] != "combine"}
+        # Combine kernels by the fewest splits each is for: a launch takes the last that fits.
+        self.combines = sorted((k for k in meta["kernels"] if k["role"] == "combine"),
+                               key=lambda k: int(k.get("min_splits", 2)))
         self._loaded = None
 
     def __repr__(self) -> str:
@@ -220,11 +225,21 @@ class GpuDecodeKernel(LaunchFiles):
         return (f"<qattn GpuDecodeKernel {self.kernels['decode']['name']}: q_len {p['q_len']}, "
                 f"{p['q_heads']}/{p['kv_heads']} heads, head_dim {p['head_dim']}, {p['kv_dtype']} KV>")
 
+    def combine_for(self, splits: int) -> dict:
+        """The metadata of the combine kernel for ``splits`` (> 1) splits."""
+        fits = [k for k in self.combines if int(k.get("min_splits", 2)) <= splits]
+        if not fits:
+            raise GpuError(f"{self.path}: {splits} splits need a combine kernel, and the metadata "
+                           "has none")
+        return fits[-1]
+
     def _load(self):
         if self._loaded is None:
             ctx, mod, by_name, sms = load_module(self.ptx, self.meta["arch"],
-                                                 [k["name"] for k in self.kernels.values()])
-            handles = {role: by_name[k["name"]] for role, k in self.kernels.items()}
+                                                 [k["name"] for k in self.kernels.values()] +
+                                                 [k["name"] for k in self.combines])
+            handles = {k["name"]: by_name[k["name"]]
+                       for k in list(self.kernels.values()) + self.combines}
             self._loaded = (ctx, mod, handles, sms)
         return self._loaded
 
@@ -349,14 +364,14 @@ class GpuDecodeKernel(LaunchFiles):
         values.update({name: ctypes.c_uint64(ptr) for name, ptr in ptrs.items()})
         values.update(scalars)
 
-        def launch(role, grid):
-            launch_kernel(handles[role], self.kernels[role], grid, values, stream_handle, keep)
+        def launch(kernel, grid):
+            launch_kernel(handles[kernel["name"]], kernel, grid, values, stream_handle, keep)
 
         with torch.cuda.device(q.device):
             chunks = -(-sq // int(s.get("q_chunk", sq)))
-            launch("decode", (chunks if self.prefill else splits, groups, b))
+            launch(self.kernels["decode"], (chunks if self.prefill else splits, groups, b))
             if splits > 1:
-                launch("combine", (-(-rows // 4), groups, b))
+                launch(self.combine_for(splits), (-(-rows // 4), groups, b))
         if ws is not None:  # keep the workspace alive until the stream is done with it
             ws.record_stream(torch.cuda.ExternalStream(stream_handle) if stream is not None
                              else torch.cuda.current_stream(q.device))

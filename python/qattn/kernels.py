@@ -53,6 +53,17 @@ def cache_dir() -> Path:
     return Path(env) if env else Path.home() / ".cache" / "qattn"
 
 
+def _compiler_identity(exe) -> str:
+    """attn-opt's version line plus its binary's size and modification time: a rebuilt compiler
+    (same version, new code) must not be served kernels its predecessor compiled."""
+    try:
+        st = Path(exe).stat()
+        stamp = f" [{st.st_size} bytes, mtime {st.st_mtime_ns}]"
+    except OSError:
+        stamp = ""
+    return _version(attn_opt=exe) + stamp
+
+
 def cache_key(text: str, compiler_version: str, target: Optional[str], passes: Sequence[str],
               kind: str) -> str:
     blob = json.dumps({"layout": CACHE_LAYOUT, "spec": text, "compiler": compiler_version,
@@ -234,7 +245,7 @@ def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT
     text = _spec_text(spec)
     exe = _resolve(attn_opt)
     kind = "gpu" if _is_gpu(text) else "cpu"
-    key = cache_key(text, _version(attn_opt=exe), target, passes, kind)
+    key = cache_key(text, _compiler_identity(exe), target, passes, kind)
     root = cache_dir()
     entry = root / key
     if not (cache and (entry / "ok").is_file()):

@@ -163,6 +163,30 @@ def test_auto_splits_match_the_cpp_launcher(cache, repo_root):
                               "--dry-run"], capture_output=True, text=True, check=True).stdout
         want = json.loads(out.splitlines()[0])["num_splits"]
         assert qattn.gpu.select_split_kv(batch * groups, kv_len, tile, 132) == want, (batch, kv_len)
+    # Both launchers take the same combine kernel for a split count.
+    for splits in [2, 16, 17, 64]:
+        out = subprocess.run([str(bench), str(ptx), "--batch", "2", "--kv-len", "100000",
+                              "--splits", str(splits), "--dry-run"],
+                             capture_output=True, text=True, check=True).stdout
+        want = json.loads(out.splitlines()[0])["combine_kernel"]
+        assert kern.combine_for(splits)["name"] == want, splits
+    assert kern.combine_for(2)["name"].endswith("_combine")
+    assert kern.combine_for(17)["name"].endswith("_combine_wide")
+
+
+def test_rebuilt_compiler_is_another_cache_key(tmp_path):
+    """A rebuilt attn-opt with the same version line must not be served its predecessor's
+    kernels: the key holds the binary's size and modification time."""
+    import os
+
+    exe = tmp_path / "attn-opt"
+    exe.write_text("#!/bin/sh\necho 'attn-opt 0.1.0 (test)'\n")
+    exe.chmod(0o755)
+    first = kernels._compiler_identity(exe)
+    assert first.startswith("attn-opt 0.1.0 (test)")
+    st = exe.stat()
+    os.utime(exe, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    assert kernels._compiler_identity(exe) != first
 
 
 @pytest.mark.parametrize("flags,expected", [

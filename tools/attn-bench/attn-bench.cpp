@@ -334,7 +334,7 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
     return false;
   }
   p.numSplits = n;
-  if (n > 1 && !m.kernel("combine")) {
+  if (n > 1 && !m.combineKernel(n)) {
     why = std::to_string(n) + " splits need a \"combine\" kernel, and the metadata has none";
     return false;
   }
@@ -347,7 +347,7 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
       {"q_len", p.qLen}, {"q_chunks", (p.qLen + m.qChunk - 1) / m.qChunk}};
   if (!rt::resolveGrid(*m.kernel("decode"), symbols, p.decodeGrid, why))
     return false;
-  if (n > 1 && !rt::resolveGrid(*m.kernel("combine"), symbols, p.combineGrid, why))
+  if (n > 1 && !rt::resolveGrid(*m.combineKernel(n), symbols, p.combineGrid, why))
     return false;
   return true;
 }
@@ -567,9 +567,11 @@ int main(int argc, char **argv) {
     if (!resolveSplits(o, m, p, why))
       return error(why);
     std::printf("%s, \"num_splits\": %lld, \"sm_count\": %lld, \"decode_grid\": %s, "
-                "\"combine_grid\": %s, \"workspace_bytes\": %zu, \"dry_run\": true}\n",
+                "\"combine_kernel\": %s, \"combine_grid\": %s, \"workspace_bytes\": %zu, "
+                "\"dry_run\": true}\n",
                 head.c_str(), static_cast<long long>(p.numSplits),
                 static_cast<long long>(p.smCount), gridJson(p.decodeGrid).c_str(),
+                p.numSplits > 1 ? jsonString(m.combineKernel(p.numSplits)->name).c_str() : "null",
                 p.numSplits > 1 ? gridJson(p.combineGrid).c_str() : "null",
                 p.workspaceFloats * sizeof(float));
     return 0;
@@ -590,7 +592,7 @@ int main(int argc, char **argv) {
       "loading " + o.kernelPath);
   Kernel decode, combine;
   decode.meta = m.kernel("decode");
-  combine.meta = m.kernel("combine");
+  combine.meta = m.combineKernel(p.numSplits);
   for (Kernel *k : {&decode, &combine}) {
     if (!k->meta || (k == &combine && p.numSplits == 1))
       continue;
@@ -602,6 +604,7 @@ int main(int argc, char **argv) {
       k->config.cluster[d] = k->meta->cluster[d];
     }
     k->config.smem_bytes = k->meta->smemBytes;
+    k->config.programmatic = k->meta->programmatic ? 1 : 0;
   }
 
   HostData h;

@@ -52,6 +52,12 @@ struct LaunchKernel {
   unsigned block[3] = {1, 1, 1};
   unsigned cluster[3] = {1, 1, 1};
   unsigned smemBytes = 0;
+  /// Launch as a programmatic dependent of the stream's previous kernel (PDL): the kernel begins
+  /// with griddepcontrol.wait, so it may be scheduled before that kernel has finished.
+  bool programmatic = false;
+  /// Combine kernels: the fewest splits this one is for (the launcher takes the combine kernel
+  /// with the largest min_splits ≤ the split count).
+  int64_t minSplits = 2;
   GridExtent grid[3];
   std::vector<std::string> params; // parameter names in order
 };
@@ -83,8 +89,10 @@ struct DecodeLaunch {
   TensorMapInfo kMap, vMap;
   std::vector<LaunchKernel> kernels;
 
-  /// The kernel with role `role`, or nullptr.
+  /// The (first) kernel with role `role`, or nullptr.
   const LaunchKernel *kernel(const std::string &role) const;
+  /// The combine kernel for `splits` splits (the largest min_splits ≤ splits), or nullptr.
+  const LaunchKernel *combineKernel(int64_t splits) const;
 };
 
 /// Fills `out` from the text of a launch metadata file: checks that every required field is

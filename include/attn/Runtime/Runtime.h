@@ -37,6 +37,9 @@ typedef struct {
   unsigned block[3];    /* threads per CTA (product <= 1024) */
   unsigned cluster[3];  /* CTAs per cluster ({0,0,0} or {1,1,1}: no cluster); must divide grid */
   unsigned smem_bytes;  /* dynamic shared memory per CTA */
+  unsigned programmatic; /* 1: a programmatic dependent of the stream's previous kernel (PDL; the
+                            kernel must begin with griddepcontrol.wait). Ignored when the
+                            environment sets ATTN_RT_NO_PDL=1 */
 } attn_rt_launch_config;
 
 /* A short name of a status ("ok", "no-driver", "wrong-arch", ...), for messages. */

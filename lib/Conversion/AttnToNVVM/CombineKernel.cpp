@@ -1,8 +1,15 @@
-//===- CombineKernel.cpp - split-KV combine kernel and launch metadata ----===//
+//===- CombineKernel.cpp - split-KV combine kernels and launch metadata ---===//
 //
-// What this file is: the generator of `<name>_combine` — one warp per packed query row merges the
-// split-KV partials (O, m, l) of `<name>_decode` with weights 2^(m_s − max m), divides by the
-// weighted sum of l and writes bf16 — and the launch metadata (docs/GPUDecode.md) of a plan.
+// What this file is: the generators of the split-KV combine kernels, which merge the partials
+// (O, m, l) of `<name>_decode` with weights 2^(m_s − max m), divide by the weighted sum of l and
+// write bf16 — and the launch metadata (docs/GPUDecode.md) of a plan. Two kernels, picked by the
+// launcher from the split count (the metadata's `min_splits`):
+//   `<name>_combine` (2 to kNarrowSplits splits): one warp per packed row, every split's loads
+//     issued at once (one round trip to L2);
+//   `<name>_combine_wide` (more): four warps per row, each a quarter of the splits, merged by
+//     the row's first warp through shared memory.
+// Both begin with griddepcontrol.wait: launchers start them as programmatic dependents (PDL) of
+// the decode kernel, which triggers them as its consumers finish.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,72 +25,242 @@ using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using P = LLVM::ICmpPredicate;
 
-void mlir::attn::nvvm::buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                          const DecodePlan &p) {
-  MLIRContext *ctx = b.getContext();
-  Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
-  Type i32 = b.getI32Type();
-  auto fn = declareKernel(b, loc, module, p.name + "_combine", {glob, glob, i32, i32}, 128);
-  OpBuilder::InsertionGuard g(b);
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  KernelBuilder k(b, loc);
-  Value ws = fn.getArgument(0), out = fn.getArgument(1), numSplits = fn.getArgument(3);
+/// The narrow kernel takes up to this many splits (measured on the H100, docs/benchmarks/
+/// gpu-decode.md: it is faster up to 16 splits, the wide one past that).
+static constexpr int64_t kNarrowSplits = 16;
+/// Threads of the wide kernel: 4 packed rows × 4 warps.
+static constexpr int64_t kWideThreads = 512;
 
-  Value tid = k.tidX();
-  Value warp = k.lshr(tid, 5), lane = k.band(tid, 31);
-  Value row = k.add(k.mul(k.ctaidX(), 4), warp);
-  Value grp = k.ctaidY(), bIdx = k.ctaidZ();
-  int64_t D = p.headDim, R = p.rows(), W = p.workspaceFloatsPerSplit();
-  int64_t perLane = (D / 4 + 31) / 32; // float4 columns per lane
+namespace {
+/// What both kernels share: where packed row `row`'s partials and output live.
+struct Rows {
+  KernelBuilder &k;
+  const DecodePlan &p;
+  Value ws, out, numSplits, grp, bIdx, row, lane;
+  int64_t D, R, W;
+  Value active, rowc, slot0, mOff, negInf;
 
-  k.ifThen(k.cmp(P::slt, row, k.i32(R)), [&] {
-    Value slot0 = k.mul(k.add(k.mul(bIdx, p.groups()), grp), numSplits);
-    auto splitBase = [&](Value s) { return k.mul(k.sext64(k.add(slot0, s)), W * 4); };
-    Value mOff = k.mul(k.sext64(k.add(row, R * D)), int64_t(4));
-    Value negInf = k.f32(-INFINITY);
-    // Pass 1: the largest running max.
-    Value mMax = k.forLoop(k.i32(0), numSplits, 1, {negInf}, [&](Value s, ValueRange st) {
-      Value m = k.load(k.f32(), k.gep(ws, k.add(splitBase(s), mOff)));
-      return SmallVector<Value>{k.fmax(st[0], m)};
-    })[0];
-    Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mMax, negInf), k.f32(0), mMax);
-    // Pass 2: weighted sums of O and l.
-    SmallVector<Value> inits(1 + 4 * perLane, k.f32(0));
-    SmallVector<Value> acc = k.forLoop(k.i32(0), numSplits, 1, inits, [&](Value s, ValueRange st) {
-      Value base = splitBase(s);
-      Value m = k.load(k.f32(), k.gep(ws, k.add(base, mOff)));
-      Value l = k.load(k.f32(), k.gep(ws, k.add(base, k.add(mOff, R * 4))));
-      Value w = k.exp2(k.fsub(m, mUse));
-      SmallVector<Value> next = {k.fma(w, l, st[0])};
-      for (int64_t t = 0; t < perLane; ++t) {
-        Value c4 = k.smin(k.add(lane, t * 32), k.i32(D / 4 - 1));
-        Value off = k.add(base, k.mul(k.sext64(k.add(k.mul(row, D), k.mul(c4, 4))), int64_t(4)));
-        Value v = k.load(VectorType::get({4}, k.f32()), k.gep(ws, off), 16);
-        for (int e = 0; e < 4; ++e)
-          next.push_back(k.fma(w, k.extract(v, e), st[1 + 4 * t + e]));
-      }
-      return next;
-    });
-    Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, acc[0], k.f32(0)),
-                         k.fdiv(k.f32(1.0), acc[0]), k.f32(0));
+  Rows(KernelBuilder &k, const DecodePlan &p, LLVM::LLVMFuncOp fn, Value row, Value lane)
+      : k(k), p(p), ws(fn.getArgument(0)), out(fn.getArgument(1)), numSplits(fn.getArgument(3)),
+        grp(k.ctaidY()), bIdx(k.ctaidZ()), row(row), lane(lane), D(p.headDim), R(p.rows()),
+        W(p.workspaceFloatsPerSplit()) {
+    active = k.cmp(P::slt, row, k.i32(R));
+    rowc = k.smin(row, k.i32(R - 1)); // rows past R compute on row R − 1 and write nothing
+    slot0 = k.mul(k.add(k.mul(bIdx, p.groups()), grp), numSplits);
+    mOff = k.mul(k.sext64(k.add(rowc, R * D)), int64_t(4));
+    negInf = k.f32(-INFINITY);
+  }
+  /// Byte offset of split s's partial.
+  Value splitBase(Value s) { return k.mul(k.sext64(k.add(slot0, s)), W * 4); }
+  /// The output row (batch, query token, head) of the packed row.
+  Value outRow() {
     Value qi = k.udiv(row, p.pack);
     Value hkv = k.udiv(grp, p.groupsPerKv());
     Value head = k.add(k.add(k.mul(hkv, p.groupSize()), k.mul(k.urem(grp, p.groupsPerKv()), p.pack)),
                        k.urem(row, p.pack));
-    Value rowBase = k.add(k.mul(k.add(k.mul(bIdx, p.qLen), qi), p.qHeads), head);
+    return k.add(k.mul(k.add(k.mul(bIdx, p.qLen), qi), p.qHeads), head);
+  }
+};
+
+/// Declares `<name><suffix>` (workspace, out, batch, num_splits) and opens its body, which starts
+/// by waiting for the decode kernel (a no-op unless launched as its programmatic dependent).
+LLVM::LLVMFuncOp openCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                             const DecodePlan &p, StringRef suffix, int64_t threads) {
+  Type glob = LLVM::LLVMPointerType::get(b.getContext(), kGlobal);
+  Type i32 = b.getI32Type();
+  auto fn = declareKernel(b, loc, module, (p.name + suffix).str(), {glob, glob, i32, i32}, threads);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  NVVM::GriddepcontrolOp::create(b, loc, NVVM::GridDepActionKind::wait);
+  return fn;
+}
+} // namespace
+
+/// `<name>_combine`: warp w of the CTA merges packed row 4 · ctaid.x + w; lane l owns the row's
+/// D/32 columns from l · D/32 and holds split l's m and l. All kNarrowSplits splits' O loads are
+/// issued before the first use (splits past the last repeat it — cache hits — with weight 0).
+static void buildNarrowCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                               const DecodePlan &p) {
+  OpBuilder::InsertionGuard g(b);
+  auto fn = openCombine(b, loc, module, p, "_combine", 128);
+  KernelBuilder k(b, loc);
+  Value tid = k.tidX();
+  Value lane = k.band(tid, 31);
+  Rows r(k, p, fn, k.add(k.mul(k.ctaidX(), 4), k.lshr(tid, 5)), lane);
+  int64_t D = r.D, nf = D / 32, vec = std::min<int64_t>(nf, 4), chunks = nf / vec;
+  Value last = k.add(r.numSplits, -1);
+  Value col = k.mul(lane, nf);
+  Type vt = VectorType::get({vec}, k.f32());
+  SmallVector<Value> vs; // vs[j · chunks + c]: split j, columns col + 4c ..
+  for (int64_t j = 0; j < kNarrowSplits; ++j) {
+    Value base = r.splitBase(k.smin(k.i32(j), last));
+    for (int64_t c = 0; c < chunks; ++c) {
+      Value off = k.mul(k.sext64(k.add(k.mul(r.rowc, D), k.add(col, c * vec))), int64_t(4));
+      vs.push_back(k.load(vt, k.gep(r.ws, k.add(base, off)), 4 * vec));
+    }
+  }
+  Value valid = k.cmp(P::slt, lane, r.numSplits);
+  Value base = r.splitBase(k.smin(lane, last));
+  Value m = k.select(valid, k.load(k.f32(), k.gep(r.ws, k.add(base, r.mOff))), r.negInf);
+  Value l = k.load(k.f32(), k.gep(r.ws, k.add(base, k.add(r.mOff, r.R * 4))));
+  Value mMax = m;
+  for (int64_t x = 16; x >= 1; x /= 2)
+    mMax = k.fmax(mMax, k.shflXor(mMax, x));
+  Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mMax, r.negInf), k.f32(0), mMax);
+  Value w = k.select(valid, k.exp2(k.fsub(m, mUse)), k.f32(0));
+  Value lSum = k.fmul(w, l);
+  for (int64_t x = 16; x >= 1; x /= 2)
+    lSum = k.fadd(lSum, k.shflXor(lSum, x));
+  SmallVector<Value> acc(nf, k.f32(0));
+  for (int64_t j = 0; j < kNarrowSplits; ++j) {
+    Value wj = k.shflIdx(w, k.i32(j)); // 0 past the last split (lanes ≥ num_splits)
+    for (int64_t e = 0; e < nf; ++e)
+      acc[e] = k.fma(wj, k.extract(vs[j * chunks + e / vec], e % vec), acc[e]);
+  }
+  Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)),
+                       k.fdiv(k.f32(1.0), lSum), k.f32(0));
+  k.ifThen(r.active, [&] {
+    SmallVector<Value> words;
+    for (int64_t e = 0; e < nf; e += 2)
+      words.push_back(k.packBF16x2(k.fmul(acc[e], inv), k.fmul(acc[e + 1], inv)));
+    Value off = k.mul(k.sext64(k.add(k.mul(r.outRow(), D), col)), int64_t(2));
+    for (size_t i = 0; i < words.size(); i += 4) {
+      size_t n = std::min<size_t>(4, words.size() - i);
+      Value v = n == 1 ? words[i] : k.vector(ArrayRef<Value>(words).slice(i, n));
+      k.store(v, k.gep(r.out, k.add(off, int64_t(8 * i))), 4 * n);
+    }
+  });
+  LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+/// `<name>_combine_wide`: 4 packed rows per CTA, 4 warps per row; warp q of a row merges a
+/// quarter of the splits and the row's first warp merges the four.
+static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                             const DecodePlan &p) {
+  OpBuilder::InsertionGuard g(b);
+  auto fn = openCombine(b, loc, module, p, "_combine_wide", kWideThreads);
+  ensureSharedSymbol(b, loc, module);
+  KernelBuilder k(b, loc);
+  Value tid = k.tidX();
+  Value lane = k.band(tid, 31), q = k.band(k.lshr(tid, 5), 3), rowInCta = k.lshr(tid, 7);
+  Value row = k.add(k.mul(k.ctaidX(), 4), rowInCta);
+  Rows r(k, p, fn, row, lane);
+  Value ws = r.ws, out = r.out, numSplits = r.numSplits, active = r.active, negInf = r.negInf;
+  Value mOff = r.mOff;
+  int64_t D = r.D, R = r.R;
+  int64_t perLane = (D / 4 + 31) / 32; // float4 columns per lane
+  auto splitBase = [&](Value s) { return r.splitBase(s); };
+  auto colOff = [&](int64_t t) {
+    Value c4 = k.smin(k.add(lane, t * 32), k.i32(D / 4 - 1));
+    return k.mul(k.sext64(k.add(k.mul(r.rowc, D), k.mul(c4, 4))), int64_t(4));
+  };
+  auto outRow = [&] { return r.outRow(); };
+  Value chunk = k.udiv(k.add(numSplits, 3), k.i32(4));
+  Value sBeg = k.smin(k.mul(q, chunk), numSplits), sEnd = k.smin(k.add(sBeg, chunk), numSplits);
+  // The warp's splits go over its lanes: lane l reads m and l of splits sBeg + l, + 32, …
+  auto laneSplit = [&](Value s0, Value &valid) {
+    Value s = k.add(s0, lane);
+    valid = k.cmp(P::slt, s, sEnd);
+    return k.smin(s, k.add(numSplits, -1));
+  };
+  Value mMax = k.forLoop(sBeg, sEnd, 32, {negInf}, [&](Value s0, ValueRange st) {
+    Value valid;
+    Value m = k.load(k.f32(), k.gep(ws, k.add(splitBase(laneSplit(s0, valid)), mOff)));
+    return SmallVector<Value>{k.select(valid, k.fmax(st[0], m), st[0])};
+  })[0];
+  for (int64_t x = 16; x >= 1; x /= 2)
+    mMax = k.fmax(mMax, k.shflXor(mMax, x));
+  Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mMax, negInf), k.f32(0), mMax);
+  // Weighted sums: each lane weighs its splits (w = 2^(m − max), 0 past the warp's last split)
+  // and broadcasts the weights; every lane adds w · O over its columns, 8 splits' loads at once.
+  SmallVector<Value> inits(1 + 4 * perLane, k.f32(0));
+  SmallVector<Value> acc = k.forLoop(sBeg, sEnd, 32, inits, [&](Value s0, ValueRange st) {
+    Value valid;
+    Value base = splitBase(laneSplit(s0, valid));
+    Value m = k.load(k.f32(), k.gep(ws, k.add(base, mOff)));
+    Value l = k.load(k.f32(), k.gep(ws, k.add(base, k.add(mOff, R * 4))));
+    Value w = k.select(valid, k.exp2(k.fsub(m, mUse)), k.f32(0));
+    SmallVector<Value> next(st.begin(), st.end());
+    next[0] = k.fma(w, l, st[0]);
+    for (int64_t j0 = 0; j0 < 32; j0 += 8) {
+      SmallVector<Value> wj, vs;
+      for (int64_t j = j0; j < j0 + 8; ++j) {
+        wj.push_back(k.shflIdx(w, k.i32(j)));
+        Value bj = splitBase(k.smin(k.add(s0, j), k.add(numSplits, -1)));
+        for (int64_t t = 0; t < perLane; ++t)
+          vs.push_back(k.load(VectorType::get({4}, k.f32()), k.gep(ws, k.add(bj, colOff(t))), 16));
+      }
+      for (int64_t j = 0; j < 8; ++j)
+        for (int64_t t = 0; t < perLane; ++t)
+          for (int e = 0; e < 4; ++e)
+            next[1 + 4 * t + e] = k.fma(wj[j], k.extract(vs[j * perLane + t], e), next[1 + 4 * t + e]);
+    }
+    return next;
+  });
+  for (int64_t x = 16; x >= 1; x /= 2)
+    acc[0] = k.fadd(acc[0], k.shflXor(acc[0], x));
+
+  // The 4 warps' (max, sum, O) of a row meet in shared memory: slot (row in CTA, q) holds
+  // O[0 .. D) at float 0, the max at D and the sum at D + 1 (stride D + 4: 16-byte aligned).
+  Value smem = k.dynamicShared(kSharedSymbol);
+  int64_t stride = (D + 4) * 4;
+  auto slotOff = [&](Value slot) { return k.mul(slot, stride); };
+  Value mySlot = slotOff(k.add(k.mul(rowInCta, 4), q));
+  for (int64_t t = 0; t < perLane; ++t) {
+    Value c4 = k.add(lane, t * 32);
+    k.ifThen(k.cmp(P::slt, c4, k.i32(D / 4)), [&] {
+      Value v = k.vector({acc[1 + 4 * t], acc[2 + 4 * t], acc[3 + 4 * t], acc[4 + 4 * t]});
+      k.store(v, k.gep(smem, k.add(mySlot, k.mul(c4, 16))), 16);
+    });
+  }
+  k.ifThen(k.cmp(P::eq, lane, 0), [&] {
+    k.store(mMax, k.gep(smem, k.add(mySlot, D * 4)));
+    k.store(acc[0], k.gep(smem, k.add(mySlot, D * 4 + 4)));
+  });
+  k.barrier(0, 0);
+
+  // Warp 0 of each row merges the four: factors 2^(m_q − max) (0 for a warp without keys).
+  k.ifThen(k.band(active, k.cmp(P::eq, q, 0)), [&] {
+    Value m[4], mAll = negInf;
+    for (int64_t i = 0; i < 4; ++i) {
+      m[i] = k.load(k.f32(), k.gep(smem, k.add(slotOff(k.add(k.mul(rowInCta, 4), k.i32(i))), D * 4)));
+      mAll = k.fmax(mAll, m[i]);
+    }
+    Value mAllUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mAll, negInf), k.f32(0), mAll);
+    Value lSum = k.f32(0);
+    SmallVector<Value> o(4 * perLane, k.f32(0));
+    for (int64_t i = 0; i < 4; ++i) {
+      Value si = slotOff(k.add(k.mul(rowInCta, 4), k.i32(i)));
+      Value f = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, m[i], negInf), k.f32(0),
+                         k.exp2(k.fsub(m[i], mAllUse)));
+      lSum = k.fma(f, k.load(k.f32(), k.gep(smem, k.add(si, D * 4 + 4))), lSum);
+      for (int64_t t = 0; t < perLane; ++t) {
+        Value c4 = k.smin(k.add(lane, t * 32), k.i32(D / 4 - 1));
+        Value v = k.load(VectorType::get({4}, k.f32()), k.gep(smem, k.add(si, k.mul(c4, 16))), 16);
+        for (int e = 0; e < 4; ++e)
+          o[4 * t + e] = k.fma(f, k.extract(v, e), o[4 * t + e]);
+      }
+    }
+    Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)),
+                         k.fdiv(k.f32(1.0), lSum), k.f32(0));
+    Value rowBase = outRow();
     for (int64_t t = 0; t < perLane; ++t) {
       Value c4 = k.add(lane, t * 32);
       k.ifThen(k.cmp(P::slt, c4, k.i32(D / 4)), [&] {
-        Value w0 = k.packBF16x2(k.fmul(acc[1 + 4 * t], inv), k.fmul(acc[2 + 4 * t], inv));
-        Value w1 = k.packBF16x2(k.fmul(acc[3 + 4 * t], inv), k.fmul(acc[4 + 4 * t], inv));
-        Value v = k.vector({w0, w1});
+        Value w0 = k.packBF16x2(k.fmul(o[4 * t], inv), k.fmul(o[4 * t + 1], inv));
+        Value w1 = k.packBF16x2(k.fmul(o[4 * t + 2], inv), k.fmul(o[4 * t + 3], inv));
         Value off = k.mul(k.sext64(k.add(k.mul(rowBase, D), k.mul(c4, 4))), int64_t(2));
-        k.store(v, k.gep(out, off), 8);
+        k.store(k.vector({w0, w1}), k.gep(out, off), 8);
       });
     }
   });
   LLVM::ReturnOp::create(b, loc, ValueRange{});
+}
+
+void mlir::attn::nvvm::buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                          const DecodePlan &p) {
+  buildNarrowCombine(b, loc, module, p);
+  buildWideCombine(b, loc, module, p);
 }
 
 static const char *kvName(const DecodePlan &p) {
@@ -135,14 +312,21 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                        {"params", Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens",
                                         "alibi", "out", "workspace", "batch", "kv_len",
                                         "num_splits", "q_scale", "k_zero", "v_zero"}}}};
-  if (!p.prefill)
-    kernels.push_back(Object{{"name", p.name + "_combine"},
-                             {"role", "combine"},
-                             {"block", Array{128, 1, 1}},
-                             {"cluster", Array{1, 1, 1}},
-                             {"smem_bytes", 0},
-                             {"grid", Array{"row_blocks", "groups", "batch"}},
-                             {"params", Array{"workspace", "out", "batch", "num_splits"}}});
+  if (!p.prefill) {
+    auto combine = [&](StringRef suffix, int64_t minSplits, int64_t threads, int64_t smem) {
+      kernels.push_back(Object{{"name", p.name + suffix.str()},
+                               {"role", "combine"},
+                               {"min_splits", minSplits},
+                               {"block", Array{threads, 1, 1}},
+                               {"cluster", Array{1, 1, 1}},
+                               {"smem_bytes", smem},
+                               {"programmatic", true},
+                               {"grid", Array{"row_blocks", "groups", "batch"}},
+                               {"params", Array{"workspace", "out", "batch", "num_splits"}}});
+    };
+    combine("_combine", 2, 128, 0);
+    combine("_combine_wide", kNarrowSplits + 1, kWideThreads, 16 * (p.headDim + 4) * 4);
+  }
   if (p.qLen < 0) // a dynamic query length (prefill) is the kernel's last parameter
     (*kernels[0].getAsObject())["params"].getAsArray()->push_back("q_len");
   root["kernels"] = std::move(kernels);

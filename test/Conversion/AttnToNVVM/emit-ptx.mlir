@@ -23,15 +23,30 @@
 // CHECK: wgmma.commit_group.sync.aligned
 // CHECK: wgmma.wait_group.sync.aligned 0
 // CHECK: ex2.approx.ftz.f32
+// The consumers trigger the programmatic dependent (the combine) once they are done.
+// CHECK: griddepcontrol.launch_dependents;
 // O += P·V: A (P) from registers, B (V) transposed (MN-major), in its own block of the PTX.
 // RS: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1, 1;
 // CHECK: .entry decode_combine(
+// CHECK: griddepcontrol.wait;
+// CHECK: shfl.sync.bfly
+// CHECK: .entry decode_combine_wide(
+// CHECK: .maxntid 512, 1, 1
+// CHECK: griddepcontrol.wait;
+// CHECK: bar.sync 0;
 
 // (keys come out sorted)
 // META: "format": "attn-launch-v1"
 // META: "name": "decode_decode"
 // META: "smem_bytes": 216192
+// META: "min_splits": 2
 // META: "name": "decode_combine"
+// META: "programmatic": true
+// META: "block": [
+// META-NEXT: 512,
+// META: "min_splits": 17
+// META: "name": "decode_combine_wide"
+// META: "programmatic": true
 // META: "kv_dtype": "i8"
 // META: "q_heads": 16
 // META: "pack_q_heads": 16
