@@ -169,6 +169,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   p.tileN = s.getTileN();
   p.stages = s.getStages();
   p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
+  p.ctasPerSm = s.getCtasPerSm() ? s.getCtasPerSm() : 1;
   WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
   if (s.getRoleList(RoleKind::consumer).size() > 1)
     c.fail() << "one register budget per consumer warpgroup (decode and prefill consumers take "
@@ -186,13 +187,15 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
                << p.tileN * p.headDim * p.kvElemBytes() << " bytes (16 per thread per step)";
     // setmaxnreg only moves registers within what the CTA got at launch: every thread enters
     // with min(255, 65536 / threads) rounded down to a multiple of 8.
-    int64_t entry = std::min<int64_t>(255, 65536 / p.threads()) / 8 * 8;
+    int64_t entry = std::min<int64_t>(255, 65536 / (p.threads() * p.ctasPerSm)) / 8 * 8;
     int64_t wgs = p.producerWGs + p.consumerWGs;
     if (p.producerWGs * p.producerRegs + p.consumerWGs * p.consumerRegs > wgs * entry)
       c.fail() << "register budgets " << p.producerWGs << " × " << p.producerRegs << " + "
                << p.consumerWGs << " × " << p.consumerRegs << " per thread: the " << p.threads()
                << " threads enter with " << entry << " registers each, " << wgs * entry
-               << " per producer/consumer set";
+               << " per producer/consumer set"
+               << (p.ctasPerSm > 1 ? " (with ctas_per_sm " + std::to_string(p.ctasPerSm) + ")"
+                                   : std::string());
   }
   if (s.getClusterSize() != 1 || s.hasCrossover() ||
       (s.getPingpong() && s.getPingpong().getValue()) ||
@@ -230,6 +233,13 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
       decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8, p.zeroPoints,
                         p.qTiles())) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
+    return failure();
+  }
+  if (p.ctasPerSm > 1 && p.ctasPerSm * (p.smemBytes() + 1024) > kSharedBytesPerSmSm90) {
+    c.fail() << "ctas_per_sm " << p.ctasPerSm << " with " << p.smemBytes()
+             << " bytes of shared memory per CTA (tile_n " << p.tileN << ", stages " << p.stages
+             << "): an SM has " << kSharedBytesPerSmSm90
+             << " (and reserves 1024 per CTA); lower tile_n, stages or ctas_per_sm";
     return failure();
   }
   if (p.smemBytes() > kMaxSharedBytesSm90) {

@@ -453,7 +453,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   if (p.qLen < 0)
     args.push_back(i32); // 15: q_len (prefill with a dynamic query length)
   LLVM::LLVMFuncOp fn =
-      declareKernel(b, loc, module, p.kernelName(), args, p.threads(), 1);
+      declareKernel(b, loc, module, p.kernelName(), args, p.threads(), p.ctasPerSm);
   auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
   for (unsigned a = 0; a < 2; ++a) {
     fn.setArgAttr(a, "llvm.byval", TypeAttr::get(mapTy));

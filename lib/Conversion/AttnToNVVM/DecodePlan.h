@@ -46,6 +46,9 @@ struct DecodePlan {
   // Schedule.
   int64_t pack = 1, tileN = 128, stages = 2, splitKv = 0 /*0: auto*/;
   int64_t producerRegs = 80, consumerRegs = 208, producerWGs = 1, consumerWGs = 2;
+  /// CTAs built to share one SM (`.minnctapersm`): each thread enters with 65536 / (threads ·
+  /// ctasPerSm) registers.
+  int64_t ctasPerSm = 1;
   int64_t producerThreads() const { return 128 * producerWGs; }
   int64_t threads() const { return 128 * (producerWGs + consumerWGs); }
 

@@ -80,8 +80,9 @@ FailureOr<MLAPlan> mlir::attn::nvvm::planMLA(MLADecodeOp op) {
   if ((s.getPingpong() && s.getPingpong().getValue()) ||
       (s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue()) ||
       (s.getPersistent() && s.getPersistent().getValue()) ||
-      (s.getSplitKv() && !s.isSplitAuto() && s.getSplitKv() != 1))
-    fail() << "pingpong, intra-warpgroup overlap, a persistent grid or split_kv for MLA decode";
+      (s.getSplitKv() && !s.isSplitAuto() && s.getSplitKv() != 1) || s.getCtasPerSm() > 1)
+    fail() << "pingpong, intra-warpgroup overlap, a persistent grid, split_kv or ctas_per_sm for "
+              "MLA decode";
   if (s.getRoles()) {
     // One producer warpgroup; two consumer warpgroups, as one entry (the same budget) or one
     // entry each (consumer 0: S and softmax, consumer 1: P·V only).

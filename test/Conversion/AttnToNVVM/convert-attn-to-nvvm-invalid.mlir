@@ -109,6 +109,36 @@ func.func @too_many_registers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xb
 
 // -----
 
+// Three CTAs per SM: attn-select-schedule's default warp roles do not fit (it fills roles for
+// ctas_per_sm 2 only); the error is on the op, from the schedule pass.
+func.func @three_ctas(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                      %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x3x16x128xbf16>) {
+  // expected-error @+1 {{'attn.attention' op the spec's schedule fields with the defaults: warp roles need 65536 registers per CTA, 196608 for 3 CTAs per SM, more than the SM's register file (65536)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x3x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>, schedule = #attn.schedule<ctas_per_sm = 3>}
+  return
+}
+
+// -----
+
+// Two CTAs per SM share its 228 KiB of shared memory (1 KiB reserved per CTA).
+func.func @two_ctas_smem(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                         %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x3x16x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: ctas_per_sm 2 with 175232 bytes of shared memory per CTA (tile_n 128, stages 2): an SM has 233472 (and reserves 1024 per CTA); lower tile_n, stages or ctas_per_sm}}
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x3x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<tile_n = 128, ctas_per_sm = 2>}
+  return
+}
+
+// -----
+
 // MLA: the kernel is DeepSeek's shape (Dv 512 + 64 RoPE, 1 x 128 tile scales); others are refused.
 func.func @mla_dims(%q: memref<1x1x64x288xbf16>, %kv: memref<1x4096x288xbf16>, %o: memref<1x1x64x256xbf16>) {
   // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: MLA with head_dim_v 256 and rope_dim 32 (DeepSeek's 512 + 64 only)}}

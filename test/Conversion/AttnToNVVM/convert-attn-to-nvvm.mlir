@@ -118,6 +118,27 @@ func.func @q_i8(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?
 
 // -----
 
+// ctas_per_sm = 2: ptxas is told (.minnctapersm 2), so each of the 256 threads enters with 128
+// registers, which setmaxnreg moves to the consumer; the metadata says so.
+// CHECK-LABEL: llvm.func @two_ctas_decode
+// CHECK-SAME: attn.launch = "{{.*}}\22ctas_per_sm\22: 2,
+// CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 2 : i32
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvvm.setmaxregister  increase 200
+func.func @two_ctas(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?x?x1x128xi8>,
+                    %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                    %o: memref<?x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x3x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<ctas_per_sm = 2>}
+  return
+}
+
+// -----
+
 // attn.quantize.append on sm_90a: a 128-thread kernel; 16-byte loads of every chunk are issued
 // before any reduction; a group's amax is reduced across its 16 lanes with butterfly shuffles;
 // codes are x · rcp.rn(s) rounded half away from zero (trunc(y + copysign(0.5⁻, y))); one lane

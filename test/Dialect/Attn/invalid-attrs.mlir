@@ -77,6 +77,22 @@ func.func private @f() attributes {s = #attn.schedule<roles = [producer<warpgrou
 
 // -----
 
+// Two CTAs per SM share its register file.
+// expected-error @+1 {{warp roles need 59392 registers per CTA, 118784 for 2 CTAs per SM, more than the SM's register file (65536)}}
+func.func private @f() attributes {s = #attn.schedule<roles = [producer<warpgroups = 2, regs = 56>, consumer<warpgroups = 2, regs = 176>], ctas_per_sm = 2>}
+
+// -----
+
+// expected-error @+1 {{ctas_per_sm must be in [1, 4], got 5}}
+func.func private @f() attributes {s = #attn.schedule<ctas_per_sm = 5>}
+
+// -----
+
+// expected-error @+1 {{ctas_per_sm must be in [1, 4], got 0}}
+func.func private @f() attributes {s = #attn.schedule<ctas_per_sm = 0>}
+
+// -----
+
 // expected-error @+1 {{split_kv must be positive or 'auto', got 0}}
 func.func private @f() attributes {s = #attn.schedule<split_kv = 0>}
 

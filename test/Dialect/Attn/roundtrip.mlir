@@ -8,7 +8,7 @@
 // CHECK-SAME: c = #attn.quant<i4, per_channel, symmetric>
 // CHECK-SAME: d = #attn.quant<f8E5M2, per_block<1x128>, symmetric, scale = f16>
 // CHECK-SAME: e = #attn.schedule<>
-// CHECK-SAME: f = #attn.schedule<pack_q_heads = 4, split_kv = auto, tile_m = 64, tile_n = 176, stages = 3, roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>], cluster = [2, 1, 1], crossover = false, pingpong = true, intra_wg_overlap = false, persistent = true>
+// CHECK-SAME: f = #attn.schedule<pack_q_heads = 4, split_kv = auto, tile_m = 64, tile_n = 176, stages = 3, roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>], cluster = [2, 1, 1], crossover = false, pingpong = true, intra_wg_overlap = false, persistent = true, ctas_per_sm = 1>
 // CHECK-SAME: g = #attn.pq<dsub = 4, centroids = 32>
 // CHECK-SAME: h = #attn.mode<full_int8>
 // CHECK-SAME: i = #attn.target<avx512_vbmi>
@@ -21,7 +21,8 @@ func.func private @attrs() attributes {
   e = #attn.schedule<>,
   f = #attn.schedule<persistent = true, crossover = false, cluster = [2, 1, 1], pingpong = true,
       intra_wg_overlap = false, stages = 3, tile_n = 176, tile_m = 64, split_kv = auto, pack_q_heads = 4,
-      roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>]>,
+      roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 2, regs = 240>],
+      ctas_per_sm = 1>,
   g = #attn.pq<dsub = 4, centroids = 32>,
   h = #attn.mode<full_int8>,
   i = #attn.target<avx512_vbmi>,

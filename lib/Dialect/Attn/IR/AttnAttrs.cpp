@@ -250,7 +250,9 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                                    int64_t packQHeads, int64_t splitKv, int64_t tileM,
                                    int64_t tileN, int64_t stages, ArrayAttr roles,
                                    ArrayRef<int64_t> cluster, BoolAttr crossover, BoolAttr,
-                                   BoolAttr, BoolAttr) {
+                                   BoolAttr, BoolAttr, int64_t ctasPerSm) {
+  if (ctasPerSm < 0 || ctasPerSm > 4)
+    return emitError() << "ctas_per_sm must be in [1, 4], got " << ctasPerSm;
   if (packQHeads < 0)
     return emitError() << "pack_q_heads must be positive, got " << packQHeads;
   if (splitKv < kAuto)
@@ -281,10 +283,13 @@ LogicalResult ScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
           return emitError() << "with several consumer entries each is one warpgroup (its own "
                                 "register budget), got warpgroups = "
                              << r.getWarpgroups();
-    if (budget > kRegisterFile)
-      return emitError() << "warp roles need " << budget
-                         << " registers, more than the SM's register file (" << kRegisterFile
-                         << ")";
+    int64_t ctas = std::max<int64_t>(1, ctasPerSm);
+    if (budget * ctas > kRegisterFile)
+      return emitError() << "warp roles need " << budget << " registers"
+                         << (ctas > 1 ? " per CTA, " + std::to_string(budget * ctas) + " for " +
+                                            std::to_string(ctas) + " CTAs per SM,"
+                                      : std::string(","))
+                         << " more than the SM's register file (" << kRegisterFile << ")";
   }
   if (!cluster.empty()) {
     if (cluster.size() > 3 || llvm::any_of(cluster, [](int64_t c) { return c < 1; }))
@@ -335,17 +340,18 @@ ScheduleFields::ScheduleFields(ScheduleAttr s)
       tileN(s.getTileN()), stages(s.getStages()), roles(s.getRoles()),
       cluster(s.getCluster().begin(), s.getCluster().end()), crossover(s.getCrossover()),
       pingpong(s.getPingpong()), intraWgOverlap(s.getIntraWgOverlap()),
-      persistent(s.getPersistent()) {}
+      persistent(s.getPersistent()), ctasPerSm(s.getCtasPerSm()) {}
 
 ScheduleAttr ScheduleFields::get(MLIRContext *ctx) const {
   return ScheduleAttr::get(ctx, packQHeads, splitKv, tileM, tileN, stages, roles, cluster,
-                           crossover, pingpong, intraWgOverlap, persistent);
+                           crossover, pingpong, intraWgOverlap, persistent, ctasPerSm);
 }
 
 ScheduleAttr ScheduleFields::getChecked(function_ref<InFlightDiagnostic()> emitError,
                                         MLIRContext *ctx) const {
   return ScheduleAttr::getChecked(emitError, ctx, packQHeads, splitKv, tileM, tileN, stages,
-                                  roles, cluster, crossover, pingpong, intraWgOverlap, persistent);
+                                  roles, cluster, crossover, pingpong, intraWgOverlap, persistent,
+                                  ctasPerSm);
 }
 
 static ParseResult parseBool(AsmParser &parser, BoolAttr &out) {
@@ -439,10 +445,12 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
       return parseBool(parser, f.intraWgOverlap);
     if (key == "persistent")
       return parseBool(parser, f.persistent);
+    if (key == "ctas_per_sm")
+      return parser.parseInteger(f.ctasPerSm);
     return parser.emitError(keyLoc)
            << "unknown schedule field '" << key
            << "'; expected pack_q_heads, split_kv, tile_m, tile_n, stages, roles, cluster, "
-              "crossover, pingpong, intra_wg_overlap or persistent";
+              "crossover, pingpong, intra_wg_overlap, persistent or ctas_per_sm";
   };
   if (parser.parseLess())
     return {};
@@ -452,6 +460,10 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
   }
   if (f.stages == 0 && seen.contains("stages")) {
     parser.emitError(loc) << "stages must be in [1, 8], got 0";
+    return {};
+  }
+  if (f.ctasPerSm == 0 && seen.contains("ctas_per_sm")) {
+    parser.emitError(loc) << "ctas_per_sm must be in [1, 4], got 0";
     return {};
   }
   return f.getChecked([&] { return parser.emitError(loc); }, parser.getContext());
@@ -498,6 +510,8 @@ void ScheduleAttr::print(AsmPrinter &p) const {
   addBool("pingpong", getPingpong());
   addBool("intra_wg_overlap", getIntraWgOverlap());
   addBool("persistent", getPersistent());
+  if (getCtasPerSm())
+    add("ctas_per_sm", Twine(getCtasPerSm()));
   p << "<";
   llvm::interleaveComma(fields, p);
   p << ">";

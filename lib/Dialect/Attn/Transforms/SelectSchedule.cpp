@@ -76,6 +76,13 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       if (qT.isDynamicDim(1) || qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "decode scheduling needs static q_len and head counts";
       DecodeSchedule d = selectDecodeSchedule(shape, gpu);
+      if (f.ctasPerSm == 2) {
+        // Several CTAs per SM (opt-in): 256 threads entering with 128 registers each (56 + 200)
+        // and tile_n 64, so two CTAs' shared memory fits — what ran Table 3's 1024 × 256 row in
+        // one wave on the H100 (34.3 µs against 39.1; docs/benchmarks/gpu-decode.md).
+        Fields::fill(f.tileN, 64);
+        f.fillRoles(ctx, 56, 1, 200, 1);
+      }
       Fields::fill(f.packQHeads, d.packQHeads);
       Fields::fill(f.tileM, 64);
       Fields::fill(f.tileN, d.tileN);
@@ -126,7 +133,13 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       Fields::fill(f.intraWgOverlap, ctx, false);
       Fields::fill(f.persistent, ctx, false);
     }
-    op.setScheduleAttr(f.get(ctx));
+    // The spec's fields and the defaults together may not fit (e.g. ctas_per_sm 3 with the
+    // default warp roles): say so on the op.
+    ScheduleAttr sched = f.getChecked(
+        [&] { return op.emitOpError() << "the spec's schedule fields with the defaults: "; }, ctx);
+    if (!sched)
+      return failure();
+    op.setScheduleAttr(sched);
     return mlir::verify(op, /*verifyRecursively=*/false);
   }
 

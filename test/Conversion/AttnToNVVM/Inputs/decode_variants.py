@@ -18,7 +18,8 @@ KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": 
 ASYM = ("i8a", "u8a")
 
 
-def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="decode"):
+def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="decode",
+         schedule=None):
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
     q = o.replace("bf16", "i8") if kv == "i8q" else o
@@ -26,6 +27,8 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
     args = [f"%q: {q}", f"%k: {k}", f"%v: {k}"]
     ops = f"  attn.attention {kind} ins(%q, %k, %v : {q}, {k}, {k})\n"
     attrs = ["target = #attn.target<sm_90a>"]
+    if schedule:
+        attrs.append(f"schedule = #attn.schedule<{schedule}>")
     if kv == "i8q":
         qs = f"memref<?x{sq}x{hq}xf32>"
         args.append(f"%qs: {qs}")
@@ -67,6 +70,11 @@ def variants():
         sq = (3, 2, 4, 1)[i]
         out.append((f"i8q_{rname}_d128_q{sq}", "i8q", hq, hkv, 128, sq, i % 2 == 0, i == 1, i != 3))
     out.append(("i8q_mqa16_d128_q8_causal", "i8q", 16, 1, 128, 8, True, False, True))
+    # Two CTAs per SM (one producer + one consumer warpgroup, tile_n 64).
+    out.append(("i8q_mqa16_d128_q3_2cta", "i8q", 16, 1, 128, 3, True, False, True, "decode",
+                "ctas_per_sm = 2"))
+    out.append(("i8q_gqa4_d128_q2_2cta", "i8q", 16, 4, 128, 2, False, True, False, "decode",
+                "ctas_per_sm = 2"))
     for i, ((rname, (hq, hkv)), d) in enumerate(zip(RATIOS.items(), (128, 64, 256, 128))):
         sq = (3, 2, 1, 2)[i]
         out.append((f"i8a_{rname}_d{d}_q{sq}", "i8a", hq, hkv, d, sq, i % 2 == 0, i == 2, i != 3))

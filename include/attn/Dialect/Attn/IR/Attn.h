@@ -29,7 +29,7 @@ namespace mlir::attn {
 /// The fields of #attn.schedule as plain values (0 / null: not decided), to edit a schedule and
 /// build a new one: the parser and attn-select-schedule both go through it.
 struct ScheduleFields {
-  int64_t packQHeads = 0, splitKv = 0, tileM = 0, tileN = 0, stages = 0;
+  int64_t packQHeads = 0, splitKv = 0, tileM = 0, tileN = 0, stages = 0, ctasPerSm = 0;
   ArrayAttr roles;
   SmallVector<int64_t> cluster;
   BoolAttr crossover, pingpong, intraWgOverlap, persistent;

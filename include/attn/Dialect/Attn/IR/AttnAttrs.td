@@ -178,6 +178,9 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
     * `cluster = [X, Y, Z]`: thread-block cluster shape (1 to 3 extents).
     * `crossover = true|false`: FlashMLA's 2-CTA crossover through distributed shared memory.
     * `pingpong`, `intra_wg_overlap`, `persistent = true|false`: the FA3 scheduling features.
+    * `ctas_per_sm = N`: CTAs the kernel is built to share one SM with (1 to 4; the compiler
+      checks that registers and shared memory allow it and tells ptxas, `.minnctapersm`).
+      Decode only; with 2, a batch of up to 2 · SMs CTAs runs in one wave.
 
     A field left out is "not decided": `attn-select-schedule` decides it.
   }];
@@ -191,7 +194,8 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
                         "::mlir::BoolAttr":$crossover,
                         "::mlir::BoolAttr":$pingpong,
                         "::mlir::BoolAttr":$intraWgOverlap,
-                        "::mlir::BoolAttr":$persistent);
+                        "::mlir::BoolAttr":$persistent,
+                        "int64_t":$ctasPerSm);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -59,6 +59,8 @@ int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, i
                           bool int8QK = false, bool zeroPoints = false, int64_t queryTiles = 1);
 /// Shared memory of one sm_90a CTA.
 inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;
+/// Shared memory of one sm_90a SM, shared by its resident CTAs (each also holds 1 KiB reserved).
+inline constexpr int64_t kSharedBytesPerSmSm90 = 228 * 1024;
 
 /// Keys per K/V tile: the largest of 128, 64, 32 whose two-stage pipeline fits in shared memory.
 int64_t selectTileN(const AttentionShape &s);
