@@ -56,8 +56,9 @@ struct Rows {
   Value outRow() {
     Value qi = k.udiv(row, p.pack);
     Value hkv = k.udiv(grp, p.groupsPerKv());
-    Value head = k.add(k.add(k.mul(hkv, p.groupSize()), k.mul(k.urem(grp, p.groupsPerKv()), p.pack)),
-                       k.urem(row, p.pack));
+    Value head =
+        k.add(k.add(k.mul(hkv, p.groupSize()), k.mul(k.urem(grp, p.groupsPerKv()), p.pack)),
+              k.urem(row, p.pack));
     return k.add(k.mul(k.add(k.mul(bIdx, p.qLen), qi), p.qHeads), head);
   }
 };
@@ -117,8 +118,8 @@ static void buildNarrowCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp modu
     for (int64_t e = 0; e < nf; ++e)
       acc[e] = k.fma(wj, k.extract(vs[j * chunks + e / vec], e % vec), acc[e]);
   }
-  Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)),
-                       k.fdiv(k.f32(1.0), lSum), k.f32(0));
+  Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)), k.fdiv(k.f32(1.0), lSum),
+                       k.f32(0));
   k.ifThen(r.active, [&] {
     SmallVector<Value> words;
     for (int64_t e = 0; e < nf; e += 2)
@@ -193,7 +194,8 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
       for (int64_t j = 0; j < 8; ++j)
         for (int64_t t = 0; t < perLane; ++t)
           for (int e = 0; e < 4; ++e)
-            next[1 + 4 * t + e] = k.fma(wj[j], k.extract(vs[j * perLane + t], e), next[1 + 4 * t + e]);
+            next[1 + 4 * t + e] =
+                k.fma(wj[j], k.extract(vs[j * perLane + t], e), next[1 + 4 * t + e]);
     }
     return next;
   });
@@ -223,7 +225,8 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
   k.ifThen(k.band(active, k.cmp(P::eq, q, 0)), [&] {
     Value m[4], mAll = negInf;
     for (int64_t i = 0; i < 4; ++i) {
-      m[i] = k.load(k.f32(), k.gep(smem, k.add(slotOff(k.add(k.mul(rowInCta, 4), k.i32(i))), D * 4)));
+      m[i] =
+          k.load(k.f32(), k.gep(smem, k.add(slotOff(k.add(k.mul(rowInCta, 4), k.i32(i))), D * 4)));
       mAll = k.fmax(mAll, m[i]);
     }
     Value mAllUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mAll, negInf), k.f32(0), mAll);
@@ -241,8 +244,8 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
           o[4 * t + e] = k.fma(f, k.extract(v, e), o[4 * t + e]);
       }
     }
-    Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)),
-                         k.fdiv(k.f32(1.0), lSum), k.f32(0));
+    Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)), k.fdiv(k.f32(1.0), lSum),
+                         k.f32(0));
     Value rowBase = outRow();
     for (int64_t t = 0; t < perLane; ++t) {
       Value c4 = k.add(lane, t * 32);
@@ -265,9 +268,12 @@ void mlir::attn::nvvm::buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUMo
 
 static const char *kvName(const DecodePlan &p) {
   switch (p.kv) {
-  case KVType::I8: return p.unsignedCodes ? "ui8" : "i8";
-  case KVType::F8E4M3: return "f8E4M3FN";
-  case KVType::BF16: return "bf16";
+  case KVType::I8:
+    return p.unsignedCodes ? "ui8" : "i8";
+  case KVType::F8E4M3:
+    return "f8E4M3FN";
+  case KVType::BF16:
+    return "bf16";
   }
   return "?";
 }
@@ -279,30 +285,41 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   std::string vq = p.hasScales() ? stringifyGranularity(p.vGran).str() : "none";
   const char *mapType = p.kv == KVType::BF16 ? "bf16" : "u8";
   auto box = [&] { return Array{p.headDim, 1, p.tileN, 1}; };
-  Object root{
-      {"format", "attn-launch-v1"},
-      {"arch", 90},
-      {"problem", Object{{"kind", p.prefill ? "prefill" : "decode"}, {"batch", p.batch},
-                         {"q_len", p.qLen},
-                         {"q_heads", p.qHeads}, {"kv_heads", p.kvHeads},
-                         {"q_dtype", p.qI8 ? "i8" : "bf16"},
-                         {"q_quant", p.qI8 ? "per_token_head" : "none"},
-                         {"head_dim", p.headDim}, {"kv_len", p.kvLen}, {"kv_dtype", kvName(p)},
-                         {"zero_points", p.zeroPoints},
-                         {"k_quant", kq}, {"v_quant", vq}, {"out_dtype", "bf16"},
-                         {"causal", p.causal}, {"alibi", p.alibi}, {"seq_lens", p.seqLens},
-                         {"softmax_scale", p.softmaxScale}}},
-      {"schedule", Object{{"pack_q_heads", p.pack}, {"rows_per_cta", p.ctaTokens() * p.pack},
-                          {"q_chunk", p.ctaTokens()},
-                          {"groups", p.groups()}, {"tile_n", p.tileN}, {"stages", p.stages},
-                          {"split_kv", p.splitKv}, {"producer_regs", p.producerRegs},
-                          {"consumer_regs", p.consumerRegs},
-                          {"consumer_warpgroups", p.consumerWGs},
-                          {"ctas_per_sm", p.ctasPerSm}}},
-      {"workspace_floats_per_split", p.workspaceFloatsPerSplit()},
-      {"tensor_maps", Object{{"k", Object{{"dtype", mapType}, {"box", box()}}},
-                             {"v", Object{{"dtype", mapType}, {"box", box()}}}}},
-      {"kernels", Array{}}};
+  Object root{{"format", "attn-launch-v1"},
+              {"arch", 90},
+              {"problem", Object{{"kind", p.prefill ? "prefill" : "decode"},
+                                 {"batch", p.batch},
+                                 {"q_len", p.qLen},
+                                 {"q_heads", p.qHeads},
+                                 {"kv_heads", p.kvHeads},
+                                 {"q_dtype", p.qI8 ? "i8" : "bf16"},
+                                 {"q_quant", p.qI8 ? "per_token_head" : "none"},
+                                 {"head_dim", p.headDim},
+                                 {"kv_len", p.kvLen},
+                                 {"kv_dtype", kvName(p)},
+                                 {"zero_points", p.zeroPoints},
+                                 {"k_quant", kq},
+                                 {"v_quant", vq},
+                                 {"out_dtype", "bf16"},
+                                 {"causal", p.causal},
+                                 {"alibi", p.alibi},
+                                 {"seq_lens", p.seqLens},
+                                 {"softmax_scale", p.softmaxScale}}},
+              {"schedule", Object{{"pack_q_heads", p.pack},
+                                  {"rows_per_cta", p.ctaTokens() * p.pack},
+                                  {"q_chunk", p.ctaTokens()},
+                                  {"groups", p.groups()},
+                                  {"tile_n", p.tileN},
+                                  {"stages", p.stages},
+                                  {"split_kv", p.splitKv},
+                                  {"producer_regs", p.producerRegs},
+                                  {"consumer_regs", p.consumerRegs},
+                                  {"consumer_warpgroups", p.consumerWGs},
+                                  {"ctas_per_sm", p.ctasPerSm}}},
+              {"workspace_floats_per_split", p.workspaceFloatsPerSplit()},
+              {"tensor_maps", Object{{"k", Object{{"dtype", mapType}, {"box", box()}}},
+                                     {"v", Object{{"dtype", mapType}, {"box", box()}}}}},
+              {"kernels", Array{}}};
   // Role "decode" is the attention kernel, for prefill too (grid x: its query chunks).
   Array kernels{Object{{"name", p.kernelName()},
                        {"role", "decode"},
