@@ -5,7 +5,8 @@
 #      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels);
 #   2. Table 3: the peer script (gpu_decode_anchor.py, Triton) and our int8 / fp8 / bf16 kernels
 #      on the same rows, in the same run;
-#   3. compute-sanitizer memcheck and racecheck on one shape per KV type.
+#   3. compute-sanitizer memcheck and racecheck on one shape per KV type;
+#   4. (step "splits") both combine kernels: every decode variant forced to 2, 16 and 40 splits.
 # Usage: scripts/gpu-decode-run.sh [DIR] [OUT]   (DIR from scripts/gpu-decode-build.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -40,6 +41,22 @@ if [[ $STEPS == *check* ]]; then
     runs=$((runs + 1))
   done
   echo "check: $runs runs, $fails failures" | tee "$OUT/check-summary.txt"
+fi
+
+if [[ $STEPS == *splits* ]]; then
+  # The narrow combine kernel takes 2..16 splits, the wide one more: each variant through both.
+  : > "$OUT/splitcheck.jsonl"; fails=0; runs=0
+  for ptx in "$DIR"/variants/${VARIANTS:-*}.ptx; do
+    [[ $(basename "$ptx") == pf_* ]] && continue  # prefill runs one split
+    for s in 2 16 40; do
+      line=$(timeout $T $BENCH "$ptx" --batch 2 --kv-len 4097 --seq-lens ragged --data outliers \
+             --splits $s --check-only --seed $runs 2>&1)
+      rc=$?; runs=$((runs + 1))
+      echo "$line" | grep '^{' >> "$OUT/splitcheck.jsonl"
+      [[ $rc != 0 ]] && { fails=$((fails + 1)); echo "FAIL $(basename "$ptx") $s splits: $line" | tail -2; }
+    done
+  done
+  echo "splits: $runs runs, $fails failures" | tee "$OUT/splitcheck-summary.txt"
 fi
 
 if [[ $STEPS == *table3* ]]; then
