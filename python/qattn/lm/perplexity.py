@@ -104,6 +104,8 @@ def main(argv=None) -> int:
     ap.add_argument("--window", type=int, default=1024)
     ap.add_argument("--eval-windows", type=int, default=12)
     ap.add_argument("--calib-windows", type=int, default=8)
+    ap.add_argument("--kmeans-sample", type=int, default=8192,
+                    help="calibration tokens k-means trains on (a seeded random subset)")
     ap.add_argument("--dsub", default="1,2,4", help="NoMAD sub-vector sizes ('' for none)")
     ap.add_argument("--schemes", default="all", help="comma-separated scheme names, or 'all'")
     ap.add_argument("--isa", default=None, help="NoMAD target (default: the host's best)")
@@ -179,7 +181,8 @@ def main(argv=None) -> int:
             books, _ = nomad.load_codebooks(book_path)
         else:
             books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=cents,
-                                              iters=args.kmeans_iters, seed=0, sample=8192,
+                                              iters=args.kmeans_iters, seed=0,
+                                              sample=args.kmeans_sample,
                                               weights=weights[i] if training == "score" else None)
                      for i in range(cfg.layers)}
             nomad.save_codebooks(book_path, books, dsub=d, centroids=cents,
@@ -211,6 +214,7 @@ def main(argv=None) -> int:
     info = {"model": model.name, "gguf": os.path.basename(path), "text": "pydoc_data.topics (CPython "
             f"{platform.python_version()}), odd-numbered sorted topics", "window": args.window,
             "eval_windows": len(ev), "calib_windows": len(cal), "nomad_isa": isa,
+            "kmeans_iters": args.kmeans_iters, "kmeans_sample": args.kmeans_sample,
             "llama_cpp_dense_ppl": ref,
             "sanity": [sanity(model, p) for p in ("The capital of France is",
                                                   "def fibonacci(n):\n    ",
