@@ -36,13 +36,13 @@ namespace {
 struct Rows {
   KernelBuilder &k;
   const DecodePlan &p;
-  Value ws, out, numSplits, grp, bIdx, row, lane;
+  Value ws, out, numSplits, grp, bIdx, row;
   int64_t D, R, W;
   Value active, rowc, slot0, mOff, negInf;
 
-  Rows(KernelBuilder &k, const DecodePlan &p, LLVM::LLVMFuncOp fn, Value row, Value lane)
+  Rows(KernelBuilder &k, const DecodePlan &p, LLVM::LLVMFuncOp fn, Value row)
       : k(k), p(p), ws(fn.getArgument(0)), out(fn.getArgument(1)), numSplits(fn.getArgument(3)),
-        grp(k.ctaidY()), bIdx(k.ctaidZ()), row(row), lane(lane), D(p.headDim), R(p.rows()),
+        grp(k.ctaidY()), bIdx(k.ctaidZ()), row(row), D(p.headDim), R(p.rows()),
         W(p.workspaceFloatsPerSplit()) {
     active = k.cmp(P::slt, row, k.i32(R));
     rowc = k.smin(row, k.i32(R - 1)); // rows past R compute on row R − 1 and write nothing
@@ -87,7 +87,7 @@ static void buildNarrowCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp modu
   KernelBuilder k(b, loc);
   Value tid = k.tidX();
   Value lane = k.band(tid, 31);
-  Rows r(k, p, fn, k.add(k.mul(k.ctaidX(), 4), k.lshr(tid, 5)), lane);
+  Rows r(k, p, fn, k.add(k.mul(k.ctaidX(), 4), k.lshr(tid, 5)));
   int64_t D = r.D, nf = D / 32, vec = std::min<int64_t>(nf, 4), chunks = nf / vec;
   Value last = k.add(r.numSplits, -1);
   Value col = k.mul(lane, nf);
@@ -145,17 +145,15 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
   Value tid = k.tidX();
   Value lane = k.band(tid, 31), q = k.band(k.lshr(tid, 5), 3), rowInCta = k.lshr(tid, 7);
   Value row = k.add(k.mul(k.ctaidX(), 4), rowInCta);
-  Rows r(k, p, fn, row, lane);
+  Rows r(k, p, fn, row);
   Value ws = r.ws, out = r.out, numSplits = r.numSplits, active = r.active, negInf = r.negInf;
   Value mOff = r.mOff;
   int64_t D = r.D, R = r.R;
   int64_t perLane = (D / 4 + 31) / 32; // float4 columns per lane
-  auto splitBase = [&](Value s) { return r.splitBase(s); };
   auto colOff = [&](int64_t t) {
     Value c4 = k.smin(k.add(lane, t * 32), k.i32(D / 4 - 1));
     return k.mul(k.sext64(k.add(k.mul(r.rowc, D), k.mul(c4, 4))), int64_t(4));
   };
-  auto outRow = [&] { return r.outRow(); };
   Value chunk = k.udiv(k.add(numSplits, 3), k.i32(4));
   Value sBeg = k.smin(k.mul(q, chunk), numSplits), sEnd = k.smin(k.add(sBeg, chunk), numSplits);
   // The warp's splits go over its lanes: lane l reads m and l of splits sBeg + l, + 32, …
@@ -166,7 +164,7 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
   };
   Value mMax = k.forLoop(sBeg, sEnd, 32, {negInf}, [&](Value s0, ValueRange st) {
     Value valid;
-    Value m = k.load(k.f32(), k.gep(ws, k.add(splitBase(laneSplit(s0, valid)), mOff)));
+    Value m = k.load(k.f32(), k.gep(ws, k.add(r.splitBase(laneSplit(s0, valid)), mOff)));
     return SmallVector<Value>{k.select(valid, k.fmax(st[0], m), st[0])};
   })[0];
   for (int64_t x = 16; x >= 1; x /= 2)
@@ -177,7 +175,7 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
   SmallVector<Value> inits(1 + 4 * perLane, k.f32(0));
   SmallVector<Value> acc = k.forLoop(sBeg, sEnd, 32, inits, [&](Value s0, ValueRange st) {
     Value valid;
-    Value base = splitBase(laneSplit(s0, valid));
+    Value base = r.splitBase(laneSplit(s0, valid));
     Value m = k.load(k.f32(), k.gep(ws, k.add(base, mOff)));
     Value l = k.load(k.f32(), k.gep(ws, k.add(base, k.add(mOff, R * 4))));
     Value w = k.select(valid, k.exp2(k.fsub(m, mUse)), k.f32(0));
@@ -187,7 +185,7 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
       SmallVector<Value> wj, vs;
       for (int64_t j = j0; j < j0 + 8; ++j) {
         wj.push_back(k.shflIdx(w, k.i32(j)));
-        Value bj = splitBase(k.smin(k.add(s0, j), k.add(numSplits, -1)));
+        Value bj = r.splitBase(k.smin(k.add(s0, j), k.add(numSplits, -1)));
         for (int64_t t = 0; t < perLane; ++t)
           vs.push_back(k.load(VectorType::get({4}, k.f32()), k.gep(ws, k.add(bj, colOff(t))), 16));
       }
@@ -246,7 +244,7 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
     }
     Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)), k.fdiv(k.f32(1.0), lSum),
                          k.f32(0));
-    Value rowBase = outRow();
+    Value rowBase = r.outRow();
     for (int64_t t = 0; t < perLane; ++t) {
       Value c4 = k.add(lane, t * 32);
       k.ifThen(k.cmp(P::slt, c4, k.i32(D / 4)), [&] {
