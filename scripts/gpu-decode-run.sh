@@ -5,7 +5,7 @@
 #      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels);
 #   2. Table 3: the peer script (gpu_decode_anchor.py, Triton) and our int8 / fp8 / bf16 kernels
 #      on the same rows, in the same run;
-#   3. compute-sanitizer memcheck and racecheck on one shape per KV type;
+#   3. compute-sanitizer memcheck and racecheck on one shape per KV type (SANITIZE: other variants);
 #   4. (step "splits") both combine kernels: every decode variant forced to 2, 16 and 40 splits.
 # Usage: scripts/gpu-decode-run.sh [DIR] [OUT]   (DIR from scripts/gpu-decode-build.sh)
 set -uo pipefail
@@ -97,8 +97,9 @@ fi
 
 if [[ $STEPS == *sanitize* ]]; then
   : > "$OUT/sanitizer.txt"
-  for v in i8_mqa16_d128_q3 i8q_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3 i8a_mqa16_d128_q3 \
-           u8a_mqa16_d128_q3 pf_bf16_mha_d128_q200_causal pf_i8q_mqa16_d128_q100_causal; do
+  for v in ${SANITIZE:-i8_mqa16_d128_q3 i8q_mqa16_d128_q3 fp8_mqa16_d128_q3 bf16_mqa16_d128_q3 \
+           i8a_mqa16_d128_q3 u8a_mqa16_d128_q3 pf_bf16_mha_d128_q200_causal \
+           pf_i8q_mqa16_d128_q100_causal}; do
     splits=3; [[ $v == pf_* ]] && splits=1  # prefill kernels run one split
     for tool in memcheck racecheck; do
       echo "== $v $tool (batch 2, kv_len 1000, $splits splits)" >> "$OUT/sanitizer.txt"

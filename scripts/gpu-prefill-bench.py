@@ -3,7 +3,8 @@
 heads on 1 KV head, head_dim 128, S × batch = 1024 × 32 … 32768 × 1), causal and not, beside
 cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
 
-  gpu-prefill-bench.py build DIR       here: one spec per (S, mode, causal) → PTX (S is static)
+  gpu-prefill-bench.py build DIR       here: one spec per (S, mode, causal) → PTX (S is static;
+                                       MODES=bf16,half_int8 by default, bf16_s3 on request)
   gpu-prefill-bench.py run DIR [--out F]
                                        on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
                                        int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
@@ -28,23 +29,29 @@ def name(s, mode, causal):
     return f"pf_{mode}_s{s}{'_causal' if causal else ''}"
 
 
+# Mode → (spec keywords, schedule fields the spec fixes). `*_s3`: three pipeline stages.
+BF16 = dict(kv_dtype="bf16")
+HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
+                 q_granularity="per_token_head")
+MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None),
+         "bf16_s3": (BF16, {"stages": 3})}
+
+
 def build(args):
     spec = spec_module()
     out = Path(args.dir)
     out.mkdir(parents=True, exist_ok=True)
     attn_opt = os.environ.get("ATTN_OPT", str(ROOT / "build/bin/attn-opt"))
+    modes = os.environ.get("MODES", "bf16,half_int8").split(",")
     n = 0
     for s, _ in SHAPES:
-        for mode in ("bf16", "half_int8"):
+        for mode in modes:
+            kw, sched = MODES[mode]
             for causal in (False, True):
-                kw = dict(kv_dtype="bf16", granularity=None) if mode == "bf16" else dict(
-                    kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
-                    q_granularity="per_token_head")
-                if kw["granularity"] is None:
-                    del kw["granularity"]
                 nm = name(s, mode, causal)
                 text = spec.attention("prefill", batch=None, q_len=s, kv_len=None, q_heads=HQ,
-                                      kv_heads=HKV, head_dim=D, causal=causal, name=nm, **kw).text
+                                      kv_heads=HKV, head_dim=D, causal=causal, name=nm,
+                                      schedule=sched, **kw).text
                 (out / f"{nm}.mlir").write_text(text)
                 subprocess.run([attn_opt, str(out / f"{nm}.mlir"), "--emit=ptx", "-o",
                                 str(out / f"{nm}.ptx")], check=True)
@@ -84,9 +91,12 @@ def run(args):
                     qt, kt, vt, is_causal=causal, enable_gqa=True)
                 ref = f().transpose(1, 2).float()
                 row["cudnn_tflops"] = round(flops / bench_ms(f) / 1e9, 1)
-            for mode in ("bf16", "half_int8"):
-                kern = GpuDecodeKernel.from_files(Path(args.dir) / f"{name(s, mode, causal)}.ptx")
-                if mode == "bf16":
+            for mode in MODES:
+                ptx = Path(args.dir) / f"{name(s, mode, causal)}.ptx"
+                if not ptx.exists():  # modes not built (MODES at build time)
+                    continue
+                kern = GpuDecodeKernel.from_files(ptx)
+                if MODES[mode][0] is BF16:
                     call = lambda: kern(q, k, v)
                 else:
                     call = lambda: kern(qi, ki, vi, ks, vs, q_scale=qs)

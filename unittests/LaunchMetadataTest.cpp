@@ -241,6 +241,22 @@ TEST(LaunchMetadata, MissingAndMistypedFields) {
   EXPECT_NE(parseError("[1, 2]").find("must be a JSON object, not a array"), std::string::npos);
 }
 
+TEST(LaunchMetadata, TensorMapSwizzle) {
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_EQ(m.kMap.swizzle, 0u); // absent: none
+  std::string swz = replaced(kGood, R"("k": {"dtype": "u8", "box": [128, 1, 128, 1]})",
+                             R"("k": {"dtype": "u8", "box": [128, 1, 128, 1], "swizzle": 128})");
+  ASSERT_TRUE(parseDecodeLaunch(swz, m, error)) << error;
+  EXPECT_EQ(m.kMap.swizzle, 128u);
+  EXPECT_EQ(m.vMap.swizzle, 0u);
+  EXPECT_EQ(parseError(replaced(swz, R"("swizzle": 128)", R"("swizzle": 96)")),
+            "field \"tensor_maps.k.swizzle\" must be 0, 32, 64 or 128, is 96");
+  EXPECT_EQ(parseError(replaced(swz, R"("swizzle": 128)", R"("swizzle": 64)")),
+            "field \"tensor_maps.k.box[0]\" spans 128 bytes, more than the swizzle of 64");
+}
+
 TEST(LaunchMetadata, MalformedJson) {
   std::string error = parseError(replaced(kGood, R"("arch": 90,)", R"("arch": 90,,)"));
   EXPECT_EQ(error.rfind("malformed JSON: line 2, column ", 0), 0u) << error;

@@ -93,12 +93,17 @@ TEST(TileN, HeadDim256HalvesTheTile) {
   EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 64)), 128);
   EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 128)), 128);
   EXPECT_EQ(selectTileN(decode(1, 1, 1, 1, 1, 256)), 64);
-  // bf16 caches stage twice the bytes: half the tile.
+  // bf16 caches stage twice the bytes but need no conversion buffers (the WGMMAs read the TMA
+  // stages): the same tiles.
   AttentionShape bf = decode(1, 1, 1, 1, 1, 128);
   bf.kvElemBytes = 2;
-  EXPECT_EQ(selectTileN(bf), 64);
+  EXPECT_EQ(selectTileN(bf), 128);
   bf.headDim = 256;
-  EXPECT_EQ(selectTileN(bf), 32);
+  EXPECT_EQ(selectTileN(bf), 64);
+  // Two query tiles (prefill) at head_dim 128: still 128 keys.
+  bf.headDim = 128;
+  bf.queryTiles = 2;
+  EXPECT_EQ(selectTileN(bf), 128);
   // Every choice fits one SM.
   for (int64_t d : {64, 128, 256})
     for (int64_t e : {1, 2}) {

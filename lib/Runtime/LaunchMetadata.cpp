@@ -586,6 +586,22 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
         return false;
       info.box.push_back(static_cast<unsigned>(x));
     }
+    if (m->find("swizzle")) {
+      int64_t sw;
+      if (!r.integer(*m, path, "swizzle", 0, 128, sw))
+        return false;
+      int64_t elem = info.dtype == "u8" ? 1 : info.dtype == "f32" || info.dtype == "i32" ? 4 : 2;
+      if (sw != 0 && sw != 32 && sw != 64 && sw != 128) {
+        error = "field \"" + path + ".swizzle\" must be 0, 32, 64 or 128, is " + std::to_string(sw);
+        return false;
+      }
+      if (sw && info.box[0] * elem > sw) {
+        error = "field \"" + path + ".box[0]\" spans " + std::to_string(info.box[0] * elem) +
+                " bytes, more than the swizzle of " + std::to_string(sw);
+        return false;
+      }
+      info.swizzle = static_cast<unsigned>(sw);
+    }
     std::string want = out.kvDtype == "bf16" ? "bf16" : "u8";
     if (info.dtype != want) {
       error = "field \"" + path + ".dtype\" is \"" + info.dtype + "\" but a " + out.kvDtype +

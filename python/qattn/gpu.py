@@ -348,11 +348,13 @@ class GpuDecodeKernel(LaunchFiles):
         strides = (ctypes.c_uint64 * 3)(d * e, hkv * d * e, skv * hkv * d * e)
         maps = {}
         for name, t in (("k_map", k), ("v_map", v)):
-            box = (ctypes.c_uint * 4)(*self.meta["tensor_maps"][name[0]]["box"])
+            tmap = self.meta["tensor_maps"][name[0]]
+            box = (ctypes.c_uint * 4)(*tmap["box"])
             raw = ctypes.create_string_buffer(128 + 64)
             addr = (ctypes.addressof(raw) + 63) & ~63
             dtype = 0 if e == 1 else 1  # ATTN_RT_DTYPE_U8 / ATTN_RT_DTYPE_BF16
-            _check(rt.attn_rt_tensor_map_encode(ctx, addr, dtype, 4, dims, strides, box, 0,
+            _check(rt.attn_rt_tensor_map_encode(ctx, addr, dtype, 4, dims, strides, box,
+                                                int(tmap.get("swizzle", 0)),
                                                 t.data_ptr()), f"encoding the {name[0].upper()} tensor map")
             keep.append(raw)
             maps[name] = addr

@@ -65,6 +65,8 @@ struct LaunchKernel {
 struct TensorMapInfo {
   std::string dtype; // "u8", "bf16", "f16", "f32", "i32"
   std::vector<unsigned> box;
+  /// cuTensorMapEncodeTiled's swizzle in bytes: 0 (none), 32, 64 or 128.
+  unsigned swizzle = 0;
 };
 
 /// Everything of a decode `*.launch.json`. -1 marks a dimension known only at launch.

@@ -282,7 +282,11 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   std::string kq = p.hasScales() ? stringifyGranularity(p.kGran).str() : "none";
   std::string vq = p.hasScales() ? stringifyGranularity(p.vGran).str() : "none";
   const char *mapType = p.kv == KVType::BF16 ? "bf16" : "u8";
-  auto box = [&] { return Array{p.headDim, 1, p.tileN, 1}; };
+  auto map = [&] {
+    return Object{{"dtype", mapType},
+                  {"box", Array{p.tmaBoxColumns(), 1, p.tileN, 1}},
+                  {"swizzle", p.tmaSwizzleBytes()}};
+  };
   Object root{{"format", "attn-launch-v1"},
               {"arch", 90},
               {"problem", Object{{"kind", p.prefill ? "prefill" : "decode"},
@@ -315,8 +319,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                                   {"consumer_warpgroups", p.consumerWGs},
                                   {"ctas_per_sm", p.ctasPerSm}}},
               {"workspace_floats_per_split", p.workspaceFloatsPerSplit()},
-              {"tensor_maps", Object{{"k", Object{{"dtype", mapType}, {"box", box()}}},
-                                     {"v", Object{{"dtype", mapType}, {"box", box()}}}}},
+              {"tensor_maps", Object{{"k", map()}, {"v", map()}}},
               {"kernels", Array{}}};
   // Role "decode" is the attention kernel, for prefill too (grid x: its query chunks).
   Array kernels{Object{{"name", p.kernelName()},

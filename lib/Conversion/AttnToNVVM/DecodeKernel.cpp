@@ -16,6 +16,9 @@
 //     with A from registers and an MN-major V; releases the buffer through an "empty" mbarrier.
 //     Two consumers merge their (m, l, O) through shared memory after both loops.
 //
+// A bf16 cache (plan.directKV) skips the conversion: TMA writes the swizzled tiles the WGMMAs
+// read, the consumers release the stages themselves, and the producer only issues loads.
+//
 // With int8 queries (plan.qI8) the producer copies K's bytes into a swizzled int8 buffer instead
 // of converting them, and S = s_q · s_k · (q̂·k̂) runs on s8 WGMMA with s32 accumulators.
 //
@@ -48,17 +51,20 @@ DecodePlan::Smem DecodePlan::smem() const {
   m.stageV = stageTileBytes();
   off += stages * m.stageStride;
   m.conv = off;
-  m.convV = tileN * headDim * qkBytes;
-  m.convStride = m.convV + tileN * headDim * 2;
-  off += 2 * m.convStride;
   m.scales = off;
-  m.scaleStride = 2 * tileN * 4;
-  off += 2 * m.scaleStride;
+  if (!directKV()) { // conversion buffers and staged scales
+    m.convV = tileN * headDim * qkBytes;
+    m.convStride = m.convV + tileN * headDim * 2;
+    off += 2 * m.convStride;
+    m.scales = off;
+    m.scaleStride = 2 * tileN * 4;
+    off += 2 * m.scaleStride;
+  }
   m.zeros = off; // K then V: per key, the magic constant whose subtraction gives k̂ − z
   if (zeroPoints)
     off += 2 * tileN * 4;
   m.bars = off;
-  off += 8 * (stages + 4);
+  off += 8 * (directKV() ? 2 * stages + 1 : stages + 4);
   m.total = alignUp(off, 128);
   return m;
 }
@@ -97,11 +103,15 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
   // the scales are loaded where they are used to keep register pressure down.
   SmallVector<Value> s(nacc);
   SmallVector<Value> rowVals[2];
+  // bf16 caches have no staged scales: every key's factor is softmax_scale · log2(e).
+  Value kFactor = p.hasScales() ? Value() : k.f32(p.softmaxScale * kLog2e);
   for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
     Value col = k.add(f.colBase, cb * 8);
-    Value kv2 = k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8);
+    Value kv2 = p.hasScales()
+                    ? k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8)
+                    : Value();
     for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
-      Value v = k.fmul(acc[i], k.extract(kv2, i % 2));
+      Value v = k.fmul(acc[i], kv2 ? k.extract(kv2, i % 2) : kFactor);
       int64_t r = accRow(i);
       Value key;
       if (p.alibi || masked)
@@ -256,13 +266,19 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   Value first = p.prefill ? k.i32(0) : wg;
   int64_t step = p.prefill ? 1 : W;
   SmallVector<Value> fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
-    Value buf = k.band(j, 1);
-    Value phaseB = k.band(k.lshr(j, 1), 1);
+    // Converted tiles alternate between two buffers; bf16 tiles are read in their TMA stage.
+    bool direct = p.directKV();
+    int64_t ring = direct ? p.stages : 2;
+    Value buf = k.urem(j, ring);
+    Value phaseB = k.band(k.udiv(j, ring), 1);
     Value tileStart = k.mul(k.add(c.tile0, j), p.tileN);
-    k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))), phaseB);
-    Value convOff = ringOffset(k, buf, c.sm.conv, c.sm.convStride);
+    int64_t fullBar = direct ? c.sm.fullStage(0) : c.sm.fullConv(0, p.stages);
+    int64_t emptyBar = direct ? c.sm.emptyStage(0, p.stages) : c.sm.emptyConv(0, p.stages);
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), fullBar)), phaseB);
+    Value convOff = direct ? ringOffset(k, buf, c.sm.stage, c.sm.stageStride)
+                           : ringOffset(k, buf, c.sm.conv, c.sm.convStride);
     Value kAddr = k.sharedAddr(sptr(k, c, convOff));
-    Value vAddr = k.sharedAddr(sptr(k, c, k.add(convOff, c.sm.convV)));
+    Value vAddr = k.sharedAddr(sptr(k, c, k.add(convOff, direct ? c.sm.stageV : c.sm.convV)));
     // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step.
     k.wgmmaFence();
     SmallVector<Value> acc(nS);
@@ -320,7 +336,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     }
     k.wgmmaCommit();
     k.wgmmaWait(0);
-    k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), c.sm.emptyConv(0, p.stages))));
+    k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), emptyBar)));
     SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
     next.append(o.begin(), o.end());
     return next;
@@ -530,10 +546,17 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
     for (int64_t s = 0; s < p.stages; ++s)
       k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
-    for (int64_t bf = 0; bf < 2; ++bf) {
-      k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
-      // Decode: the one consumer that took the tile releases it; prefill: all of them.
-      k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), 128 * (p.prefill ? p.consumerWGs : 1));
+    // Decode: the one consumer that took the tile releases it; prefill: all of them.
+    int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
+    if (p.directKV()) {
+      for (int64_t s = 0; s < p.stages; ++s)
+        k.mbarrierInit(sptr(k, c, c.sm.emptyStage(s, p.stages)), releases);
+      k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
+    } else {
+      for (int64_t bf = 0; bf < 2; ++bf) {
+        k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
+        k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), releases);
+      }
     }
     k.fenceMbarrierInit();
   });

@@ -61,6 +61,14 @@ struct DecodePlan {
   int64_t groups() const { return kvHeads * groupsPerKv(); }
   int64_t kvElemBytes() const { return kv == KVType::BF16 ? 2 : 1; }
   bool hasScales() const { return kv != KVType::BF16; }
+  /// bf16 caches need no conversion: TMA writes K/V tiles straight into the 128-byte-swizzled
+  /// layout the WGMMAs read (boxes of 64 columns), the consumers read the pipeline stages and
+  /// release them, and the producer warpgroup only issues loads and zeroes the V rows past the
+  /// sequence end of the one partial tile.
+  bool directKV() const { return kv == KVType::BF16; }
+  /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzle.
+  int64_t tmaBoxColumns() const { return directKV() ? 64 : headDim; }
+  int64_t tmaSwizzleBytes() const { return directKV() ? 128 : 0; }
   /// Floats of one split's partial (O, m, l), padded to 4 so every O row stays 16-byte aligned
   /// for the combine's vector loads.
   int64_t workspaceFloatsPerSplit() const {
@@ -76,6 +84,10 @@ struct DecodePlan {
     int64_t fullStage(int64_t s) const { return bars + 8 * s; }
     int64_t fullConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + b); }
     int64_t emptyConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + 2 + b); }
+    // directKV: the consumers release stage s through emptyStage(s); the partial tile's loads
+    // complete on `tail` (the producer zeroes its V rows past the end, then arrives on full).
+    int64_t emptyStage(int64_t s, int64_t stages) const { return bars + 8 * (stages + s); }
+    int64_t tail(int64_t stages) const { return bars + 8 * 2 * stages; }
   };
   Smem smem() const;
   /// Dynamic shared memory to request: the map plus 1 KiB to align the base.

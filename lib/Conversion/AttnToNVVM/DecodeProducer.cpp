@@ -4,7 +4,8 @@
 // tiles with TMA into `stages` mbarrier-guarded shared-memory stages; the warpgroup converts each
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
 // two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes — zeroes keys past
-// the sequence length, stages the per-token scales, and signals the consumers.
+// the sequence length, stages the per-token scales, and signals the consumers. bf16 caches skip
+// the conversion: TMA fills the swizzled layout the consumers read (buildDirectProducer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -155,20 +156,94 @@ static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
   return out;
 }
 
-static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile) {
+/// Thread 0: loads tile `tile`'s K and V into stage `stage`, completing on `bar` (default: the
+/// stage's full barrier). Direct (bf16) tiles come as D/64 boxes of 64 columns, each a column
+/// block of the 128-byte-swizzled layout the WGMMAs read.
+static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value bar = {}) {
   const DecodePlan &p = c.p;
   Value stageOff = ringOffset(k, stage, c.sm.stage, c.sm.stageStride);
-  Value bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
+  if (!bar)
+    bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
   k.mbarrierArriveExpectTx(bar, 2 * p.stageTileBytes());
-  SmallVector<Value> coords = {k.i32(0), c.hkv, k.mul(tile, p.tileN), c.bIdx};
-  k.tmaLoad(sptr(k, c, stageOff), c.kMap, coords, bar);
-  k.tmaLoad(sptr(k, c, k.add(stageOff, c.sm.stageV)), c.vMap, coords, bar);
+  int64_t cols = p.tmaBoxColumns();
+  for (int64_t blk = 0; blk < p.headDim / cols; ++blk) {
+    SmallVector<Value> coords = {k.i32(blk * cols), c.hkv, k.mul(tile, p.tileN), c.bIdx};
+    int64_t off = blk * p.tileN * cols * p.kvElemBytes();
+    k.tmaLoad(sptr(k, c, k.add(stageOff, off)), c.kMap, coords, bar);
+    k.tmaLoad(sptr(k, c, k.add(stageOff, c.sm.stageV + off)), c.vMap, coords, bar);
+  }
+}
+
+/// The producer of a bf16 cache (plan.directKV): thread 0 keeps `stages` tiles in flight,
+/// refilling a stage once every consumer released it. Keys in [len, kv_len) hold whatever the
+/// cache holds (TMA zero-fills only past kv_len), and P · V would turn a NaN or Inf there into
+/// a NaN even with P = 0: the one partial tile completes on the tail barrier instead, the
+/// warpgroup zeroes its V rows past the end, and only then arrives on the stage's full barrier.
+static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  Value isLeader = k.cmp(P::eq, c.tid, 0);
+  Value tailBar = sptr(k, c, c.sm.tail(p.stages));
+  auto barFor = [&](Value tile) { // the tail barrier for the partial tile, else none (full)
+    return k.cmp(P::slt, k.sub(c.len, k.mul(tile, p.tileN)), k.i32(p.tileN));
+  };
+  auto issue = [&](Value s, Value tile) {
+    k.ifThenElse(
+        barFor(tile), TypeRange{},
+        [&] {
+          issueTile(k, c, s, tile, tailBar);
+          return SmallVector<Value>();
+        },
+        [&] {
+          issueTile(k, c, s, tile);
+          return SmallVector<Value>();
+        });
+  };
+  k.ifThen(isLeader, [&] {
+    Value n = k.smin(c.numTiles, k.i32(p.stages));
+    k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
+      issue(s, k.add(c.tile0, s));
+      return SmallVector<Value>();
+    });
+  });
+  int64_t rowBytes = 128; // a row of one 64-column block
+  int64_t blocks = p.headDim / 64;
+  k.forLoop(k.i32(0), c.numTiles, 1, {}, [&](Value j, ValueRange) {
+    Value s = k.urem(j, p.stages);
+    Value tile = k.add(c.tile0, j);
+    Value rowsValid = k.sub(c.len, k.mul(tile, p.tileN));
+    k.ifThen(barFor(tile), [&] {
+      k.mbarrierWait(tailBar, k.i32(0)); // at most one partial tile per CTA
+      Value vOff = k.add(ringOffset(k, s, c.sm.stage, c.sm.stageStride), c.sm.stageV);
+      // 16-byte chunks of the rows [rowsValid, tileN) of every column block.
+      Value first = k.mul(rowsValid, rowBytes / 16);
+      Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
+      for (int64_t blk = 0; blk < blocks; ++blk)
+        k.forLoop(k.add(first, c.tid), k.i32(p.tileN * rowBytes / 16), p.producerThreads(), {},
+                  [&](Value ch, ValueRange) {
+                    Value off = k.add(k.mul(ch, 16), k.add(vOff, blk * p.tileN * rowBytes));
+                    k.store(zero, sptr(k, c, off), 16);
+                    return SmallVector<Value>();
+                  });
+      k.fenceProxyAsyncShared();
+      k.barrier(1, p.producerThreads());
+      k.ifThen(isLeader, [&] { k.mbarrierArrive(sptr(k, c, k.add(k.mul(s, 8), c.sm.fullStage(0)))); });
+    });
+    Value next = k.add(j, p.stages);
+    k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
+      Value phase = k.band(k.udiv(j, p.stages), 1);
+      k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phase);
+      issue(s, k.add(c.tile0, next));
+    });
+    return SmallVector<Value>();
+  });
 }
 
 void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
   NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
                                  NVVM::SetMaxRegisterAction::decrease);
+  if (p.directKV())
+    return buildDirectProducer(k, c);
   Value isLeader = k.cmp(P::eq, c.tid, 0);
   // Fill the pipeline.
   k.ifThen(isLeader, [&] {

@@ -81,11 +81,13 @@ func.func @gqa_fp8(%q: memref<?x1x32x64xbf16>, %k: memref<?x?x4x64xf8E4M3FN>, %v
 
 // -----
 
-// bf16 K/V: no dequantization (no prmt, no cvt from e4m3), and a bf16 cache halves the tile.
+// bf16 K/V: no dequantization (no prmt, no cvt from e4m3): TMA loads 64-column boxes (two per
+// tensor at head_dim 128) into the stages the WGMMAs read, and the consumers release them.
 // CHECK-LABEL: llvm.func @mha_bf16_decode
 // CHECK-NOT: llvm.nvvm.prmt
 // CHECK-NOT: e4m3x2
-// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+// CHECK-COUNT-4: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
 // CHECK: llvm.func @mha_bf16_combine
 func.func @mha_bf16(%q: memref<2x1x8x128xbf16>, %k: memref<2x4096x8x128xbf16>, %v: memref<2x4096x8x128xbf16>,
                     %o: memref<2x1x8x128xbf16>) {

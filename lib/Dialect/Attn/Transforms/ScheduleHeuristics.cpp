@@ -30,13 +30,17 @@ int64_t mlir::attn::decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kv
                                       int64_t stages, bool int8QK, bool zeroPoints,
                                       int64_t queryTiles) {
   int64_t qkBytes = int8QK ? 1 : 2;
+  // bf16 caches: the WGMMAs read the TMA stages themselves (no conversion buffers, no scales).
+  bool direct = kvElemBytes == 2;
   int64_t bytes = queryTiles * 64 * headDim * qkBytes;                // packed queries
   bytes += stages * alignUp(2 * tileN * headDim * kvElemBytes, 1024); // K+V stages (TMA)
-  bytes += 2 * tileN * headDim * (qkBytes + 2);                       // K + bf16 V, double-buffered
-  bytes += 2 * 2 * tileN * 4;                                         // K and V scales
+  if (!direct) {
+    bytes += 2 * tileN * headDim * (qkBytes + 2); // K + bf16 V, double-buffered
+    bytes += 2 * 2 * tileN * 4;                   // K and V scales
+  }
   if (zeroPoints)
-    bytes += 2 * tileN * 4;                                           // K and V zero points
-  bytes += 8 * (stages + 4);                                          // mbarriers
+    bytes += 2 * tileN * 4;                                 // K and V zero points
+  bytes += 8 * (direct ? 2 * stages + 1 : stages + 4);      // mbarriers
   return alignUp(bytes, 128) + 1024;
 }
 

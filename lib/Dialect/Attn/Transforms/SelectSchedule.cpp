@@ -97,14 +97,16 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
           f.splitKv = ScheduleAttr::kAuto; // resolved at launch by selectSplitKv
         }
       }
-      // The decode producer stages every tile through registers (dequantization or, for bf16,
-      // the swizzling copy): below 72 registers ptxas spills it (measured over the variant grid).
+      // The decode producer stages every 8-bit tile through registers (dequantization): below
+      // 72 registers ptxas spills it (measured over the variant grid). bf16 tiles need none.
       // Up to head_dim 128: two producer warpgroups share the dequantization (the kernel is
       // producer-bound: measured 10% faster on Table 3 than one) and two consumer warpgroups
       // alternate tiles so one's softmax hides the other's WGMMAs; 512 threads enter with 128
       // registers each and 2 · 56 + 2 · 200 = 4 · 128. At 256 the O accumulator alone is 128
       // registers: one producer (96) and one consumer (240).
-      if (shape.headDim <= 128)
+      if (shape.headDim <= 128 && shape.kvElemBytes == 2)
+        f.fillRoles(ctx, 40, 2, 232, 1); // bf16: the producer only issues TMA loads
+      else if (shape.headDim <= 128)
         f.fillRoles(ctx, 56, 2, 200, 2);
       else
         f.fillRoles(ctx, 96, 1, 240);
@@ -125,7 +127,11 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       Fields::fill(f.stages, d.stages);
       if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto)
         f.splitKv = 1;
-      if (shape.headDim <= 128)
+      // bf16 caches: TMA fills the stages the WGMMAs read, so one producer warpgroup that only
+      // issues loads (40 registers) and two consumers with 232 (40 + 2 · 232 = 3 · 168).
+      if (shape.headDim <= 128 && shape.kvElemBytes == 2)
+        f.fillRoles(ctx, 40, 2, 232, 1);
+      else if (shape.headDim <= 128)
         f.fillRoles(ctx, 56, 2, 200, 2);
       else
         f.fillRoles(ctx, 96, 1, 240);

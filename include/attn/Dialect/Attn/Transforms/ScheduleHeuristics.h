@@ -54,7 +54,8 @@ int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 /// query tile, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
 /// and 1 KiB to align the base). With `int8QK` the query tile and the K buffers are int8; with
 /// `zeroPoints` a K and a V zero-point constant per key follow the scales; `queryTiles` 64-row
-/// query tiles (prefill: one per consumer warpgroup).
+/// query tiles (prefill: one per consumer warpgroup). A bf16 cache (kvElemBytes 2) has no
+/// conversion buffers or scales: the WGMMAs read the stages TMA fills.
 int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages,
                           bool int8QK = false, bool zeroPoints = false, int64_t queryTiles = 1);
 /// Shared memory of one sm_90a CTA.
