@@ -4,7 +4,7 @@ heads on 1 KV head, head_dim 128, S × batch = 1024 × 32 … 32768 × 1), causa
 cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
 
   gpu-prefill-bench.py build DIR       here: one spec per (S, mode, causal) → PTX (S is static;
-                                       MODES=bf16,half_int8 by default, bf16_s3 on request)
+                                       MODES=bf16,half_int8 by default; others in MODES below)
   gpu-prefill-bench.py run DIR [--out F]
                                        on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
                                        int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
@@ -29,12 +29,17 @@ def name(s, mode, causal):
     return f"pf_{mode}_s{s}{'_causal' if causal else ''}"
 
 
-# Mode → (spec keywords, schedule fields the spec fixes). `*_s3`: three pipeline stages.
+# Mode → (spec keywords, schedule fields the spec fixes; None: attn-select-schedule's defaults,
+# for bf16 intra-warpgroup overlap on three stages). `_noov`: no overlap, two stages (`_s3`: three); `_ov2`:
+# overlap on two stages; `half_int8_ov`: overlap on the two conversion buffers.
 BF16 = dict(kv_dtype="bf16")
 HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                  q_granularity="per_token_head")
 MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None),
-         "bf16_s3": (BF16, {"stages": 3})}
+         "bf16_noov": (BF16, {"stages": 2, "intra_wg_overlap": False}),
+         "bf16_s3": (BF16, {"stages": 3, "intra_wg_overlap": False}),
+         "bf16_ov2": (BF16, {"stages": 2, "intra_wg_overlap": True}),
+         "half_int8_ov": (HALF_INT8, {"intra_wg_overlap": True})}
 
 
 def build(args):

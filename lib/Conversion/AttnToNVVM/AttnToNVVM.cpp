@@ -197,11 +197,14 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
                << (p.ctasPerSm > 1 ? " (with ctas_per_sm " + std::to_string(p.ctasPerSm) + ")"
                                    : std::string());
   }
+  p.overlap = s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue();
+  if (p.overlap && !p.prefill)
+    c.fail() << "intra_wg_overlap for decode (prefill only: decode's two consumer warpgroups "
+                "take alternate tiles and overlap each other)";
   if (s.getClusterSize() != 1 || s.hasCrossover() ||
       (s.getPingpong() && s.getPingpong().getValue()) ||
-      (s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue()) ||
       (s.getPersistent() && s.getPersistent().getValue()))
-    c.fail() << "clusters, crossover, pingpong, intra-warpgroup overlap or a persistent grid";
+    c.fail() << "clusters, crossover, pingpong or a persistent grid";
   if (p.prefill) {
     // Query chunks: pack · qChunk rows fill (at most) one 64-row WGMMA tile; one split.
     p.qChunk = std::max<int64_t>(1, p.qLen < 0 ? 64 / p.pack : std::min<int64_t>(p.qLen, 64 / p.pack));

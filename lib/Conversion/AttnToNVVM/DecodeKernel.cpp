@@ -25,7 +25,9 @@
 // The epilogue writes O / l as bf16 when there is one split, else the f32 partial (O, m, l) that
 // `<name>_combine` merges. Prefill (`<name>_prefill`, plan.prefill) is the same kernel with grid x
 // over query chunks instead of KV splits: each consumer warpgroup owns a 64-row query tile and
-// both take every key tile (no merge). docs/GPUDecode.md is the contract with the launcher.
+// both take every key tile (no merge); with plan.overlap (FA3's intra-warpgroup overlap) a
+// consumer keeps Q·K_jᵀ and P_{j−1}·V_{j−1} in flight together and runs softmax(S_j) under the
+// latter. docs/GPUDecode.md is the contract with the launcher.
 //
 //===----------------------------------------------------------------------===//
 
@@ -89,13 +91,13 @@ static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
 
 struct SoftmaxOut {
   Value m[2], l[2], alpha[2];
-  SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments
+  SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments (or N/2 floats with packP false)
 };
 
 /// Scales, masks, exponentiates one S tile and returns the new row state and the P fragments.
 static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> acc,
                               Value scOff, Value tileStart, Value mOld[2], Value lOld[2],
-                              bool masked) {
+                              bool masked, bool packP = true) {
   const DecodePlan &p = c.p;
   int64_t nacc = p.tileN / 2;
   Value negInf = k.f32(-INFINITY);
@@ -155,8 +157,11 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
   for (int r = 0; r < 2; ++r)
     o.l[r] = k.fma(lOld[r], o.alpha[r], tree(sumVals[r], false));
   // A fragment of k-step t: {S[8t], S[8t+1]}, {S[8t+2], S[8t+3]}, {S[8t+4], ...}, {S[8t+6], ...}.
-  for (int64_t i = 0; i < nacc; i += 2)
-    o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1]));
+  if (!packP)
+    o.pWords = std::move(pv);
+  else
+    for (int64_t i = 0; i < nacc; i += 2)
+      o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1]));
   return o;
 }
 
@@ -261,33 +266,42 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   if (p.prefill)
     qAddr = k.add(qAddr, k.mul(wg, 64 * p.headDim * (p.qI8 ? 1 : 2)));
 
-  // Decode: warpgroups take alternate tiles. Prefill: each takes every tile for its own queries.
-  int64_t W = p.consumerWGs;
-  Value first = p.prefill ? k.i32(0) : wg;
-  int64_t step = p.prefill ? 1 : W;
-  SmallVector<Value> fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
-    // Converted tiles alternate between two buffers; bf16 tiles are read in their TMA stage.
-    bool direct = p.directKV();
-    int64_t ring = direct ? p.stages : 2;
-    Value buf = k.urem(j, ring);
-    Value phaseB = k.band(k.udiv(j, ring), 1);
-    Value tileStart = k.mul(k.add(c.tile0, j), p.tileN);
-    int64_t fullBar = direct ? c.sm.fullStage(0) : c.sm.fullConv(0, p.stages);
-    int64_t emptyBar = direct ? c.sm.emptyStage(0, p.stages) : c.sm.emptyConv(0, p.stages);
-    k.mbarrierWait(sptr(k, c, k.add(k.mul(buf, 8), fullBar)), phaseB);
-    Value convOff = direct ? ringOffset(k, buf, c.sm.stage, c.sm.stageStride)
-                           : ringOffset(k, buf, c.sm.conv, c.sm.convStride);
-    Value kAddr = k.sharedAddr(sptr(k, c, convOff));
-    Value vAddr = k.sharedAddr(sptr(k, c, k.add(convOff, direct ? c.sm.stageV : c.sm.convV)));
-    // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step.
+  // The pieces of one K/V tile's work; the loops below put them in order.
+  bool direct = p.directKV();
+  // Converted tiles alternate between two buffers; bf16 tiles are read in their TMA stage.
+  int64_t ring = direct ? p.stages : 2;
+  int64_t fullBar = direct ? c.sm.fullStage(0) : c.sm.fullConv(0, p.stages);
+  int64_t emptyBar = direct ? c.sm.emptyStage(0, p.stages) : c.sm.emptyConv(0, p.stages);
+  struct TileRef {
+    Value buf, kAddr, vAddr, scOff, tileStart;
+  };
+  auto tileRef = [&](Value j) {
+    TileRef t;
+    t.buf = k.urem(j, ring);
+    t.tileStart = k.mul(k.add(c.tile0, j), p.tileN);
+    Value off = direct ? ringOffset(k, t.buf, c.sm.stage, c.sm.stageStride)
+                       : ringOffset(k, t.buf, c.sm.conv, c.sm.convStride);
+    t.kAddr = k.sharedAddr(sptr(k, c, off));
+    t.vAddr = k.sharedAddr(sptr(k, c, k.add(off, direct ? c.sm.stageV : c.sm.convV)));
+    t.scOff = ringOffset(k, t.buf, c.sm.scales, c.sm.scaleStride);
+    return t;
+  };
+  auto waitFull = [&](Value j, const TileRef &t) {
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(t.buf, 8), fullBar)), k.band(k.udiv(j, ring), 1));
+  };
+  auto release = [&](const TileRef &t) {
+    k.mbarrierArrive(sptr(k, c, k.add(k.mul(t.buf, 8), emptyBar)));
+  };
+  // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step; one commit
+  // group, not waited for.
+  auto issueS = [&](const TileRef &t) {
     k.wgmmaFence();
     SmallVector<Value> acc(nS);
     if (p.qI8) {
-      // int8: one 128-byte swizzle atom per row, 32 columns (bytes) of D per step; S in s32,
-      // then float and the query scale of each row (the key scale follows in softmaxTile).
+      // int8: one 128-byte swizzle atom per row, 32 columns (bytes) of D per step; S in s32.
       for (int64_t kk = 0; kk < p.headDim / 32; ++kk) {
         Value da = k.wgmmaDescriptor(k.add(qAddr, kk * 32), 16, 1024);
-        Value db = k.wgmmaDescriptor(k.add(kAddr, kk * 32), 16, 1024);
+        Value db = k.wgmmaDescriptor(k.add(t.kAddr, kk * 32), 16, 1024);
         acc = k.wgmmaSSInt8(acc, da, db, p.tileN, /*accumulate=*/kk > 0);
       }
     } else {
@@ -295,21 +309,25 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
         int64_t aOff = (kk / 4) * 64 * 128 + (kk % 4) * 32;
         int64_t bOff = (kk / 4) * p.tileN * 128 + (kk % 4) * 32;
         Value da = k.wgmmaDescriptor(k.add(qAddr, aOff), 16, 1024);
-        Value db = k.wgmmaDescriptor(k.add(kAddr, bOff), 16, 1024);
+        Value db = k.wgmmaDescriptor(k.add(t.kAddr, bOff), 16, 1024);
         acc = k.wgmmaSS(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*transB=*/false);
       }
     }
     k.wgmmaCommit();
-    k.wgmmaWait(0);
+    return acc;
+  };
+  // After the wait: int8 S to float times each row's query scale (the key scale follows in
+  // softmaxTile), then the scaled, masked softmax: {m0, m1, l0, l1, P words..., alpha0, alpha1},
+  // or with `packP` false the nS P floats instead of the words.
+  auto softmax = [&](SmallVector<Value> acc, const TileRef &t, Value mOld[2], Value lOld[2],
+                     bool packP = true) {
     if (p.qI8)
       for (int64_t i = 0; i < nS; ++i)
         acc[i] = k.fmul(k.sitofp(acc[i]), qScale[accRow(i)]);
-
-    Value scOff = ringOffset(k, buf, c.sm.scales, c.sm.scaleStride);
-    Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
-    Value needMask = k.cmp(P::sgt, k.add(tileStart, p.tileN - 1), maskFrom);
-    SmallVector<Type> types(4 + nS / 2, k.f32());
-    for (int64_t i = 0; i < nS / 2; ++i)
+    Value needMask = k.cmp(P::sgt, k.add(t.tileStart, p.tileN - 1), maskFrom);
+    int64_t nP = packP ? nS / 2 : nS;
+    SmallVector<Type> types(4 + nP, k.f32());
+    for (int64_t i = 0; i < nP && packP; ++i)
       types[4 + i] = k.i32();
     types.push_back(k.f32());
     types.push_back(k.f32());
@@ -320,34 +338,130 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
       v.push_back(o.alpha[1]);
       return v;
     };
-    SmallVector<Value> sm = k.ifThenElse(
+    return k.ifThenElse(
         needMask, types,
-        [&] { return pack(softmaxTile(k, c, f, acc, scOff, tileStart, mOld, lOld, true)); },
-        [&] { return pack(softmaxTile(k, c, f, acc, scOff, tileStart, mOld, lOld, false)); });
-    Value alpha[2] = {sm[4 + nS / 2], sm[5 + nS / 2]};
-    SmallVector<Value> o(st.begin() + 4, st.end());
-    for (int64_t i = 0; i < nO; ++i)
-      o[i] = k.fmul(o[i], alpha[accRow(i)]);
-    // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step.
-    k.wgmmaFence();
+        [&] { return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, true, packP)); },
+        [&] {
+          return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, false, packP));
+        });
+  };
+  // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step; one commit
+  // group, not waited for.
+  auto issuePV = [&](SmallVector<Value> o, ArrayRef<Value> pWords, const TileRef &t,
+                     bool fence = true) {
+    if (fence)
+      k.wgmmaFence();
     for (int64_t kk = 0; kk < p.tileN / 16; ++kk) {
-      Value db = k.wgmmaDescriptor(k.add(vAddr, kk * 16 * 128), p.tileN * 128, 1024);
-      o = k.wgmmaRS(o, ArrayRef<Value>(sm).slice(4 + 4 * kk, 4), db, p.headDim, true);
+      Value db = k.wgmmaDescriptor(k.add(t.vAddr, kk * 16 * 128), p.tileN * 128, 1024);
+      o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, true);
     }
     k.wgmmaCommit();
-    k.wgmmaWait(0);
-    k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), emptyBar)));
-    SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
-    next.append(o.begin(), o.end());
-    return next;
-  });
+    return o;
+  };
+  auto rescale = [&](SmallVector<Value> &o, Value alpha[2]) {
+    for (int64_t i = 0; i < nO; ++i)
+      o[i] = k.fmul(o[i], alpha[accRow(i)]);
+  };
+
+  SmallVector<Value> fin;
+  if (p.overlap) {
+    // FA3's intra-warpgroup overlap (prefill): tile j's Q·Kᵀ and tile j−1's P·V are in flight
+    // together, and the softmax of S_j runs while P·V_{j−1} does; O is rescaled once that is
+    // done. The first tile's S and softmax come before the loop, the last P·V after it.
+    Value any = k.cmp(P::sgt, c.numTiles, k.i32(0));
+    SmallVector<Type> proTypes(4, k.f32());
+    for (int64_t i = 0; i < nS / 2; ++i)
+      proTypes.push_back(k.i32());
+    SmallVector<Value> pro = k.ifThenElse(
+        any, proTypes,
+        [&] {
+          TileRef t = tileRef(k.i32(0));
+          waitFull(k.i32(0), t);
+          SmallVector<Value> acc = issueS(t);
+          k.wgmmaWait(0);
+          Value m[2] = {negInf, negInf}, l[2] = {k.f32(0), k.f32(0)};
+          SmallVector<Value> sm = softmax(acc, t, m, l);
+          sm.resize(4 + nS / 2); // alpha: O is zero
+          return sm;
+        },
+        [&] {
+          SmallVector<Value> none = {negInf, negInf, k.f32(0), k.f32(0)};
+          for (int64_t i = 0; i < nS / 2; ++i)
+            none.push_back(k.i32(0));
+          return none;
+        });
+    // Carried: m0, m1, l0, l1, O..., P words of the previous tile.
+    SmallVector<Value> init(pro.begin(), pro.begin() + 4);
+    for (int64_t i = 0; i < nO; ++i)
+      init.push_back(k.f32(0));
+    init.append(pro.begin() + 4, pro.end());
+    SmallVector<Value> loop =
+        k.forLoop(k.i32(1), c.numTiles, 1, init, [&](Value j, ValueRange st) {
+          TileRef t = tileRef(j), prev = tileRef(k.add(j, -1));
+          waitFull(j, t);
+          SmallVector<Value> acc = issueS(t);
+          SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
+          o = issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.end()), prev,
+                      /*fence=*/false); // issueS's fence covers O and P
+          k.wgmmaWait(1); // S_j is done, P·V_{j−1} may still run
+          Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
+          // P_j stays in floats until P·V_{j−1} is done: its bf16 words are the next A operand
+          // and share (through the loop phi) the registers P·V_{j−1} is reading — written any
+          // earlier, ptxas serializes the WGMMAs.
+          SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false);
+          k.wgmmaWait(0);
+          release(prev);
+          Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
+          rescale(o, alpha);
+          SmallVector<Value> next(sm.begin(), sm.begin() + 4);
+          next.append(o.begin(), o.end());
+          for (int64_t i = 0; i < nS; i += 2)
+            next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i]));
+          return next;
+        });
+    SmallVector<Value> o(loop.begin() + 4, loop.begin() + 4 + nO);
+    SmallVector<Value> last = k.ifThenElse(
+        any, TypeRange(ValueRange(o)),
+        [&] {
+          TileRef t = tileRef(k.add(c.numTiles, -1));
+          SmallVector<Value> out =
+              issuePV(o, SmallVector<Value>(loop.begin() + 4 + nO, loop.end()), t);
+          k.wgmmaWait(0);
+          release(t);
+          return out;
+        },
+        [&] { return o; });
+    fin.assign(loop.begin(), loop.begin() + 4);
+    fin.append(last.begin(), last.end());
+  } else {
+    // Decode: warpgroups take alternate tiles. Prefill: each takes every tile for its queries.
+    Value first = p.prefill ? k.i32(0) : wg;
+    int64_t step = p.prefill ? 1 : p.consumerWGs;
+    fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
+      TileRef t = tileRef(j);
+      waitFull(j, t);
+      SmallVector<Value> acc = issueS(t);
+      k.wgmmaWait(0);
+      Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
+      SmallVector<Value> sm = softmax(acc, t, mOld, lOld);
+      SmallVector<Value> o(st.begin() + 4, st.end());
+      Value alpha[2] = {sm[4 + nS / 2], sm[5 + nS / 2]};
+      rescale(o, alpha);
+      o = issuePV(o, ArrayRef<Value>(sm).slice(4, nS / 2), t);
+      k.wgmmaWait(0);
+      release(t);
+      SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
+      next.append(o.begin(), o.end());
+      return next;
+    });
+  }
 
   // Row sums are per thread until here: reduce over the quad that shares a row.
   for (int r = 0; r < 2; ++r) {
     fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
     fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
   }
-  if (W == 2 && !p.prefill)
+  if (p.consumerWGs == 2 && !p.prefill)
     fin = mergeConsumers(k, c, wg, ct, fin);
   Value l[2] = {fin[2], fin[3]}, m[2] = {fin[0], fin[1]};
   ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);

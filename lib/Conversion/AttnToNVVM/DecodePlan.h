@@ -36,6 +36,9 @@ struct DecodePlan {
   /// see (the K/V tile in shared memory feeds 128 rows), one split.
   bool prefill = false;
   int64_t qChunk = 1;
+  /// Prefill, schedule `intra_wg_overlap`: a consumer issues tile j's Q·Kᵀ together with tile
+  /// j−1's P·V and runs the softmax of S_j while P·V_{j−1} is in flight (FA3).
+  bool overlap = false;
   /// Query tiles in shared memory: one per consumer for prefill, one for decode.
   int64_t qTiles() const { return prefill ? consumerWGs : 1; }
   /// Query tokens per CTA.

@@ -186,6 +186,16 @@ SmallVector<Value> KernelBuilder::wgmmaSSInt8(ArrayRef<Value> acc, Value descA, 
                      NVVM::WGMMATypes::s32, i32(), accumulate, /*transB=*/false);
 }
 
+Value KernelBuilder::packBF16x2Ordered(Value lo, Value hi) {
+  // cvt.rn.bf16x2.f32 d, a, b puts a in the upper half: hi first.
+  return LLVM::InlineAsmOp::create(b, loc, i32(), ValueRange{hi, lo},
+                                   "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f",
+                                   /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                   ArrayAttr())
+      .getResult(0);
+}
+
 SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB,
                                           int64_t n, bool transB) {
   // NVVM's wgmma op takes A only as a descriptor; the register form is inline PTX.

@@ -190,6 +190,10 @@ public:
                                  bool accumulate);
   /// D += A·B with A in registers (four bf16x2 per thread: the m64k16 fragment) and B in shared
   /// memory; `transB` for an MN-major B.
+  /// packBF16x2 as side-effecting inline PTX: LLVM keeps it after a preceding
+  /// wgmma.wait_group. For A operands of the next wgmma that share (through a loop phi) the
+  /// registers an in-flight wgmma still reads: written before its wait, ptxas serializes them.
+  Value packBF16x2Ordered(Value lo, Value hi);
   SmallVector<Value> wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB, int64_t n,
                              bool transB);
   void wgmmaFence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }

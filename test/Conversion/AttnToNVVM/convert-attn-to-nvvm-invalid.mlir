@@ -1,13 +1,24 @@
 // convert-attn-to-nvvm refuses what its generators do not implement, on the op, with the reason.
 // RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --convert-attn-to-nvvm
 
-// Prefill runs the decode kernel over query chunks: FA3's pingpong (and intra-warpgroup overlap,
-// persistent grids) are not implemented, and the spec asking for them is refused, not ignored.
+// Prefill runs the decode kernel over query chunks: FA3's pingpong (and persistent grids) are
+// not implemented, and the spec asking for them is refused, not ignored.
 func.func @prefill_pingpong(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
                             %o: memref<1x128x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: clusters, crossover, pingpong, intra-warpgroup overlap or a persistent grid}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: clusters, crossover, pingpong or a persistent grid}}
   attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
       outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<pingpong = true>}
+  return
+}
+
+// -----
+
+// Intra-warpgroup overlap is a prefill schedule: decode's consumers take alternate tiles.
+func.func @decode_overlap(%q: memref<1x1x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
+                          %o: memref<1x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: intra_wg_overlap for decode (prefill only}}
+  attn.attention decode ins(%q, %k, %v : memref<1x1x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
+      outs(%o : memref<1x1x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<intra_wg_overlap = true>}
   return
 }
 

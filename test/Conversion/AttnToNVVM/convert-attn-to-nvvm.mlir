@@ -244,6 +244,33 @@ func.func @dyn_prefill(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %
 
 // -----
 
+// FA3's intra-warpgroup overlap (schedule intra_wg_overlap): the first tile's Q·Kᵀ and softmax
+// before the loop; in it, Q·K_jᵀ and P_{j−1}·V_{j−1} committed as two groups, the wait for the
+// first (S_j) before the softmax and for both before P_j is packed; the last P·V after it.
+// CHECK-LABEL: llvm.func @overlap_prefill_prefill(
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: scf.for
+// CHECK: nvvm.wgmma.mma_async
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.commit.group.sync.aligned
+// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: cvt.rn.bf16x2.f32
+// CHECK: scf.yield
+// CHECK: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+func.func @overlap_prefill(%q: memref<2x300x8x128xbf16>, %k: memref<2x300x2x128xbf16>, %v: memref<2x300x2x128xbf16>,
+                           %o: memref<2x300x8x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<2x300x8x128xbf16>, memref<2x300x2x128xbf16>, memref<2x300x2x128xbf16>)
+      outs(%o : memref<2x300x8x128xbf16>)
+      {causal, target = #attn.target<sm_90a>, schedule = #attn.schedule<intra_wg_overlap = true, stages = 3>}
+  return
+}
+
+// -----
+
 // attn.mla_decode on sm_90a (FlashMLA's FP8 sparse decode with the crossover): one kernel, a
 // 2-CTA cluster, 384 threads. The producer converts its half of each 64-key block (e4m3 → f16
 // → f32 · tile scale → bf16) and writes it into both CTAs (st.shared here, st.async into the

@@ -113,8 +113,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     } else {
       // Prefill runs the decode kernel's structure over query chunks (docs/Schedules.md): query
       // heads of a KV head packed as for one token, pack · chunk = 64 rows per CTA, one split.
-      // FA3's pingpong, intra-warpgroup overlap and persistent grid are not implemented yet, so
-      // the default turns them off (the lowering refuses them when a spec asks).
+      // FA3's pingpong and persistent grid are not implemented yet, so the default turns them
+      // off (the lowering refuses them when a spec asks).
       if (qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "prefill scheduling needs static head counts";
       AttentionShape oneToken = shape;
@@ -124,7 +124,16 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       Fields::fill(f.packQHeads, d.packQHeads);
       Fields::fill(f.tileM, 64);
       Fields::fill(f.tileN, d.tileN);
-      Fields::fill(f.stages, d.stages);
+      // bf16: FA3's intra-warpgroup overlap, which holds two tiles per consumer at once and so
+      // wants a third stage (measured on the H100 Table-1/2 shapes: 0.66–0.97× cuDNN against
+      // 0.67–0.87× without overlap and 0.56–0.67× with overlap on two stages;
+      // docs/benchmarks/gpu-prefill.md) — when three stages fit.
+      bool bf16 = shape.kvElemBytes == 2;
+      bool threeFit = decodeSharedBytes(shape.headDim, f.tileN, shape.kvElemBytes, 3,
+                                        shape.int8QK, shape.zeroPoints,
+                                        shape.queryTiles) <= kMaxSharedBytesSm90;
+      bool overlap = bf16 && threeFit && (!f.stages || f.stages >= 3);
+      Fields::fill(f.stages, overlap ? 3 : d.stages);
       if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto)
         f.splitKv = 1;
       // bf16 caches: TMA fills the stages the WGMMAs read, so one producer warpgroup that only
@@ -136,7 +145,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       else
         f.fillRoles(ctx, 96, 1, 240);
       Fields::fill(f.pingpong, ctx, false);
-      Fields::fill(f.intraWgOverlap, ctx, false);
+      Fields::fill(f.intraWgOverlap, ctx, overlap);
       Fields::fill(f.persistent, ctx, false);
     }
     // The spec's fields and the defaults together may not fit (e.g. ctas_per_sm 3 with the

@@ -4,7 +4,8 @@
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
 q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), and asymmetric
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), and prefill
-(pf_*: the same kernel over query chunks; bf16, and half-int8 with int8 queries). Writes one
+(pf_*: the same kernel over query chunks; bf16 — by default with FA3's intra-warpgroup overlap,
+*_noov without, *_ov2 on two stages —, and half-int8 with int8 queries). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -90,6 +91,15 @@ def variants():
             ("pf_i8q_gqa4_d128_q64", "i8q", (16, 4), 128, 64, False, False, False),
             ("pf_i8q_mha_d128_q129_causal", "i8q", (4, 4), 128, 129, True, True, True)]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill"))
+    # bf16 prefill defaults to FA3's intra-warpgroup overlap on three stages: the same shapes
+    # without it (*_noov), and with it on two stages (*_ov2).
+    for name, (hq, hkv), d, sq, causal, alibi, lens, sched in [
+            ("pf_bf16_mha_d128_q200_causal_noov", (8, 8), 128, 200, True, False, True, "false, stages = 2"),
+            ("pf_bf16_gqa8_d64_q130_causal_noov", (32, 4), 64, 130, True, True, False, "false, stages = 2"),
+            ("pf_bf16_mqa16_d128_q77_ov2", (16, 1), 128, 77, False, False, True, "true, stages = 2"),
+            ("pf_bf16_gqa4_d256_q65_causal_noov", (16, 4), 256, 65, True, False, False, "false, stages = 2")]:
+        out.append((name, "bf16", hq, hkv, d, sq, causal, alibi, lens, "prefill",
+                    f"intra_wg_overlap = {sched}"))
     return out
 
 
