@@ -31,7 +31,8 @@ def name(s, mode, causal):
 
 # Mode → (spec keywords, schedule fields the spec fixes; None: attn-select-schedule's defaults,
 # for bf16 intra-warpgroup overlap on three stages). `_noov`: no overlap, two stages (`_s3`: three); `_ov2`:
-# overlap on two stages; `half_int8_ov`: overlap on the two conversion buffers.
+# overlap on two stages; `half_int8_ov`: overlap (three V buffers); `*1p`: one producer
+# warpgroup (40 registers) and two consumers of 232.
 BF16 = dict(kv_dtype="bf16")
 HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                  q_granularity="per_token_head")
@@ -39,7 +40,13 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None),
          "bf16_noov": (BF16, {"stages": 2, "intra_wg_overlap": False}),
          "bf16_s3": (BF16, {"stages": 3, "intra_wg_overlap": False}),
          "bf16_ov2": (BF16, {"stages": 2, "intra_wg_overlap": True}),
-         "half_int8_ov": (HALF_INT8, {"intra_wg_overlap": True})}
+         "half_int8_ov": (HALF_INT8, {"intra_wg_overlap": True}),
+         "half_int8_ov1p": (HALF_INT8, {"intra_wg_overlap": True, "roles": [
+             "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]}),
+         "half_int8_1p": (HALF_INT8, {"roles": [
+             "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]}),
+         "half_int8_ov1p_s3": (HALF_INT8, {"intra_wg_overlap": True, "stages": 3, "roles": [
+             "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]})}
 
 
 def build(args):

@@ -234,7 +234,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   // The heuristic's formula and the generator's layout must agree.
   if (p.smemBytes() !=
       decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8, p.zeroPoints,
-                        p.qTiles())) {
+                        p.qTiles(), p.kDirect())) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
     return failure();
   }

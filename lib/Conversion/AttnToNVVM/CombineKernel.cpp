@@ -282,10 +282,10 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   std::string kq = p.hasScales() ? stringifyGranularity(p.kGran).str() : "none";
   std::string vq = p.hasScales() ? stringifyGranularity(p.vGran).str() : "none";
   const char *mapType = p.kv == KVType::BF16 ? "bf16" : "u8";
-  auto map = [&] {
+  auto map = [&](int64_t swizzle) {
     return Object{{"dtype", mapType},
                   {"box", Array{p.tmaBoxColumns(), 1, p.tileN, 1}},
-                  {"swizzle", p.tmaSwizzleBytes()}};
+                  {"swizzle", swizzle}};
   };
   Object root{{"format", "attn-launch-v1"},
               {"arch", 90},
@@ -319,7 +319,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                                   {"consumer_warpgroups", p.consumerWGs},
                                   {"ctas_per_sm", p.ctasPerSm}}},
               {"workspace_floats_per_split", p.workspaceFloatsPerSplit()},
-              {"tensor_maps", Object{{"k", map()}, {"v", map()}}},
+              {"tensor_maps", Object{{"k", map(p.kSwizzleBytes())}, {"v", map(p.vSwizzleBytes())}}},
               {"kernels", Array{}}};
   // Role "decode" is the attention kernel, for prefill too (grid x: its query chunks).
   Array kernels{Object{{"name", p.kernelName()},

@@ -54,19 +54,20 @@ DecodePlan::Smem DecodePlan::smem() const {
   off += stages * m.stageStride;
   m.conv = off;
   m.scales = off;
-  if (!directKV()) { // conversion buffers and staged scales
-    m.convV = tileN * headDim * qkBytes;
+  m.nConv = convBufs();
+  if (m.nConv) { // conversion buffers (K unless read from the stage, then bf16 V) and scales
+    m.convV = kDirect() ? 0 : tileN * headDim * qkBytes;
     m.convStride = m.convV + tileN * headDim * 2;
-    off += 2 * m.convStride;
+    off += m.nConv * m.convStride;
     m.scales = off;
     m.scaleStride = 2 * tileN * 4;
-    off += 2 * m.scaleStride;
+    off += m.nConv * m.scaleStride;
   }
   m.zeros = off; // K then V: per key, the magic constant whose subtraction gives k̂ − z
   if (zeroPoints)
     off += 2 * tileN * 4;
   m.bars = off;
-  off += 8 * (directKV() ? 2 * stages + 1 : stages + 4);
+  off += 8 * (stages + 2 * m.nConv + (directKV() || kDirect() ? stages : 0) + (directKV() ? 1 : 0));
   m.total = alignUp(off, 128);
   return m;
 }
@@ -266,31 +267,59 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
   if (p.prefill)
     qAddr = k.add(qAddr, k.mul(wg, 64 * p.headDim * (p.qI8 ? 1 : 2)));
 
-  // The pieces of one K/V tile's work; the loops below put them in order.
-  bool direct = p.directKV();
-  // Converted tiles alternate between two buffers; bf16 tiles are read in their TMA stage.
-  int64_t ring = direct ? p.stages : 2;
-  int64_t fullBar = direct ? c.sm.fullStage(0) : c.sm.fullConv(0, p.stages);
-  int64_t emptyBar = direct ? c.sm.emptyStage(0, p.stages) : c.sm.emptyConv(0, p.stages);
+  // The pieces of one K/V tile's work; the loops below put them in order. K is read where TMA
+  // put it (bf16 caches; int8 K under int8 queries in prefill: kDirect) or from a conversion
+  // buffer; V from the stage (bf16) or a conversion buffer. What is read from a stage is
+  // released through the stage's empty barrier, a conversion buffer through its own.
+  bool direct = p.directKV(), kFromStage = direct || p.kDirect();
+  int64_t nConv = p.convBufs();
   struct TileRef {
-    Value buf, kAddr, vAddr, scOff, tileStart;
+    Value j, stage, buf, kAddr, vAddr, scOff, tileStart;
   };
   auto tileRef = [&](Value j) {
     TileRef t;
-    t.buf = k.urem(j, ring);
+    t.j = j;
     t.tileStart = k.mul(k.add(c.tile0, j), p.tileN);
-    Value off = direct ? ringOffset(k, t.buf, c.sm.stage, c.sm.stageStride)
-                       : ringOffset(k, t.buf, c.sm.conv, c.sm.convStride);
-    t.kAddr = k.sharedAddr(sptr(k, c, off));
-    t.vAddr = k.sharedAddr(sptr(k, c, k.add(off, direct ? c.sm.stageV : c.sm.convV)));
-    t.scOff = ringOffset(k, t.buf, c.sm.scales, c.sm.scaleStride);
+    t.stage = k.urem(j, p.stages);
+    Value stageOff = ringOffset(k, t.stage, c.sm.stage, c.sm.stageStride);
+    Value convOff;
+    if (nConv) {
+      t.buf = k.urem(j, nConv);
+      convOff = ringOffset(k, t.buf, c.sm.conv, c.sm.convStride);
+      t.scOff = ringOffset(k, t.buf, c.sm.scales, c.sm.scaleStride);
+    }
+    t.kAddr = k.sharedAddr(sptr(k, c, kFromStage ? stageOff : convOff));
+    t.vAddr = k.sharedAddr(direct ? sptr(k, c, k.add(stageOff, c.sm.stageV))
+                                  : sptr(k, c, k.add(convOff, c.sm.convV)));
     return t;
   };
-  auto waitFull = [&](Value j, const TileRef &t) {
-    k.mbarrierWait(sptr(k, c, k.add(k.mul(t.buf, 8), fullBar)), k.band(k.udiv(j, ring), 1));
+  auto wait = [&](int64_t bar0, Value idx, int64_t ring, Value j) {
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(idx, 8), bar0)), k.band(k.udiv(j, ring), 1));
   };
-  auto release = [&](const TileRef &t) {
-    k.mbarrierArrive(sptr(k, c, k.add(k.mul(t.buf, 8), emptyBar)));
+  auto arrive = [&](int64_t bar0, Value idx) {
+    k.mbarrierArrive(sptr(k, c, k.add(k.mul(idx, 8), bar0)));
+  };
+  // K (and for bf16 and non-kDirect conversion, V with it) is there; kDirect's V and the staged
+  // scales come with the conversion buffer (waitV, before the softmax).
+  auto waitK = [&](const TileRef &t) {
+    if (kFromStage)
+      wait(c.sm.fullStage(0), t.stage, p.stages, t.j);
+    else
+      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.j);
+  };
+  auto waitV = [&](const TileRef &t) {
+    if (p.kDirect())
+      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.j);
+  };
+  auto releaseK = [&](const TileRef &t) { // after Q·Kᵀ
+    if (p.kDirect())
+      arrive(c.sm.emptyStage(0, p.stages), t.stage);
+  };
+  auto releaseV = [&](const TileRef &t) { // after P·V
+    if (direct)
+      arrive(c.sm.emptyStage(0, p.stages), t.stage);
+    else
+      arrive(c.sm.emptyConv(0, p.stages), t.buf);
   };
   // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step; one commit
   // group, not waited for.
@@ -376,9 +405,11 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
         any, proTypes,
         [&] {
           TileRef t = tileRef(k.i32(0));
-          waitFull(k.i32(0), t);
+          waitK(t);
           SmallVector<Value> acc = issueS(t);
           k.wgmmaWait(0);
+          releaseK(t);
+          waitV(t);
           Value m[2] = {negInf, negInf}, l[2] = {k.f32(0), k.f32(0)};
           SmallVector<Value> sm = softmax(acc, t, m, l);
           sm.resize(4 + nS / 2); // alpha: O is zero
@@ -398,19 +429,21 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     SmallVector<Value> loop =
         k.forLoop(k.i32(1), c.numTiles, 1, init, [&](Value j, ValueRange st) {
           TileRef t = tileRef(j), prev = tileRef(k.add(j, -1));
-          waitFull(j, t);
+          waitK(t);
           SmallVector<Value> acc = issueS(t);
           SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
           o = issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.end()), prev,
                       /*fence=*/false); // issueS's fence covers O and P
           k.wgmmaWait(1); // S_j is done, P·V_{j−1} may still run
+          releaseK(t);
+          waitV(t);
           Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
           // P_j stays in floats until P·V_{j−1} is done: its bf16 words are the next A operand
           // and share (through the loop phi) the registers P·V_{j−1} is reading — written any
           // earlier, ptxas serializes the WGMMAs.
           SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false);
           k.wgmmaWait(0);
-          release(prev);
+          releaseV(prev);
           Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
           rescale(o, alpha);
           SmallVector<Value> next(sm.begin(), sm.begin() + 4);
@@ -427,7 +460,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
           SmallVector<Value> out =
               issuePV(o, SmallVector<Value>(loop.begin() + 4 + nO, loop.end()), t);
           k.wgmmaWait(0);
-          release(t);
+          releaseV(t);
           return out;
         },
         [&] { return o; });
@@ -439,9 +472,11 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     int64_t step = p.prefill ? 1 : p.consumerWGs;
     fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
       TileRef t = tileRef(j);
-      waitFull(j, t);
+      waitK(t);
       SmallVector<Value> acc = issueS(t);
       k.wgmmaWait(0);
+      releaseK(t);
+      waitV(t);
       Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
       SmallVector<Value> sm = softmax(acc, t, mOld, lOld);
       SmallVector<Value> o(st.begin() + 4, st.end());
@@ -449,7 +484,7 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
       rescale(o, alpha);
       o = issuePV(o, ArrayRef<Value>(sm).slice(4, nS / 2), t);
       k.wgmmaWait(0);
-      release(t);
+      releaseV(t);
       SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
       next.append(o.begin(), o.end());
       return next;
@@ -662,16 +697,15 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
       k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
     // Decode: the one consumer that took the tile releases it; prefill: all of them.
     int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
-    if (p.directKV()) {
+    for (int64_t bf = 0; bf < p.convBufs(); ++bf) {
+      k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
+      k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), releases);
+    }
+    if (p.directKV() || p.kDirect())
       for (int64_t s = 0; s < p.stages; ++s)
         k.mbarrierInit(sptr(k, c, c.sm.emptyStage(s, p.stages)), releases);
+    if (p.directKV())
       k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
-    } else {
-      for (int64_t bf = 0; bf < 2; ++bf) {
-        k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
-        k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), releases);
-      }
-    }
     k.fenceMbarrierInit();
   });
   loadQueries(k, c);

@@ -69,9 +69,19 @@ struct DecodePlan {
   /// release them, and the producer warpgroup only issues loads and zeroes the V rows past the
   /// sequence end of the one partial tile.
   bool directKV() const { return kv == KVType::BF16; }
-  /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzle.
+  /// Prefill with int8 queries (half_int8) and the intra-warpgroup overlap: the s8 WGMMA reads
+  /// K's bytes straight from the TMA stage (one 128-byte swizzled row per key; the consumers
+  /// release the stage after Q·Kᵀ), and the producer converts only V, into three buffers, so a
+  /// consumer holding two leaves it one to convert ahead into (0.58–0.77× cuDNN against
+  /// 0.55–0.68× on the two K+V buffers; without the overlap it measured slower than copying K:
+  /// docs/benchmarks/gpu-prefill.md).
+  bool kDirect() const { return prefill && qI8 && overlap; }
+  /// Converted-tile buffers: none when the WGMMAs read the stages, three with kDirect, else two.
+  int64_t convBufs() const { return directKV() ? 0 : kDirect() ? 3 : 2; }
+  /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzles.
   int64_t tmaBoxColumns() const { return directKV() ? 64 : headDim; }
-  int64_t tmaSwizzleBytes() const { return directKV() ? 128 : 0; }
+  int64_t kSwizzleBytes() const { return directKV() || kDirect() ? 128 : 0; }
+  int64_t vSwizzleBytes() const { return directKV() ? 128 : 0; }
   /// Floats of one split's partial (O, m, l), padded to 4 so every O row stays 16-byte aligned
   /// for the combine's vector loads.
   int64_t workspaceFloatsPerSplit() const {
@@ -83,14 +93,18 @@ struct DecodePlan {
     // Rings: buffer i of a ring starts at base + i · stride; V follows K at +stageV / +convV.
     int64_t q = 0, stage = 0, stageStride = 0, stageV = 0, conv = 0, convStride = 0, convV = 0,
             scales = 0, scaleStride = 0, zeros = 0, bars = 0, total = 0;
-    // Offsets of the mbarriers inside `bars`.
+    int64_t nConv = 0; // convBufs()
+    // Offsets of the mbarriers inside `bars`: full per stage, full and empty per conversion
+    // buffer, then (directKV, kDirect) empty per stage — the consumers release what they read
+    // from a stage — and (directKV) `tail`, on which the partial tile's loads complete (the
+    // producer zeroes its V rows past the end, then arrives on full).
     int64_t fullStage(int64_t s) const { return bars + 8 * s; }
     int64_t fullConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + b); }
-    int64_t emptyConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + 2 + b); }
-    // directKV: the consumers release stage s through emptyStage(s); the partial tile's loads
-    // complete on `tail` (the producer zeroes its V rows past the end, then arrives on full).
-    int64_t emptyStage(int64_t s, int64_t stages) const { return bars + 8 * (stages + s); }
-    int64_t tail(int64_t stages) const { return bars + 8 * 2 * stages; }
+    int64_t emptyConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + nConv + b); }
+    int64_t emptyStage(int64_t s, int64_t stages) const {
+      return bars + 8 * (stages + 2 * nConv + s);
+    }
+    int64_t tail(int64_t stages) const { return bars + 8 * (2 * stages + 2 * nConv); }
   };
   Smem smem() const;
   /// Dynamic shared memory to request: the map plus 1 KiB to align the base.

@@ -3,7 +3,9 @@
 // What this file is: the producer of `<name>_decode` (DecodeKernel.cpp): thread 0 streams K/V
 // tiles with TMA into `stages` mbarrier-guarded shared-memory stages; the warpgroup converts each
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
-// two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes — zeroes keys past
+// two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes (prefill with the
+// overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers)
+// — zeroes keys past
 // the sequence length, stages the per-token scales, and signals the consumers. bf16 caches skip
 // the conversion: TMA fills the swizzled layout the consumers read (buildDirectProducer).
 //
@@ -258,8 +260,8 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {
     Value s = k.urem(j, p.stages);
     Value phaseS = k.band(k.udiv(j, p.stages), 1);
-    Value buf = k.band(j, 1);
-    Value phaseB = k.band(k.lshr(j, 1), 1);
+    Value buf = k.urem(j, p.convBufs());
+    Value phaseB = k.band(k.udiv(j, p.convBufs()), 1);
     Value tile = k.add(c.tile0, j);
     Value tileStart = k.mul(tile, p.tileN);
     // Prefetch the next tile's scales while this one converts.
@@ -283,7 +285,8 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
       k.barrier(3, p.producerThreads());
     }
     auto convert = [&](bool masked) {
-      dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8, kZeros);
+      if (!p.kDirect()) // K's bytes: copied for the s8 WGMMA, or dequantized
+        dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8, kZeros);
       dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
                   masked, false, vZeros);
       return SmallVector<Value>();
@@ -301,11 +304,15 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     });
     k.fenceProxyAsyncShared();
     k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))));
-    // Every producer thread is done with stage s: refill it.
+    // Every producer thread is done with stage s (with kDirect, once the consumers' Q·Kᵀ has
+    // read its K too): refill it.
     k.barrier(1, p.producerThreads());
     Value next = k.add(j, p.stages);
-    k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)),
-             [&] { issueTile(k, c, s, k.add(c.tile0, next)); });
+    k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
+      if (p.kDirect())
+        k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phaseS);
+      issueTile(k, c, s, k.add(c.tile0, next));
+    });
     return scN;
   });
 }

@@ -28,19 +28,21 @@ static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
 int64_t mlir::attn::decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes,
                                       int64_t stages, bool int8QK, bool zeroPoints,
-                                      int64_t queryTiles) {
+                                      int64_t queryTiles, bool directK) {
   int64_t qkBytes = int8QK ? 1 : 2;
   // bf16 caches: the WGMMAs read the TMA stages themselves (no conversion buffers, no scales).
+  // directK: K read from the stage, only V converted, into three buffers.
   bool direct = kvElemBytes == 2;
+  int64_t bufs = direct ? 0 : directK ? 3 : 2;
   int64_t bytes = queryTiles * 64 * headDim * qkBytes;                // packed queries
   bytes += stages * alignUp(2 * tileN * headDim * kvElemBytes, 1024); // K+V stages (TMA)
-  if (!direct) {
-    bytes += 2 * tileN * headDim * (qkBytes + 2); // K + bf16 V, double-buffered
-    bytes += 2 * 2 * tileN * 4;                   // K and V scales
-  }
+  bytes += bufs * tileN * headDim * ((directK ? 0 : qkBytes) + 2);    // (K +) bf16 V buffers
+  bytes += bufs * 2 * tileN * 4;                                      // K and V scales
   if (zeroPoints)
-    bytes += 2 * tileN * 4;                                 // K and V zero points
-  bytes += 8 * (direct ? 2 * stages + 1 : stages + 4);      // mbarriers
+    bytes += 2 * tileN * 4; // K and V zero points
+  // mbarriers: full per stage, full + empty per buffer, empty per stage read by the WGMMAs,
+  // the partial tile's (direct).
+  bytes += 8 * (stages + 2 * bufs + (direct || directK ? stages : 0) + (direct ? 1 : 0));
   return alignUp(bytes, 128) + 1024;
 }
 

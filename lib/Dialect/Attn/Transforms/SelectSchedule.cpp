@@ -132,13 +132,17 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       bool threeFit = decodeSharedBytes(shape.headDim, f.tileN, shape.kvElemBytes, 3,
                                         shape.int8QK, shape.zeroPoints,
                                         shape.queryTiles) <= kMaxSharedBytesSm90;
-      bool overlap = bf16 && threeFit && (!f.stages || f.stages >= 3);
-      Fields::fill(f.stages, overlap ? 3 : d.stages);
+      // A spec's own choice stands; half-int8 gets it only on request (measured no faster).
+      bool overlap = f.intraWgOverlap ? f.intraWgOverlap.getValue()
+                                      : bf16 && threeFit && (!f.stages || f.stages >= 3);
+      Fields::fill(f.stages, overlap && bf16 && threeFit ? 3 : d.stages);
       if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto)
         f.splitKv = 1;
       // bf16 caches: TMA fills the stages the WGMMAs read, so one producer warpgroup that only
       // issues loads (40 registers) and two consumers with 232 (40 + 2 · 232 = 3 · 168).
-      if (shape.headDim <= 128 && shape.kvElemBytes == 2)
+      // Half-int8 with the overlap reads K from the stages and converts only V: one producer
+      // warpgroup as well (with two of 56 and consumers of 200 the consumers spill).
+      if (shape.headDim <= 128 && (shape.kvElemBytes == 2 || (shape.int8QK && overlap)))
         f.fillRoles(ctx, 40, 2, 232, 1);
       else if (shape.headDim <= 128)
         f.fillRoles(ctx, 56, 2, 200, 2);

@@ -100,6 +100,13 @@ def variants():
             ("pf_bf16_gqa4_d256_q65_causal_noov", (16, 4), 256, 65, True, False, False, "false, stages = 2")]:
         out.append((name, "bf16", hq, hkv, d, sq, causal, alibi, lens, "prefill",
                     f"intra_wg_overlap = {sched}"))
+    # half-int8 with the overlap: one producer warpgroup (it converts only V; 40 registers), consumers of 232.
+    roles = "roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>]"
+    for name, (hq, hkv), sq, causal, alibi, lens in [
+            ("pf_i8q_mqa16_d128_q100_causal_ov", (16, 1), 100, True, False, True),
+            ("pf_i8q_gqa4_d128_q64_ov", (16, 4), 64, False, True, False)]:
+        out.append((name, "i8q", hq, hkv, 128, sq, causal, alibi, lens, "prefill",
+                    f"intra_wg_overlap = true, {roles}"))
     return out
 
 

@@ -55,9 +55,11 @@ int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 /// and 1 KiB to align the base). With `int8QK` the query tile and the K buffers are int8; with
 /// `zeroPoints` a K and a V zero-point constant per key follow the scales; `queryTiles` 64-row
 /// query tiles (prefill: one per consumer warpgroup). A bf16 cache (kvElemBytes 2) has no
-/// conversion buffers or scales: the WGMMAs read the stages TMA fills.
+/// conversion buffers or scales: the WGMMAs read the stages TMA fills. `directK` (prefill with
+/// int8 queries): K is read from the stages too and three buffers hold the converted V.
 int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages,
-                          bool int8QK = false, bool zeroPoints = false, int64_t queryTiles = 1);
+                          bool int8QK = false, bool zeroPoints = false, int64_t queryTiles = 1,
+                          bool directK = false);
 /// Shared memory of one sm_90a CTA.
 inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;
 /// Shared memory of one sm_90a SM, shared by its resident CTAs (each also holds 1 KiB reserved).
