@@ -31,7 +31,7 @@ def name(s, mode, causal):
 
 # Mode → (spec keywords, schedule fields the spec fixes; None: attn-select-schedule's defaults,
 # for bf16 intra-warpgroup overlap on three stages). `_noov`: no overlap, two stages (`_s3`: three); `_ov2`:
-# overlap on two stages; `half_int8_ov`: overlap (three V buffers); `*1p`: one producer
+# overlap on two stages; `bf16_pp`: pingpong on top of the overlap; `half_int8_ov`: overlap (three V buffers); `*1p`: one producer
 # warpgroup (40 registers) and two consumers of 232.
 BF16 = dict(kv_dtype="bf16")
 HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
@@ -40,6 +40,7 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None),
          "bf16_noov": (BF16, {"stages": 2, "intra_wg_overlap": False}),
          "bf16_s3": (BF16, {"stages": 3, "intra_wg_overlap": False}),
          "bf16_ov2": (BF16, {"stages": 2, "intra_wg_overlap": True}),
+         "bf16_pp": (BF16, {"pingpong": True}),
          "half_int8_ov": (HALF_INT8, {"intra_wg_overlap": True}),
          "half_int8_ov1p": (HALF_INT8, {"intra_wg_overlap": True, "roles": [
              "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]}),

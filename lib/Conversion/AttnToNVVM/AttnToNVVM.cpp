@@ -198,13 +198,19 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
                                    : std::string());
   }
   p.overlap = s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue();
+  p.pingpong = s.getPingpong() && s.getPingpong().getValue();
+  if (p.pingpong && !(p.prefill && p.overlap))
+    c.fail() << "pingpong without intra_wg_overlap in prefill (the consumers take turns issuing "
+                "the overlapped loop's WGMMAs)";
   if (p.overlap && !p.prefill)
     c.fail() << "intra_wg_overlap for decode (prefill only: decode's two consumer warpgroups "
                 "take alternate tiles and overlap each other)";
   if (s.getClusterSize() != 1 || s.hasCrossover() ||
-      (s.getPingpong() && s.getPingpong().getValue()) ||
       (s.getPersistent() && s.getPersistent().getValue()))
-    c.fail() << "clusters, crossover, pingpong or a persistent grid";
+    c.fail() << "clusters, crossover or a persistent grid";
+  if (p.pingpong && p.consumerWGs != 2)
+    c.fail() << "pingpong with " << p.consumerWGs
+             << " consumer warpgroup(s) (two take turns issuing their WGMMAs)";
   if (p.prefill) {
     // Query chunks: pack · qChunk rows fill (at most) one 64-row WGMMA tile; one split.
     p.qChunk = std::max<int64_t>(1, p.qLen < 0 ? 64 / p.pack : std::min<int64_t>(p.qLen, 64 / p.pack));

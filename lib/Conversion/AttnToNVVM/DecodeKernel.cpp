@@ -426,14 +426,29 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     for (int64_t i = 0; i < nO; ++i)
       init.push_back(k.f32(0));
     init.append(pro.begin() + 4, pro.end());
+    // Pingpong (FA3): the two consumers take turns issuing their loop WGMMAs. Consumer wg syncs
+    // on named barrier 4 + wg before issuing and arrives on the other's after; consumer 1
+    // opens consumer 0's first turn and leaves out its own last arrive, so every arrive meets
+    // a sync (both run the same numTiles − 1 iterations).
+    Value myBar = k.add(wg, 4), otherBar = k.sub(k.i32(5), wg);
+    if (p.pingpong)
+      k.ifThen(k.band(k.cmp(P::eq, wg, 1), k.cmp(P::sgt, c.numTiles, k.i32(1))),
+               [&] { k.barrierArrive(k.i32(4), 256); });
     SmallVector<Value> loop =
         k.forLoop(k.i32(1), c.numTiles, 1, init, [&](Value j, ValueRange st) {
           TileRef t = tileRef(j), prev = tileRef(k.add(j, -1));
           waitK(t);
+          if (p.pingpong)
+            k.barrierSync(myBar, 256);
           SmallVector<Value> acc = issueS(t);
           SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
           o = issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.end()), prev,
                       /*fence=*/false); // issueS's fence covers O and P
+          if (p.pingpong) {
+            Value notLast = k.cmp(P::ne, j, k.add(c.numTiles, -1));
+            k.ifThen(k.bor(k.cmp(P::eq, wg, 0), notLast),
+                     [&] { k.barrierArrive(otherBar, 256); });
+          }
           k.wgmmaWait(1); // S_j is done, P·V_{j−1} may still run
           releaseK(t);
           waitV(t);

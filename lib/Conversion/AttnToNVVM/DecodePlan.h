@@ -39,6 +39,10 @@ struct DecodePlan {
   /// Prefill, schedule `intra_wg_overlap`: a consumer issues tile j's Q·Kᵀ together with tile
   /// j−1's P·V and runs the softmax of S_j while P·V_{j−1} is in flight (FA3).
   bool overlap = false;
+  /// Prefill with the overlap and two consumers, schedule `pingpong` (FA3): the consumers take
+  /// turns issuing their WGMMAs (named barriers 4 and 5), so one's softmax runs under the
+  /// other's GEMMs.
+  bool pingpong = false;
   /// Query tiles in shared memory: one per consumer for prefill, one for decode.
   int64_t qTiles() const { return prefill ? consumerWGs : 1; }
   /// Query tokens per CTA.

@@ -81,6 +81,14 @@ void KernelBuilder::mbarrierInit(Value bar, int64_t count) {
   NVVM::MBarrierInitOp::create(b, loc, bar, i32(count), Value());
 }
 
+void KernelBuilder::barrierSync(Value id, int64_t threads) {
+  NVVM::BarrierOp::create(b, loc, Type(), id, i32(threads), NVVM::BarrierReductionAttr(), Value());
+}
+
+void KernelBuilder::barrierArrive(Value id, int64_t threads) {
+  NVVM::BarrierArriveOp::create(b, loc, TypeRange{}, id, i32(threads));
+}
+
 void KernelBuilder::mbarrierArrive(Value bar) {
   NVVM::MBarrierArriveOp::create(b, loc, Type(), bar, Value());
 }

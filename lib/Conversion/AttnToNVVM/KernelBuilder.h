@@ -145,6 +145,9 @@ public:
   Value shflIdx(Value v, Value lane);
   /// bar.sync `id`, `threads` (all threads of the CTA when threads == 0).
   void barrier(int64_t id, int64_t threads);
+  /// bar.sync / bar.arrive on a named barrier whose id is a value.
+  void barrierSync(Value id, int64_t threads);
+  void barrierArrive(Value id, int64_t threads);
   void fenceProxyAsyncShared();
   void fenceMbarrierInit();
 

@@ -1,13 +1,23 @@
 // convert-attn-to-nvvm refuses what its generators do not implement, on the op, with the reason.
 // RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --convert-attn-to-nvvm
 
-// Prefill runs the decode kernel over query chunks: FA3's pingpong (and persistent grids) are
-// not implemented, and the spec asking for them is refused, not ignored.
+// FA3's persistent grid is not implemented, and a spec asking for it is refused, not ignored.
+func.func @prefill_persistent(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
+                              %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: clusters, crossover or a persistent grid}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
+      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<persistent = true>}
+  return
+}
+
+// -----
+
+// Pingpong orders the overlapped loop's WGMMAs: without intra_wg_overlap there is none to order.
 func.func @prefill_pingpong(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
                             %o: memref<1x128x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: clusters, crossover, pingpong or a persistent grid}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: pingpong without intra_wg_overlap in prefill}}
   attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
-      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<pingpong = true>}
+      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<pingpong = true, intra_wg_overlap = false>}
   return
 }
 

@@ -244,18 +244,23 @@ func.func @dyn_prefill(%q: memref<?x?x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %
 
 // -----
 
-// FA3's intra-warpgroup overlap (schedule intra_wg_overlap): the first tile's Q·Kᵀ and softmax
-// before the loop; in it, Q·K_jᵀ and P_{j−1}·V_{j−1} committed as two groups, the wait for the
-// first (S_j) before the softmax and for both before P_j is packed; the last P·V after it.
+// FA3's intra-warpgroup overlap (schedule intra_wg_overlap) with pingpong (both bf16 defaults):
+// the first tile's Q·Kᵀ and softmax before the loop; in it, the consumer's turn (bar.sync on
+// its named barrier), Q·K_jᵀ and P_{j−1}·V_{j−1} committed as two groups, the other consumer's
+// turn (bar.arrive), the wait for the first (S_j) before the softmax and for both before P_j is
+// packed; the last P·V after it.
 // CHECK-LABEL: llvm.func @overlap_prefill_prefill(
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvvm.barrier.arrive
 // CHECK: scf.for
+// CHECK: nvvm.barrier id = {{.*}} number_of_threads
 // CHECK: nvvm.wgmma.mma_async
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
 // CHECK: llvm.inline_asm {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: nvvm.wgmma.commit.group.sync.aligned
-// CHECK-NEXT: nvvm.wgmma.wait.group.sync.aligned 1
+// CHECK: nvvm.barrier.arrive
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 1
 // CHECK: nvvm.wgmma.wait.group.sync.aligned 0
 // CHECK: cvt.rn.bf16x2.f32
 // CHECK: scf.yield

@@ -2,7 +2,7 @@
 // RUN: attn-opt %s --attn-select-schedule=num-sms=16 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SM16
 // attn-select-schedule: decode packs query heads into the 64-row tile and splits K/V to fill
 // the SMs; prefill gets the same structure over query chunks (bf16: FA3's intra-warpgroup overlap
-// on three stages; pingpong and persistent grid off: not implemented yet); MLA gets crossover on
+// on three stages and pingpong; persistent grid off: not implemented yet); MLA gets crossover on
 // FP8 caches with 128 heads.
 
 // Table-3 row ctx 8192 × batch 16: 16 heads × 3 tokens = 48 rows -> pack 16; 16 CTAs on 132 SMs
@@ -49,9 +49,9 @@ func.func @dynamic(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: m
 // -----
 
 // Prefill: a 64-row Q tile per consumer warpgroup (two), bf16: intra-warpgroup overlap on three
-// stages, one producer warpgroup that only issues TMA loads.
+// stages with pingpong between the consumers, one producer warpgroup that only issues TMA loads.
 // CHECK-LABEL: func.func @prefill
-// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = false, intra_wg_overlap = true, persistent = false>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = true, intra_wg_overlap = true, persistent = false>
 func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>, %v: memref<2x1024x1x128xbf16>,
                    %o: memref<2x1024x16x128xbf16>) {
   attn.attention prefill ins(%q, %k, %v : memref<2x1024x16x128xbf16>, memref<2x1024x1x128xbf16>, memref<2x1024x1x128xbf16>)

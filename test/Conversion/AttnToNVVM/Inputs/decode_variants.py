@@ -4,8 +4,9 @@
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
 q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), and asymmetric
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), and prefill
-(pf_*: the same kernel over query chunks; bf16 — by default with FA3's intra-warpgroup overlap,
-*_noov without, *_ov2 on two stages —, and half-int8 with int8 queries). Writes one
+(pf_*: the same kernel over query chunks; bf16 — by default with FA3's intra-warpgroup overlap
+and pingpong, *_nopp without pingpong, *_noov without either, *_ov2 on two stages —, and
+half-int8 with int8 queries, *_ov with the overlap). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -100,6 +101,11 @@ def variants():
             ("pf_bf16_gqa4_d256_q65_causal_noov", (16, 4), 256, 65, True, False, False, "false, stages = 2")]:
         out.append((name, "bf16", hq, hkv, d, sq, causal, alibi, lens, "prefill",
                     f"intra_wg_overlap = {sched}"))
+    # bf16 defaults to FA3's pingpong on top of the overlap (two consumers): without it.
+    for name, (hq, hkv), d, sq, causal, alibi, lens in [
+            ("pf_bf16_mha_d128_q200_causal_nopp", (8, 8), 128, 200, True, False, True),
+            ("pf_bf16_gqa8_d64_q130_causal_nopp", (32, 4), 64, 130, True, True, False)]:
+        out.append((name, "bf16", hq, hkv, d, sq, causal, alibi, lens, "prefill", "pingpong = false"))
     # half-int8 with the overlap: one producer warpgroup (it converts only V; 40 registers), consumers of 232.
     roles = "roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>]"
     for name, (hq, hkv), sq, causal, alibi, lens in [
