@@ -57,9 +57,10 @@ std::string parseError(const std::string &json) {
 TEST(Json, ValuesAndEscapes) {
   JsonValue v;
   std::string error;
-  ASSERT_TRUE(parseJson(R"( {"a": [1, -1, 2.5e3, -0.125, 0], "s": "q\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00",
+  ASSERT_TRUE(
+      parseJson(R"( {"a": [1, -1, 2.5e3, -0.125, 0], "s": "q\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00",
                           "t": true, "f": false, "n": null, "o": {}, "e": []} )",
-                        v, error))
+                v, error))
       << error;
   ASSERT_EQ(v.kind, JsonValue::Object);
   const JsonValue *a = v.find("a");
@@ -174,9 +175,8 @@ TEST(LaunchMetadata, ReadsTheDocumentedExample) {
 
 TEST(LaunchMetadata, CombineKernelBySplitCount) {
   // A second combine kernel for 17 splits and more; the first stays the default from 2.
-  std::string json = replaced(
-      kGood, R"("params": ["workspace", "out", "batch", "num_splits"]})",
-      R"("params": ["workspace", "out", "batch", "num_splits"]},
+  std::string json = replaced(kGood, R"("params": ["workspace", "out", "batch", "num_splits"]})",
+                              R"("params": ["workspace", "out", "batch", "num_splits"]},
     {"name": "f_wide", "role": "combine", "min_splits": 17, "programmatic": true,
      "block": [512, 1, 1], "cluster": [1, 1, 1], "smem_bytes": 8448,
      "grid": ["row_blocks", "groups", "batch"],
@@ -291,9 +291,9 @@ TEST(LaunchMetadata, InconsistentSchedules) {
   EXPECT_NE(parseError(replaced(kGood, R"("rows_per_cta": 48)", R"("rows_per_cta": 64)"))
                 .find("rows_per_cta (64) is not q_chunk · pack_q_heads (48)"),
             std::string::npos);
-  EXPECT_NE(parseError(replaced(kGood, R"("groups": 1,)", R"("groups": 2,)"))
-                .find("schedule.groups (2)"),
-            std::string::npos);
+  EXPECT_NE(
+      parseError(replaced(kGood, R"("groups": 1,)", R"("groups": 2,)")).find("schedule.groups (2)"),
+      std::string::npos);
   EXPECT_NE(parseError(replaced(kGood, R"("workspace_floats_per_split": 6240)",
                                 R"("workspace_floats_per_split": 6144)"))
                 .find("rows_per_cta · (head_dim + 2) rounded up to a multiple of 4 (6240)"),

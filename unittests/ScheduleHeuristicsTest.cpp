@@ -81,10 +81,8 @@ TEST(DecodeSchedule, Table3Rows) {
 }
 
 TEST(DecodeSchedule, DynamicLengthDefersSplit) {
-  DecodeSchedule d =
-      selectDecodeSchedule(decode(AttentionShape::kDynamicExtent, 1,
-                                  AttentionShape::kDynamicExtent, 8, 1),
-                           GPUInfo{});
+  DecodeSchedule d = selectDecodeSchedule(
+      decode(AttentionShape::kDynamicExtent, 1, AttentionShape::kDynamicExtent, 8, 1), GPUInfo{});
   EXPECT_EQ(d.splitKv, 0);
   EXPECT_EQ(d.packQHeads, 8);
 }

@@ -27,12 +27,18 @@ const JsonValue *JsonValue::find(const std::string &key) const {
 
 const char *attn::rt::jsonKindName(JsonValue::Kind kind) {
   switch (kind) {
-  case JsonValue::Null: return "null";
-  case JsonValue::Bool: return "boolean";
-  case JsonValue::Number: return "number";
-  case JsonValue::String: return "string";
-  case JsonValue::Array: return "array";
-  case JsonValue::Object: return "object";
+  case JsonValue::Null:
+    return "null";
+  case JsonValue::Bool:
+    return "boolean";
+  case JsonValue::Number:
+    return "number";
+  case JsonValue::String:
+    return "string";
+  case JsonValue::Array:
+    return "array";
+  case JsonValue::Object:
+    return "object";
   }
   return "?";
 }
@@ -251,14 +257,30 @@ private:
         return failHere("unterminated escape in a string");
       char e = s[pos++];
       switch (e) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
+      case '"':
+        out += '"';
+        break;
+      case '\\':
+        out += '\\';
+        break;
+      case '/':
+        out += '/';
+        break;
+      case 'b':
+        out += '\b';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 't':
+        out += '\t';
+        break;
       case 'u': {
         uint32_t cp;
         if (!hex4(cp))
@@ -371,8 +393,7 @@ struct Reader {
     }
     return v;
   }
-  bool integer(const JsonValue &v, const std::string &full, int64_t lo, int64_t hi,
-               int64_t &out) {
+  bool integer(const JsonValue &v, const std::string &full, int64_t lo, int64_t hi, int64_t &out) {
     if (v.kind != JsonValue::Number) {
       error = "field \"" + full + "\" must be a number, not a " + jsonKindName(v.kind);
       return false;
@@ -449,8 +470,8 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     return false;
   }
   if (root.kind != JsonValue::Object) {
-    error = std::string("the launch metadata must be a JSON object, not a ") +
-            jsonKindName(root.kind);
+    error =
+        std::string("the launch metadata must be a JSON object, not a ") + jsonKindName(root.kind);
     return false;
   }
   Reader r{error};
@@ -544,8 +565,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
   }
   if (out.rowsPerCta != out.qChunk * out.packQHeads) {
     error = "schedule.rows_per_cta (" + std::to_string(out.rowsPerCta) +
-            ") is not q_chunk · pack_q_heads (" + std::to_string(out.qChunk * out.packQHeads) +
-            ")";
+            ") is not q_chunk · pack_q_heads (" + std::to_string(out.qChunk * out.packQHeads) + ")";
     return false;
   }
   if (out.groups != out.kvHeads * (ratio / out.packQHeads)) {

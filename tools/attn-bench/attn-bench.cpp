@@ -62,7 +62,8 @@ int error(const std::string &message) {
   do {                                                                                             \
     attn_rt_status s_ = (call);                                                                    \
     if (s_ != ATTN_RT_OK)                                                                          \
-      return error(std::string(what) + ": " + attn_rt_status_name(s_) + ": " + attn_rt_last_error());       \
+      return error(std::string(what) + ": " + attn_rt_status_name(s_) + ": " +                     \
+                   attn_rt_last_error());                                                          \
   } while (0)
 
 struct Options {
@@ -294,15 +295,15 @@ bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::str
     return false;
   }
   if (!ref::parseKvType(p.unsignedCodes ? "i8" : m.kvDtype, p.kvType) ||
-      !ref::parseGranularity(m.kQuant, p.kGran) ||
-      !ref::parseGranularity(m.vQuant, p.vGran)) {
+      !ref::parseGranularity(m.kQuant, p.kGran) || !ref::parseGranularity(m.vQuant, p.vGran)) {
     why = "unsupported kv_dtype/k_quant/v_quant in the metadata";
     return false;
   }
   p.seqLens = m.seqLens ? o.seqLens : ref::SeqLenMode::Full;
   if (!m.seqLens && o.seqLens != ref::SeqLenMode::Full)
-    std::fprintf(stderr, "attn-bench: note: the kernel's spec has no seq_lens; every batch uses "
-                         "kv_len (--seq-lens %s ignored)\n",
+    std::fprintf(stderr,
+                 "attn-bench: note: the kernel's spec has no seq_lens; every batch uses "
+                 "kv_len (--seq-lens %s ignored)\n",
                  ref::seqLenModeName(o.seqLens));
   // Host memory: f32 K, V, dequantized K, V and codes, with some slack.
   const double elems = double(p.batch) * double(p.kvLen) * double(m.kvHeads) * double(m.headDim);
@@ -338,13 +339,14 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
     why = std::to_string(n) + " splits need a \"combine\" kernel, and the metadata has none";
     return false;
   }
-  p.workspaceFloats = n > 1 ? size_t(p.batch) * size_t(m.groups) * size_t(n) *
-                                  size_t(m.workspaceFloatsPerSplit)
-                            : 0;
+  p.workspaceFloats =
+      n > 1 ? size_t(p.batch) * size_t(m.groups) * size_t(n) * size_t(m.workspaceFloatsPerSplit)
+            : 0;
   std::map<std::string, int64_t> symbols = {
-      {"num_splits", n},           {"groups", m.groups},   {"batch", p.batch},
-      {"row_blocks", (m.rowsPerCta + 3) / 4}, {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
-      {"q_len", p.qLen}, {"q_chunks", (p.qLen + m.qChunk - 1) / m.qChunk}};
+      {"num_splits", n},       {"groups", m.groups},
+      {"batch", p.batch},      {"row_blocks", (m.rowsPerCta + 3) / 4},
+      {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
+      {"q_len", p.qLen},       {"q_chunks", (p.qLen + m.qChunk - 1) / m.qChunk}};
   if (!rt::resolveGrid(*m.kernel("decode"), symbols, p.decodeGrid, why))
     return false;
   if (n > 1 && !rt::resolveGrid(*m.combineKernel(n), symbols, p.combineGrid, why))
@@ -373,8 +375,8 @@ struct DeviceKv {
 /// Host inputs and references.
 struct HostData {
   std::vector<uint16_t> qBits;
-  std::vector<int8_t> qI8;                 // int8 queries (q_dtype "i8") ...
-  std::vector<float> qScale, qDeq;         // ... their per-(token, head) scales, and s·q̂
+  std::vector<int8_t> qI8;         // int8 queries (q_dtype "i8") ...
+  std::vector<float> qScale, qDeq; // ... their per-(token, head) scales, and s·q̂
   std::vector<float> q, k, v, kDeq, vDeq, refQuant, refUnquant, slopes;
   std::vector<int32_t> seqLens;
   ref::QuantizedKv kq, vq;
@@ -441,8 +443,8 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   h.refUnquant.resize(qElems);
   ref::decodeReference(prob, h.qDeq.data(), h.kDeq.data(), h.vDeq.data(), h.seqLens.data(),
                        h.slopes.data(), h.refQuant.data());
-  ref::decodeReference(prob, h.q.data(), h.k.data(), h.v.data(), h.seqLens.data(),
-                       h.slopes.data(), h.refUnquant.data());
+  ref::decodeReference(prob, h.q.data(), h.k.data(), h.v.data(), h.seqLens.data(), h.slopes.data(),
+                       h.refUnquant.data());
   // Cache slots past a batch element's length are not part of its sequence: fill them with NaN
   // where the type has one (bf16 0x7FC0, e4m3 0x7F), so a kernel that lets them reach P · V
   // fails the check (the references above never read them).
@@ -470,11 +472,20 @@ double bytesRead(const rt::DecodeLaunch &m, const Plan &p, const std::vector<int
   double bytes = 2 * tokens * double(m.kvHeads) * double(m.headDim) * ref::kvElementBytes(p.kvType);
   for (ref::Granularity g : {p.kGran, p.vGran}) {
     switch (g) {
-    case ref::Granularity::PerTokenHead: bytes += 4 * tokens * double(m.kvHeads); break;
-    case ref::Granularity::PerToken: bytes += 4 * tokens; break;
-    case ref::Granularity::PerHead: bytes += 4 * double(m.kvHeads); break;
-    case ref::Granularity::PerTensor: bytes += 4; break;
-    case ref::Granularity::None: break;
+    case ref::Granularity::PerTokenHead:
+      bytes += 4 * tokens * double(m.kvHeads);
+      break;
+    case ref::Granularity::PerToken:
+      bytes += 4 * tokens;
+      break;
+    case ref::Granularity::PerHead:
+      bytes += 4 * double(m.kvHeads);
+      break;
+    case ref::Granularity::PerTensor:
+      bytes += 4;
+      break;
+    case ref::Granularity::None:
+      break;
     }
   }
   return bytes;
@@ -561,23 +572,23 @@ int main(int argc, char **argv) {
   Plan p;
   if (!resolveShape(o, m, p, why))
     return error(why);
-  const bool cubin = image.size() >= 4 && image.compare(0, 4, "\x7f" "ELF") == 0;
+  const bool cubin = image.size() >= 4 && image.compare(0, 4,
+                                                        "\x7f"
+                                                        "ELF") == 0;
 
-  std::string head = "{\"kernel\": " + jsonString(baseName(o.kernelPath)) +
-                     ", \"batch\": " + std::to_string(p.batch) +
-                     ", \"kv_len\": " + std::to_string(p.kvLen) +
-                     ", \"q_len\": " + std::to_string(p.qLen) +
-                     ", \"q_heads\": " + std::to_string(m.qHeads) +
-                     ", \"kv_heads\": " + std::to_string(m.kvHeads) +
-                     ", \"head_dim\": " + std::to_string(m.headDim) +
-                     ", \"q_dtype\": " + jsonString(m.qDtype) + ", \"kv_dtype\": " + jsonString(m.kvDtype) +
-                     ", \"k_quant\": " + jsonString(m.kQuant) +
-                     ", \"v_quant\": " + jsonString(m.vQuant) +
-                     ", \"zero_points\": " + (m.zeroPoints ? "true" : "false") +
-                     ", \"causal\": " + (m.causal ? "true" : "false") +
-                     ", \"alibi\": " + (m.alibi ? "true" : "false") +
-                     ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
-                     ", \"data\": " + jsonString(o.outliers ? "outliers" : "gaussian");
+  std::string head =
+      "{\"kernel\": " + jsonString(baseName(o.kernelPath)) +
+      ", \"batch\": " + std::to_string(p.batch) + ", \"kv_len\": " + std::to_string(p.kvLen) +
+      ", \"q_len\": " + std::to_string(p.qLen) + ", \"q_heads\": " + std::to_string(m.qHeads) +
+      ", \"kv_heads\": " + std::to_string(m.kvHeads) +
+      ", \"head_dim\": " + std::to_string(m.headDim) + ", \"q_dtype\": " + jsonString(m.qDtype) +
+      ", \"kv_dtype\": " + jsonString(m.kvDtype) + ", \"k_quant\": " + jsonString(m.kQuant) +
+      ", \"v_quant\": " + jsonString(m.vQuant) +
+      ", \"zero_points\": " + (m.zeroPoints ? "true" : "false") +
+      ", \"causal\": " + (m.causal ? "true" : "false") +
+      ", \"alibi\": " + (m.alibi ? "true" : "false") +
+      ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
+      ", \"data\": " + jsonString(o.outliers ? "outliers" : "gaussian");
 
   if (o.dryRun) {
     p.smCount = o.smCount ? o.smCount : 132;
@@ -636,7 +647,8 @@ int main(int argc, char **argv) {
   const size_t footprint = 2 * kvBytes + kScaleBytes + vScaleBytes;
   size_t copies = 1;
   if (!o.noTime && footprint < (size_t(100) << 20))
-    copies = std::min<size_t>(64, std::max<size_t>(2, ((size_t(256) << 20) + footprint - 1) / footprint));
+    copies = std::min<size_t>(
+        64, std::max<size_t>(2, ((size_t(256) << 20) + footprint - 1) / footprint));
   std::vector<DeviceKv> kvs(copies);
   std::vector<uint64_t> allocations;
   auto alloc = [&](size_t bytes, uint64_t &ptr) {
@@ -649,7 +661,8 @@ int main(int argc, char **argv) {
   const uint64_t rowBytes = uint64_t(m.headDim) * uint64_t(e);
   const uint64_t strides[3] = {rowBytes, rowBytes * uint64_t(m.kvHeads),
                                rowBytes * uint64_t(m.kvHeads) * allocLen};
-  const attn_rt_dtype mapType = p.kvType == ref::KvType::BF16 ? ATTN_RT_DTYPE_BF16 : ATTN_RT_DTYPE_U8;
+  const attn_rt_dtype mapType =
+      p.kvType == ref::KvType::BF16 ? ATTN_RT_DTYPE_BF16 : ATTN_RT_DTYPE_U8;
   for (size_t c = 0; c < copies; ++c) {
     DeviceKv &d = kvs[c];
     TRY(alloc(kvBytes, d.k), "allocating K");
@@ -658,11 +671,13 @@ int main(int argc, char **argv) {
     TRY(attn_rt_copy_to_device(ctx, d.v, h.vq.codes.data(), h.vq.codes.size()), "copying V");
     if (kScaleBytes) {
       TRY(alloc(kScaleBytes, d.kScale), "allocating K scales");
-      TRY(attn_rt_copy_to_device(ctx, d.kScale, h.kq.scales.data(), kScaleBytes), "copying K scales");
+      TRY(attn_rt_copy_to_device(ctx, d.kScale, h.kq.scales.data(), kScaleBytes),
+          "copying K scales");
     }
     if (vScaleBytes) {
       TRY(alloc(vScaleBytes, d.vScale), "allocating V scales");
-      TRY(attn_rt_copy_to_device(ctx, d.vScale, h.vq.scales.data(), vScaleBytes), "copying V scales");
+      TRY(attn_rt_copy_to_device(ctx, d.vScale, h.vq.scales.data(), vScaleBytes),
+          "copying V scales");
     }
     if (!h.kq.zeros.empty()) {
       TRY(alloc(h.kq.zeros.size(), d.kZero), "allocating K zero points");
@@ -728,7 +743,8 @@ int main(int argc, char **argv) {
   // The checked run: poisoned output (0xFFFF is a bf16 NaN) and workspace.
   TRY(attn_rt_memset_d8(ctx, a.out, 0xFF, outElems * 2), "poisoning the output");
   if (a.workspace)
-    TRY(attn_rt_memset_d8(ctx, a.workspace, 0xFF, p.workspaceFloats * 4), "poisoning the workspace");
+    TRY(attn_rt_memset_d8(ctx, a.workspace, 0xFF, p.workspaceFloats * 4),
+        "poisoning the workspace");
   TRY(launch(0), "launching " + decode.meta->name);
   TRY(attn_rt_synchronize(ctx), "running " + decode.meta->name);
   std::vector<uint16_t> outBits(outElems);

@@ -65,14 +65,14 @@ int main(int argc, char **argv) {
   TRY(attn_rt_copy_to_device(ctx, dy, y.data(), n * sizeof(float)));
 
   // A bad configuration is refused before the driver sees it.
-  attn_rt_launch_config bad = {{3, 1, 1}, {256, 1, 1}, {2, 1, 1}, 0};
+  attn_rt_launch_config bad = {{3, 1, 1}, {256, 1, 1}, {2, 1, 1}, 0, 0};
   if (attn_rt_launch(kernel, &bad, nullptr, nullptr) != ATTN_RT_INVALID_ARGUMENT) {
     std::fprintf(stderr, "attn-rt-smoke: a cluster that does not divide the grid was accepted\n");
     return 1;
   }
   unsigned blocks = (n + 255) / 256;
   blocks += blocks % 2; // whole 2-CTA clusters
-  attn_rt_launch_config config = {{blocks, 1, 1}, {256, 1, 1}, {2, 1, 1}, 100 * 1024};
+  attn_rt_launch_config config = {{blocks, 1, 1}, {256, 1, 1}, {2, 1, 1}, 100 * 1024, 0};
   unsigned nArg = n;
   float aArg = a;
   void *args[] = {&dx, &dy, &aArg, &nArg};

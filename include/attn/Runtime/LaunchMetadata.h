@@ -74,14 +74,14 @@ struct DecodeLaunch {
   std::string format; // "attn-launch-v1"
   int arch = 0;       // 90 for sm_90a
   // problem
-  std::string kind; // "decode" or "prefill" (query chunks of q_chunk tokens, one split)
+  std::string kind;   // "decode" or "prefill" (query chunks of q_chunk tokens, one split)
   int64_t qChunk = 1; // query tokens per CTA (q_len for decode)
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 0, kvLen = -1;
-  std::string qDtype = "bf16";  // "bf16", or "i8" (q_quant per_token_head, parameter q_scale)
-  std::string kvDtype;          // "i8", "ui8" (asymmetric only), "f8E4M3FN", "bf16"
-  bool zeroPoints = false;      // asymmetric K/V: parameters k_zero / v_zero (code-typed)
-  std::string kQuant, vQuant;   // "per_token_head", "per_token", "per_head", "per_tensor", "none"
-  std::string outDtype;         // "bf16"
+  std::string qDtype = "bf16"; // "bf16", or "i8" (q_quant per_token_head, parameter q_scale)
+  std::string kvDtype;         // "i8", "ui8" (asymmetric only), "f8E4M3FN", "bf16"
+  bool zeroPoints = false;     // asymmetric K/V: parameters k_zero / v_zero (code-typed)
+  std::string kQuant, vQuant;  // "per_token_head", "per_token", "per_head", "per_tensor", "none"
+  std::string outDtype;        // "bf16"
   bool causal = false, alibi = false, seqLens = false;
   double softmaxScale = 0;
   // schedule

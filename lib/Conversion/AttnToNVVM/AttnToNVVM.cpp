@@ -3,11 +3,12 @@
 // What this file is: `convert-attn-to-nvvm` — turns each function holding one
 // `attn.attention` op (or one `attn.quantize.*` op, QuantizeKernel.cpp, or one `attn.mla_decode`,
 // MLAKernel.cpp) for sm_90a into
-// kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one the generators implement (and says which part
-// is not, on the op, otherwise), resolves the spec and its schedule into a DecodePlan, builds the
-// decode and combine kernels (DecodeKernel.cpp, CombineKernel.cpp) and attaches the launch
-// metadata to the decode kernel as `attn.launch`. The host function is removed: the launcher
-// (attn-bench, qattn) drives the kernels through the runtime.
+// kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
+// the generators implement (and says which part is not, on the op, otherwise), resolves the spec
+// and its schedule into a DecodePlan, builds the decode and combine kernels (DecodeKernel.cpp,
+// CombineKernel.cpp) and attaches the launch metadata to the decode kernel as `attn.launch`. The
+// host function is removed: the launcher (attn-bench, qattn) drives the kernels through the
+// runtime.
 //
 //===----------------------------------------------------------------------===//
 
@@ -34,7 +35,6 @@ namespace mlir::attn {
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
-
 
 namespace {
 /// Collects "not supported yet" reasons for one op.
@@ -175,7 +175,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "one register budget per consumer warpgroup (decode and prefill consumers take "
                 "one consumer entry)";
   else if (!prod || !cons || prod.getWarpgroups() < 1 || prod.getWarpgroups() > 2 ||
-      cons.getWarpgroups() < 1 || cons.getWarpgroups() > 2)
+           cons.getWarpgroups() < 1 || cons.getWarpgroups() > 2)
     c.fail() << "warp roles other than one or two producer and one or two consumer warpgroups";
   else {
     p.producerRegs = prod.getRegs();
@@ -213,10 +213,12 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << " consumer warpgroup(s) (two take turns issuing their WGMMAs)";
   if (p.prefill) {
     // Query chunks: pack · qChunk rows fill (at most) one 64-row WGMMA tile; one split.
-    p.qChunk = std::max<int64_t>(1, p.qLen < 0 ? 64 / p.pack : std::min<int64_t>(p.qLen, 64 / p.pack));
+    p.qChunk =
+        std::max<int64_t>(1, p.qLen < 0 ? 64 / p.pack : std::min<int64_t>(p.qLen, 64 / p.pack));
     if (p.splitKv > 1)
-      c.fail() << "split_kv " << p.splitKv << " for prefill (one split: the query chunks fill "
-                                              "the GPU)";
+      c.fail() << "split_kv " << p.splitKv
+               << " for prefill (one split: the query chunks fill "
+                  "the GPU)";
     p.splitKv = 1;
     if (s.getTileM() != 64)
       c.fail() << "tile_m " << s.getTileM() << " (64: one query tile per CTA)";
@@ -238,9 +240,8 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     return failure();
   }
   // The heuristic's formula and the generator's layout must agree.
-  if (p.smemBytes() !=
-      decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8, p.zeroPoints,
-                        p.qTiles(), p.kDirect())) {
+  if (p.smemBytes() != decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8,
+                                         p.zeroPoints, p.qTiles(), p.kDirect())) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
     return failure();
   }
@@ -261,8 +262,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
 }
 
 namespace {
-struct ConvertAttnToNVVMPass
-    : public attn::impl::ConvertAttnToNVVMBase<ConvertAttnToNVVMPass> {
+struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertAttnToNVVMPass> {
   using ConvertAttnToNVVMBase::ConvertAttnToNVVMBase;
 
   void runOnOperation() override {
@@ -344,15 +344,15 @@ struct ConvertAttnToNVVMPass
     auto gpuModule = module.lookupSymbol<gpu::GPUModuleOp>("attn_kernels");
     if (!gpuModule) {
       b.setInsertionPointToEnd(module.getBody());
-      auto target = NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda",
-                                              "sm_90a", "+ptx86");
-      gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "attn_kernels",
-                                           b.getArrayAttr({target}));
+      auto target =
+          NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", "sm_90a", "+ptx86");
+      gpuModule =
+          gpu::GPUModuleOp::create(b, module.getLoc(), "attn_kernels", b.getArrayAttr({target}));
     }
     // Each planned function becomes its kernels (or, metadata-only, a declaration of the main
     // one) with the launch metadata on the main kernel; the host function goes.
-    auto emit = [&](func::FuncOp fn, StringRef mainKernel,
-                    std::function<void(Location)> build, const std::string &launchJSON) {
+    auto emit = [&](func::FuncOp fn, StringRef mainKernel, std::function<void(Location)> build,
+                    const std::string &launchJSON) {
       if (metadataOnly) {
         OpBuilder::InsertionGuard g(b);
         b.setInsertionPointToEnd(gpuModule.getBody());
@@ -366,23 +366,29 @@ struct ConvertAttnToNVVMPass
       fn.erase();
     };
     for (auto &[fn, plan] : plans)
-      emit(fn, plan.kernelName(), [&, &plan = plan](Location loc) {
-        buildDecodeKernel(b, loc, gpuModule, plan);
-        if (!plan.prefill)
-          buildCombineKernel(b, loc, gpuModule, plan);
-      }, launchMetadataJSON(plan));
+      emit(
+          fn, plan.kernelName(),
+          [&, &plan = plan](Location loc) {
+            buildDecodeKernel(b, loc, gpuModule, plan);
+            if (!plan.prefill)
+              buildCombineKernel(b, loc, gpuModule, plan);
+          },
+          launchMetadataJSON(plan));
     for (auto &[fn, plan] : mlaPlans)
-      emit(fn, plan.kernelName(),
-           [&, &plan = plan](Location loc) { buildMLAKernel(b, loc, gpuModule, plan); },
-           mlaLaunchJSON(plan));
+      emit(
+          fn, plan.kernelName(),
+          [&, &plan = plan](Location loc) { buildMLAKernel(b, loc, gpuModule, plan); },
+          mlaLaunchJSON(plan));
     for (auto &[fn, plan] : mlaQuantPlans)
-      emit(fn, plan.name + "_quantize",
-           [&, &plan = plan](Location loc) { buildMLAQuantizeKernel(b, loc, gpuModule, plan); },
-           mlaQuantizeLaunchJSON(plan));
+      emit(
+          fn, plan.name + "_quantize",
+          [&, &plan = plan](Location loc) { buildMLAQuantizeKernel(b, loc, gpuModule, plan); },
+          mlaQuantizeLaunchJSON(plan));
     for (auto &[fn, plan] : quantPlans)
-      emit(fn, plan.name + "_quantize",
-           [&, &plan = plan](Location loc) { buildQuantizeKernel(b, loc, gpuModule, plan); },
-           quantizeLaunchJSON(plan));
+      emit(
+          fn, plan.name + "_quantize",
+          [&, &plan = plan](Location loc) { buildQuantizeKernel(b, loc, gpuModule, plan); },
+          quantizeLaunchJSON(plan));
   }
 };
 } // namespace

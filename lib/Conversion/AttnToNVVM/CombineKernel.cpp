@@ -283,9 +283,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   std::string vq = p.hasScales() ? stringifyGranularity(p.vGran).str() : "none";
   const char *mapType = p.kv == KVType::BF16 ? "bf16" : "u8";
   auto map = [&](int64_t swizzle) {
-    return Object{{"dtype", mapType},
-                  {"box", Array{p.tmaBoxColumns(), 1, p.tileN, 1}},
-                  {"swizzle", swizzle}};
+    return Object{
+        {"dtype", mapType}, {"box", Array{p.tmaBoxColumns(), 1, p.tileN, 1}}, {"swizzle", swizzle}};
   };
   Object root{{"format", "attn-launch-v1"},
               {"arch", 90},

@@ -80,11 +80,11 @@ namespace {
 /// Per-thread geometry of the m64nN accumulator: thread t of the warpgroup owns rows r0 and r0+8
 /// and, for register i, column (i/4)·8 + (t mod 4)·2 + (i mod 2), row r0 + 8·((i/2) mod 2).
 struct Frag {
-  Value r[2];         // packed row indices
-  Value colBase;      // (lane mod 4) · 2
-  Value rowLimit[2];  // last visible key per row
-  Value alibiA[2];    // log2e · slope per row (0 without ALiBi)
-  Value alibiB[2];    // −log2e · slope · pos per row
+  Value r[2];        // packed row indices
+  Value colBase;     // (lane mod 4) · 2
+  Value rowLimit[2]; // last visible key per row
+  Value alibiA[2];   // log2e · slope per row (0 without ALiBi)
+  Value alibiB[2];   // −log2e · slope · pos per row
 };
 } // namespace
 
@@ -110,9 +110,8 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
   Value kFactor = p.hasScales() ? Value() : k.f32(p.softmaxScale * kLog2e);
   for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
     Value col = k.add(f.colBase, cb * 8);
-    Value kv2 = p.hasScales()
-                    ? k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8)
-                    : Value();
+    Value kv2 = p.hasScales() ? k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8)
+                              : Value();
     for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
       Value v = k.fmul(acc[i], kv2 ? k.extract(kv2, i % 2) : kFactor);
       int64_t r = accRow(i);
@@ -241,10 +240,10 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     head[r] = k.add(c.headBase, k.urem(row, p.pack));
     if (p.qI8) // q_scale[b, qi, head]
       qScale[r] = k.loadInvariant(
-          k.f32(), k.gep(c.qScale, k.mul(k.sext64(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]),
-                                                                  p.qHeads),
-                                                            head[r])),
-                                         int64_t(4))));
+          k.f32(),
+          k.gep(c.qScale,
+                k.mul(k.sext64(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), p.qHeads), head[r])),
+                      int64_t(4))));
     Value pos = k.add(k.sub(c.len, c.qLen(k)), qi[r]);
     f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
     if (p.alibi) {
@@ -369,7 +368,9 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     };
     return k.ifThenElse(
         needMask, types,
-        [&] { return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, true, packP)); },
+        [&] {
+          return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, true, packP));
+        },
         [&] {
           return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, false, packP));
         });
@@ -434,39 +435,37 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     if (p.pingpong)
       k.ifThen(k.band(k.cmp(P::eq, wg, 1), k.cmp(P::sgt, c.numTiles, k.i32(1))),
                [&] { k.barrierArrive(k.i32(4), 256); });
-    SmallVector<Value> loop =
-        k.forLoop(k.i32(1), c.numTiles, 1, init, [&](Value j, ValueRange st) {
-          TileRef t = tileRef(j), prev = tileRef(k.add(j, -1));
-          waitK(t);
-          if (p.pingpong)
-            k.barrierSync(myBar, 256);
-          SmallVector<Value> acc = issueS(t);
-          SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
-          o = issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.end()), prev,
-                      /*fence=*/false); // issueS's fence covers O and P
-          if (p.pingpong) {
-            Value notLast = k.cmp(P::ne, j, k.add(c.numTiles, -1));
-            k.ifThen(k.bor(k.cmp(P::eq, wg, 0), notLast),
-                     [&] { k.barrierArrive(otherBar, 256); });
-          }
-          k.wgmmaWait(1); // S_j is done, P·V_{j−1} may still run
-          releaseK(t);
-          waitV(t);
-          Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
-          // P_j stays in floats until P·V_{j−1} is done: its bf16 words are the next A operand
-          // and share (through the loop phi) the registers P·V_{j−1} is reading — written any
-          // earlier, ptxas serializes the WGMMAs.
-          SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false);
-          k.wgmmaWait(0);
-          releaseV(prev);
-          Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
-          rescale(o, alpha);
-          SmallVector<Value> next(sm.begin(), sm.begin() + 4);
-          next.append(o.begin(), o.end());
-          for (int64_t i = 0; i < nS; i += 2)
-            next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i]));
-          return next;
-        });
+    SmallVector<Value> loop = k.forLoop(k.i32(1), c.numTiles, 1, init, [&](Value j, ValueRange st) {
+      TileRef t = tileRef(j), prev = tileRef(k.add(j, -1));
+      waitK(t);
+      if (p.pingpong)
+        k.barrierSync(myBar, 256);
+      SmallVector<Value> acc = issueS(t);
+      SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
+      o = issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.end()), prev,
+                  /*fence=*/false); // issueS's fence covers O and P
+      if (p.pingpong) {
+        Value notLast = k.cmp(P::ne, j, k.add(c.numTiles, -1));
+        k.ifThen(k.bor(k.cmp(P::eq, wg, 0), notLast), [&] { k.barrierArrive(otherBar, 256); });
+      }
+      k.wgmmaWait(1); // S_j is done, P·V_{j−1} may still run
+      releaseK(t);
+      waitV(t);
+      Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
+      // P_j stays in floats until P·V_{j−1} is done: its bf16 words are the next A operand
+      // and share (through the loop phi) the registers P·V_{j−1} is reading — written any
+      // earlier, ptxas serializes the WGMMAs.
+      SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false);
+      k.wgmmaWait(0);
+      releaseV(prev);
+      Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
+      rescale(o, alpha);
+      SmallVector<Value> next(sm.begin(), sm.begin() + 4);
+      next.append(o.begin(), o.end());
+      for (int64_t i = 0; i < nS; i += 2)
+        next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i]));
+      return next;
+    });
     SmallVector<Value> o(loop.begin() + 4, loop.begin() + 4 + nO);
     SmallVector<Value> last = k.ifThenElse(
         any, TypeRange(ValueRange(o)),
@@ -560,8 +559,8 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
               k.store(v, k.gep(c.ws, k.add(rowOff, k.mul(k.sext64(col), int64_t(4)))), 8);
             }
             k.ifThen(isQuadLead, [&] {
-              Value mOff = k.add(base64, k.mul(k.sext64(k.add(f.r[r], p.rows() * p.headDim)),
-                                               int64_t(4)));
+              Value mOff =
+                  k.add(base64, k.mul(k.sext64(k.add(f.r[r], p.rows() * p.headDim)), int64_t(4)));
               k.store(m[r], k.gep(c.ws, mOff));
               k.store(l[r], k.gep(c.ws, k.add(mOff, p.rows() * 4)));
             });
@@ -582,32 +581,32 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
   int64_t chunksPerRow = p.headDim * qBytes / 16;
   // The first 256 threads copy 64 × D / 8 chunks of 16 bytes per query tile.
   k.ifThen(k.cmp(P::ult, c.tid, 256), [&] {
-  for (int64_t t = 0; t < p.qTiles(); ++t)
-  for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it) {
-    Value chunk = k.add(c.tid, it * 256);
-    Value row = k.udiv(chunk, chunksPerRow);
-    Value ch = k.urem(chunk, chunksPerRow);
-    Value rowC = k.smin(row, k.i32(p.rows() - 1));
-    Value qi = k.udiv(rowC, p.pack);
-    Value tokValid;
-    if (p.prefill) {
-      Value tok = k.add(k.add(c.qBase, t * p.qChunk), qi);
-      tokValid = k.cmp(P::slt, tok, c.qLen(k));
-      qi = k.smin(tok, c.qLenMinus1(k));
-    }
-    Value head = k.add(c.headBase, k.urem(rowC, p.pack));
-    Value elem = k.add(k.mul(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), p.qHeads), head),
-                             p.headDim),
-                       k.mul(ch, 16 / qBytes));
-    Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
-    Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
-    Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
-    if (tokValid)
-      valid = k.band(valid, tokValid);
-    v = k.select(valid, v, zero);
-    int64_t tileOff = c.sm.q + t * 64 * p.headDim * qBytes;
-    k.store(v, sptr(k, c, k.add(k.i32(tileOff), swizzledChunk(k, row, ch, 64))), 16);
-  }
+    for (int64_t t = 0; t < p.qTiles(); ++t)
+      for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it) {
+        Value chunk = k.add(c.tid, it * 256);
+        Value row = k.udiv(chunk, chunksPerRow);
+        Value ch = k.urem(chunk, chunksPerRow);
+        Value rowC = k.smin(row, k.i32(p.rows() - 1));
+        Value qi = k.udiv(rowC, p.pack);
+        Value tokValid;
+        if (p.prefill) {
+          Value tok = k.add(k.add(c.qBase, t * p.qChunk), qi);
+          tokValid = k.cmp(P::slt, tok, c.qLen(k));
+          qi = k.smin(tok, c.qLenMinus1(k));
+        }
+        Value head = k.add(c.headBase, k.urem(rowC, p.pack));
+        Value elem =
+            k.add(k.mul(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), p.qHeads), head), p.headDim),
+                  k.mul(ch, 16 / qBytes));
+        Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
+        Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
+        Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
+        if (tokValid)
+          valid = k.band(valid, tokValid);
+        v = k.select(valid, v, zero);
+        int64_t tileOff = c.sm.q + t * 64 * p.headDim * qBytes;
+        k.store(v, sptr(k, c, k.add(k.i32(tileOff), swizzledChunk(k, row, ch, 64))), 16);
+      }
   });
 }
 
@@ -628,8 +627,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
   Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
   Type i32 = b.getI32Type();
-  SmallVector<Type> args = {gen, gen, glob, glob, glob, glob, glob, glob, glob, i32, i32, i32, glob,
-                            glob, glob};
+  SmallVector<Type> args = {gen,  gen, glob, glob, glob, glob, glob, glob,
+                            glob, i32, i32,  i32,  glob, glob, glob};
   if (p.qLen < 0)
     args.push_back(i32); // 15: q_len (prefill with a dynamic query length)
   LLVM::LLVMFuncOp fn =

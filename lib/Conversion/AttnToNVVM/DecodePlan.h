@@ -76,7 +76,7 @@ struct DecodePlan {
   /// Prefill with int8 queries (half_int8) and the intra-warpgroup overlap: the s8 WGMMA reads
   /// K's bytes straight from the TMA stage (one 128-byte swizzled row per key; the consumers
   /// release the stage after Q·Kᵀ), and the producer converts only V, into three buffers, so a
-  /// consumer holding two leaves it one to convert ahead into (0.58–0.77× cuDNN against
+  /// consumer holding two leaves it one to convert ahead into (0.58–0.79× cuDNN against
   /// 0.55–0.68× on the two K+V buffers; without the overlap it measured slower than copying K:
   /// docs/benchmarks/gpu-prefill.md).
   bool kDirect() const { return prefill && qI8 && overlap; }
@@ -120,8 +120,7 @@ struct DecodePlan {
 /// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
 void buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
 /// Adds `<name>_combine`, which merges split-KV partials.
-void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                        const DecodePlan &p);
+void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
 std::string launchMetadataJSON(const DecodePlan &p);
 

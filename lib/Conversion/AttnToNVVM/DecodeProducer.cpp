@@ -5,9 +5,9 @@
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
 // two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes (prefill with the
 // overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers)
-// — zeroes keys past
-// the sequence length, stages the per-token scales, and signals the consumers. bf16 caches skip
-// the conversion: TMA fills the swizzled layout the consumers read (buildDirectProducer).
+// —, zeroes keys past the sequence length, stages the per-token scales, and signals the
+// consumers. bf16 caches skip the conversion: TMA fills the swizzled layout the consumers read
+// (buildDirectProducer).
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,9 +147,9 @@ static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
     auto magic = [&](Value base, Granularity g) {
       Value z = k.loadInvariant(k.builder().getI8Type(),
                                 k.gep(base, k.sext64(scaleIndex(k, c, g, t))), 1);
-      Value zf = p.unsignedCodes ? LLVM::UIToFPOp::create(k.builder(), k.getLoc(), k.f32(), z)
-                                       .getResult()
-                                 : k.sitofp(z);
+      Value zf = p.unsignedCodes
+                     ? LLVM::UIToFPOp::create(k.builder(), k.getLoc(), k.f32(), z).getResult()
+                     : k.sitofp(z);
       return k.fadd(zf, k.f32(p.unsignedCodes ? 8388608.0 : 8388736.0));
     };
     out.push_back(magic(c.kZero, p.kGran));
@@ -228,7 +228,8 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
                   });
       k.fenceProxyAsyncShared();
       k.barrier(1, p.producerThreads());
-      k.ifThen(isLeader, [&] { k.mbarrierArrive(sptr(k, c, k.add(k.mul(s, 8), c.sm.fullStage(0)))); });
+      k.ifThen(isLeader,
+               [&] { k.mbarrierArrive(sptr(k, c, k.add(k.mul(s, 8), c.sm.fullStage(0)))); });
     });
     Value next = k.add(j, p.stages);
     k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
@@ -287,13 +288,14 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     auto convert = [&](bool masked) {
       if (!p.kDirect()) // K's bytes: copied for the s8 WGMMA, or dequantized
         dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8, kZeros);
-      dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
-                  masked, false, vZeros);
+      dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid, masked,
+                  false, vZeros);
       return SmallVector<Value>();
     };
     // Only the tile holding the sequence end needs zeroed rows.
-    k.ifThenElse(k.cmp(P::slt, rowsValid, k.i32(p.tileN)), TypeRange{}, [&] { return convert(true); },
-                 [&] { return convert(false); });
+    k.ifThenElse(
+        k.cmp(P::slt, rowsValid, k.i32(p.tileN)), TypeRange{}, [&] { return convert(true); },
+        [&] { return convert(false); });
     // Scales: K pre-multiplied by softmax_scale · log2(e); bf16 caches get the bare factors.
     k.ifThen(k.cmp(P::slt, c.tid, p.tileN), [&] {
       Value scOff = ringOffset(k, buf, c.sm.scales, c.sm.scaleStride);

@@ -38,7 +38,8 @@ void KernelBuilder::intrinsicVoid(StringRef name, ValueRange args) {
 }
 
 Value KernelBuilder::packBF16x2(Value lo, Value hi) {
-  Value bf = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), vector({lo, hi}));
+  Value bf =
+      LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), vector({lo, hi}));
   return bitcast(i32(), bf);
 }
 
@@ -56,8 +57,8 @@ Value KernelBuilder::shflXor(Value v, int64_t mask) {
 }
 
 Value KernelBuilder::shflIdx(Value v, Value lane) {
-  return NVVM::ShflOp::create(b, loc, v.getType(), i32(-1), v, lane, i32(0x1f),
-                              NVVM::ShflKind::idx, UnitAttr());
+  return NVVM::ShflOp::create(b, loc, v.getType(), i32(-1), v, lane, i32(0x1f), NVVM::ShflKind::idx,
+                              UnitAttr());
 }
 
 void KernelBuilder::barrier(int64_t id, int64_t threads) {
@@ -110,11 +111,10 @@ void KernelBuilder::asmVoid(StringRef ptx, StringRef constraints, ValueRange ope
 }
 
 Value KernelBuilder::mapaShared(Value addr, Value rank) {
-  auto op = LLVM::InlineAsmOp::create(b, loc, i32(), ValueRange{addr, rank},
-                                      "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
-                                      /*has_side_effects=*/false, /*is_align_stack=*/false,
-                                      LLVM::tailcallkind::TailCallKind::None,
-                                      LLVM::AsmDialectAttr(), ArrayAttr());
+  auto op = LLVM::InlineAsmOp::create(
+      b, loc, i32(), ValueRange{addr, rank}, "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",
+      /*has_side_effects=*/false, /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr(), ArrayAttr());
   return op.getResult(0);
 }
 
@@ -126,8 +126,7 @@ void KernelBuilder::stAsync(Value addr, Value v4, Value bar) {
 }
 
 void KernelBuilder::mbarrierArriveCluster(Value bar) {
-  asmVoid("mbarrier.arrive.shared::cluster.b64 _, [$0];", "r,~{memory}",
-          ValueRange{bar});
+  asmVoid("mbarrier.arrive.shared::cluster.b64 _, [$0];", "r,~{memory}", ValueRange{bar});
 }
 
 void KernelBuilder::tmaLoad(Value dst, Value map, ValueRange coords, Value bar) {
@@ -184,23 +183,22 @@ SmallVector<Value> KernelBuilder::wgmmaShared(ArrayRef<Value> acc, Value descA, 
 
 SmallVector<Value> KernelBuilder::wgmmaSS(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
                                           bool accumulate, bool transB) {
-  return wgmmaShared(acc, descA, descB, n, 16, NVVM::WGMMATypes::bf16,
-                     NVVM::WGMMATypes::f32, f32(), accumulate, transB);
+  return wgmmaShared(acc, descA, descB, n, 16, NVVM::WGMMATypes::bf16, NVVM::WGMMATypes::f32, f32(),
+                     accumulate, transB);
 }
 
 SmallVector<Value> KernelBuilder::wgmmaSSInt8(ArrayRef<Value> acc, Value descA, Value descB,
                                               int64_t n, bool accumulate) {
-  return wgmmaShared(acc, descA, descB, n, 32, NVVM::WGMMATypes::s8,
-                     NVVM::WGMMATypes::s32, i32(), accumulate, /*transB=*/false);
+  return wgmmaShared(acc, descA, descB, n, 32, NVVM::WGMMATypes::s8, NVVM::WGMMATypes::s32, i32(),
+                     accumulate, /*transB=*/false);
 }
 
 Value KernelBuilder::packBF16x2Ordered(Value lo, Value hi) {
   // cvt.rn.bf16x2.f32 d, a, b puts a in the upper half: hi first.
-  return LLVM::InlineAsmOp::create(b, loc, i32(), ValueRange{hi, lo},
-                                   "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f",
-                                   /*has_side_effects=*/true, /*is_align_stack=*/false,
-                                   LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
-                                   ArrayAttr())
+  return LLVM::InlineAsmOp::create(
+             b, loc, i32(), ValueRange{hi, lo}, "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f",
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
       .getResult(0);
 }
 
@@ -266,8 +264,11 @@ SmallVector<Value> KernelBuilder::ifThenElse(Value cond, TypeRange types,
 }
 
 void KernelBuilder::ifThen(Value cond, std::function<void()> body) {
-  ifThenElse(cond, TypeRange{}, [&] {
-    body();
-    return SmallVector<Value>();
-  }, nullptr);
+  ifThenElse(
+      cond, TypeRange{},
+      [&] {
+        body();
+        return SmallVector<Value>();
+      },
+      nullptr);
 }

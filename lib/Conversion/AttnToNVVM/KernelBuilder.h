@@ -63,7 +63,9 @@ public:
   Value band(Value x, int64_t y) { return band(x, constLike(x, y)); }
   Value shl(Value x, int64_t y) { return shl(x, constLike(x, y)); }
   Value lshr(Value x, int64_t y) { return lshr(x, constLike(x, y)); }
-  Value cmp(LLVM::ICmpPredicate p, Value x, Value y) { return LLVM::ICmpOp::create(b, loc, p, x, y); }
+  Value cmp(LLVM::ICmpPredicate p, Value x, Value y) {
+    return LLVM::ICmpOp::create(b, loc, p, x, y);
+  }
   Value cmp(LLVM::ICmpPredicate p, Value x, int64_t y) { return cmp(p, x, constLike(x, y)); }
   Value select(Value c, Value x, Value y) { return LLVM::SelectOp::create(b, loc, c, x, y); }
   Value smin(Value x, Value y) { return select(cmp(LLVM::ICmpPredicate::slt, x, y), x, y); }
@@ -82,7 +84,9 @@ public:
   Value fdiv(Value x, Value y) { return LLVM::FDivOp::create(b, loc, x, y); }
   Value fma(Value x, Value y, Value z) { return LLVM::FMAOp::create(b, loc, x, y, z); }
   Value fmax(Value x, Value y) { return LLVM::MaxNumOp::create(b, loc, x, y); }
-  Value fcmp(LLVM::FCmpPredicate p, Value x, Value y) { return LLVM::FCmpOp::create(b, loc, p, x, y); }
+  Value fcmp(LLVM::FCmpPredicate p, Value x, Value y) {
+    return LLVM::FCmpOp::create(b, loc, p, x, y);
+  }
   Value sitofp(Value x) { return LLVM::SIToFPOp::create(b, loc, f32(), x); }
   /// 2^x with the special-function unit (ex2.approx.ftz.f32).
   Value exp2(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f", f32(), {x}); }
@@ -108,8 +112,9 @@ public:
     return LLVM::GEPOp::create(b, loc, base.getType(), b.getI8Type(), base, ValueRange{byteOffset});
   }
   Value gep(Value base, int64_t byteOffset) {
-    return byteOffset == 0 ? base : gep(base, base.getType() == ptr(kShared) ? i32(byteOffset)
-                                                                           : i64(byteOffset));
+    return byteOffset == 0
+               ? base
+               : gep(base, base.getType() == ptr(kShared) ? i32(byteOffset) : i64(byteOffset));
   }
   Value load(Type t, Value p, unsigned align = 4) {
     return LLVM::LoadOp::create(b, loc, t, p, align);
@@ -216,9 +221,7 @@ public:
 private:
   /// Inline PTX with side effects and no results; `constraints` as LLVM writes them.
   void asmVoid(StringRef ptx, StringRef constraints, ValueRange operands);
-  Value constLike(Value x, int64_t v) {
-    return LLVM::ConstantOp::create(b, loc, x.getType(), v);
-  }
+  Value constLike(Value x, int64_t v) { return LLVM::ConstantOp::create(b, loc, x.getType(), v); }
   Type accStructType(int64_t n);
   Value packStruct(Type t, ArrayRef<Value> values);
   /// One SS WGMMA m64nNkK: `ab` inputs, `d` accumulators (N/2 values of `field` per thread).
@@ -233,9 +236,8 @@ private:
 
 /// Adds the kernel `name(args) -> void` at the end of `module`: `nvvm.kernel`, `nvvm.maxntid =
 /// threads` and, when `minBlocks` > 0, `nvvm.minctasm`. The caller adds the body.
-LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                               StringRef name, ArrayRef<Type> args, int64_t threads,
-                               int64_t minBlocks = 0);
+LLVM::LLVMFuncOp declareKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, StringRef name,
+                               ArrayRef<Type> args, int64_t threads, int64_t minBlocks = 0);
 
 } // namespace mlir::attn::nvvm
 

@@ -337,10 +337,10 @@ int64_t ScheduleAttr::getClusterSize() const {
 
 ScheduleFields::ScheduleFields(ScheduleAttr s)
     : packQHeads(s.getPackQHeads()), splitKv(s.getSplitKv()), tileM(s.getTileM()),
-      tileN(s.getTileN()), stages(s.getStages()), roles(s.getRoles()),
-      cluster(s.getCluster().begin(), s.getCluster().end()), crossover(s.getCrossover()),
-      pingpong(s.getPingpong()), intraWgOverlap(s.getIntraWgOverlap()),
-      persistent(s.getPersistent()), ctasPerSm(s.getCtasPerSm()) {}
+      tileN(s.getTileN()), stages(s.getStages()), ctasPerSm(s.getCtasPerSm()),
+      roles(s.getRoles()), cluster(s.getCluster().begin(), s.getCluster().end()),
+      crossover(s.getCrossover()), pingpong(s.getPingpong()),
+      intraWgOverlap(s.getIntraWgOverlap()), persistent(s.getPersistent()) {}
 
 ScheduleAttr ScheduleFields::get(MLIRContext *ctx) const {
   return ScheduleAttr::get(ctx, packQHeads, splitKv, tileM, tileN, stages, roles, cluster,

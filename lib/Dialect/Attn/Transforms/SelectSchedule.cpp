@@ -37,13 +37,13 @@ struct Fields : ScheduleFields {
     if (!field)
       field = BoolAttr::get(ctx, value);
   }
-  void fillRoles(MLIRContext *ctx, int64_t producerRegs, int64_t consumerWGs,
-                 int64_t consumerRegs, int64_t producerWGs = 1) {
+  void fillRoles(MLIRContext *ctx, int64_t producerRegs, int64_t consumerWGs, int64_t consumerRegs,
+                 int64_t producerWGs = 1) {
     if (roles)
       return;
-    roles = ArrayAttr::get(
-        ctx, {WarpRoleAttr::get(ctx, RoleKind::producer, producerWGs, producerRegs),
-              WarpRoleAttr::get(ctx, RoleKind::consumer, consumerWGs, consumerRegs)});
+    roles = ArrayAttr::get(ctx,
+                           {WarpRoleAttr::get(ctx, RoleKind::producer, producerWGs, producerRegs),
+                            WarpRoleAttr::get(ctx, RoleKind::consumer, consumerWGs, consumerRegs)});
   }
 };
 
@@ -91,8 +91,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
         if (d.splitKv > 0) {
           // Recompute with the packing actually used (the spec may have fixed it).
           int64_t groups = (shape.qHeads / shape.kvHeads) / f.packQHeads;
-          f.splitKv = selectSplitKv(shape.batch * shape.kvHeads * groups, shape.kvLen, f.tileN,
-                                    gpu);
+          f.splitKv =
+              selectSplitKv(shape.batch * shape.kvHeads * groups, shape.kvLen, f.tileN, gpu);
         } else {
           f.splitKv = ScheduleAttr::kAuto; // resolved at launch by selectSplitKv
         }
@@ -129,9 +129,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // 0.67–0.87× without overlap and 0.56–0.67× with overlap on two stages;
       // docs/benchmarks/gpu-prefill.md) — when three stages fit.
       bool bf16 = shape.kvElemBytes == 2;
-      bool threeFit = decodeSharedBytes(shape.headDim, f.tileN, shape.kvElemBytes, 3,
-                                        shape.int8QK, shape.zeroPoints,
-                                        shape.queryTiles) <= kMaxSharedBytesSm90;
+      bool threeFit = decodeSharedBytes(shape.headDim, f.tileN, shape.kvElemBytes, 3, shape.int8QK,
+                                        shape.zeroPoints, shape.queryTiles) <= kMaxSharedBytesSm90;
       // A spec's own choice stands; half-int8 gets it only on request (measured no faster).
       bool overlap = f.intraWgOverlap ? f.intraWgOverlap.getValue()
                                       : bf16 && threeFit && (!f.stages || f.stages >= 3);
@@ -182,13 +181,12 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     // each with its own budget: consumer 0 holds S, P and half of O, consumer 1 half of O
     // (MLAPlan.h); 120 + 216 + 168 leaves no warpgroup spilling.
     if (!f.roles)
-      f.roles = ArrayAttr::get(
-          ctx, {WarpRoleAttr::get(ctx, RoleKind::producer, 1, 120),
-                WarpRoleAttr::get(ctx, RoleKind::consumer, 1, 216),
-                WarpRoleAttr::get(ctx, RoleKind::consumer, 1, 168)});
+      f.roles = ArrayAttr::get(ctx, {WarpRoleAttr::get(ctx, RoleKind::producer, 1, 120),
+                                     WarpRoleAttr::get(ctx, RoleKind::consumer, 1, 216),
+                                     WarpRoleAttr::get(ctx, RoleKind::consumer, 1, 168)});
     if (f.cluster.empty())
-      f.cluster = f.crossover.getValue() ? SmallVector<int64_t>{2, 1, 1}
-                                         : SmallVector<int64_t>{1, 1, 1};
+      f.cluster =
+          f.crossover.getValue() ? SmallVector<int64_t>{2, 1, 1} : SmallVector<int64_t>{1, 1, 1};
     op.setScheduleAttr(f.get(ctx));
     return mlir::verify(op, /*verifyRecursively=*/false);
   }
@@ -204,8 +202,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
         failedAny = true;
         return;
       }
-      LogicalResult r = isa<AttentionOp>(op) ? schedule(cast<AttentionOp>(op))
-                                             : schedule(cast<MLADecodeOp>(op));
+      LogicalResult r =
+          isa<AttentionOp>(op) ? schedule(cast<AttentionOp>(op)) : schedule(cast<MLADecodeOp>(op));
       failedAny |= failed(r);
     });
     if (failedAny)
