@@ -54,7 +54,8 @@ TEST(E4M3, TiesToEvenAndNearest) {
   // Every midpoint between neighbouring finite codes rounds to the code with an even mantissa;
   // a hair either side rounds to the nearer one.
   for (int c = 0; c < 0x7E; ++c) {
-    const float lo = e4m3ToFloat(static_cast<uint8_t>(c)), hi = e4m3ToFloat(static_cast<uint8_t>(c + 1));
+    const float lo = e4m3ToFloat(static_cast<uint8_t>(c)),
+                hi = e4m3ToFloat(static_cast<uint8_t>(c + 1));
     const float mid = 0.5f * (lo + hi);
     const uint8_t even = (c & 1) ? static_cast<uint8_t>(c + 1) : static_cast<uint8_t>(c);
     EXPECT_EQ(floatToE4M3(mid), even) << "between codes " << c << " and " << c + 1;
@@ -114,8 +115,8 @@ TEST(I8, QuantizeOneValue) {
 TEST(Quantize, PerTokenHeadI8) {
   // B=1, S=2, H=2, D=3.
   const KvShape s{1, 2, 2, 3};
-  const float x[] = {1.0f, -2.0f, 0.5f, /*h1*/ 0.0f, 0.0f, 0.0f,
-                     /*t1 h0*/ 3.0f, 1.5f, -1.0f, /*h1*/ -0.25f, 0.125f, 0.0f};
+  const float x[] = {1.0f,           -2.0f, 0.5f,  /*h1*/ 0.0f,   0.0f,   0.0f,
+                     /*t1 h0*/ 3.0f, 1.5f,  -1.0f, /*h1*/ -0.25f, 0.125f, 0.0f};
   QuantizedKv q;
   quantizeKv(x, s, KvType::I8, Granularity::PerTokenHead, q, 2);
   ASSERT_EQ(q.scales.size(), 4u);
@@ -401,4 +402,34 @@ TEST(Reference, RelativeErrorCountsNaN) {
   const float zero[] = {0, 0};
   const float small[] = {0, 1e-3f};
   EXPECT_NEAR(relativeError(small, zero, 2), 1e-3, 1e-9); // absolute when the reference is 0
+}
+
+TEST(Reference, PoisonPastLengths) {
+  KvShape s{2, 3, 1, 2}; // batch 2, 3 slots, 1 head, dim 2
+  std::vector<int32_t> lens = {1, 3};
+  QuantizedKv bf;
+  bf.type = KvType::BF16;
+  bf.codes.assign(s.elements() * 2, 0);
+  poisonPastLengths(bf, s, lens);
+  // Batch 0: slots 1 and 2 become bf16 NaN (0x7FC0); slot 0 and all of batch 1 stay.
+  for (size_t slot = 0; slot < 6; ++slot)
+    for (size_t d = 0; d < 2; ++d) {
+      size_t i = (slot * 2 + d) * 2;
+      bool poisoned = slot == 1 || slot == 2;
+      EXPECT_EQ(bf.codes[i], poisoned ? 0xC0 : 0) << slot;
+      EXPECT_EQ(bf.codes[i + 1], poisoned ? 0x7F : 0) << slot;
+      if (poisoned)
+        EXPECT_TRUE(std::isnan(bf16ToFloat(uint16_t(bf.codes[i] | bf.codes[i + 1] << 8))));
+    }
+  QuantizedKv f8;
+  f8.type = KvType::F8E4M3;
+  f8.codes.assign(s.elements(), 0);
+  poisonPastLengths(f8, s, {0, 2});
+  std::vector<uint8_t> want = {0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0x7F, 0, 0, 0, 0, 0x7F, 0x7F};
+  EXPECT_EQ(f8.codes, want);
+  EXPECT_TRUE(std::isnan(e4m3ToFloat(0x7F)));
+  QuantizedKv i8;
+  i8.codes.assign(s.elements(), 5);
+  poisonPastLengths(i8, s, {0, 0}); // int8 has no NaN: unchanged
+  EXPECT_EQ(i8.codes, std::vector<uint8_t>(s.elements(), 5));
 }

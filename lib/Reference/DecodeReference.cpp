@@ -89,8 +89,8 @@ uint8_t attn::ref::floatToE4M3(float f) {
     return sign | static_cast<uint8_t>(m);
   }
   int e2;
-  std::frexp(a, &e2);   // a = f · 2^e2, f in [0.5, 1)
-  int e = e2 - 1;       // a in [2^e, 2^(e+1))
+  std::frexp(a, &e2);                             // a = f · 2^e2, f in [0.5, 1)
+  int e = e2 - 1;                                 // a in [2^e, 2^(e+1))
   float n = std::nearbyint(std::ldexp(a, 3 - e)); // in [8, 16]
   if (n == 16.0f) {
     n = 8.0f;
@@ -146,20 +146,28 @@ bool attn::ref::parseGranularity(const std::string &s, Granularity &out) {
 
 const char *attn::ref::kvTypeName(KvType t) {
   switch (t) {
-  case KvType::I8: return "i8";
-  case KvType::F8E4M3: return "f8E4M3FN";
-  case KvType::BF16: return "bf16";
+  case KvType::I8:
+    return "i8";
+  case KvType::F8E4M3:
+    return "f8E4M3FN";
+  case KvType::BF16:
+    return "bf16";
   }
   return "?";
 }
 
 const char *attn::ref::granularityName(Granularity g) {
   switch (g) {
-  case Granularity::PerTokenHead: return "per_token_head";
-  case Granularity::PerToken: return "per_token";
-  case Granularity::PerHead: return "per_head";
-  case Granularity::PerTensor: return "per_tensor";
-  case Granularity::None: return "none";
+  case Granularity::PerTokenHead:
+    return "per_token_head";
+  case Granularity::PerToken:
+    return "per_token";
+  case Granularity::PerHead:
+    return "per_head";
+  case Granularity::PerTensor:
+    return "per_tensor";
+  case Granularity::None:
+    return "none";
   }
   return "?";
 }
@@ -168,22 +176,32 @@ int attn::ref::kvElementBytes(KvType t) { return t == KvType::BF16 ? 2 : 1; }
 
 size_t attn::ref::scaleCount(const KvShape &s, Granularity g) {
   switch (g) {
-  case Granularity::PerTokenHead: return size_t(s.batch) * size_t(s.len) * size_t(s.heads);
-  case Granularity::PerToken: return size_t(s.batch) * size_t(s.len);
-  case Granularity::PerHead: return size_t(s.heads);
-  case Granularity::PerTensor: return 1;
-  case Granularity::None: return 0;
+  case Granularity::PerTokenHead:
+    return size_t(s.batch) * size_t(s.len) * size_t(s.heads);
+  case Granularity::PerToken:
+    return size_t(s.batch) * size_t(s.len);
+  case Granularity::PerHead:
+    return size_t(s.heads);
+  case Granularity::PerTensor:
+    return 1;
+  case Granularity::None:
+    return 0;
   }
   return 0;
 }
 
 size_t attn::ref::scaleIndex(const KvShape &s, Granularity g, int64_t b, int64_t t, int64_t h) {
   switch (g) {
-  case Granularity::PerTokenHead: return (size_t(b) * size_t(s.len) + size_t(t)) * size_t(s.heads) + size_t(h);
-  case Granularity::PerToken: return size_t(b) * size_t(s.len) + size_t(t);
-  case Granularity::PerHead: return size_t(h);
-  case Granularity::PerTensor: return 0;
-  case Granularity::None: return 0;
+  case Granularity::PerTokenHead:
+    return (size_t(b) * size_t(s.len) + size_t(t)) * size_t(s.heads) + size_t(h);
+  case Granularity::PerToken:
+    return size_t(b) * size_t(s.len) + size_t(t);
+  case Granularity::PerHead:
+    return size_t(h);
+  case Granularity::PerTensor:
+    return 0;
+  case Granularity::None:
+    return 0;
   }
   return 0;
 }
@@ -240,8 +258,8 @@ void attn::ref::quantizeKv(const float *x, const KvShape &shape, KvType type, Gr
   std::vector<float> gmin(scaleCount(shape, g), 0.0f), gmax(gmin.size(), 0.0f);
   for (size_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < shape.heads; ++h) {
-      size_t slot = scaleIndex(shape, g, int64_t(r / size_t(shape.len)),
-                               int64_t(r % size_t(shape.len)), h);
+      size_t slot =
+          scaleIndex(shape, g, int64_t(r / size_t(shape.len)), int64_t(r % size_t(shape.len)), h);
       gmin[slot] = std::min(gmin[slot], pmin[r * size_t(shape.heads) + size_t(h)]);
       gmax[slot] = std::max(gmax[slot], pmax[r * size_t(shape.heads) + size_t(h)]);
     }
@@ -335,8 +353,7 @@ double uniform01(uint64_t &state) {
 constexpr size_t kChunk = 1 << 14; // elements per independently seeded chunk
 } // namespace
 
-void attn::ref::fillGaussian(float *x, size_t n, uint64_t seed, uint64_t stream,
-                             unsigned threads) {
+void attn::ref::fillGaussian(float *x, size_t n, uint64_t seed, uint64_t stream, unsigned threads) {
   const size_t chunks = (n + kChunk - 1) / kChunk;
   parallelFor(chunks, threads, [&](size_t c) {
     uint64_t state = seed ^ (stream * 0xd1b54a32d192ed03ull);
@@ -384,11 +401,31 @@ bool attn::ref::parseSeqLenMode(const std::string &s, SeqLenMode &out) {
 
 const char *attn::ref::seqLenModeName(SeqLenMode m) {
   switch (m) {
-  case SeqLenMode::Full: return "full";
-  case SeqLenMode::Random: return "random";
-  case SeqLenMode::Ragged: return "ragged";
+  case SeqLenMode::Full:
+    return "full";
+  case SeqLenMode::Random:
+    return "random";
+  case SeqLenMode::Ragged:
+    return "ragged";
   }
   return "?";
+}
+
+void attn::ref::poisonPastLengths(QuantizedKv &q, const KvShape &shape,
+                                  const std::vector<int32_t> &lens) {
+  if (q.type == KvType::I8)
+    return;
+  const size_t e = q.type == KvType::BF16 ? 2 : 1;
+  const size_t row = size_t(shape.heads) * size_t(shape.dim) * e;
+  for (int64_t b = 0; b < shape.batch; ++b)
+    for (int64_t t = std::max<int64_t>(lens[size_t(b)], 0); t < shape.len; ++t) {
+      uint8_t *dst = q.codes.data() + (size_t(b) * size_t(shape.len) + size_t(t)) * row;
+      for (size_t i = 0; i < row; i += e) {
+        dst[i] = e == 2 ? 0xC0 : 0x7F; // bf16 0x7FC0 little-endian, or e4m3 0x7F
+        if (e == 2)
+          dst[i + 1] = 0x7F;
+      }
+    }
 }
 
 std::vector<int32_t> attn::ref::makeSeqLens(int64_t batch, int64_t kvLen, SeqLenMode mode,
@@ -449,7 +486,8 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
     maxLen = std::max(maxLen, lenOf(b));
   const int64_t pairs = B * Hkv;
   int64_t wantChunks = std::max<int64_t>(1, (4 * int64_t(threads) + pairs - 1) / pairs);
-  int64_t chunkLen = std::max<int64_t>(256, (maxLen + wantChunks - 1) / std::max<int64_t>(wantChunks, 1));
+  int64_t chunkLen =
+      std::max<int64_t>(256, (maxLen + wantChunks - 1) / std::max<int64_t>(wantChunks, 1));
   chunkLen = std::min<int64_t>(chunkLen, 2048);
   const int64_t chunks = std::max<int64_t>(1, (maxLen + chunkLen - 1) / chunkLen);
   // partial state [pair][chunk][row] and accumulators [pair][chunk][row][D]
@@ -469,7 +507,8 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
     std::vector<double> slope(static_cast<size_t>(R), 0.0);
     for (int64_t r = 0; r < R; ++r) {
       const int64_t i = r / ratio, h = g * ratio + r % ratio;
-      const float *qr = q + ((size_t(b) * size_t(Sq) + size_t(i)) * size_t(Hq) + size_t(h)) * size_t(D);
+      const float *qr =
+          q + ((size_t(b) * size_t(Sq) + size_t(i)) * size_t(Hq) + size_t(h)) * size_t(D);
       for (int64_t d = 0; d < D; ++d)
         qd[size_t(r * D + d)] = double(qr[d]) * p.softmaxScale;
       pos[size_t(r)] = L - Sq + i;
@@ -478,7 +517,8 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
     }
     const double ninf = -std::numeric_limits<double>::infinity();
     for (int64_t t = t0; t < t1; ++t) {
-      const float *kt = k + (size_t(b) * size_t(p.kvLen) + size_t(t)) * kvRow + size_t(g) * size_t(D);
+      const float *kt =
+          k + (size_t(b) * size_t(p.kvLen) + size_t(t)) * kvRow + size_t(g) * size_t(D);
       for (int64_t r = 0; r < R; ++r) {
         double &out_s = s[size_t(r * n + (t - t0))];
         if (p.causal && t > pos[size_t(r)]) {
@@ -516,7 +556,8 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
       pp[r].l = l;
     }
     for (int64_t t = t0; t < t1; ++t) {
-      const float *vt = v + (size_t(b) * size_t(p.kvLen) + size_t(t)) * kvRow + size_t(g) * size_t(D);
+      const float *vt =
+          v + (size_t(b) * size_t(p.kvLen) + size_t(t)) * kvRow + size_t(g) * size_t(D);
       for (int64_t r = 0; r < R; ++r) {
         if (pp[r].m == ninf)
           continue;

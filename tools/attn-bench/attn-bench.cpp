@@ -445,23 +445,9 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
                        h.slopes.data(), h.refQuant.data());
   ref::decodeReference(prob, h.q.data(), h.k.data(), h.v.data(), h.seqLens.data(), h.slopes.data(),
                        h.refUnquant.data());
-  // Cache slots past a batch element's length are not part of its sequence: fill them with NaN
-  // where the type has one (bf16 0x7FC0, e4m3 0x7F), so a kernel that lets them reach P · V
-  // fails the check (the references above never read them).
-  if (p.kvType != ref::KvType::I8) {
-    const size_t e = p.kvType == ref::KvType::BF16 ? 2 : 1;
-    const size_t row = size_t(m.kvHeads) * size_t(m.headDim) * e;
-    for (int64_t b = 0; b < p.batch; ++b)
-      for (int64_t t = h.seqLens[size_t(b)]; t < p.kvLen; ++t)
-        for (std::vector<uint8_t> *codes : {&h.kq.codes, &h.vq.codes}) {
-          uint8_t *dst = codes->data() + (size_t(b) * size_t(p.kvLen) + size_t(t)) * row;
-          for (size_t i = 0; i < row; i += e) {
-            dst[i] = e == 2 ? 0xC0 : 0x7F;
-            if (e == 2)
-              dst[i + 1] = 0x7F;
-          }
-        }
-  }
+  // Slots past each length hold NaN where the type has one: they must not reach P · V.
+  ref::poisonPastLengths(h.kq, kv, h.seqLens);
+  ref::poisonPastLengths(h.vq, kv, h.seqLens);
 }
 
 /// Bytes of K, V and scales the kernel reads: every visible token of every batch.

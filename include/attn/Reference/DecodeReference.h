@@ -97,6 +97,11 @@ void quantizeKv(const float *x, const KvShape &shape, KvType type, Granularity g
 /// x = scale · (x̂ − z) in f32 (z = 0 when symmetric; bf16 codes are widened as they are).
 void dequantizeKv(const QuantizedKv &q, const KvShape &shape, float *out, unsigned threads = 0);
 
+/// Fills the codes of the cache slots past each batch element's length (t ≥ lens[b]) with NaN
+/// where the type has one (bf16 0x7FC0, e4m3 0x7F; i8 codes are left as they are): they are not
+/// part of any sequence, and a kernel that lets them reach P · V then fails its check.
+void poisonPastLengths(QuantizedKv &q, const KvShape &shape, const std::vector<int32_t> &lens);
+
 //===----------------------------------------------------------------------===//
 // Inputs
 //===----------------------------------------------------------------------===//
@@ -138,8 +143,7 @@ struct DecodeProblem {
 /// `alibi`; null slopes mean none), causal: t ≤ pos_i; a query with no visible key gets 0.
 /// Computed in fp64 (q, k, v read as f32), parallel over (batch, KV head, key chunk).
 void decodeReference(const DecodeProblem &p, const float *q, const float *k, const float *v,
-                     const int32_t *seqLens, const float *slopes, float *out,
-                     unsigned threads = 0);
+                     const int32_t *seqLens, const float *slopes, float *out, unsigned threads = 0);
 
 /// ‖got − want‖₂ / ‖want‖₂ over the elements where `got` is not NaN (the absolute ‖got − want‖₂
 /// when ‖want‖₂ = 0); `nan` counts the NaN elements of `got`.
