@@ -355,8 +355,9 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     Value needMask = k.cmp(P::sgt, k.add(t.tileStart, p.tileN - 1), maskFrom);
     int64_t nP = packP ? nS / 2 : nS;
     SmallVector<Type> types(4 + nP, k.f32());
-    for (int64_t i = 0; i < nP && packP; ++i)
-      types[4 + i] = k.i32();
+    if (packP)
+      for (int64_t i = 0; i < nP; ++i)
+        types[4 + i] = k.i32();
     types.push_back(k.f32());
     types.push_back(k.f32());
     auto pack = [&](const SoftmaxOut &o) {
@@ -431,10 +432,13 @@ static void buildConsumer(KernelBuilder &k, Ctx &c) {
     // on named barrier 4 + wg before issuing and arrives on the other's after; consumer 1
     // opens consumer 0's first turn and leaves out its own last arrive, so every arrive meets
     // a sync (both run the same numTiles − 1 iterations).
-    Value myBar = k.add(wg, 4), otherBar = k.sub(k.i32(5), wg);
-    if (p.pingpong)
+    Value myBar, otherBar;
+    if (p.pingpong) {
+      myBar = k.add(wg, 4);
+      otherBar = k.sub(k.i32(5), wg);
       k.ifThen(k.band(k.cmp(P::eq, wg, 1), k.cmp(P::sgt, c.numTiles, k.i32(1))),
                [&] { k.barrierArrive(k.i32(4), 256); });
+    }
     SmallVector<Value> loop = k.forLoop(k.i32(1), c.numTiles, 1, init, [&](Value j, ValueRange st) {
       TileRef t = tileRef(j), prev = tileRef(k.add(j, -1));
       waitK(t);

@@ -67,8 +67,7 @@ void KernelBuilder::barrier(int64_t id, int64_t threads) {
                             Value());
     return;
   }
-  NVVM::BarrierOp::create(b, loc, Type(), i32(id), i32(threads), NVVM::BarrierReductionAttr(),
-                          Value());
+  barrierSync(i32(id), threads);
 }
 
 void KernelBuilder::fenceProxyAsyncShared() {
