@@ -27,8 +27,11 @@ if [[ $STEPS == *check* ]]; then
     for shape in "1 1 full gaussian" "3 1000 ragged gaussian" "2 4097 random outliers" \
                  "1 300 full outliers" "512 77 ragged gaussian"; do
       read -r B S L D <<< "$shape"
+      # fp8 prefill also rounds P to e4m3 (3 mantissa bits), which the reference of the
+      # quantized math (dequantized Q, K, V) does not: 5e-2, the issue's bound for fp8.
+      tol=1e-2; [[ $(basename "$ptx") == pf_f8* ]] && tol=5e-2
       line=$(timeout $T $BENCH "$ptx" --batch "$B" --kv-len "$S" --seq-lens "$L" --data "$D" --check-only \
-             --seed $((runs + 7)) 2>&1)
+             --seed $((runs + 7)) --tol-quant $tol 2>&1)
       rc=$?; runs=$((runs + 1))
       echo "$line" | grep '^{' >> "$OUT/check.jsonl"
       if [[ $rc != 0 ]]; then fails=$((fails + 1)); echo "FAIL $(basename "$ptx") $shape: $line" | tail -2; fi

@@ -8,8 +8,9 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
   gpu-prefill-bench.py run DIR [--out F]
                                        on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
                                        int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
-                                       upcast) and of cuDNN, the ratio, and our relative error
-                                       against SDPA's bf16 output
+                                       upcast; fp8: e4m3 Q, K, V with per-block scales of
+                                       128 tokens, both GEMMs in e4m3) and of cuDNN, the ratio,
+                                       and our relative error against SDPA's bf16 output
 
 `build` needs attn-opt (ATTN_OPT) and the standard library only.
 """
@@ -36,7 +37,9 @@ def name(s, mode, causal):
 BF16 = dict(kv_dtype="bf16")
 HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                  q_granularity="per_token_head")
-MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None),
+FP8 = dict(kv_dtype="f8E4M3FN", granularity="per_block<128x128>", q_dtype="f8E4M3FN")
+MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None),
+         "fp8_nopp": (FP8, {"pingpong": False}),
          "bf16_noov": (BF16, {"stages": 2, "intra_wg_overlap": False}),
          "bf16_s3": (BF16, {"stages": 3, "intra_wg_overlap": False}),
          "bf16_ov2": (BF16, {"stages": 2, "intra_wg_overlap": True}),
@@ -86,6 +89,13 @@ def run(args):
         s = torch.clamp(x.float().abs().amax(dim=dims, keepdim=True) / 127, min=1e-8)
         return torch.clamp(torch.round(x.float() / s), -127, 127).to(torch.int8), s[..., 0]
 
+    def quant_fp8(x, r=128):  # e4m3 per block of r tokens of a head: scales [B, S/r, H, 1]
+        b_, s_, h_, d_ = x.shape
+        xb = x.float().view(b_, s_ // r, r, h_, d_)
+        s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / 448, min=1e-8)
+        codes = (xb / s).to(torch.float8_e4m3fn).view(b_, s_, h_, d_)
+        return codes, s[:, :, 0].contiguous()
+
     lines = []
     g = torch.Generator(device="cuda").manual_seed(0)
     for s, b in SHAPES:
@@ -95,6 +105,9 @@ def run(args):
         qi, qs = quant(q, (3,))
         ki, ks = quant(k, (3,))
         vi, vs = quant(v, (3,))
+        q8, q8s = quant_fp8(q)
+        k8, k8s = quant_fp8(k)
+        v8, v8s = quant_fp8(v)
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         for causal in (False, True):
             flops = 4 * b * HQ * s * s * D / (2 if causal else 1)
@@ -111,6 +124,8 @@ def run(args):
                 kern = GpuDecodeKernel.from_files(ptx)
                 if MODES[mode][0] is BF16:
                     call = lambda: kern(q, k, v)
+                elif MODES[mode][0] is FP8:
+                    call = lambda: kern(q8, k8, v8, k8s, v8s, q_scale=q8s)
                 else:
                     call = lambda: kern(qi, ki, vi, ks, vs, q_scale=qs)
                 out = call().float()
@@ -120,7 +135,7 @@ def run(args):
                 row[f"{mode}_rel_err"] = float((out - ref).norm() / ref.norm())
             lines.append(row)
             print(json.dumps(row), flush=True)
-        del q, k, v, qi, ki, vi, qt, kt, vt
+        del q, k, v, qi, ki, vi, qt, kt, vt, q8, k8, v8
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in lines))
     return 0

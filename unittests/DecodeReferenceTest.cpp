@@ -161,6 +161,34 @@ TEST(Quantize, GranularitiesShareScalesAsDocumented) {
   EXPECT_EQ(scaleCount(s, Granularity::None), 0u);
 }
 
+TEST(Quantize, PerBlockSharesAScalePerBlockOfTokensOfAHead) {
+  // B=2, S=5, H=2, D=2 in blocks of 2 tokens: [B, ceil(5/2) = 3, H] scales, the last block short.
+  KvShape s{2, 5, 2, 2};
+  s.blockRows = 2;
+  std::vector<float> x(s.elements());
+  for (size_t i = 0; i < x.size(); ++i)
+    x[i] = float(i + 1);
+  QuantizedKv q;
+  quantizeKv(x.data(), s, KvType::F8E4M3, Granularity::PerBlock, q);
+  ASSERT_EQ(scaleCount(s, Granularity::PerBlock), 12u);
+  ASSERT_EQ(q.scales.size(), 12u);
+  // Element ((b·S + t)·H + h)·D + d holds its index + 1. Block 0 of head 1 (batch 0): tokens 0
+  // and 1, elements 2, 3, 6, 7: amax 8.
+  EXPECT_EQ(scaleIndex(s, Granularity::PerBlock, 0, 1, 1), 1u);
+  EXPECT_FLOAT_EQ(q.scales[1], 8.0f / 448);
+  // Block 2 of head 0 (batch 1): token 4 alone, elements 36 and 37: amax 38.
+  EXPECT_EQ(scaleIndex(s, Granularity::PerBlock, 1, 4, 0), 10u);
+  EXPECT_FLOAT_EQ(q.scales[10], 38.0f / 448);
+  std::vector<float> back(x.size());
+  dequantizeKv(q, s, back.data());
+  for (size_t i = 0; i < x.size(); ++i)
+    EXPECT_NEAR(back[i], x[i], x[i] / 16 + 1e-6f) << i; // e4m3: 3 mantissa bits
+  Granularity g;
+  ASSERT_TRUE(parseGranularity("per_block", g));
+  EXPECT_EQ(g, Granularity::PerBlock);
+  EXPECT_STREQ(granularityName(g), "per_block");
+}
+
 TEST(Quantize, E4M3AndBf16) {
   const KvShape s{1, 1, 1, 4};
   const float x[] = {2.0f, -1.0f, 0.01f, 0.5f};

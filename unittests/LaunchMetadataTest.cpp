@@ -319,3 +319,31 @@ TEST(LaunchMetadata, ReadFileNamesTheFile) {
   EXPECT_FALSE(readDecodeLaunch("/nonexistent/x.launch.json", m, error));
   EXPECT_EQ(error, "cannot read launch metadata /nonexistent/x.launch.json");
 }
+
+TEST(LaunchMetadata, QuantizedQueriesAndBlockScales) {
+  // Older metadata has no q_quant: bf16 queries are "none", int8 ones per_token_head.
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_EQ(m.qDtype, "bf16");
+  EXPECT_EQ(m.qQuant, "none");
+  EXPECT_EQ(m.kBlockRows, 1);
+  // fp8 prefill: e4m3 queries, per_block scales with their token counts.
+  std::string fp8 = replaced(kGood, R"("kv_dtype": "i8", "k_quant": "per_token_head",
+              "v_quant": "per_token_head",)",
+                             R"("kv_dtype": "f8E4M3FN", "k_quant": "per_block",
+              "v_quant": "per_head", "q_dtype": "f8E4M3FN", "q_quant": "per_block",
+              "q_block_rows": 64, "k_block_rows": 256, "v_block_rows": 1,)");
+  ASSERT_TRUE(parseDecodeLaunch(fp8, m, error)) << error;
+  EXPECT_EQ(m.qDtype, "f8E4M3FN");
+  EXPECT_EQ(m.qQuant, "per_block");
+  EXPECT_EQ(m.qBlockRows, 64);
+  EXPECT_EQ(m.kQuant, "per_block");
+  EXPECT_EQ(m.kBlockRows, 256);
+  EXPECT_EQ(m.vQuant, "per_head");
+  EXPECT_EQ(parseError(replaced(fp8, R"("q_quant": "per_block")", R"("q_quant": "none")")),
+            "problem.q_quant must be \"none\" exactly when q_dtype is bf16 (q_dtype \"f8E4M3FN\", "
+            "q_quant \"none\")");
+  EXPECT_NE(parseError(replaced(fp8, R"("k_block_rows": 256)", R"("k_block_rows": 0)")), "");
+  EXPECT_NE(parseError(replaced(fp8, R"("q_dtype": "f8E4M3FN")", R"("q_dtype": "f8E5M2")")), "");
+}

@@ -107,6 +107,15 @@ TEST(TileN, HeadDim256HalvesTheTile) {
     for (int64_t e : {1, 2}) {
       AttentionShape s = decode(1, 1, 1, 1, 1, d);
       s.kvElemBytes = e;
-      EXPECT_LE(decodeSharedBytes(d, selectTileN(s), e, 2), kMaxSharedBytesSm90);
+      EXPECT_LE(decodeSharedBytes(s, selectTileN(s), 2), kMaxSharedBytesSm90);
     }
+  // fp8 prefill: one-byte query tiles, K read from the stages, three one-byte transposed V
+  // buffers — three stages of 128 keys fit.
+  AttentionShape f8 = decode(1, 1, 1, 1, 1, 128);
+  f8.fp8 = true;
+  f8.queryTiles = 2;
+  EXPECT_EQ(selectTileN(f8), 128);
+  // 2 · 8 KiB queries + 3 · 32 KiB stages + 3 · 16 KiB V buffers + 3 KiB scales + 12
+  // mbarriers, rounded to 128, + 1 KiB of alignment.
+  EXPECT_EQ(decodeSharedBytes(f8, 128, 3), 168064);
 }

@@ -139,6 +139,8 @@ bool attn::ref::parseGranularity(const std::string &s, Granularity &out) {
     out = Granularity::PerTensor;
   else if (s == "none")
     out = Granularity::None;
+  else if (s == "per_block")
+    out = Granularity::PerBlock;
   else
     return false;
   return true;
@@ -168,6 +170,8 @@ const char *attn::ref::granularityName(Granularity g) {
     return "per_tensor";
   case Granularity::None:
     return "none";
+  case Granularity::PerBlock:
+    return "per_block";
   }
   return "?";
 }
@@ -186,6 +190,8 @@ size_t attn::ref::scaleCount(const KvShape &s, Granularity g) {
     return 1;
   case Granularity::None:
     return 0;
+  case Granularity::PerBlock:
+    return size_t(s.batch) * size_t((s.len + s.blockRows - 1) / s.blockRows) * size_t(s.heads);
   }
   return 0;
 }
@@ -202,6 +208,10 @@ size_t attn::ref::scaleIndex(const KvShape &s, Granularity g, int64_t b, int64_t
     return 0;
   case Granularity::None:
     return 0;
+  case Granularity::PerBlock: {
+    const size_t blocks = size_t((s.len + s.blockRows - 1) / s.blockRows);
+    return (size_t(b) * blocks + size_t(t / s.blockRows)) * size_t(s.heads) + size_t(h);
+  }
   }
   return 0;
 }

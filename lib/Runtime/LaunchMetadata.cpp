@@ -494,13 +494,22 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.integer(*p, "problem", "kv_heads", 1, kI32Max, out.kvHeads) ||
       !r.integer(*p, "problem", "head_dim", 1, 1024, out.headDim) ||
       !r.integer(*p, "problem", "kv_len", -1, kI32Max, out.kvLen) ||
-      (p->find("q_dtype") && !r.str(*p, "problem", "q_dtype", out.qDtype, {"bf16", "i8"})) ||
+      (p->find("q_dtype") &&
+       !r.str(*p, "problem", "q_dtype", out.qDtype, {"bf16", "i8", "f8E4M3FN"})) ||
+      (p->find("q_quant") &&
+       !r.str(*p, "problem", "q_quant", out.qQuant, {"none", "per_token_head", "per_block"})) ||
+      (p->find("q_block_rows") &&
+       !r.integer(*p, "problem", "q_block_rows", 1, kI32Max, out.qBlockRows)) ||
+      (p->find("k_block_rows") &&
+       !r.integer(*p, "problem", "k_block_rows", 1, kI32Max, out.kBlockRows)) ||
+      (p->find("v_block_rows") &&
+       !r.integer(*p, "problem", "v_block_rows", 1, kI32Max, out.vBlockRows)) ||
       !r.str(*p, "problem", "kv_dtype", out.kvDtype, {"i8", "ui8", "f8E4M3FN", "bf16"}) ||
       (p->find("zero_points") && !r.boolean(*p, "problem", "zero_points", out.zeroPoints)) ||
       !r.str(*p, "problem", "k_quant", out.kQuant,
-             {"per_token_head", "per_token", "per_head", "per_tensor", "none"}) ||
+             {"per_token_head", "per_token", "per_head", "per_tensor", "per_block", "none"}) ||
       !r.str(*p, "problem", "v_quant", out.vQuant,
-             {"per_token_head", "per_token", "per_head", "per_tensor", "none"}) ||
+             {"per_token_head", "per_token", "per_head", "per_tensor", "per_block", "none"}) ||
       !r.str(*p, "problem", "out_dtype", out.outDtype, {"bf16"}) ||
       !r.boolean(*p, "problem", "causal", out.causal) ||
       !r.boolean(*p, "problem", "alibi", out.alibi) ||
@@ -521,6 +530,13 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
   if (out.qHeads % out.kvHeads != 0) {
     error = "problem.q_heads (" + std::to_string(out.qHeads) + ") is not a multiple of kv_heads (" +
             std::to_string(out.kvHeads) + ")";
+    return false;
+  }
+  if (out.qQuant.empty()) // older metadata: int8 queries were per_token_head
+    out.qQuant = out.qDtype == "bf16" ? "none" : "per_token_head";
+  if ((out.qDtype == "bf16") != (out.qQuant == "none")) {
+    error = "problem.q_quant must be \"none\" exactly when q_dtype is bf16 (q_dtype \"" +
+            out.qDtype + "\", q_quant \"" + out.qQuant + "\")";
     return false;
   }
   bool quantized = out.kvDtype != "bf16";

@@ -270,15 +270,20 @@ class GpuDecodeKernel(LaunchFiles):
             sq = int(q.shape[1])
             if not 1 <= sq < 2 ** 31:
                 raise KernelArgumentError(f"q_len must be in 1..2^31-1, got {sq}")
-        q_i8 = p.get("q_dtype", "bf16") == "i8"
-        self._expect("q", q, torch, ("int8",) if q_i8 else ("bfloat16",), (b, sq, hq, d))
+        q_dtype = p.get("q_dtype", "bf16")
+        q_i8 = q_dtype != "bf16"  # int8 or e4m3 queries with q_scale
+        self._expect("q", q, torch, {"bf16": ("bfloat16",), "i8": ("int8",),
+                                     "f8E4M3FN": ("float8_e4m3fn", "uint8")}[q_dtype],
+                     (b, sq, hq, d))
         kvt = _TORCH_KV[p["kv_dtype"]]
         self._expect("k", k, torch, kvt, (b, skv, hkv, d))
         self._expect("v", v, torch, kvt, (b, skv, hkv, d))
         scale_shapes = {"per_token_head": (b, skv, hkv), "per_token": (b, skv), "per_head": (hkv,),
                         "per_tensor": (1,)}
+        blocks = lambda n, key: -(-n // int(p.get(key, 1)))  # per_block<r x D>: ceil(n / r)
         ptrs = {}
         for name, t, g in (("k_scale", k_scale, p["k_quant"]), ("v_scale", v_scale, p["v_quant"])):
+            scale_shapes["per_block"] = (b, blocks(skv, name[0] + "_block_rows"), hkv, 1)
             if g == "none":
                 if t is not None:
                     raise KernelArgumentError(f"{name} given for a {p['kv_dtype']} cache, which has none")
@@ -299,10 +304,12 @@ class GpuDecodeKernel(LaunchFiles):
             raise KernelArgumentError("k_zero / v_zero given, but the cache is symmetric")
         ptrs["q_scale"] = 0
         if q_i8:
+            q_shape = ((b, blocks(sq, "q_block_rows"), hq, 1)
+                       if p.get("q_quant") == "per_block" else (b, sq, hq))
             if q_scale is None:
-                raise KernelArgumentError("q_scale ([B, Sq, Hq] float32) is required: the spec "
-                                          "has int8 queries")
-            self._expect("q_scale", q_scale, torch, ("float32",), (b, sq, hq))
+                raise KernelArgumentError(f"q_scale ({list(q_shape)} float32) is required: the "
+                                          f"spec has {q_dtype} queries")
+            self._expect("q_scale", q_scale, torch, ("float32",), q_shape)
             ptrs["q_scale"] = q_scale.data_ptr()
         elif q_scale is not None:
             raise KernelArgumentError("q_scale given, but the spec has bf16 queries")

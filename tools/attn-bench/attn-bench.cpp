@@ -375,15 +375,16 @@ struct DeviceKv {
 /// Host inputs and references.
 struct HostData {
   std::vector<uint16_t> qBits;
-  std::vector<int8_t> qI8;         // int8 queries (q_dtype "i8") ...
-  std::vector<float> qScale, qDeq; // ... their per-(token, head) scales, and s·q̂
+  std::vector<float> qDeq; // s·q̂ for int8 / e4m3 queries (q_dtype "i8", "f8E4M3FN"), else q
   std::vector<float> q, k, v, kDeq, vDeq, refQuant, refUnquant, slopes;
   std::vector<int32_t> seqLens;
-  ref::QuantizedKv kq, vq;
+  ref::QuantizedKv qq, kq, vq; // qq: quantized queries (codes and scales), as a cache would be
 };
 
 void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, HostData &h) {
   const ref::KvShape kv{p.batch, p.kvLen, m.kvHeads, m.headDim};
+  const ref::KvShape kShape{p.batch, p.kvLen, m.kvHeads, m.headDim, m.kBlockRows},
+      vShape{p.batch, p.kvLen, m.kvHeads, m.headDim, m.vBlockRows};
   const size_t qElems = size_t(p.batch) * size_t(p.qLen) * size_t(m.qHeads) * size_t(m.headDim);
   h.q.resize(qElems);
   h.qBits.resize(qElems);
@@ -393,22 +394,13 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
     h.q[i] = ref::bf16ToFloat(h.qBits[i]);
   }
   h.qDeq = h.q;
-  if (m.qDtype == "i8") { // symmetric int8 per (batch, token, head) row, as the K/V quantizer
-    const size_t rows = qElems / size_t(m.headDim);
-    h.qI8.resize(qElems);
-    h.qScale.resize(rows);
-    for (size_t r = 0; r < rows; ++r) {
-      float amax = 0;
-      for (int64_t d = 0; d < m.headDim; ++d)
-        amax = std::max(amax, std::fabs(h.q[r * m.headDim + d]));
-      float s = ref::groupScale(amax, ref::KvType::I8);
-      h.qScale[r] = s;
-      for (int64_t d = 0; d < m.headDim; ++d) {
-        size_t i = r * m.headDim + d;
-        h.qI8[i] = ref::quantizeI8(h.q[i], s);
-        h.qDeq[i] = s * float(h.qI8[i]);
-      }
-    }
+  if (m.qDtype != "bf16") { // int8 / e4m3 per (batch, token, head) row or block, as K/V are
+    const ref::KvShape qs{p.batch, p.qLen, m.qHeads, m.headDim, m.qBlockRows};
+    ref::quantizeKv(h.q.data(), qs, m.qDtype == "i8" ? ref::KvType::I8 : ref::KvType::F8E4M3,
+                    m.qQuant == "per_block" ? ref::Granularity::PerBlock
+                                            : ref::Granularity::PerTokenHead,
+                    h.qq);
+    ref::dequantizeKv(h.qq, qs, h.qDeq.data());
   }
   h.k.resize(kv.elements());
   h.v.resize(kv.elements());
@@ -420,12 +412,12 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
     ref::scaleChannels(h.k.data(), rows, m.headDim, channels, 20.0f);
     ref::scaleChannels(h.v.data(), rows, m.headDim, channels, 20.0f);
   }
-  ref::quantizeKv(h.k.data(), kv, p.kvType, p.kGran, h.kq, 0, p.asymmetric, p.unsignedCodes);
-  ref::quantizeKv(h.v.data(), kv, p.kvType, p.vGran, h.vq, 0, p.asymmetric, p.unsignedCodes);
+  ref::quantizeKv(h.k.data(), kShape, p.kvType, p.kGran, h.kq, 0, p.asymmetric, p.unsignedCodes);
+  ref::quantizeKv(h.v.data(), vShape, p.kvType, p.vGran, h.vq, 0, p.asymmetric, p.unsignedCodes);
   h.kDeq.resize(kv.elements());
   h.vDeq.resize(kv.elements());
-  ref::dequantizeKv(h.kq, kv, h.kDeq.data());
-  ref::dequantizeKv(h.vq, kv, h.vDeq.data());
+  ref::dequantizeKv(h.kq, kShape, h.kDeq.data());
+  ref::dequantizeKv(h.vq, vShape, h.vDeq.data());
   h.seqLens = ref::makeSeqLens(p.batch, p.kvLen, p.seqLens, o.seed);
   h.slopes = m.alibi ? ref::alibiSlopes(m.qHeads) : std::vector<float>(size_t(m.qHeads), 0.0f);
 
@@ -469,6 +461,9 @@ double bytesRead(const rt::DecodeLaunch &m, const Plan &p, const std::vector<int
       break;
     case ref::Granularity::PerTensor:
       bytes += 4;
+      break;
+    case ref::Granularity::PerBlock: // one per block of (at least) tile_n tokens: ≤ 4 per tile
+      bytes += 4 * std::ceil(tokens / double(m.tileN)) * double(m.kvHeads);
       break;
     case ref::Granularity::None:
       break;
@@ -686,11 +681,11 @@ int main(int argc, char **argv) {
   a.kvLen = static_cast<int32_t>(p.kvLen);
   a.numSplits = static_cast<int32_t>(p.numSplits);
   a.qLen = static_cast<int32_t>(p.qLen);
-  if (m.qDtype == "i8") {
+  if (m.qDtype != "bf16") {
     TRY(alloc(outElems, a.q), "allocating Q");
-    TRY(attn_rt_copy_to_device(ctx, a.q, h.qI8.data(), outElems), "copying Q");
-    TRY(alloc(h.qScale.size() * 4, a.qScale), "allocating the Q scales");
-    TRY(attn_rt_copy_to_device(ctx, a.qScale, h.qScale.data(), h.qScale.size() * 4),
+    TRY(attn_rt_copy_to_device(ctx, a.q, h.qq.codes.data(), outElems), "copying Q");
+    TRY(alloc(h.qq.scales.size() * 4, a.qScale), "allocating the Q scales");
+    TRY(attn_rt_copy_to_device(ctx, a.qScale, h.qq.scales.data(), h.qq.scales.size() * 4),
         "copying the Q scales");
   } else {
     TRY(alloc(outElems * 2, a.q), "allocating Q");

@@ -43,10 +43,10 @@ float e4m3ToFloat(uint8_t code);
 //===----------------------------------------------------------------------===//
 
 enum class KvType { I8, F8E4M3, BF16 };
-enum class Granularity { PerTokenHead, PerToken, PerHead, PerTensor, None };
+enum class Granularity { PerTokenHead, PerToken, PerHead, PerTensor, None, PerBlock };
 
 /// "i8" / "f8E4M3FN" / "bf16" and "per_token_head" / "per_token" / "per_head" / "per_tensor" /
-/// "none" (the spellings of the launch metadata); false for anything else.
+/// "none" / "per_block" (the spellings of the launch metadata); false for anything else.
 bool parseKvType(const std::string &s, KvType &out);
 bool parseGranularity(const std::string &s, Granularity &out);
 const char *kvTypeName(KvType t);
@@ -57,10 +57,13 @@ int kvElementBytes(KvType t);
 /// A K or V cache [B, S, H, D] (row-major).
 struct KvShape {
   int64_t batch = 1, len = 1, heads = 1, dim = 1;
+  /// Tokens of one head that share a scale under PerBlock (per_block<r x D>: [B, ceil(S/r), H]).
+  int64_t blockRows = 1;
   size_t elements() const { return size_t(batch) * size_t(len) * size_t(heads) * size_t(dim); }
 };
 
-/// Number of f32 scales of a granularity: [B,S,H], [B,S], [H], [1], or 0 for None.
+/// Number of f32 scales of a granularity: [B,S,H], [B,S], [H], [1], [B,ceil(S/r),H] (PerBlock),
+/// or 0 for None.
 size_t scaleCount(const KvShape &s, Granularity g);
 /// Index into the scale array of the element at (b, t, h).
 size_t scaleIndex(const KvShape &s, Granularity g, int64_t b, int64_t t, int64_t h);

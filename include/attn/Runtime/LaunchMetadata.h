@@ -77,11 +77,15 @@ struct DecodeLaunch {
   std::string kind;   // "decode" or "prefill" (query chunks of q_chunk tokens, one split)
   int64_t qChunk = 1; // query tokens per CTA (q_len for decode)
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 0, kvLen = -1;
-  std::string qDtype = "bf16"; // "bf16", or "i8" (q_quant per_token_head, parameter q_scale)
+  std::string qDtype = "bf16"; // "bf16", "i8" or "f8E4M3FN" (prefill; parameter q_scale)
+  std::string qQuant;          // "none" (bf16), "per_token_head" or "per_block"
   std::string kvDtype;         // "i8", "ui8" (asymmetric only), "f8E4M3FN", "bf16"
   bool zeroPoints = false;     // asymmetric K/V: parameters k_zero / v_zero (code-typed)
-  std::string kQuant, vQuant;  // "per_token_head", "per_token", "per_head", "per_tensor", "none"
-  std::string outDtype;        // "bf16"
+  std::string kQuant, vQuant;  // "per_token_head", "per_token", "per_head", "per_tensor",
+                               // "per_block" (fp8 prefill), "none"
+  /// Tokens of one head per scale for "per_block" (1 otherwise).
+  int64_t qBlockRows = 1, kBlockRows = 1, vBlockRows = 1;
+  std::string outDtype; // "bf16"
   bool causal = false, alibi = false, seqLens = false;
   double softmaxScale = 0;
   // schedule

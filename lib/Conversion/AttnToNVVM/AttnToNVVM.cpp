@@ -48,6 +48,25 @@ struct Checker {
 };
 } // namespace
 
+/// fp8 prefill (plan.fp8): what the e4m3 GEMMs need beyond the element types.
+static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
+  QuantAttr qq = op.getQQuantAttr();
+  bool qBlock =
+      qq && qq.getGranularity() == Granularity::per_block && qq.getBlockCols() == p.headDim;
+  if (!op.getQScale() || !qq || !qq.getScaleType().isF32() ||
+      (qq.getGranularity() != Granularity::per_token_head && !qBlock))
+    c.fail() << "f8E4M3FN queries other than per_token_head or per_block<r x head_dim> with f32 "
+                "q_scale";
+  else if (qBlock)
+    p.qBlock = qq.getBlockRows();
+  if (!isa<Float8E4M3FNType>(op.getK().getType().getElementType()))
+    c.fail() << "f8E4M3FN queries with a " << op.getK().getType().getElementType()
+             << " K cache (f8E4M3FN K and V)";
+  if (p.headDim != 128)
+    c.fail() << "fp8 prefill with head_dim " << p.headDim
+             << " (128 only: one 128-byte swizzle row per key)";
+}
+
 static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   Checker c{op};
   DecodePlan p;
@@ -82,8 +101,15 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
       c.fail() << "int8 queries with a " << kT.getElementType() << " K cache (int8 K only)";
     if (p.headDim != 128)
       c.fail() << "int8 queries with head_dim " << p.headDim << " (128 only)";
+  } else if (isa<Float8E4M3FNType>(qT.getElementType())) {
+    // fp8 prefill: both GEMMs on e4m3 tensor cores (planFp8Prefill checks the rest).
+    p.fp8 = true;
+    if (!p.prefill)
+      c.fail() << "f8E4M3FN queries for decode (fp8 GEMMs are a prefill mode; decode takes bf16 "
+                  "or i8 queries)";
   } else if (!qT.getElementType().isBF16()) {
-    c.fail() << "queries of type " << qT.getElementType() << " (bf16, or i8 with q_scale)";
+    c.fail() << "queries of type " << qT.getElementType()
+             << " (bf16, i8 with q_scale, or f8E4M3FN with q_scale for prefill)";
   }
   if (!oT.getElementType().isBF16())
     c.fail() << "output of type " << oT.getElementType() << " (bf16 output only)";
@@ -127,9 +153,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "mode full_int8 (P stays bf16: use half_int8)";
   if (p.prefill && succeeded(mode)) {
     // Prefill modes name the GEMMs' arithmetic: only what the kernel does is accepted.
-    if (*mode == Mode::fp8)
-      c.fail() << "mode fp8 for prefill (fp8 tensor-core GEMMs; an e4m3 cache would be upcast "
-                  "to bf16)";
+    if (*mode == Mode::fp8 && !p.fp8)
+      c.fail() << "mode fp8 for prefill with " << qT.getElementType()
+               << " queries (the fp8 GEMMs take f8E4M3FN queries with q_scale)";
+    if (p.fp8 && *mode != Mode::fp8)
+      c.fail() << "f8E4M3FN queries in mode " << stringifyMode(*mode) << " (fp8 only)";
     if (*mode == Mode::half_int8 && !p.qI8)
       c.fail() << "mode half_int8 for prefill with " << qT.getElementType()
                << " queries (Q·Kᵀ on s8 WGMMA needs int8 queries with per_token_head scales)";
@@ -141,18 +169,27 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
         continue;
       }
       Granularity g = qa.getGranularity();
+      // per_block<r x D> (one scale per r tokens of a head): fp8 prefill only.
+      bool block = g == Granularity::per_block && p.fp8 && qa.getBlockCols() == p.headDim;
       if (g != Granularity::per_token_head && g != Granularity::per_token &&
-          g != Granularity::per_head && g != Granularity::per_tensor)
+          g != Granularity::per_head && g != Granularity::per_tensor && !block)
         c.fail() << "K/V granularity " << stringifyGranularity(g)
-                 << " (per_token_head, per_token, per_head or per_tensor)";
+                 << " (per_token_head, per_token, per_head or per_tensor; fp8 prefill also "
+                    "per_block<r x head_dim>)";
       if (!qa.getScaleType().isF32())
         c.fail() << "scales of type " << qa.getScaleType() << " (f32 scales only)";
     }
     if (c.ok) {
       p.kGran = op.getKQuantAttr().getGranularity();
       p.vGran = op.getVQuantAttr().getGranularity();
+      if (p.kGran == Granularity::per_block)
+        p.kBlock = op.getKQuantAttr().getBlockRows();
+      if (p.vGran == Granularity::per_block)
+        p.vBlock = op.getVQuantAttr().getBlockRows();
     }
   }
+  if (p.fp8)
+    checkFp8Prefill(c, op, p);
   p.causal = op.getCausal();
   p.alibi = static_cast<bool>(op.getAlibi());
   p.seqLens = static_cast<bool>(op.getSeqLens());
@@ -225,6 +262,21 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   }
   if (p.tileN != 32 && p.tileN != 64 && p.tileN != 128)
     c.fail() << "tile_n " << p.tileN << " (32, 64 or 128)";
+  if (p.fp8) {
+    // P·V on e4m3 reads Vᵀ rows of 128 keys, and V's scale multiplies each tile's product.
+    if (p.tileN != 128)
+      c.fail() << "fp8 prefill with tile_n " << p.tileN << " (128 only)";
+    bool tileScale = p.vGran == Granularity::per_head || p.vGran == Granularity::per_tensor ||
+                     (p.vGran == Granularity::per_block && p.vBlock % p.tileN == 0);
+    if (!tileScale)
+      c.fail() << "fp8 prefill with "
+               << (p.vGran == Granularity::per_block ? "per_block<" + std::to_string(p.vBlock) +
+                                                           "x" + std::to_string(p.headDim) + ">"
+                                                     : stringifyGranularity(p.vGran).str())
+               << " V scales (one V scale per " << p.tileN
+               << "-key tile: per_block<r x head_dim> with r a multiple of " << p.tileN
+               << ", per_head or per_tensor)";
+  }
   if (p.stages < 1 || p.stages > 4)
     c.fail() << "stages " << p.stages << " (1 to 4)";
   if (p.groupSize() % p.pack != 0 || p.rows() > 64)
@@ -240,8 +292,14 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     return failure();
   }
   // The heuristic's formula and the generator's layout must agree.
-  if (p.smemBytes() != decodeSharedBytes(p.headDim, p.tileN, p.kvElemBytes(), p.stages, p.qI8,
-                                         p.zeroPoints, p.qTiles(), p.kDirect())) {
+  AttentionShape shape;
+  shape.headDim = p.headDim;
+  shape.kvElemBytes = p.kvElemBytes();
+  shape.int8QK = p.qI8;
+  shape.fp8 = p.fp8;
+  shape.zeroPoints = p.zeroPoints;
+  shape.queryTiles = p.qTiles();
+  if (p.smemBytes() != decodeSharedBytes(shape, p.tileN, p.stages, p.kDirect())) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
     return failure();
   }

@@ -293,14 +293,21 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                                  {"q_len", p.qLen},
                                  {"q_heads", p.qHeads},
                                  {"kv_heads", p.kvHeads},
-                                 {"q_dtype", p.qI8 ? "i8" : "bf16"},
-                                 {"q_quant", p.qI8 ? "per_token_head" : "none"},
+                                 {"q_dtype", p.qI8   ? "i8"
+                                             : p.fp8 ? "f8E4M3FN"
+                                                     : "bf16"},
+                                 {"q_quant", !p.qk8()       ? "none"
+                                             : p.qBlock > 1 ? "per_block"
+                                                            : "per_token_head"},
+                                 {"q_block_rows", p.qBlock},
                                  {"head_dim", p.headDim},
                                  {"kv_len", p.kvLen},
                                  {"kv_dtype", kvName(p)},
                                  {"zero_points", p.zeroPoints},
                                  {"k_quant", kq},
                                  {"v_quant", vq},
+                                 {"k_block_rows", p.kBlock},
+                                 {"v_block_rows", p.vBlock},
                                  {"out_dtype", "bf16"},
                                  {"causal", p.causal},
                                  {"alibi", p.alibi},

@@ -1,8 +1,9 @@
 //===- DecodeKernelImpl.h - what the decode kernel's parts share -*- C++ -*-===//
 //
-// What this file is: the state the producer (DecodeProducer.cpp) and the consumers and kernel
-// frame (DecodeKernel.cpp) of `<name>_decode` share — the kernel's values (Ctx), shared-memory
-// addressing and the 128-byte swizzle — and the producer's entry point. Private to this folder.
+// What this file is: the state the producer (DecodeProducer.cpp), the consumers
+// (DecodeConsumer.cpp) and the kernel frame (DecodeKernel.cpp) of `<name>_decode` share — the
+// kernel's values (Ctx), shared-memory addressing and the 128-byte swizzle — and the producer's
+// and consumers' entry points. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
@@ -75,6 +76,8 @@ inline Value reduceTree(KernelBuilder &k, SmallVector<Value> vals, bool isMax) {
 
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
+/// The consumer warpgroups (DecodeConsumer.cpp): the attention math and the epilogue.
+void buildConsumer(KernelBuilder &k, Ctx &c);
 
 } // namespace mlir::attn::nvvm
 

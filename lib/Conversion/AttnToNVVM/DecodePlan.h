@@ -30,6 +30,14 @@ struct DecodePlan {
   /// Asymmetric K/V (zero points of the code type, the scales' granularity): the producer
   /// converts k̂ − z exactly (bf16 holds every integer in [−255, 255]). `unsignedCodes`: ui8.
   bool zeroPoints = false, unsignedCodes = false;
+  /// Prefill mode fp8: e4m3 queries, K and V; S = s_q · s_k · (q̂·k̂) on e4m3 WGMMA reading K
+  /// from the TMA stage; the producer transposes V into Vᵀ (keys permuted to match P's register
+  /// fragment); P·256 is packed to e4m3 in registers and O += P̂·V̂ᵀ runs on e4m3 WGMMA, V's
+  /// per-tile scale folded into O's rescale (head_dim 128, tile_n 128).
+  bool fp8 = false;
+  /// Tokens per scale of per_block<r x D> granularities (1 otherwise): queries (fp8, else
+  /// per_token_head), K and V.
+  int64_t qBlock = 1, kBlock = 1, vBlock = 1;
   /// Prefill: the q_len query tokens are cut into chunks of `qChunk` tokens (pack · qChunk ≤ 64
   /// rows, one WGMMA tile); one CTA per (consumerWGs chunks, group, batch): each consumer
   /// warpgroup owns one chunk's query tile and both run over every key tile the CTA's queries
@@ -79,13 +87,26 @@ struct DecodePlan {
   /// consumer holding two leaves it one to convert ahead into (0.58–0.79× cuDNN against
   /// 0.55–0.68× on the two K+V buffers; without the overlap it measured slower than copying K:
   /// docs/benchmarks/gpu-prefill.md).
-  bool kDirect() const { return prefill && qI8 && overlap; }
-  /// Converted-tile buffers: none when the WGMMAs read the stages, three with kDirect, else two.
+  bool kDirect() const { return prefill && ((qI8 && overlap) || fp8); }
+  /// fp8 with one K scale per tile (per_block rows a multiple of tile_n, per_head, per_tensor):
+  /// the consumers fold it into each row's query scale instead of scaling S per key.
+  bool kTileScale() const {
+    return fp8 && (kGran == Granularity::per_head || kGran == Granularity::per_tensor ||
+                   (kGran == Granularity::per_block && kBlock % tileN == 0));
+  }
+  /// Prefill whose S needs one factor per row (bf16: softmax_scale · log2 e; fp8 with one K
+  /// scale per tile: s_q · s_k · ...) and no ALiBi: the softmax takes the row maximum of the
+  /// unscaled S and folds the factor into exp2's FFMA.
+  bool rawRowMax() const { return prefill && !alibi && (!hasScales() || kTileScale()); }
+  /// One byte per element in the query tile (int8 or fp8 Q·Kᵀ).
+  bool qk8() const { return qI8 || fp8; }
+  /// Converted-tile buffers (fp8: Vᵀ in e4m3): none when the WGMMAs read the stages, three with
+  /// kDirect, else two.
   int64_t convBufs() const { return directKV() ? 0 : kDirect() ? 3 : 2; }
   /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzles.
   int64_t tmaBoxColumns() const { return directKV() ? 64 : headDim; }
   int64_t kSwizzleBytes() const { return directKV() || kDirect() ? 128 : 0; }
-  int64_t vSwizzleBytes() const { return directKV() ? 128 : 0; }
+  int64_t vSwizzleBytes() const { return directKV() || fp8 ? 128 : 0; }
   /// Floats of one split's partial (O, m, l), padded to 4 so every O row stays 16-byte aligned
   /// for the combine's vector loads.
   int64_t workspaceFloatsPerSplit() const {

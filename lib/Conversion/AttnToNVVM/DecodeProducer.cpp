@@ -117,11 +117,65 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   }
 }
 
-/// Index (in f32 elements) of the scale of `token` for a granularity.
-static Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token) {
+/// fp8 (plan.fp8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte swizzled by
+/// TMA) into Vᵀ (128 rows of tileN keys, 128-byte swizzled: the K-major B of the e4m3 P·V
+/// WGMMA), permuting the keys within each 16-key group to match P's A fragment: the thread with
+/// S columns {2t, 2t+1, 2t+8, 2t+9} of a 16-key group holds A columns 4t..4t+3, so Vᵀ row n's
+/// bytes 4t..4t+3 of 16-byte chunk g are V[16g + {2t, 2t+1, 2t+8, 2t+9}][n]. With `masked`,
+/// keys at or past `rowsValid` become zeros. Lane l takes dimensions 4l..4l+3 of a 16-key group
+/// (16 conflict-free 4-byte loads, three prmt per output word) and writes four 16-byte chunks
+/// — in an order rotated by (l / 2) mod 4 so that each quarter-warp's stores hit eight
+/// distinct chunks.
+static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
+                          bool masked) {
+  const DecodePlan &p = c.p;
+  int64_t warps = p.producerThreads() / 32, groups = p.tileN / 16;
+  // The thread's addresses are recomputed per tile (a few integer ops) rather than held across
+  // the tile loop: hoisted, they spill the producer's registers.
+  Value tid = k.tidXHere();
+  Value lane = k.band(tid, 31), warp = k.lshr(tid, 5);
+  Value rot = k.band(k.lshr(lane, 1), 3);
+  Value srcCol = k.band(lane, 3); // word within the source's 16-byte chunk
+  Value srcChunk = k.lshr(lane, 2);
+  for (int64_t it = 0; it < groups / warps; ++it) {
+    Value g = k.add(warp, it * warps);
+    SmallVector<Value> w(16);
+    for (int64_t kappa = 0; kappa < 16; ++kappa) {
+      Value key = k.add(k.mul(g, 16), kappa);
+      // Stage byte (key, 4·lane): chunk (lane/4) XOR (key mod 8) of the 128-byte row.
+      Value off = k.add(k.mul(key, 128),
+                        k.add(k.shl(k.bxor(srcChunk, k.band(key, 7)), 4), k.shl(srcCol, 2)));
+      w[kappa] = k.load(k.i32(), sptr(k, c, k.add(stageOff, off)));
+      if (masked)
+        w[kappa] = k.select(k.cmp(P::slt, key, rowsValid), w[kappa], k.i32(0));
+    }
+    for (int64_t step = 0; step < 4; ++step) {
+      Value d = k.band(k.add(rot, step), 3);
+      Value sel = k.add(k.mul(d, 17), 64); // bytes d of a and of b: d | (4 + d) << 4
+      SmallVector<Value> out;
+      for (int64_t t = 0; t < 4; ++t) {
+        Value lo = k.prmt(w[2 * t], w[2 * t + 1], sel);
+        Value hi = k.prmt(w[2 * t + 8], w[2 * t + 9], sel);
+        out.push_back(k.prmt(lo, hi, 0x5410));
+      }
+      Value n = k.add(k.shl(lane, 2), d); // Vᵀ row (dimension)
+      Value dst = k.add(k.mul(n, 128), k.shl(k.bxor(g, k.band(n, 7)), 4));
+      k.store(k.vector(out), sptr(k, c, k.add(convOff, dst)), 16);
+    }
+  }
+}
+
+/// Index (in f32 elements) of the scale of `token` for a granularity (per_block: `blockRows`
+/// tokens of a head share one, [B, ceil(kv_len / r), H]).
+static Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token,
+                        int64_t blockRows = 1) {
   switch (g) {
   case Granularity::per_token_head:
     return k.add(k.mul(k.add(k.mul(c.bIdx, c.kvLen), token), c.p.kvHeads), c.hkv);
+  case Granularity::per_block: {
+    Value blocks = k.mul(c.bIdx, k.ceilDiv(c.kvLen, blockRows));
+    return k.add(k.mul(k.add(blocks, k.udiv(token, blockRows)), c.p.kvHeads), c.hkv);
+  }
   case Granularity::per_token:
     return k.add(k.mul(c.bIdx, c.kvLen), token);
   case Granularity::per_head:
@@ -138,11 +192,11 @@ static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
   if (!p.hasScales())
     return {k.f32(0), k.f32(0)};
   Value t = k.smax(k.smin(token, k.add(c.len, -1)), k.i32(0));
-  auto ld = [&](Value base, Granularity g) {
-    Value idx = k.sext64(scaleIndex(k, c, g, t));
+  auto ld = [&](Value base, Granularity g, int64_t blockRows) {
+    Value idx = k.sext64(scaleIndex(k, c, g, t, blockRows));
     return k.loadInvariant(k.f32(), k.gep(base, k.mul(idx, int64_t(4))));
   };
-  SmallVector<Value> out = {ld(c.kScale, p.kGran), ld(c.vScale, p.vGran)};
+  SmallVector<Value> out = {ld(c.kScale, p.kGran, p.kBlock), ld(c.vScale, p.vGran, p.vBlock)};
   if (p.zeroPoints) {
     auto magic = [&](Value base, Granularity g) {
       Value z = k.loadInvariant(k.builder().getI8Type(),
@@ -288,8 +342,12 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     auto convert = [&](bool masked) {
       if (!p.kDirect()) // K's bytes: copied for the s8 WGMMA, or dequantized
         dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8, kZeros);
-      dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid, masked,
-                  false, vZeros);
+      if (p.fp8) // Vᵀ for the e4m3 P·V
+        transposeTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
+                      masked);
+      else
+        dequantTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
+                    masked, false, vZeros);
       return SmallVector<Value>();
     };
     // Only the tile holding the sequence end needs zeroed rows.

@@ -186,10 +186,32 @@ SmallVector<Value> KernelBuilder::wgmmaSS(ArrayRef<Value> acc, Value descA, Valu
                      accumulate, transB);
 }
 
-SmallVector<Value> KernelBuilder::wgmmaSSInt8(ArrayRef<Value> acc, Value descA, Value descB,
-                                              int64_t n, bool accumulate) {
+SmallVector<Value> KernelBuilder::wgmmaSS8(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
+                                           bool accumulate, bool fp8) {
+  if (fp8)
+    return wgmmaShared(acc, descA, descB, n, 32, NVVM::WGMMATypes::e4m3, NVVM::WGMMATypes::f32,
+                       f32(), accumulate, /*transB=*/false);
   return wgmmaShared(acc, descA, descB, n, 32, NVVM::WGMMATypes::s8, NVVM::WGMMATypes::s32, i32(),
                      accumulate, /*transB=*/false);
+}
+
+Value KernelBuilder::tidXHere() {
+  return LLVM::InlineAsmOp::create(b, loc, i32(), ValueRange{}, "mov.u32 $0, %tid.x;", "=r",
+                                   /*has_side_effects=*/true, /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                   ArrayAttr())
+      .getResult(0);
+}
+
+Value KernelBuilder::packE4M3x4(Value x0, Value x1, Value x2, Value x3) {
+  // cvt.rn.satfinite.e4m3x2.f32 d, a, b puts a in the upper byte.
+  return LLVM::InlineAsmOp::create(
+             b, loc, i32(), ValueRange{x1, x0, x3, x2},
+             "{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, $1, $2; "
+             "cvt.rn.satfinite.e4m3x2.f32 hi, $3, $4; mov.b32 $0, {lo, hi}; }",
+             "=r,f,f,f,f", /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
 }
 
 Value KernelBuilder::packBF16x2Ordered(Value lo, Value hi) {
@@ -202,7 +224,7 @@ Value KernelBuilder::packBF16x2Ordered(Value lo, Value hi) {
 }
 
 SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB,
-                                          int64_t n, bool transB) {
+                                          int64_t n, bool transB, bool fp8) {
   // NVVM's wgmma op takes A only as a descriptor; the register form is inline PTX.
   int64_t nacc = n / 2;
   std::string regs, cons;
@@ -210,11 +232,14 @@ SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a
     regs += (i ? ", $" : "$") + std::to_string(i);
     cons += (i ? ",=f" : "=f");
   }
-  std::string asmStr = llvm::formatv(
-      "{{ .reg .pred p; setp.ne.b32 p, 1, 0; "
-      "wgmma.mma_async.sync.aligned.m64n{0}k16.f32.bf16.bf16 {{{1}}, {{${2}, ${3}, ${4}, ${5}}, "
-      "${6}, p, 1, 1, {7}; }",
-      n, regs, nacc, nacc + 1, nacc + 2, nacc + 3, nacc + 4, transB ? 1 : 0);
+  // 8-bit types take no transpose immediate.
+  std::string shape = fp8 ? "k32.f32.e4m3.e4m3" : "k16.f32.bf16.bf16";
+  std::string trans = fp8 ? "" : (transB ? ", 1" : ", 0");
+  std::string asmStr =
+      llvm::formatv("{{ .reg .pred p; setp.ne.b32 p, 1, 0; "
+                    "wgmma.mma_async.sync.aligned.m64n{0}{8} {{{1}}, {{${2}, ${3}, ${4}, ${5}}, "
+                    "${6}, p, 1, 1{7}; }",
+                    n, regs, nacc, nacc + 1, nacc + 2, nacc + 3, nacc + 4, trans, shape);
   cons += ",r,r,r,r,l";
   for (int64_t i = 0; i < nacc; ++i)
     cons += "," + std::to_string(i);

@@ -93,8 +93,9 @@ public:
   /// Packs two f32 into bf16x2 (round to nearest even): `lo` in bits 0–15.
   Value packBF16x2(Value lo, Value hi);
   /// PTX `prmt.b32`: byte permute of {b, a} by `selector`.
-  Value prmt(Value a, Value bv, int64_t selector) {
-    return intrinsic("llvm.nvvm.prmt", i32(), {a, bv, i32(selector)});
+  Value prmt(Value a, Value bv, int64_t selector) { return prmt(a, bv, i32(selector)); }
+  Value prmt(Value a, Value bv, Value selector) {
+    return intrinsic("llvm.nvvm.prmt", i32(), {a, bv, selector});
   }
 
   // Calls of LLVM/NVVM intrinsics that have no dialect op.
@@ -103,6 +104,9 @@ public:
 
   // Thread geometry.
   Value tidX() { return NVVM::ThreadIdXOp::create(b, loc, i32()); }
+  /// %tid.x read by side-effecting inline PTX: not hoisted out of loops, so what is computed
+  /// from it is recomputed where it is used instead of held in registers across the loop.
+  Value tidXHere();
   Value ctaidX() { return NVVM::BlockIdXOp::create(b, loc, i32()); }
   Value ctaidY() { return NVVM::BlockIdYOp::create(b, loc, i32()); }
   Value ctaidZ() { return NVVM::BlockIdZOp::create(b, loc, i32()); }
@@ -192,18 +196,22 @@ public:
   /// `acc` holds N/2 f32 per thread; with `accumulate` false the old values are ignored.
   SmallVector<Value> wgmmaSS(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
                              bool accumulate, bool transB);
-  /// D (+)= A·B over int8: s8 A and B (K-major) in shared memory, s32 accumulators (N/2 i32 per
-  /// thread), K step 32.
-  SmallVector<Value> wgmmaSSInt8(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
-                                 bool accumulate);
-  /// D += A·B with A in registers (four bf16x2 per thread: the m64k16 fragment) and B in shared
-  /// memory; `transB` for an MN-major B.
+  /// D (+)= A·B over 8-bit inputs, A and B (K-major) in shared memory, K step 32: s8 with s32
+  /// accumulators (N/2 i32 per thread), or with `fp8` e4m3 with f32 accumulators.
+  SmallVector<Value> wgmmaSS8(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,
+                              bool accumulate, bool fp8);
   /// packBF16x2 as side-effecting inline PTX: LLVM keeps it after a preceding
   /// wgmma.wait_group. For A operands of the next wgmma that share (through a loop phi) the
   /// registers an in-flight wgmma still reads: written before its wait, ptxas serializes them.
   Value packBF16x2Ordered(Value lo, Value hi);
+  /// Four f32 → four e4m3 bytes (cvt.rn.satfinite), `x0` in bits 0–7; side-effecting inline PTX
+  /// like packBF16x2Ordered.
+  Value packE4M3x4(Value x0, Value x1, Value x2, Value x3);
+  /// D += A·B with A in registers and B in shared memory: four bf16x2 per thread (the m64k16
+  /// fragment; `transB` for an MN-major B), or with `fp8` four e4m3x4 (the m64k32 fragment) and
+  /// a K-major B.
   SmallVector<Value> wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB, int64_t n,
-                             bool transB);
+                             bool transB, bool fp8 = false);
   void wgmmaFence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }
   void wgmmaCommit() { NVVM::WgmmaGroupSyncAlignedOp::create(b, loc); }
   void wgmmaWait(int64_t pending) { NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending); }

@@ -34,17 +34,93 @@ func.func @decode_overlap(%q: memref<1x1x8x128xbf16>, %k: memref<1x128x8x128xbf1
 
 // -----
 
-// fp8 prefill means fp8 tensor-core GEMMs; upcasting the cache to bf16 would not be that mode.
-func.func @prefill_fp8(%q: memref<1x128x8x128xf8E4M3FN>, %k: memref<1x128x8x128xf8E4M3FN>, %v: memref<1x128x8x128xf8E4M3FN>,
-                       %qs: memref<1x128xf32>, %ks: memref<1x128xf32>, %vs: memref<1x128xf32>,
-                       %o: memref<1x128x8x128xbf16>) {
-  // expected-error @+2 {{not supported yet by convert-attn-to-nvvm: queries of type 'f8E4M3FN' (bf16, or i8 with q_scale)}}
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: mode fp8 for prefill (fp8 tensor-core GEMMs; an e4m3 cache would be upcast to bf16)}}
+// fp8 prefill: e4m3 Q·Kᵀ and P·V. The queries need per-row scales and V one scale per key
+// tile (P·V cannot scale keys one by one).
+func.func @prefill_fp8_scales(%q: memref<1x128x8x128xf8E4M3FN>, %k: memref<1x128x8x128xf8E4M3FN>, %v: memref<1x128x8x128xf8E4M3FN>,
+                              %qs: memref<1x128xf32>, %ks: memref<1x128xf32>, %vs: memref<1x128xf32>,
+                              %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+2 {{not supported yet by convert-attn-to-nvvm: f8E4M3FN queries other than per_token_head or per_block<r x head_dim> with f32 q_scale}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: fp8 prefill with per_token V scales (one V scale per 128-key tile: per_block<r x head_dim> with r a multiple of 128, per_head or per_tensor)}}
   attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>)
       q_scale(%qs : memref<1x128xf32>) k_scale(%ks : memref<1x128xf32>) v_scale(%vs : memref<1x128xf32>)
       outs(%o : memref<1x128x8x128xbf16>)
       {q_quant = #attn.quant<f8E4M3FN, per_token>, k_quant = #attn.quant<f8E4M3FN, per_token>,
        v_quant = #attn.quant<f8E4M3FN, per_token>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// V blocks of 64 tokens would change scale inside a 128-key tile.
+func.func @prefill_fp8_blocks(%q: memref<1x128x8x128xf8E4M3FN>, %k: memref<1x128x8x128xf8E4M3FN>, %v: memref<1x128x8x128xf8E4M3FN>,
+                              %qs: memref<1x128x8xf32>, %ks: memref<1x1x8x1xf32>, %vs: memref<1x2x8x1xf32>,
+                              %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: fp8 prefill with per_block<64x128> V scales (one V scale per 128-key tile: per_block<r x head_dim> with r a multiple of 128, per_head or per_tensor)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>)
+      q_scale(%qs : memref<1x128x8xf32>) k_scale(%ks : memref<1x1x8x1xf32>) v_scale(%vs : memref<1x2x8x1xf32>)
+      outs(%o : memref<1x128x8x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_token_head>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// P·V on e4m3 reads Vᵀ rows of 128 keys.
+func.func @prefill_fp8_tile64(%q: memref<1x128x8x128xf8E4M3FN>, %k: memref<1x128x8x128xf8E4M3FN>, %v: memref<1x128x8x128xf8E4M3FN>,
+                              %qs: memref<1x128x8xf32>, %ks: memref<1x1x8x1xf32>, %vs: memref<1x1x8x1xf32>,
+                              %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: fp8 prefill with tile_n 64 (128 only)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>)
+      q_scale(%qs : memref<1x128x8xf32>) k_scale(%ks : memref<1x1x8x1xf32>) v_scale(%vs : memref<1x1x8x1xf32>)
+      outs(%o : memref<1x128x8x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_token_head>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<tile_n = 64>}
+  return
+}
+
+// -----
+
+// fp8 GEMMs are a prefill mode: decode takes bf16 or int8 queries (over an e4m3 cache too).
+func.func @decode_fp8_q(%q: memref<1x1x8x128xf8E4M3FN>, %k: memref<1x128x8x128xf8E4M3FN>, %v: memref<1x128x8x128xf8E4M3FN>,
+                        %qs: memref<1x1x8xf32>, %ks: memref<1x128x8xf32>, %vs: memref<1x128x8xf32>,
+                        %o: memref<1x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: f8E4M3FN queries for decode (fp8 GEMMs are a prefill mode; decode takes bf16 or i8 queries)}}
+  attn.attention decode ins(%q, %k, %v : memref<1x1x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>, memref<1x128x8x128xf8E4M3FN>)
+      q_scale(%qs : memref<1x1x8xf32>) k_scale(%ks : memref<1x128x8xf32>) v_scale(%vs : memref<1x128x8xf32>)
+      outs(%o : memref<1x1x8x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_token_head>, k_quant = #attn.quant<f8E4M3FN, per_token_head>,
+       v_quant = #attn.quant<f8E4M3FN, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// Mode fp8 names e4m3 GEMMs: with bf16 queries the cache would only be upcast.
+func.func @prefill_fp8_bf16_q(%q: memref<1x128x8x64xbf16>, %k: memref<1x128x8x64xf8E4M3FN>, %v: memref<1x128x8x64xf8E4M3FN>,
+                              %ks: memref<1x128x8xf32>, %vs: memref<8xf32>, %o: memref<1x128x8x64xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: mode fp8 for prefill with 'bf16' queries (the fp8 GEMMs take f8E4M3FN queries with q_scale)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x64xbf16>, memref<1x128x8x64xf8E4M3FN>, memref<1x128x8x64xf8E4M3FN>)
+      k_scale(%ks : memref<1x128x8xf32>) v_scale(%vs : memref<8xf32>)
+      outs(%o : memref<1x128x8x64xbf16>)
+      {k_quant = #attn.quant<f8E4M3FN, per_token_head>, v_quant = #attn.quant<f8E4M3FN, per_head>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// fp8 prefill reads one 128-byte swizzle row per key: head_dim 128.
+func.func @prefill_fp8_d64(%q: memref<1x128x8x64xf8E4M3FN>, %k: memref<1x128x8x64xf8E4M3FN>, %v: memref<1x128x8x64xf8E4M3FN>,
+                           %qs: memref<1x128x8xf32>, %ks: memref<1x128x8xf32>, %vs: memref<8xf32>,
+                           %o: memref<1x128x8x64xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: fp8 prefill with head_dim 64 (128 only: one 128-byte swizzle row per key)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x64xf8E4M3FN>, memref<1x128x8x64xf8E4M3FN>, memref<1x128x8x64xf8E4M3FN>)
+      q_scale(%qs : memref<1x128x8xf32>) k_scale(%ks : memref<1x128x8xf32>) v_scale(%vs : memref<8xf32>)
+      outs(%o : memref<1x128x8x64xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_token_head>, k_quant = #attn.quant<f8E4M3FN, per_token_head>,
+       v_quant = #attn.quant<f8E4M3FN, per_head>, target = #attn.target<sm_90a>}
   return
 }
 
@@ -62,7 +138,7 @@ func.func @prefill_split(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf
 
 func.func @per_group(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
                      %ks: memref<?x?x1x2xf32>, %vs: memref<?x?x1x2xf32>, %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group (per_token_head, per_token, per_head or per_tensor)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group (per_token_head, per_token, per_head or per_tensor; fp8 prefill also per_block<r x head_dim>)}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
       k_scale(%ks : memref<?x?x1x2xf32>) v_scale(%vs : memref<?x?x1x2xf32>)
       outs(%o : memref<?x1x8x128xbf16>)

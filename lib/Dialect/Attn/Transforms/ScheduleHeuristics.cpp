@@ -26,19 +26,22 @@ int64_t mlir::attn::selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu
 
 static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
-int64_t mlir::attn::decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes,
-                                      int64_t stages, bool int8QK, bool zeroPoints,
-                                      int64_t queryTiles, bool directK) {
-  int64_t qkBytes = int8QK ? 1 : 2;
+int64_t mlir::attn::decodeSharedBytes(const AttentionShape &s, int64_t tileN, int64_t stages,
+                                      bool directK) {
+  // 8-bit Q·Kᵀ (int8 or fp8): the query tile (and copied K buffers) hold one byte per element.
+  int64_t qkBytes = s.int8QK || s.fp8 ? 1 : 2;
   // bf16 caches: the WGMMAs read the TMA stages themselves (no conversion buffers, no scales).
-  // directK: K read from the stage, only V converted, into three buffers.
-  bool direct = kvElemBytes == 2;
+  // directK: K read from the stage, only V converted (to bf16, or fp8 transposed), into three
+  // buffers; fp8 always reads K from the stage.
+  bool direct = s.kvElemBytes == 2;
+  directK = directK || s.fp8;
+  int64_t vBytes = s.fp8 ? 1 : 2;
   int64_t bufs = direct ? 0 : directK ? 3 : 2;
-  int64_t bytes = queryTiles * 64 * headDim * qkBytes;                // packed queries
-  bytes += stages * alignUp(2 * tileN * headDim * kvElemBytes, 1024); // K+V stages (TMA)
-  bytes += bufs * tileN * headDim * ((directK ? 0 : qkBytes) + 2);    // (K +) bf16 V buffers
-  bytes += bufs * 2 * tileN * 4;                                      // K and V scales
-  if (zeroPoints)
+  int64_t bytes = s.queryTiles * 64 * s.headDim * qkBytes;                // packed queries
+  bytes += stages * alignUp(2 * tileN * s.headDim * s.kvElemBytes, 1024); // K+V stages (TMA)
+  bytes += bufs * tileN * s.headDim * ((directK ? 0 : qkBytes) + vBytes); // (K +) V buffers
+  bytes += bufs * 2 * tileN * 4;                                          // K and V scales
+  if (s.zeroPoints)
     bytes += 2 * tileN * 4; // K and V zero points
   // mbarriers: full per stage, full + empty per buffer, empty per stage read by the WGMMAs,
   // the partial tile's (direct).
@@ -50,8 +53,7 @@ int64_t mlir::attn::selectTileN(const AttentionShape &s) {
   // Long tiles amortize the per-tile softmax bookkeeping; shared memory bounds them: int8/fp8
   // caches get 128 keys up to head_dim 128 and 64 at 256, bf16 caches half of that.
   for (int64_t n : {128, 64, 32})
-    if (decodeSharedBytes(s.headDim, n, s.kvElemBytes, 2, s.int8QK, s.zeroPoints, s.queryTiles) <=
-        kMaxSharedBytesSm90)
+    if (decodeSharedBytes(s, n, 2) <= kMaxSharedBytesSm90)
       return n;
   return 32;
 }

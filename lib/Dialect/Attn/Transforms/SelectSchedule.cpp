@@ -69,6 +69,9 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     shape.headDim = qT.getDimSize(3);
     shape.kvElemBytes = kT.getElementType().getIntOrFloatBitWidth() > 8 ? 2 : 1;
     shape.int8QK = qT.getElementType().isInteger(8) && kT.getElementType().isInteger(8);
+    shape.fp8 = op.getKind() == AttentionKind::prefill &&
+                isa<Float8E4M3FNType>(qT.getElementType()) &&
+                isa<Float8E4M3FNType>(kT.getElementType());
     shape.zeroPoints = static_cast<bool>(op.getKZero());
     GPUInfo gpu;
     gpu.numSMs = numSMs;
@@ -128,9 +131,9 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // wants a third stage (measured on the H100 Table-1/2 shapes: 0.66–0.97× cuDNN against
       // 0.67–0.87× without overlap and 0.56–0.67× with overlap on two stages;
       // docs/benchmarks/gpu-prefill.md) — when three stages fit.
-      bool bf16 = shape.kvElemBytes == 2;
-      bool threeFit = decodeSharedBytes(shape.headDim, f.tileN, shape.kvElemBytes, 3, shape.int8QK,
-                                        shape.zeroPoints, shape.queryTiles) <= kMaxSharedBytesSm90;
+      // fp8 (both GEMMs on e4m3 tensor cores) is scheduled like bf16.
+      bool bf16 = shape.kvElemBytes == 2 || shape.fp8;
+      bool threeFit = decodeSharedBytes(shape, f.tileN, 3) <= kMaxSharedBytesSm90;
       // A spec's own choice stands; half-int8 gets it only on request (measured no faster).
       bool overlap = f.intraWgOverlap ? f.intraWgOverlap.getValue()
                                       : bf16 && threeFit && (!f.stages || f.stages >= 3);
@@ -141,7 +144,10 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // issues loads (40 registers) and two consumers with 232 (40 + 2 · 232 = 3 · 168).
       // Half-int8 with the overlap reads K from the stages and converts only V: one producer
       // warpgroup as well (with two of 56 and consumers of 200 the consumers spill).
-      if (shape.headDim <= 128 && (shape.kvElemBytes == 2 || (shape.int8QK && overlap)))
+      // fp8 transposes V in its one producer warpgroup.
+      if (shape.headDim <= 128 && shape.fp8)
+        f.fillRoles(ctx, 72, 2, 216, 1);
+      else if (shape.headDim <= 128 && (shape.kvElemBytes == 2 || (shape.int8QK && overlap)))
         f.fillRoles(ctx, 40, 2, 232, 1);
       else if (shape.headDim <= 128)
         f.fillRoles(ctx, 56, 2, 200, 2);

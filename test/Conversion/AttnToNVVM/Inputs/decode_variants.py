@@ -6,7 +6,8 @@ q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), 
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), and prefill
 (pf_*: the same kernel over query chunks; bf16 — by default with FA3's intra-warpgroup overlap
 and pingpong, *_nopp without pingpong, *_noov without either, *_ov2 on two stages —, and
-half-int8 with int8 queries, *_ov with the overlap). Writes one
+half-int8 with int8 queries, *_ov with the overlap; fp8 with e4m3 queries — f8q: per_block scales,
+f8qt: per_token_head Q and K, per_head V). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -16,8 +17,23 @@ import sys
 RATIOS = {"mqa16": (16, 1), "gqa8": (32, 4), "gqa4": (16, 4), "mha": (8, 8)}
 KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": ("bf16", None),
       "i8q": ("i8", "per_token_head"), "i8a": ("i8", "per_token_head"),
-      "u8a": ("ui8", "per_token")}
+      "u8a": ("ui8", "per_token"),
+      # fp8 prefill: (Q, K, V) granularities.
+      "f8q": ("f8E4M3FN", ("per_block<64x128>", "per_block<128x128>", "per_block<256x128>")),
+      "f8qt": ("f8E4M3FN", ("per_token_head", "per_token_head", "per_head"))}
 ASYM = ("i8a", "u8a")
+
+
+def scale_type(gran, s, h):
+    """The scale memref of a granularity for a [B, s, h, D] operand (s: a size or '?')."""
+    if gran == "per_token":
+        return f"memref<?x{s}xf32>"
+    if gran == "per_token_head":
+        return f"memref<?x{s}x{h}xf32>"
+    if gran == "per_head":
+        return f"memref<{h}xf32>"
+    rows = int(gran[len("per_block<"):].split("x")[0])  # per_block<r x D>: [B, ceil(s/r), h, 1]
+    return f"memref<?x{'?' if s == '?' else -(-s // rows)}x{h}x1xf32>"
 
 
 def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="decode",
@@ -25,28 +41,33 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
     q = o.replace("bf16", "i8") if kv == "i8q" else o
+    if kv.startswith("f8q"):
+        q = o.replace("bf16", elem)
+        qgran, gran, vgran = gran
+    else:
+        qgran, vgran = "per_token_head", gran
     k = f"memref<?x?x{hkv}x{d}x{elem}>"
     args = [f"%q: {q}", f"%k: {k}", f"%v: {k}"]
     ops = f"  attn.attention {kind} ins(%q, %k, %v : {q}, {k}, {k})\n"
     attrs = ["target = #attn.target<sm_90a>"]
     if schedule:
         attrs.append(f"schedule = #attn.schedule<{schedule}>")
-    if kv == "i8q":
-        qs = f"memref<?x{sq}x{hq}xf32>"
+    if kv == "i8q" or kv.startswith("f8q"):
+        qs = scale_type(qgran, sq, hq)
         args.append(f"%qs: {qs}")
         ops += f"      q_scale(%qs : {qs})\n"
-        attrs.append("q_quant = #attn.quant<i8, per_token_head>")
+        attrs.append(f"q_quant = #attn.quant<{elem}, {qgran}>")
     if gran:
-        st = "memref<?x?xf32>" if gran == "per_token" else f"memref<?x?x{hkv}xf32>"
-        args += [f"%ks: {st}", f"%vs: {st}"]
-        ops += f"      k_scale(%ks : {st}) v_scale(%vs : {st})\n"
+        st, vt = scale_type(gran, "?", hkv), scale_type(vgran, "?", hkv)
+        args += [f"%ks: {st}", f"%vs: {vt}"]
+        ops += f"      k_scale(%ks : {st}) v_scale(%vs : {vt})\n"
         asym = ", asymmetric" if kv in ASYM else ""
         if asym:
             zt = st.replace("f32", elem)
             args += [f"%kz: {zt}", f"%vz: {zt}"]
             ops += f"      k_zero(%kz : {zt}) v_zero(%vz : {zt})\n"
         attrs += [f"k_quant = #attn.quant<{elem}, {gran}{asym}>",
-                  f"v_quant = #attn.quant<{elem}, {gran}{asym}>"]
+                  f"v_quant = #attn.quant<{elem}, {vgran}{asym}>"]
     if lens:
         args.append("%lens: memref<?xi32>")
         ops += "      seq_lens(%lens : memref<?xi32>)\n"
@@ -113,6 +134,17 @@ def variants():
             ("pf_i8q_gqa4_d128_q64_ov", (16, 4), 64, False, True, False)]:
         out.append((name, "i8q", hq, hkv, 128, sq, causal, alibi, lens, "prefill",
                     f"intra_wg_overlap = true, {roles}"))
+    # fp8 (e4m3 GEMMs, V transposed by the producer): the default schedule (overlap and
+    # pingpong), without pingpong, and without the overlap on two stages.
+    for name, kv, (hq, hkv), sq, causal, alibi, lens, sched in [
+            ("pf_f8q_mqa16_d128_q100_causal", "f8q", (16, 1), 100, True, False, True, None),
+            ("pf_f8q_gqa4_d128_q64", "f8q", (16, 4), 64, False, True, False, None),
+            ("pf_f8qt_mha_d128_q129_causal", "f8qt", (4, 4), 129, True, False, True, None),
+            ("pf_f8q_mha_d128_q200_causal_nopp", "f8q", (8, 8), 200, True, False, True,
+             "pingpong = false"),
+            ("pf_f8q_mqa16_d128_q77_noov", "f8q", (16, 1), 77, False, False, True,
+             "intra_wg_overlap = false, stages = 2")]:
+        out.append((name, kv, hq, hkv, 128, sq, causal, alibi, lens, "prefill", sched))
     return out
 
 

@@ -25,6 +25,9 @@ struct AttentionShape {
   int64_t kvElemBytes = 1;
   /// int8 queries over an int8 K cache: Q and the K buffer stay int8 (s8 WGMMA).
   bool int8QK = false;
+  /// fp8 prefill: e4m3 Q, K and V, both GEMMs on fp8 tensor cores; K read from the pipeline
+  /// stages, V transposed into three e4m3 buffers.
+  bool fp8 = false;
   /// Asymmetric K/V: the producer stages one zero-point constant per key of K and of V.
   bool zeroPoints = false;
   /// 64-row query tiles in shared memory (prefill: one per consumer warpgroup).
@@ -51,14 +54,14 @@ struct DecodeSchedule {
 int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 
 /// Dynamic shared memory of the sm_90a decode kernel (convert-attn-to-nvvm's layout: the 64-row
-/// query tile, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
-/// and 1 KiB to align the base). With `int8QK` the query tile and the K buffers are int8; with
-/// `zeroPoints` a K and a V zero-point constant per key follow the scales; `queryTiles` 64-row
-/// query tiles (prefill: one per consumer warpgroup). A bf16 cache (kvElemBytes 2) has no
-/// conversion buffers or scales: the WGMMAs read the stages TMA fills. `directK` (prefill with
-/// int8 queries): K is read from the stages too and three buffers hold the converted V.
-int64_t decodeSharedBytes(int64_t headDim, int64_t tileN, int64_t kvElemBytes, int64_t stages,
-                          bool int8QK = false, bool zeroPoints = false, int64_t queryTiles = 1,
+/// query tiles, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
+/// and 1 KiB to align the base) for `s` with `tileN` keys per tile. With `s.int8QK` the query tile
+/// and the K buffers are int8; with `s.zeroPoints` a K and a V zero-point constant per key follow
+/// the scales; `s.queryTiles` 64-row query tiles (prefill: one per consumer warpgroup). A bf16
+/// cache (kvElemBytes 2) has no conversion buffers or scales: the WGMMAs read the stages TMA
+/// fills. `directK` (prefill with int8 queries and the overlap) and `s.fp8`: K is read from the
+/// stages too and three buffers hold the converted V (bf16, or e4m3 transposed for fp8).
+int64_t decodeSharedBytes(const AttentionShape &s, int64_t tileN, int64_t stages,
                           bool directK = false);
 /// Shared memory of one sm_90a CTA.
 inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;

@@ -1,0 +1,626 @@
+//===- DecodeConsumer.cpp - the consumer warpgroups of the decode kernel --===//
+//
+// What this file is: the consumers of `<name>_decode` / `<name>_prefill` (DecodeKernel.cpp):
+// S = Q·Kᵀ on WGMMA (bf16; s8 for int8 queries; e4m3 for fp8), S scaled by the query and key
+// scales, masks (length, causal) and ALiBi, online softmax in the log2 domain, P packed in
+// registers (bf16, or e4m3 for fp8) and O += P·V on WGMMA with A from registers; the
+// intra-warpgroup overlap and pingpong of FA3 for prefill; the merge of two decode consumers;
+// and the epilogue (O / l as bf16, or the split-KV partial (O, m, l)).
+//
+//===----------------------------------------------------------------------===//
+
+#include "DecodeKernelImpl.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::nvvm;
+using P = LLVM::ICmpPredicate;
+
+//===----------------------------------------------------------------------===//
+// Consumer
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Per-thread geometry of the m64nN accumulator: thread t of the warpgroup owns rows r0 and r0+8
+/// and, for register i, column (i/4)·8 + (t mod 4)·2 + (i mod 2), row r0 + 8·((i/2) mod 2).
+struct Frag {
+  Value r[2];        // packed row indices
+  Value colBase;     // (lane mod 4) · 2
+  Value rowLimit[2]; // last visible key per row
+  Value alibiA[2];   // log2e · slope per row (0 without ALiBi)
+  Value alibiB[2];   // −log2e · slope · pos per row
+};
+} // namespace
+
+static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
+
+struct SoftmaxOut {
+  Value m[2], l[2], alpha[2];
+  SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments (or N/2 floats with packP false)
+};
+
+/// Scales, masks, exponentiates one S tile and returns the new row state and the P fragments.
+/// With `rowF` (one factor per row: plan.rawRowMax) `acc` is unscaled: the row maximum is taken
+/// on it and scaled once, and each P is exp2(fma(S, f, −m)) — one FFMA where scaling every S
+/// first costs an FMUL and an FSUB.
+static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> acc,
+                              Value scOff, Value tileStart, Value mOld[2], Value lOld[2],
+                              bool masked, bool packP, ArrayRef<Value> rowF) {
+  const DecodePlan &p = c.p;
+  int64_t nacc = p.tileN / 2;
+  Value negInf = k.f32(-INFINITY);
+  // Scale (and mask) column pair by column pair: each thread owns columns colBase + 8·cb + {0,1};
+  // the scales are loaded where they are used to keep register pressure down.
+  SmallVector<Value> s(nacc);
+  SmallVector<Value> rowVals[2];
+  // bf16 caches have no staged scales: every key's factor is softmax_scale · log2(e). With
+  // one K scale per tile (plan.kTileScale) the caller applied it with the query scales.
+  bool raw = !rowF.empty();
+  bool perKeyK = p.hasScales() && !p.kTileScale() && !raw;
+  Value kFactor = p.hasScales() ? Value() : k.f32(p.softmaxScale * kLog2e);
+  for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
+    Value col = k.add(f.colBase, cb * 8);
+    Value kv2 =
+        perKeyK ? k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8) : Value();
+    for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
+      Value v =
+          raw || p.kTileScale() ? acc[i] : k.fmul(acc[i], kv2 ? k.extract(kv2, i % 2) : kFactor);
+      int64_t r = accRow(i);
+      Value key;
+      if (p.alibi || masked)
+        key = k.add(k.add(tileStart, f.colBase), accCol(i));
+      if (p.alibi)
+        v = k.fma(f.alibiA[r], k.sitofp(key), k.fadd(v, f.alibiB[r]));
+      if (masked)
+        v = k.select(k.cmp(P::sle, key, f.rowLimit[r]), v, negInf);
+      s[i] = v;
+      rowVals[r].push_back(v);
+    }
+  }
+  auto tree = [&](SmallVector<Value> vals, bool isMax) { return reduceTree(k, vals, isMax); };
+  Value rowMax[2] = {tree(rowVals[0], true), tree(rowVals[1], true)};
+  SoftmaxOut o;
+  Value mUse[2];
+  for (int r = 0; r < 2; ++r) {
+    Value mx = rowMax[r];
+    mx = k.fmax(mx, k.shflXor(mx, 1));
+    mx = k.fmax(mx, k.shflXor(mx, 2));
+    if (raw) // the factor is positive: max(f · S) = f · max(S)
+      mx = k.fmul(mx, rowF[r]);
+    o.m[r] = k.fmax(mOld[r], mx);
+    Value isNegInf = k.fcmp(LLVM::FCmpPredicate::oeq, o.m[r], negInf);
+    mUse[r] = k.select(isNegInf, k.f32(0), o.m[r]);
+    o.alpha[r] = k.exp2(k.fsub(mOld[r], mUse[r]));
+  }
+  SmallVector<Value> sumVals[2];
+  SmallVector<Value> pv(nacc);
+  // fp8: V's scale is applied per tile (O's rescale); P (and with it l) is 256 · P, exp2's
+  // argument + 8, which keeps e4m3's normal range for P down to 2^-14.
+  bool perKeyV = p.hasScales() && !p.fp8;
+  Value negM[2];
+  for (int r = 0; r < 2; ++r)
+    negM[r] = k.fsub(k.f32(p.fp8 ? 8.0 : 0.0), mUse[r]);
+  for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
+    Value vv2;
+    if (perKeyV) {
+      Value col = k.add(f.colBase, cb * 8);
+      vv2 = k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.add(k.mul(col, 4), p.tileN * 4))), 8);
+    }
+    for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
+      int64_t r = accRow(i);
+      Value e = k.exp2(raw     ? k.fma(s[i], rowF[r], negM[r])
+                       : p.fp8 ? k.fadd(s[i], negM[r])
+                               : k.fsub(s[i], mUse[r]));
+      sumVals[r].push_back(e);
+      pv[i] = perKeyV ? k.fmul(e, k.extract(vv2, i % 2)) : e;
+    }
+  }
+  for (int r = 0; r < 2; ++r)
+    o.l[r] = k.fma(lOld[r], o.alpha[r], tree(sumVals[r], false));
+  // A fragment of k-step t: {S[8t], S[8t+1]}, {S[8t+2], S[8t+3]}, {S[8t+4], ...}, {S[8t+6], ...}.
+  if (!packP)
+    o.pWords = std::move(pv);
+  else
+    for (int64_t i = 0; i < nacc; i += 2)
+      o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1]));
+  return o;
+}
+
+/// Two consumer warpgroups hold partial (m, l, O) over disjoint tiles with the same fragment
+/// layout: warpgroup 1 parks its state in shared memory (thread-major, conflict-free; the
+/// pipeline buffers are free once both loops are done) and warpgroup 0 rescales both to the
+/// common max and adds. Returns warpgroup 0's merged state (warpgroup 1's is not used after).
+static SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Value ct,
+                                         SmallVector<Value> st) {
+  int64_t n = st.size(); // m0, m1, l0, l1, O...
+  // The pipeline buffers (stages, then conversion buffers) are idle once both loops are done.
+  Value slot = k.add(k.i32(c.sm.stage), k.mul(ct, 4));
+  auto addr = [&](int64_t i) { return sptr(k, c, k.add(slot, i * 128 * 4)); };
+  // Both loops done first: until then the producer may still convert (and TMA still land) in
+  // the buffers the state goes to.
+  k.barrier(2, 256);
+  k.ifThen(k.cmp(P::eq, wg, 1), [&] {
+    for (int64_t i = 0; i < n; ++i)
+      k.store(st[i], addr(i));
+  });
+  k.barrier(2, 256);
+  SmallVector<Value> merged = k.ifThenElse(
+      k.cmp(P::eq, wg, 0), TypeRange(ValueRange(st)),
+      [&] {
+        SmallVector<Value> other(n);
+        for (int64_t i = 0; i < n; ++i)
+          other[i] = k.load(k.f32(), addr(i));
+        SmallVector<Value> out(st.begin(), st.end());
+        Value negInf = k.f32(-INFINITY);
+        Value a[2], b[2];
+        for (int r = 0; r < 2; ++r) {
+          Value mx = k.fmax(st[r], other[r]);
+          Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mx, negInf), k.f32(0), mx);
+          a[r] = k.exp2(k.fsub(st[r], mUse));
+          b[r] = k.exp2(k.fsub(other[r], mUse));
+          out[r] = mx;
+          out[2 + r] = k.fma(st[2 + r], a[r], k.fmul(other[2 + r], b[r]));
+        }
+        for (int64_t i = 4; i < n; ++i) {
+          int64_t r = accRow(i - 4);
+          out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
+        }
+        return out;
+      },
+      [&] { return SmallVector<Value>(st.begin(), st.end()); });
+  return merged;
+}
+
+void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
+                                 NVVM::SetMaxRegisterAction::increase);
+  // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
+  // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
+  // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
+  Value ctAll = k.add(c.tid, -p.producerThreads());
+  Value wg = k.lshr(ctAll, 7);
+  Value ct = k.band(ctAll, 127);
+  Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
+  Frag f;
+  f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
+  f.r[1] = k.add(f.r[0], 8);
+  f.colBase = k.mul(k.band(lane, 3), 2);
+  Value qi[2], head[2], qScale[2];
+  Value rowValid[2] = {Value(), Value()};
+  // Prefill: this warpgroup's own query tile (decode: the one tile both share).
+  Value qBase = p.prefill ? k.add(c.qBase, k.mul(wg, p.qChunk)) : c.qBase;
+  for (int r = 0; r < 2; ++r) {
+    Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
+    qi[r] = k.udiv(row, p.pack);
+    if (p.prefill) { // the chunk's tokens; the last chunk may be short
+      qi[r] = k.smin(k.add(qBase, qi[r]), c.qLenMinus1(k));
+      rowValid[r] = k.band(k.cmp(P::slt, f.r[r], k.i32(p.rows())),
+                           k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
+    }
+    head[r] = k.add(c.headBase, k.urem(row, p.pack));
+    if (p.qk8()) { // q_scale[b, qi / qBlock, head] (qBlock 1: per_token_head)
+      Value blocks =
+          p.qBlock == 1 ? c.mulQLen(k, c.bIdx) : k.mul(c.bIdx, k.ceilDiv(c.qLen(k), p.qBlock));
+      Value idx = k.add(k.mul(k.add(blocks, k.udiv(qi[r], p.qBlock)), p.qHeads), head[r]);
+      qScale[r] = k.loadInvariant(k.f32(), k.gep(c.qScale, k.mul(k.sext64(idx), int64_t(4))));
+    }
+    Value pos = k.add(k.sub(c.len, c.qLen(k)), qi[r]);
+    f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
+    if (p.alibi) {
+      Value slope = k.loadInvariant(k.f32(), k.gep(c.alibi, k.mul(k.sext64(head[r]), int64_t(4))));
+      f.alibiA[r] = k.fmul(slope, k.f32(kLog2e));
+      f.alibiB[r] = k.fmul(k.f32(-1.0), k.fmul(f.alibiA[r], k.sitofp(pos)));
+    }
+  }
+  // Keys past this bound need masking: the smallest row limit.
+  Value maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
+  if (p.prefill && p.causal)
+    maskFrom = k.add(maskFrom, qBase);
+
+  int64_t nS = p.tileN / 2, nO = p.headDim / 2;
+  Value negInf = k.f32(-INFINITY);
+  SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
+  for (int64_t i = 0; i < nO; ++i)
+    inits.push_back(k.f32(0));
+  Value qAddr = k.sharedAddr(sptr(k, c, c.sm.q));
+  if (p.prefill)
+    qAddr = k.add(qAddr, k.mul(wg, 64 * p.headDim * (p.qk8() ? 1 : 2)));
+
+  // The pieces of one K/V tile's work; the loops below put them in order. K is read where TMA
+  // put it (bf16 caches; int8 K under int8 queries in prefill: kDirect) or from a conversion
+  // buffer; V from the stage (bf16) or a conversion buffer. What is read from a stage is
+  // released through the stage's empty barrier, a conversion buffer through its own.
+  bool direct = p.directKV(), kFromStage = direct || p.kDirect();
+  int64_t nConv = p.convBufs();
+  struct TileRef {
+    Value j, stage, buf, kAddr, vAddr, scOff, tileStart;
+  };
+  auto tileRef = [&](Value j) {
+    TileRef t;
+    t.j = j;
+    t.tileStart = k.mul(k.add(c.tile0, j), p.tileN);
+    t.stage = k.urem(j, p.stages);
+    Value stageOff = ringOffset(k, t.stage, c.sm.stage, c.sm.stageStride);
+    Value convOff;
+    if (nConv) {
+      t.buf = k.urem(j, nConv);
+      convOff = ringOffset(k, t.buf, c.sm.conv, c.sm.convStride);
+      t.scOff = ringOffset(k, t.buf, c.sm.scales, c.sm.scaleStride);
+    }
+    t.kAddr = k.sharedAddr(sptr(k, c, kFromStage ? stageOff : convOff));
+    t.vAddr = k.sharedAddr(direct ? sptr(k, c, k.add(stageOff, c.sm.stageV))
+                                  : sptr(k, c, k.add(convOff, c.sm.convV)));
+    return t;
+  };
+  auto wait = [&](int64_t bar0, Value idx, int64_t ring, Value j) {
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(idx, 8), bar0)), k.band(k.udiv(j, ring), 1));
+  };
+  auto arrive = [&](int64_t bar0, Value idx) {
+    k.mbarrierArrive(sptr(k, c, k.add(k.mul(idx, 8), bar0)));
+  };
+  // K (and for bf16 and non-kDirect conversion, V with it) is there; kDirect's V and the staged
+  // scales come with the conversion buffer (waitV, before the softmax).
+  auto waitK = [&](const TileRef &t) {
+    if (kFromStage)
+      wait(c.sm.fullStage(0), t.stage, p.stages, t.j);
+    else
+      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.j);
+  };
+  auto waitV = [&](const TileRef &t) {
+    if (p.kDirect())
+      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.j);
+  };
+  auto releaseK = [&](const TileRef &t) { // after Q·Kᵀ
+    if (p.kDirect())
+      arrive(c.sm.emptyStage(0, p.stages), t.stage);
+  };
+  auto releaseV = [&](const TileRef &t) { // after P·V
+    if (direct)
+      arrive(c.sm.emptyStage(0, p.stages), t.stage);
+    else
+      arrive(c.sm.emptyConv(0, p.stages), t.buf);
+  };
+  // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step; one commit
+  // group, not waited for.
+  auto issueS = [&](const TileRef &t) {
+    k.wgmmaFence();
+    SmallVector<Value> acc(nS);
+    if (p.qk8()) {
+      // int8 / fp8: one 128-byte swizzle atom per row, 32 columns (bytes) of D per step; S in
+      // s32 (int8) or f32 (e4m3).
+      for (int64_t kk = 0; kk < p.headDim / 32; ++kk) {
+        Value da = k.wgmmaDescriptor(k.add(qAddr, kk * 32), 16, 1024);
+        Value db = k.wgmmaDescriptor(k.add(t.kAddr, kk * 32), 16, 1024);
+        acc = k.wgmmaSS8(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*fp8=*/p.fp8);
+      }
+    } else {
+      for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
+        int64_t aOff = (kk / 4) * 64 * 128 + (kk % 4) * 32;
+        int64_t bOff = (kk / 4) * p.tileN * 128 + (kk % 4) * 32;
+        Value da = k.wgmmaDescriptor(k.add(qAddr, aOff), 16, 1024);
+        Value db = k.wgmmaDescriptor(k.add(t.kAddr, bOff), 16, 1024);
+        acc = k.wgmmaSS(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*transB=*/false);
+      }
+    }
+    k.wgmmaCommit();
+    return acc;
+  };
+  // After the wait: int8 S to float times each row's query scale (the key scale follows in
+  // softmaxTile), then the scaled, masked softmax: {m0, m1, l0, l1, P words..., alpha0, alpha1},
+  // or with `packP` false the nS P floats instead of the words.
+  auto softmax = [&](SmallVector<Value> acc, const TileRef &t, Value mOld[2], Value lOld[2],
+                     bool packP = true) {
+    // One factor per row: the query scale, and with one K scale per tile (staged for key 0,
+    // times softmax_scale · log2 e) that too; bf16: softmax_scale · log2 e. With
+    // plan.rawRowMax softmaxTile applies it, else S is scaled here (then per key there).
+    Value rowF[2] = {qScale[0], qScale[1]};
+    if (p.kTileScale()) {
+      Value ks = k.load(k.f32(), sptr(k, c, t.scOff));
+      rowF[0] = k.fmul(rowF[0], ks);
+      rowF[1] = k.fmul(rowF[1], ks);
+    }
+    if (!p.hasScales())
+      rowF[0] = rowF[1] = k.f32(p.softmaxScale * kLog2e);
+    if (p.qk8() && !p.rawRowMax())
+      for (int64_t i = 0; i < nS; ++i)
+        acc[i] = k.fmul(p.qI8 ? k.sitofp(acc[i]) : acc[i], rowF[accRow(i)]);
+    ArrayRef<Value> rowFactors = p.rawRowMax() ? ArrayRef<Value>(rowF) : ArrayRef<Value>();
+    // fp8 packs P itself (packFp8): the softmax leaves it in floats.
+    packP = packP && !p.fp8;
+    Value needMask = k.cmp(P::sgt, k.add(t.tileStart, p.tileN - 1), maskFrom);
+    int64_t nP = packP ? nS / 2 : nS;
+    SmallVector<Type> types(4 + nP, k.f32());
+    if (packP)
+      for (int64_t i = 0; i < nP; ++i)
+        types[4 + i] = k.i32();
+    types.push_back(k.f32());
+    types.push_back(k.f32());
+    auto pack = [&](const SoftmaxOut &o) {
+      SmallVector<Value> v = {o.m[0], o.m[1], o.l[0], o.l[1]};
+      v.append(o.pWords.begin(), o.pWords.end());
+      v.push_back(o.alpha[0]);
+      v.push_back(o.alpha[1]);
+      return v;
+    };
+    return k.ifThenElse(
+        needMask, types,
+        [&] {
+          return pack(
+              softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, true, packP, rowFactors));
+        },
+        [&] {
+          return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, false, packP,
+                                  rowFactors));
+        });
+  };
+  // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step — or, fp8,
+  // B = Vᵀ (D × tileN) K-major, 32 keys per step; one commit group, not waited for.
+  auto issuePV = [&](SmallVector<Value> o, ArrayRef<Value> pWords, const TileRef &t,
+                     bool fence = true) {
+    if (fence)
+      k.wgmmaFence();
+    if (p.fp8)
+      for (int64_t kk = 0; kk < p.tileN / 32; ++kk) {
+        Value db = k.wgmmaDescriptor(k.add(t.vAddr, kk * 32), 16, 1024);
+        o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, false, /*fp8=*/true);
+      }
+    else
+      for (int64_t kk = 0; kk < p.tileN / 16; ++kk) {
+        Value db = k.wgmmaDescriptor(k.add(t.vAddr, kk * 16 * 128), p.tileN * 128, 1024);
+        o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, true);
+      }
+    k.wgmmaCommit();
+    return o;
+  };
+  // fp8: P's e4m3 A fragments (k-step kk: 4 words of 4 keys each) from the nS floats of the S
+  // fragment, in register order — the producer stored Vᵀ with its keys permuted to match.
+  auto packFp8 = [&](ArrayRef<Value> pf) {
+    SmallVector<Value> words;
+    for (int64_t b = 0; b < nS; b += 16)
+      for (int64_t w : {0, 2, 8, 10})
+        words.push_back(k.packE4M3x4(pf[b + w], pf[b + w + 1], pf[b + w + 4], pf[b + w + 5]));
+    return words;
+  };
+  // fp8: V's scale of tile t (one per tile; the producer staged it per key).
+  auto vScaleOf = [&](const TileRef &t) {
+    return k.load(k.f32(), sptr(k, c, k.add(t.scOff, p.tileN * 4)));
+  };
+  auto rescale = [&](SmallVector<Value> &o, Value alpha[2]) {
+    for (int64_t i = 0; i < nO; ++i)
+      o[i] = k.fmul(o[i], alpha[accRow(i)]);
+  };
+
+  // fp8: O is kept in units of the V scale of the last tile added (the P·V WGMMA cannot apply
+  // per-tile scales): before tile j's P·V, O's rescale also multiplies by sv_{j−1} / sv_j, and
+  // the epilogue by sv_last. The scale rides at the end of the loop state.
+  auto svRatio = [&](Value svPrev, Value svCur, Value alpha[2]) {
+    Value ratio = k.fdiv(svPrev, svCur);
+    alpha[0] = k.fmul(alpha[0], ratio);
+    alpha[1] = k.fmul(alpha[1], ratio);
+  };
+  int64_t nWords = p.fp8 ? nS / 4 : nS / 2; // P's A-fragment words per tile
+  SmallVector<Value> fin;
+  Value svLast;
+  if (p.overlap) {
+    // FA3's intra-warpgroup overlap (prefill): tile j's Q·Kᵀ and tile j−1's P·V are in flight
+    // together, and the softmax of S_j runs while P·V_{j−1} does; O is rescaled once that is
+    // done. The first tile's S and softmax come before the loop, the last P·V after it.
+    Value any = k.cmp(P::sgt, c.numTiles, k.i32(0));
+    SmallVector<Type> proTypes(4, k.f32());
+    for (int64_t i = 0; i < nWords; ++i)
+      proTypes.push_back(k.i32());
+    if (p.fp8)
+      proTypes.push_back(k.f32());
+    SmallVector<Value> pro = k.ifThenElse(
+        any, proTypes,
+        [&] {
+          TileRef t = tileRef(k.i32(0));
+          waitK(t);
+          SmallVector<Value> acc = issueS(t);
+          k.wgmmaWait(0);
+          releaseK(t);
+          waitV(t);
+          Value m[2] = {negInf, negInf}, l[2] = {k.f32(0), k.f32(0)};
+          SmallVector<Value> sm = softmax(acc, t, m, l);
+          if (!p.fp8) {
+            sm.resize(4 + nWords); // alpha: O is zero
+            return sm;
+          }
+          SmallVector<Value> out(sm.begin(), sm.begin() + 4);
+          SmallVector<Value> words = packFp8(ArrayRef<Value>(sm).slice(4, nS));
+          out.append(words.begin(), words.end());
+          out.push_back(vScaleOf(t));
+          return out;
+        },
+        [&] {
+          SmallVector<Value> none = {negInf, negInf, k.f32(0), k.f32(0)};
+          for (int64_t i = 0; i < nWords; ++i)
+            none.push_back(k.i32(0));
+          if (p.fp8)
+            none.push_back(k.f32(1));
+          return none;
+        });
+    // Carried: m0, m1, l0, l1, O..., P words of the previous tile (fp8: then its V scale).
+    SmallVector<Value> init(pro.begin(), pro.begin() + 4);
+    for (int64_t i = 0; i < nO; ++i)
+      init.push_back(k.f32(0));
+    init.append(pro.begin() + 4, pro.end());
+    // Pingpong (FA3): the two consumers take turns issuing their loop WGMMAs. Consumer wg syncs
+    // on named barrier 4 + wg before issuing and arrives on the other's after; consumer 1
+    // opens consumer 0's first turn and leaves out its own last arrive, so every arrive meets
+    // a sync (both run the same numTiles − 1 iterations).
+    Value myBar, otherBar;
+    if (p.pingpong) {
+      myBar = k.add(wg, 4);
+      otherBar = k.sub(k.i32(5), wg);
+      k.ifThen(k.band(k.cmp(P::eq, wg, 1), k.cmp(P::sgt, c.numTiles, k.i32(1))),
+               [&] { k.barrierArrive(k.i32(4), 256); });
+    }
+    SmallVector<Value> loop = k.forLoop(k.i32(1), c.numTiles, 1, init, [&](Value j, ValueRange st) {
+      TileRef t = tileRef(j), prev = tileRef(k.add(j, -1));
+      waitK(t);
+      if (p.pingpong)
+        k.barrierSync(myBar, 256);
+      SmallVector<Value> acc = issueS(t);
+      SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
+      o = issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.begin() + 4 + nO + nWords), prev,
+                  /*fence=*/false); // issueS's fence covers O and P
+      if (p.pingpong) {
+        Value notLast = k.cmp(P::ne, j, k.add(c.numTiles, -1));
+        k.ifThen(k.bor(k.cmp(P::eq, wg, 0), notLast), [&] { k.barrierArrive(otherBar, 256); });
+      }
+      k.wgmmaWait(1); // S_j is done, P·V_{j−1} may still run
+      releaseK(t);
+      waitV(t);
+      Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
+      // P_j stays in floats until P·V_{j−1} is done: its packed words are the next A operand
+      // and share (through the loop phi) the registers P·V_{j−1} is reading — written any
+      // earlier, ptxas serializes the WGMMAs.
+      SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false);
+      k.wgmmaWait(0);
+      releaseV(prev);
+      Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
+      Value sv;
+      if (p.fp8) {
+        sv = vScaleOf(t);
+        svRatio(st.back(), sv, alpha);
+      }
+      rescale(o, alpha);
+      SmallVector<Value> next(sm.begin(), sm.begin() + 4);
+      next.append(o.begin(), o.end());
+      if (p.fp8) {
+        SmallVector<Value> words = packFp8(ArrayRef<Value>(sm).slice(4, nS));
+        next.append(words.begin(), words.end());
+        next.push_back(sv);
+      } else {
+        for (int64_t i = 0; i < nS; i += 2)
+          next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i]));
+      }
+      return next;
+    });
+    SmallVector<Value> o(loop.begin() + 4, loop.begin() + 4 + nO);
+    SmallVector<Value> last = k.ifThenElse(
+        any, TypeRange(ValueRange(o)),
+        [&] {
+          TileRef t = tileRef(k.add(c.numTiles, -1));
+          SmallVector<Value> out = issuePV(
+              o, SmallVector<Value>(loop.begin() + 4 + nO, loop.begin() + 4 + nO + nWords), t);
+          k.wgmmaWait(0);
+          releaseV(t);
+          return out;
+        },
+        [&] { return o; });
+    fin.assign(loop.begin(), loop.begin() + 4);
+    fin.append(last.begin(), last.end());
+    if (p.fp8)
+      svLast = loop.back();
+  } else {
+    // Decode: warpgroups take alternate tiles. Prefill: each takes every tile for its queries.
+    Value first = p.prefill ? k.i32(0) : wg;
+    int64_t step = p.prefill ? 1 : p.consumerWGs;
+    if (p.fp8)
+      inits.push_back(k.f32(1));
+    fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
+      TileRef t = tileRef(j);
+      waitK(t);
+      SmallVector<Value> acc = issueS(t);
+      k.wgmmaWait(0);
+      releaseK(t);
+      waitV(t);
+      Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
+      SmallVector<Value> sm = softmax(acc, t, mOld, lOld);
+      SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
+      int64_t nP = p.fp8 ? nS : nS / 2; // fp8: P in floats
+      Value alpha[2] = {sm[4 + nP], sm[5 + nP]};
+      Value sv;
+      if (p.fp8) {
+        sv = vScaleOf(t);
+        svRatio(st.back(), sv, alpha);
+      }
+      rescale(o, alpha);
+      SmallVector<Value> words = p.fp8 ? packFp8(ArrayRef<Value>(sm).slice(4, nS))
+                                       : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
+      o = issuePV(o, words, t);
+      k.wgmmaWait(0);
+      releaseV(t);
+      SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
+      next.append(o.begin(), o.end());
+      if (p.fp8)
+        next.push_back(sv);
+      return next;
+    });
+    if (p.fp8) {
+      svLast = fin.back();
+      fin.pop_back();
+    }
+  }
+
+  // Row sums are per thread until here: reduce over the quad that shares a row.
+  for (int r = 0; r < 2; ++r) {
+    fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
+    fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
+  }
+  if (p.consumerWGs == 2 && !p.prefill)
+    fin = mergeConsumers(k, c, wg, ct, fin);
+  Value l[2] = {fin[2], fin[3]}, m[2] = {fin[0], fin[1]};
+  ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
+  auto valid = [&](int r) { // rowValid is set for prefill only
+    return p.prefill ? rowValid[r] : k.cmp(P::slt, f.r[r], k.i32(p.rows()));
+  };
+  // Decode: warpgroup 0 holds the merged state. Prefill: every warpgroup writes its own rows.
+  Value rowOk[2] = {p.prefill ? valid(0) : k.band(k.cmp(P::eq, wg, 0), valid(0)),
+                    p.prefill ? valid(1) : k.band(k.cmp(P::eq, wg, 0), valid(1))};
+  k.ifThenElse(
+      k.cmp(P::eq, c.numSplits, 1), TypeRange{},
+      [&] {
+        Value inv[2];
+        // fp8: O is in units of the last tile's V scale (l and O both hold 256 · P).
+        Value num = p.fp8 ? svLast : k.f32(1.0);
+        for (int r = 0; r < 2; ++r)
+          inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)), k.fdiv(num, l[r]),
+                            k.f32(0));
+        for (int r = 0; r < 2; ++r) {
+          k.ifThen(rowOk[r], [&] {
+            // out[b, qi, head, :]
+            Value rowBase = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), p.qHeads), head[r]);
+            Value base64 = k.mul(k.sext64(rowBase), p.headDim * 2);
+            for (int64_t i = 0; i < nO; i += 2) {
+              if (accRow(i) != r)
+                continue;
+              Value w = k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
+              Value col = k.add(f.colBase, (i / 4) * 8);
+              k.store(w, k.gep(c.out, k.add(base64, k.mul(k.sext64(col), int64_t(2)))));
+            }
+          });
+        }
+        return SmallVector<Value>();
+      },
+      [&] {
+        int64_t W = p.workspaceFloatsPerSplit();
+        Value slot = k.add(k.mul(k.add(k.mul(c.bIdx, p.groups()), c.grp), c.numSplits), c.split);
+        Value base64 = k.mul(k.sext64(slot), W * 4);
+        Value isQuadLead = k.cmp(P::eq, k.band(ct, 3), 0);
+        for (int r = 0; r < 2; ++r) {
+          k.ifThen(rowOk[r], [&] {
+            Value rowOff = k.add(base64, k.mul(k.sext64(f.r[r]), p.headDim * 4));
+            for (int64_t i = 0; i < nO; i += 2) {
+              if (accRow(i) != r)
+                continue;
+              Value col = k.add(f.colBase, (i / 4) * 8);
+              Value v = k.vector({o[i], o[i + 1]});
+              k.store(v, k.gep(c.ws, k.add(rowOff, k.mul(k.sext64(col), int64_t(4)))), 8);
+            }
+            k.ifThen(isQuadLead, [&] {
+              Value mOff =
+                  k.add(base64, k.mul(k.sext64(k.add(f.r[r], p.rows() * p.headDim)), int64_t(4)));
+              k.store(m[r], k.gep(c.ws, mOff));
+              k.store(l[r], k.gep(c.ws, k.add(mOff, p.rows() * 4)));
+            });
+          });
+        }
+        return SmallVector<Value>();
+      });
+}

@@ -1,0 +1,50 @@
+// --emit=ptx of an fp8 prefill spec: both GEMMs on e4m3 tensor cores (Q·Kᵀ with A and B in
+// shared memory, P·V with P packed to e4m3 in registers), V transposed by the producer with byte
+// permutes, and launch metadata naming the per_block scales and the 128-byte swizzles.
+// RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s
+// RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=launch | FileCheck %s --check-prefix=META
+// RUN: attn-opt %s --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
+
+// SCHED: mode = #attn.mode<fp8>
+// SCHED-SAME: tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 72>, consumer<warpgroups = 2, regs = 216>], pingpong = true, intra_wg_overlap = true
+
+// CHECK: .entry pf_fp8_prefill(
+// CHECK: setmaxnreg.dec.sync.aligned.u32 72;
+// CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// The producer's 4 × 4 byte transposes of V (selectors computed per lane), stored as Vᵀ rows.
+// CHECK: prmt.b32 {{.*}}, %r{{[0-9]+}};
+// CHECK: st.shared.v4.b32
+// CHECK: setmaxnreg.inc.sync.aligned.u32 216;
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK: cvt.rn.satfinite.e4m3x2.f32
+// The P·V WGMMA: A (P) from four registers, B (Vᵀ) K-major (no transpose immediate).
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1;
+
+// META: "k_block_rows": 128,
+// META: "q_block_rows": 64,
+// META-NEXT: "q_dtype": "f8E4M3FN",
+// META-NEXT: "q_heads": 16,
+// META-NEXT: "q_len": -1,
+// META-NEXT: "q_quant": "per_block",
+// META: "v_block_rows": 256,
+// META-NEXT: "v_quant": "per_block",
+// META: "tensor_maps": {
+// META-NEXT: "k": {
+// META-NEXT: "box": [
+// META-NEXT: 128,
+// META: "dtype": "u8",
+// META-NEXT: "swizzle": 128
+// META: "v": {
+// META: "dtype": "u8",
+// META-NEXT: "swizzle": 128
+
+func.func @pf_fp8(%q: memref<?x?x16x128xf8E4M3FN>, %k: memref<?x?x1x128xf8E4M3FN>, %v: memref<?x?x1x128xf8E4M3FN>,
+                  %qs: memref<?x?x16x1xf32>, %ks: memref<?x?x1x1xf32>, %vs: memref<?x?x1x1xf32>,
+                  %o: memref<?x?x16x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x?x16x128xf8E4M3FN>, memref<?x?x1x128xf8E4M3FN>, memref<?x?x1x128xf8E4M3FN>)
+      q_scale(%qs : memref<?x?x16x1xf32>) k_scale(%ks : memref<?x?x1x1xf32>) v_scale(%vs : memref<?x?x1x1xf32>)
+      outs(%o : memref<?x?x16x128xbf16>)
+      {causal, q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<256x128>>, target = #attn.target<sm_90a>}
+  return
+}
