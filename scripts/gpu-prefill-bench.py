@@ -40,6 +40,8 @@ HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
 FP8 = dict(kv_dtype="f8E4M3FN", granularity="per_block<128x128>", q_dtype="f8E4M3FN")
 MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None),
          "fp8_nopp": (FP8, {"pingpong": False}),
+         "fp8_pers": (FP8, {"persistent": True}),
+         "bf16_pers": (BF16, {"persistent": True}),
          "bf16_noov": (BF16, {"stages": 2, "intra_wg_overlap": False}),
          "bf16_s3": (BF16, {"stages": 3, "intra_wg_overlap": False}),
          "bf16_ov2": (BF16, {"stages": 2, "intra_wg_overlap": True}),

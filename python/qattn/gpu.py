@@ -378,7 +378,10 @@ class GpuDecodeKernel(LaunchFiles):
 
         with torch.cuda.device(q.device):
             chunks = -(-sq // int(s.get("q_chunk", sq)))
-            launch(self.kernels["decode"], (chunks if self.prefill else splits, groups, b))
+            if self.kernels["decode"]["grid"][0] == "persistent_ctas":  # one CTA per SM
+                launch(self.kernels["decode"], (min(sms, chunks * groups * b), 1, 1))
+            else:
+                launch(self.kernels["decode"], (chunks if self.prefill else splits, groups, b))
             if splits > 1:
                 launch(self.combine_for(splits), (-(-rows // 4), groups, b))
         if ws is not None:  # keep the workspace alive until the stream is done with it

@@ -242,9 +242,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   if (p.overlap && !p.prefill)
     c.fail() << "intra_wg_overlap for decode (prefill only: decode's two consumer warpgroups "
                 "take alternate tiles and overlap each other)";
-  if (s.getClusterSize() != 1 || s.hasCrossover() ||
-      (s.getPersistent() && s.getPersistent().getValue()))
-    c.fail() << "clusters, crossover or a persistent grid";
+  p.persistent = s.getPersistent() && s.getPersistent().getValue();
+  if (s.getClusterSize() != 1 || s.hasCrossover())
+    c.fail() << "clusters or crossover";
+  if (p.persistent && !p.prefill)
+    c.fail() << "a persistent grid for decode (prefill only: decode's grid is its KV splits)";
   if (p.pingpong && p.consumerWGs != 2)
     c.fail() << "pingpong with " << p.consumerWGs
              << " consumer warpgroup(s) (two take turns issuing their WGMMAs)";

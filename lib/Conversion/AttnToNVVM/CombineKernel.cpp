@@ -328,15 +328,17 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
               {"tensor_maps", Object{{"k", map(p.kSwizzleBytes())}, {"v", map(p.vSwizzleBytes())}}},
               {"kernels", Array{}}};
   // Role "decode" is the attention kernel, for prefill too (grid x: its query chunks).
-  Array kernels{Object{{"name", p.kernelName()},
-                       {"role", "decode"},
-                       {"block", Array{p.threads(), 1, 1}},
-                       {"cluster", Array{1, 1, 1}},
-                       {"smem_bytes", p.smemBytes()},
-                       {"grid", Array{p.prefill ? "q_chunks" : "num_splits", "groups", "batch"}},
-                       {"params", Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens",
-                                        "alibi", "out", "workspace", "batch", "kv_len",
-                                        "num_splits", "q_scale", "k_zero", "v_zero"}}}};
+  Array kernels{Object{
+      {"name", p.kernelName()},
+      {"role", "decode"},
+      {"block", Array{p.threads(), 1, 1}},
+      {"cluster", Array{1, 1, 1}},
+      {"smem_bytes", p.smemBytes()},
+      {"grid", p.persistent ? Array{"persistent_ctas", 1, 1}
+                            : Array{p.prefill ? "q_chunks" : "num_splits", "groups", "batch"}},
+      {"params",
+       Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens", "alibi", "out", "workspace",
+             "batch", "kv_len", "num_splits", "q_scale", "k_zero", "v_zero"}}}};
   if (!p.prefill) {
     auto combine = [&](StringRef suffix, int64_t minSplits, int64_t threads, int64_t smem) {
       kernels.push_back(Object{{"name", p.name + suffix.str()},

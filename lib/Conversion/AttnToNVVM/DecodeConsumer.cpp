@@ -175,8 +175,6 @@ static SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Val
 
 void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
-  NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
-                                 NVVM::SetMaxRegisterAction::increase);
   // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
   // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
   // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
@@ -235,18 +233,20 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   // released through the stage's empty barrier, a conversion buffer through its own.
   bool direct = p.directKV(), kFromStage = direct || p.kDirect();
   int64_t nConv = p.convBufs();
+  // Tile j of the work item is tile g = ring(j) of the CTA's stream (g = j without a persistent
+  // grid): its stage, buffer and mbarrier phases follow g.
   struct TileRef {
-    Value j, stage, buf, kAddr, vAddr, scOff, tileStart;
+    Value g, stage, buf, kAddr, vAddr, scOff, tileStart;
   };
   auto tileRef = [&](Value j) {
     TileRef t;
-    t.j = j;
+    t.g = c.ring(k, j);
     t.tileStart = k.mul(k.add(c.tile0, j), p.tileN);
-    t.stage = k.urem(j, p.stages);
+    t.stage = k.urem(t.g, p.stages);
     Value stageOff = ringOffset(k, t.stage, c.sm.stage, c.sm.stageStride);
     Value convOff;
     if (nConv) {
-      t.buf = k.urem(j, nConv);
+      t.buf = k.urem(t.g, nConv);
       convOff = ringOffset(k, t.buf, c.sm.conv, c.sm.convStride);
       t.scOff = ringOffset(k, t.buf, c.sm.scales, c.sm.scaleStride);
     }
@@ -255,8 +255,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
                                   : sptr(k, c, k.add(convOff, c.sm.convV)));
     return t;
   };
-  auto wait = [&](int64_t bar0, Value idx, int64_t ring, Value j) {
-    k.mbarrierWait(sptr(k, c, k.add(k.mul(idx, 8), bar0)), k.band(k.udiv(j, ring), 1));
+  auto wait = [&](int64_t bar0, Value idx, int64_t ring, Value g) {
+    k.mbarrierWait(sptr(k, c, k.add(k.mul(idx, 8), bar0)), k.band(k.udiv(g, ring), 1));
   };
   auto arrive = [&](int64_t bar0, Value idx) {
     k.mbarrierArrive(sptr(k, c, k.add(k.mul(idx, 8), bar0)));
@@ -265,13 +265,13 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   // scales come with the conversion buffer (waitV, before the softmax).
   auto waitK = [&](const TileRef &t) {
     if (kFromStage)
-      wait(c.sm.fullStage(0), t.stage, p.stages, t.j);
+      wait(c.sm.fullStage(0), t.stage, p.stages, t.g);
     else
-      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.j);
+      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.g);
   };
   auto waitV = [&](const TileRef &t) {
     if (p.kDirect())
-      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.j);
+      wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.g);
   };
   auto releaseK = [&](const TileRef &t) { // after Q·Kᵀ
     if (p.kDirect())

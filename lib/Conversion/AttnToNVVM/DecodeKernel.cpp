@@ -65,40 +65,54 @@ DecodePlan::Smem DecodePlan::smem() const {
 // The kernel
 //===----------------------------------------------------------------------===//
 
-/// Copies the packed query rows into the swizzled Q tile (rows past `rows` are zeros).
-static void loadQueries(KernelBuilder &k, Ctx &c) {
+/// Copies 16-byte chunk `chunk` of the packed query rows of query tile `t` into its swizzled
+/// shared-memory tile (rows past `rows`, and prefill tokens past q_len, are zeros).
+static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk) {
   const DecodePlan &p = c.p;
   int64_t qBytes = p.qk8() ? 1 : 2;
   int64_t chunksPerRow = p.headDim * qBytes / 16;
-  // The first 256 threads copy 64 × D / 8 chunks of 16 bytes per query tile.
+  Value row = k.udiv(chunk, chunksPerRow);
+  Value ch = k.urem(chunk, chunksPerRow);
+  Value rowC = k.smin(row, k.i32(p.rows() - 1));
+  Value qi = k.udiv(rowC, p.pack);
+  Value tokValid;
+  if (p.prefill) {
+    Value tok = k.add(k.add(c.qBase, k.mul(t, p.qChunk)), qi);
+    tokValid = k.cmp(P::slt, tok, c.qLen(k));
+    qi = k.smin(tok, c.qLenMinus1(k));
+  }
+  Value head = k.add(c.headBase, k.urem(rowC, p.pack));
+  Value elem =
+      k.add(k.mul(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), p.qHeads), head), p.headDim),
+            k.mul(ch, 16 / qBytes));
+  Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
+  Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
+  Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
+  if (tokValid)
+    valid = k.band(valid, tokValid);
+  v = k.select(valid, v, zero);
+  Value tileOff = k.add(k.mul(t, 64 * p.headDim * qBytes), c.sm.q);
+  k.store(v, sptr(k, c, k.add(tileOff, swizzledChunk(k, row, ch, 64))), 16);
+}
+
+/// Copies the packed query rows into the swizzled Q tiles: the first 256 threads, 64 × D / 8
+/// chunks of 16 bytes per tile.
+static void loadQueries(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  int64_t chunksPerRow = p.headDim * (p.qk8() ? 1 : 2) / 16;
   k.ifThen(k.cmp(P::ult, c.tid, 256), [&] {
     for (int64_t t = 0; t < p.qTiles(); ++t)
-      for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it) {
-        Value chunk = k.add(c.tid, it * 256);
-        Value row = k.udiv(chunk, chunksPerRow);
-        Value ch = k.urem(chunk, chunksPerRow);
-        Value rowC = k.smin(row, k.i32(p.rows() - 1));
-        Value qi = k.udiv(rowC, p.pack);
-        Value tokValid;
-        if (p.prefill) {
-          Value tok = k.add(k.add(c.qBase, t * p.qChunk), qi);
-          tokValid = k.cmp(P::slt, tok, c.qLen(k));
-          qi = k.smin(tok, c.qLenMinus1(k));
-        }
-        Value head = k.add(c.headBase, k.urem(rowC, p.pack));
-        Value elem =
-            k.add(k.mul(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), p.qHeads), head), p.headDim),
-                  k.mul(ch, 16 / qBytes));
-        Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
-        Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
-        Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
-        if (tokValid)
-          valid = k.band(valid, tokValid);
-        v = k.select(valid, v, zero);
-        int64_t tileOff = c.sm.q + t * 64 * p.headDim * qBytes;
-        k.store(v, sptr(k, c, k.add(k.i32(tileOff), swizzledChunk(k, row, ch, 64))), 16);
-      }
+      for (int64_t it = 0; it < 64 * chunksPerRow / 256; ++it)
+        storeQueryChunk(k, c, k.i32(t), k.add(c.tid, it * 256));
   });
+}
+
+/// Persistent grid: consumer warpgroup `wg` copies its own query tile (thread `ct` of 128).
+static void loadQueryTile(KernelBuilder &k, Ctx &c, Value wg, Value ct) {
+  const DecodePlan &p = c.p;
+  int64_t chunksPerRow = p.headDim * (p.qk8() ? 1 : 2) / 16;
+  for (int64_t it = 0; it < 64 * chunksPerRow / 128; ++it)
+    storeQueryChunk(k, c, wg, k.add(ct, it * 128));
 }
 
 void mlir::attn::nvvm::ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module) {
@@ -109,6 +123,65 @@ void mlir::attn::nvvm::ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUMo
   auto arrTy = LLVM::LLVMArrayType::get(b.getI8Type(), 0);
   LLVM::GlobalOp::create(b, loc, arrTy, /*isConstant=*/false, LLVM::Linkage::External,
                          kSharedSymbol, Attribute(), /*alignment=*/1024, /*addrSpace=*/kShared);
+}
+
+/// The work of one CTA (or, with a persistent grid, of one work item): grid x (the KV split, or
+/// for prefill the query chunk), y (the head group) and z (the batch element); null: the CTA's
+/// ctaid.
+static void setupWorkIds(KernelBuilder &k, Ctx &c, Value x, Value y, Value z) {
+  const DecodePlan &p = c.p;
+  c.split = x ? x : k.ctaidX();
+  c.qBase = k.i32(0);
+  if (p.prefill) { // grid x: query chunks (one split)
+    c.qBase = k.mul(c.split, p.ctaTokens());
+    c.split = k.i32(0);
+  }
+  c.grp = y ? y : k.ctaidY();
+  c.bIdx = z ? z : k.ctaidZ();
+  c.hkv = k.udiv(c.grp, p.groupsPerKv());
+  c.headBase = k.add(k.mul(c.hkv, p.groupSize()), k.mul(k.urem(c.grp, p.groupsPerKv()), p.pack));
+}
+
+/// The key tiles of the work set up by setupWorkIds.
+static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  Type i32 = k.i32();
+  // This CTA's keys: tiles [tile0, tile0 + numTiles) of the batch element's length.
+  c.len = c.kvLen;
+  if (p.seqLens) {
+    // A null seq_lens pointer means every batch element uses the whole cache (docs/GPUDecode.md).
+    Value l = k.ifThenElse(
+        k.isNull(c.lens), TypeRange{i32}, [&] { return SmallVector<Value>{c.kvLen}; },
+        [&] {
+          return SmallVector<Value>{
+              k.loadInvariant(i32, k.gep(c.lens, k.mul(k.sext64(c.bIdx), int64_t(4))))};
+        })[0];
+    c.len = k.smax(k.smin(l, c.kvLen), k.i32(0));
+  }
+  Value tiles = k.ceilDiv(c.len, p.tileN);
+  if (p.prefill && p.causal) {
+    // Keys past the chunk's last query are masked for every row: skip their tiles.
+    Value lastQ = k.smin(k.add(c.qBase, p.ctaTokens() - 1), c.qLenMinus1(k));
+    Value lastKey = k.add(k.sub(c.len, c.qLen(k)), lastQ);
+    tiles = k.ceilDiv(k.smax(k.add(lastKey, 1), k.i32(0)), p.tileN);
+  }
+  Value perSplit = k.udiv(k.add(tiles, k.add(c.numSplits, -1)), c.numSplits);
+  c.tile0 = k.mul(c.split, perSplit);
+  Value end = k.smin(k.add(c.tile0, perSplit), tiles);
+  c.numTiles = k.smax(k.sub(end, c.tile0), k.i32(0));
+}
+
+/// Persistent grid (prefill): work item `item` of q_chunks × groups × batch, the query chunks
+/// with the most keys (the last, when causal) first.
+static void setupWorkItem(KernelBuilder &k, Ctx &c, Value item) {
+  const DecodePlan &p = c.p;
+  Value gb = k.mul(k.i32(p.groups()), c.batch);
+  Value chunks = k.ceilDiv(c.qLen(k), p.ctaTokens());
+  Value chunk = k.sub(k.add(chunks, -1), k.udiv(item, gb));
+  Value rest = k.urem(item, gb);
+  Value grp = k.urem(rest, p.groups()), b = k.udiv(rest, p.groups());
+  setupWorkIds(k, c, chunk, grp, b);
+  setupWorkTiles(k, c);
 }
 
 void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
@@ -157,45 +230,16 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
     c.qLenArg = fn.getArgument(15);
 
   c.tid = k.tidX();
-  c.split = k.ctaidX();
-  c.qBase = k.i32(0);
-  if (p.prefill) { // grid x: query chunks (one split)
-    c.qBase = k.mul(c.split, p.ctaTokens());
-    c.split = k.i32(0);
-  }
-  c.grp = k.ctaidY();
-  c.bIdx = k.ctaidZ();
-  c.hkv = k.udiv(c.grp, p.groupsPerKv());
-  c.headBase = k.add(k.mul(c.hkv, p.groupSize()), k.mul(k.urem(c.grp, p.groupsPerKv()), p.pack));
+  if (!p.persistent)
+    setupWorkIds(k, c, {}, {}, {}); // the CTA's own: ctaid.x, .y, .z
   // Align the dynamic shared memory to 1024 bytes (the swizzle atom).
   Value raw = k.dynamicShared(kSharedSymbol);
   Value rawAddr = k.sharedAddr(raw);
   Value pad = k.band(k.sub(k.i32(1024), k.band(rawAddr, 1023)), 1023);
   c.base = k.gep(raw, pad);
 
-  // This CTA's keys: tiles [tile0, tile0 + numTiles) of the batch element's length.
-  c.len = c.kvLen;
-  if (p.seqLens) {
-    // A null seq_lens pointer means every batch element uses the whole cache (docs/GPUDecode.md).
-    Value l = k.ifThenElse(
-        k.isNull(c.lens), TypeRange{i32}, [&] { return SmallVector<Value>{c.kvLen}; },
-        [&] {
-          return SmallVector<Value>{
-              k.loadInvariant(i32, k.gep(c.lens, k.mul(k.sext64(c.bIdx), int64_t(4))))};
-        })[0];
-    c.len = k.smax(k.smin(l, c.kvLen), k.i32(0));
-  }
-  Value tiles = k.ceilDiv(c.len, p.tileN);
-  if (p.prefill && p.causal) {
-    // Keys past the chunk's last query are masked for every row: skip their tiles.
-    Value lastQ = k.smin(k.add(c.qBase, p.ctaTokens() - 1), c.qLenMinus1(k));
-    Value lastKey = k.add(k.sub(c.len, c.qLen(k)), lastQ);
-    tiles = k.ceilDiv(k.smax(k.add(lastKey, 1), k.i32(0)), p.tileN);
-  }
-  Value perSplit = k.udiv(k.add(tiles, k.add(c.numSplits, -1)), c.numSplits);
-  c.tile0 = k.mul(c.split, perSplit);
-  Value end = k.smin(k.add(c.tile0, perSplit), tiles);
-  c.numTiles = k.smax(k.sub(end, c.tile0), k.i32(0));
+  if (!p.persistent)
+    setupWorkTiles(k, c);
 
   k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
     for (int64_t s = 0; s < p.stages; ++s)
@@ -213,18 +257,62 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
       k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
     k.fenceMbarrierInit();
   });
-  loadQueries(k, c);
+  if (!p.persistent)
+    loadQueries(k, c);
   k.fenceProxyAsyncShared();
   k.barrier(0, 0);
 
+  // Persistent grid: every warpgroup walks the CTA's work items (item = ctaid.x + n · nctaid.x)
+  // in the same order; the rings continue across items (tileBase), so the producer runs ahead
+  // into the next item while the consumers finish the last one.
+  // Carried: the tiles streamed so far and (bf16 producer) the partial tiles' parity.
+  auto forEachItem = [&](bool tail, std::function<void()> body) {
+    Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
+    SmallVector<Value> init = {k.i32(0)};
+    if (tail)
+      init.push_back(k.i32(0));
+    k.forLoop(k.ctaidX(), total, k.nctaidX(), init, [&](Value item, ValueRange st) {
+      setupWorkItem(k, c, item);
+      c.tileBase = st[0];
+      c.tailParity = tail ? st[1] : Value();
+      body();
+      SmallVector<Value> next = {k.add(st[0], c.numTiles)};
+      if (tail) { // the item's last tile is partial when it runs past the length
+        Value partial = k.band(k.cmp(P::sgt, c.numTiles, k.i32(0)),
+                               k.cmp(P::sgt, k.mul(k.add(c.tile0, c.numTiles), p.tileN), c.len));
+        next.push_back(k.bxor(st[1], k.select(partial, k.i32(1), k.i32(0))));
+      }
+      return next;
+    });
+  };
   k.ifThenElse(
       k.cmp(P::ult, c.tid, p.producerThreads()), TypeRange{},
       [&] {
-        buildProducer(k, c);
+        NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
+                                       NVVM::SetMaxRegisterAction::decrease);
+        if (p.persistent)
+          forEachItem(p.directKV(), [&] { buildProducer(k, c); });
+        else
+          buildProducer(k, c);
         return SmallVector<Value>();
       },
       [&] {
-        buildConsumer(k, c);
+        NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
+                                       NVVM::SetMaxRegisterAction::increase);
+        if (p.persistent)
+          forEachItem(false, [&] {
+            // This warpgroup's query tile: the previous item's WGMMAs read it until every warp
+            // of the warpgroup is past them.
+            Value wg = k.lshr(k.add(c.tid, -p.producerThreads()), 7);
+            Value bar = k.add(wg, 6);
+            k.barrierSync(bar, 128);
+            loadQueryTile(k, c, wg, k.band(c.tid, 127));
+            k.fenceProxyAsyncShared();
+            k.barrierSync(bar, 128);
+            buildConsumer(k, c);
+          });
+        else
+          buildConsumer(k, c);
         // The combine kernel (a programmatic dependent) may be scheduled once every CTA got here
         // or exited; its griddepcontrol.wait still waits for this grid's completion. Triggering
         // at the start instead crowded its CTAs onto the first SMs to free up (slower, measured).

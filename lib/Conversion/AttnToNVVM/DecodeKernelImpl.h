@@ -29,6 +29,13 @@ struct Ctx {
   Value qBase = {};
   /// The query length when it is dynamic (prefill only: kernel parameter `q_len`).
   Value qLenArg = {};
+  /// Persistent grid: the tiles this CTA streamed before the current work item (the pipeline's
+  /// rings and mbarrier phases run on across items), and the parity of the partial tiles it met
+  /// (bf16's tail barrier). Null otherwise.
+  Value tileBase = {}, tailParity = {};
+
+  /// Position of the item's tile j in the CTA's stream of tiles (ring slots and phases).
+  Value ring(KernelBuilder &k, Value j) const { return tileBase ? k.add(tileBase, j) : j; }
 
   /// The query length as an i32 value (a constant when static).
   Value qLen(KernelBuilder &k) const { return qLenArg ? qLenArg : k.i32(p.qLen); }

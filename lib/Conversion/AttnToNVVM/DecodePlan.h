@@ -51,6 +51,10 @@ struct DecodePlan {
   /// turns issuing their WGMMAs (named barriers 4 and 5), so one's softmax runs under the
   /// other's GEMMs.
   bool pingpong = false;
+  /// Prefill, schedule `persistent` (FA3): one CTA per SM (grid x `persistent_ctas`) walks the
+  /// work items (query chunk, group, batch element), longest first; the producer streams the
+  /// next item's tiles while the consumers finish the current one.
+  bool persistent = false;
   /// Query tiles in shared memory: one per consumer for prefill, one for decode.
   int64_t qTiles() const { return prefill ? consumerWGs : 1; }
   /// Query tokens per CTA.

@@ -230,6 +230,23 @@ static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value b
   }
 }
 
+/// The stage that tile s (< stages) of the work item fills. With a persistent grid the ring runs
+/// on from earlier items: a stage the consumers read (bf16, kDirect's K) is waited for until they
+/// released its previous tile.
+static Value fillSlot(KernelBuilder &k, Ctx &c, Value s) {
+  const DecodePlan &p = c.p;
+  if (!c.tileBase)
+    return s;
+  Value g = c.ring(k, s);
+  Value slot = k.urem(g, p.stages);
+  if (p.directKV() || p.kDirect())
+    k.ifThen(k.cmp(P::sge, g, k.i32(p.stages)), [&] {
+      Value phase = k.band(k.add(k.udiv(g, p.stages), 1), 1); // of the use g − stages
+      k.mbarrierWait(sptr(k, c, k.add(k.mul(slot, 8), c.sm.emptyStage(0, p.stages))), phase);
+    });
+  return slot;
+}
+
 /// The producer of a bf16 cache (plan.directKV): thread 0 keeps `stages` tiles in flight,
 /// refilling a stage once every consumer released it. Keys in [len, kv_len) hold whatever the
 /// cache holds (TMA zero-fills only past kv_len), and P · V would turn a NaN or Inf there into
@@ -257,18 +274,20 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
   k.ifThen(isLeader, [&] {
     Value n = k.smin(c.numTiles, k.i32(p.stages));
     k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
-      issue(s, k.add(c.tile0, s));
+      issue(fillSlot(k, c, s), k.add(c.tile0, s));
       return SmallVector<Value>();
     });
   });
   int64_t rowBytes = 128; // a row of one 64-column block
   int64_t blocks = p.headDim / 64;
   k.forLoop(k.i32(0), c.numTiles, 1, {}, [&](Value j, ValueRange) {
-    Value s = k.urem(j, p.stages);
+    Value g = c.ring(k, j);
+    Value s = k.urem(g, p.stages);
     Value tile = k.add(c.tile0, j);
     Value rowsValid = k.sub(c.len, k.mul(tile, p.tileN));
     k.ifThen(barFor(tile), [&] {
-      k.mbarrierWait(tailBar, k.i32(0)); // at most one partial tile per CTA
+      // At most one partial tile per CTA — per work item with a persistent grid.
+      k.mbarrierWait(tailBar, c.tailParity ? c.tailParity : k.i32(0));
       Value vOff = k.add(ringOffset(k, s, c.sm.stage, c.sm.stageStride), c.sm.stageV);
       // 16-byte chunks of the rows [rowsValid, tileN) of every column block.
       Value first = k.mul(rowsValid, rowBytes / 16);
@@ -287,7 +306,7 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
     });
     Value next = k.add(j, p.stages);
     k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
-      Value phase = k.band(k.udiv(j, p.stages), 1);
+      Value phase = k.band(k.udiv(g, p.stages), 1);
       k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phase);
       issue(s, k.add(c.tile0, next));
     });
@@ -297,8 +316,6 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
 
 void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
-  NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
-                                 NVVM::SetMaxRegisterAction::decrease);
   if (p.directKV())
     return buildDirectProducer(k, c);
   Value isLeader = k.cmp(P::eq, c.tid, 0);
@@ -306,17 +323,18 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   k.ifThen(isLeader, [&] {
     Value n = k.smin(c.numTiles, k.i32(p.stages));
     k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
-      issueTile(k, c, s, k.add(c.tile0, s));
+      issueTile(k, c, fillSlot(k, c, s), k.add(c.tile0, s));
       return SmallVector<Value>();
     });
   });
   double kFactor = p.softmaxScale * kLog2e;
   SmallVector<Value> sc0 = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
   k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {
-    Value s = k.urem(j, p.stages);
-    Value phaseS = k.band(k.udiv(j, p.stages), 1);
-    Value buf = k.urem(j, p.convBufs());
-    Value phaseB = k.band(k.udiv(j, p.convBufs()), 1);
+    Value g = c.ring(k, j);
+    Value s = k.urem(g, p.stages);
+    Value phaseS = k.band(k.udiv(g, p.stages), 1);
+    Value buf = k.urem(g, p.convBufs());
+    Value phaseB = k.band(k.udiv(g, p.convBufs()), 1);
     Value tile = k.add(c.tile0, j);
     Value tileStart = k.mul(tile, p.tileN);
     // Prefetch the next tile's scales while this one converts.

@@ -256,7 +256,12 @@ SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a
 
 SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, int64_t step, ValueRange inits,
                                           LoopBody body) {
-  auto forOp = scf::ForOp::create(b, loc, lb, ub, constLike(lb, step), inits);
+  return forLoop(lb, ub, constLike(lb, step), inits, body);
+}
+
+SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, Value step, ValueRange inits,
+                                          LoopBody body) {
+  auto forOp = scf::ForOp::create(b, loc, lb, ub, step, inits);
   {
     OpBuilder::InsertionGuard guard(b);
     Block *blk = forOp.getBody();

@@ -108,6 +108,7 @@ public:
   /// from it is recomputed where it is used instead of held in registers across the loop.
   Value tidXHere();
   Value ctaidX() { return NVVM::BlockIdXOp::create(b, loc, i32()); }
+  Value nctaidX() { return NVVM::GridDimXOp::create(b, loc, i32()); }
   Value ctaidY() { return NVVM::BlockIdYOp::create(b, loc, i32()); }
   Value ctaidZ() { return NVVM::BlockIdZOp::create(b, loc, i32()); }
 
@@ -220,6 +221,8 @@ public:
   using LoopBody = std::function<SmallVector<Value>(Value iv, ValueRange iterArgs)>;
   /// scf.for over [lb, ub) step `step` (i32) carrying `inits`; returns the final values.
   SmallVector<Value> forLoop(Value lb, Value ub, int64_t step, ValueRange inits, LoopBody body);
+  /// The same with a step known at run time (positive).
+  SmallVector<Value> forLoop(Value lb, Value ub, Value step, ValueRange inits, LoopBody body);
   /// scf.if with results of `types` (possibly none); each branch returns its yielded values.
   SmallVector<Value> ifThenElse(Value cond, TypeRange types,
                                 std::function<SmallVector<Value>()> thenBody,

@@ -1,12 +1,12 @@
 // convert-attn-to-nvvm refuses what its generators do not implement, on the op, with the reason.
 // RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --convert-attn-to-nvvm
 
-// FA3's persistent grid is not implemented, and a spec asking for it is refused, not ignored.
-func.func @prefill_persistent(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
-                              %o: memref<1x128x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: clusters, crossover or a persistent grid}}
-  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
-      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<persistent = true>}
+// FA3's persistent grid walks prefill work items; decode's grid is its KV splits.
+func.func @decode_persistent(%q: memref<1x1x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
+                             %o: memref<1x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a persistent grid for decode (prefill only: decode's grid is its KV splits)}}
+  attn.attention decode ins(%q, %k, %v : memref<1x1x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
+      outs(%o : memref<1x1x8x128xbf16>) {target = #attn.target<sm_90a>, schedule = #attn.schedule<persistent = true>}
   return
 }
 

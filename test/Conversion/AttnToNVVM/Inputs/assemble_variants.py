@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """What this file is: compiles every decode variant of decode_variants.py with
 `attn-opt --emit=ptx` and assembles it with `ptxas -arch=sm_90a -v`; fails on any error, on
-register spills in the attention (decode or prefill) kernel, and on WGMMAs ptxas serializes. Usage: assemble_variants.py ATTN_OPT PTXAS WORKDIR."""
+register spills in the attention (decode or prefill) kernel (persistent-grid variants: more than
+32 bytes), and on WGMMAs ptxas serializes. Usage: assemble_variants.py ATTN_OPT PTXAS WORKDIR."""
 import os
 import re
 import subprocess
@@ -12,6 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import decode_variants  # noqa: E402
 
 attn_opt, ptxas, work = sys.argv[1:4]
+PERSISTENT_SPILL_BYTES = 32
 os.makedirs(work, exist_ok=True)
 
 
@@ -29,8 +31,11 @@ def one(v):
     if r.returncode:
         return f"{name}: ptxas failed: {r.stderr.strip()[:400]}"
     m = re.search(r"'\w+_(?:decode|prefill)'.*?(\d+) bytes spill stores", r.stderr, re.S)
-    if m and int(m.group(1)) > 0:
-        return f"{name}: the attention kernel spills {m.group(1)} bytes"
+    # The persistent grid (opt-in; measured slower than one CTA per work item but on the short
+    # causal rows) keeps the work-item loop's state across the consumers' loop: a few words.
+    allowed = PERSISTENT_SPILL_BYTES if name.endswith("_pers") else 0
+    if m and int(m.group(1)) > allowed:
+        return f"{name}: the attention kernel spills {m.group(1)} bytes (allowed: {allowed})"
     if "C7513" in r.stderr:  # "wgmma.mma_async instructions are serialized due to ..."
         return f"{name}: ptxas serializes the WGMMAs: {r.stderr.strip()[:300]}"
     return None
@@ -41,5 +46,6 @@ with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
 for e in errors:
     print("ERROR", e)
 print(f"{len(decode_variants.variants()) - len(errors)} of {len(decode_variants.variants())} "
-      "decode variants assembled for sm_90a without spills or serialized WGMMAs")
+      "decode variants assembled for sm_90a without spills (persistent grid: at most "
+      f"{PERSISTENT_SPILL_BYTES} bytes) or serialized WGMMAs")
 sys.exit(1 if errors else 0)

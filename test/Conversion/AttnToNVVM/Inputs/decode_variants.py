@@ -7,7 +7,7 @@ caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero po
 (pf_*: the same kernel over query chunks; bf16 — by default with FA3's intra-warpgroup overlap
 and pingpong, *_nopp without pingpong, *_noov without either, *_ov2 on two stages —, and
 half-int8 with int8 queries, *_ov with the overlap; fp8 with e4m3 queries — f8q: per_block scales,
-f8qt: per_token_head Q and K, per_head V). Writes one
+f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -145,6 +145,19 @@ def variants():
             ("pf_f8q_mqa16_d128_q77_noov", "f8q", (16, 1), 77, False, False, True,
              "intra_wg_overlap = false, stages = 2")]:
         out.append((name, kv, hq, hkv, 128, sq, causal, alibi, lens, "prefill", sched))
+    # FA3's persistent grid (one CTA per SM walks the work items): every producer kind — bf16
+    # (direct, and head_dim 256 with one consumer), fp8 (transposing), half-int8 converting K
+    # and V, and reading K from the stage (overlap).
+    for name, kv, (hq, hkv), d, sq, causal, alibi, lens, sched in [
+            ("pf_bf16_mha_d128_q200_causal_pers", "bf16", (8, 8), 128, 200, True, False, True, ""),
+            ("pf_bf16_gqa8_d64_q130_causal_pers", "bf16", (32, 4), 64, 130, True, True, False, ""),
+            ("pf_bf16_gqa4_d256_q65_causal_pers", "bf16", (16, 4), 256, 65, True, False, False, ""),
+            ("pf_f8q_mqa16_d128_q100_causal_pers", "f8q", (16, 1), 128, 100, True, False, True, ""),
+            ("pf_i8q_mha_d128_q129_causal_pers", "i8q", (4, 4), 128, 129, True, True, True, ""),
+            ("pf_i8q_gqa4_d128_q64_ov_pers", "i8q", (16, 4), 128, 64, False, False, False,
+             f", intra_wg_overlap = true, {roles}")]:
+        out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill",
+                    f"persistent = true{sched}"))
     return out
 
 
