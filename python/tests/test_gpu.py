@@ -46,6 +46,15 @@ CASES = {
     "prefill_i8q_mqa": dict(kind="prefill", q_len=33, q_heads=16, kv_heads=1, head_dim=128,
                             kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                             q_granularity="per_token_head"),
+    # fp8 prefill: both GEMMs on e4m3 tensor cores, one scale per block of 128 tokens of a head
+    # (queries: 64), P rounded to e4m3
+    "prefill_fp8_mqa": dict(kind="prefill", q_len=100, q_heads=16, kv_heads=1, head_dim=128,
+                            kv_dtype="f8E4M3FN", granularity="per_block<128x128>",
+                            q_dtype="f8E4M3FN", q_granularity="per_block<64x128>", causal=True),
+    # FA3's persistent grid: one CTA per SM walks the (query chunk, group, batch) items
+    "prefill_persistent": dict(kind="prefill", q_len=130, q_heads=8, kv_heads=2, head_dim=128,
+                               kv_dtype="bf16", granularity=None, causal=True, seq_lens=True,
+                               schedule={"persistent": True}),
 }
 SHAPES = {  # (batch, kv_len, splits)
     "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3)],
@@ -57,6 +66,8 @@ SHAPES = {  # (batch, kv_len, splits)
     "prefill_gqa_causal": [(3, 70, "auto"), (2, 300, 1), (1, 5, "auto")],
     "prefill_i8q_mqa": [(2, 500, "auto")],
     "prefill_dyn_mha": [(2, 300, "auto", 200), (1, 90, "auto", 129), (3, 10, "auto", 1)],
+    "prefill_fp8_mqa": [(2, 300, "auto"), (1, 100, "auto")],
+    "prefill_persistent": [(3, 500, "auto"), (1, 64, "auto")],
 }
 
 
@@ -85,6 +96,15 @@ def quantize(x, dtype, gran):
     """Symmetric quantization of x [B, S, H, D] (float32) as docs/GPUDecode.md: codes, scales."""
     if dtype == "bf16":
         return x.to(torch.bfloat16), None
+    if gran.startswith("per_block<"):  # r tokens of a head share a scale: [B, ceil(S/r), H, 1]
+        r = block_rows(gran)
+        b, sl, h, d = x.shape
+        nb = -(-sl // r)
+        xp = torch.zeros(b, nb * r, h, d, device=x.device)
+        xp[:, :sl] = x
+        s = torch.clamp(xp.view(b, nb, r, h, d).abs().amax(dim=(2, 4)) / 448.0, min=1e-8)
+        y = x / s.repeat_interleave(r, dim=1)[:, :sl, :, None]
+        return y.to(torch.float8_e4m3fn), s[..., None].contiguous()
     dims = {"per_token_head": (3,), "per_token": (2, 3)}[gran]
     qmax = 127.0 if dtype == "i8" else 448.0
     s = torch.clamp(x.abs().amax(dim=dims, keepdim=True) / qmax, min=1e-8)
@@ -110,10 +130,17 @@ def quantize_asym(x, dtype, gran):
     return codes.to(tdt), s.reshape(shape), z.reshape(shape).to(tdt)
 
 
-def dequant(codes, s, z=None):
+def block_rows(gran):
+    """r of per_block<r x c> (1 for the other granularities)."""
+    return int(gran[len("per_block<"):].split("x")[0]) if gran and gran.startswith("per_block<") else 1
+
+
+def dequant(codes, s, z=None, rows=1):
     x = codes.float()
     if s is None:
         return x
+    if s.dim() == 4:  # per_block: [B, ceil(S/rows), H, 1]
+        return x * s.repeat_interleave(rows, dim=1)[:, :x.shape[1]]
     if z is not None:
         x = x - (z.float()[..., None] if z.dim() == 3 else z.float()[..., None, None])
     return x * (s[..., None] if s.dim() == 3 else s[..., None, None])
@@ -161,10 +188,10 @@ def test_decode_matches_reference(name, shape):
         v = 2 * v.abs()
     qb = q.to(torch.bfloat16)
     qargs, q_in, q_quant = {}, qb, qb.float()
-    if c.get("q_dtype") == "i8":  # per (token, head) int8 queries; the reference reads s·q̂
-        q_in, qs = quantize(qb.float(), "i8", "per_token_head")
+    if c.get("q_dtype") in ("i8", "f8E4M3FN"):  # quantized queries; the reference reads s·q̂
+        q_in, qs = quantize(qb.float(), c["q_dtype"], c.get("q_granularity", "per_token_head"))
         qargs = {"q_scale": qs}
-        q_quant = q_in.float() * qs[..., None]
+        q_quant = dequant(q_in, qs, rows=block_rows(c.get("q_granularity")))
     kz = vz = None
     if asym:
         kc, ks, kz = quantize_asym(k, c["kv_dtype"], c["granularity"])
@@ -179,7 +206,9 @@ def test_decode_matches_reference(name, shape):
     out = kernel(q_in, kc, vc, ks, vs, seq_lens=lens if c.get("seq_lens") else None, splits=splits,
                  **qargs)
     torch.cuda.synchronize()
-    want_q = reference(q_quant, dequant(kc, ks, kz), dequant(vc, vs, vz), lens, c.get("causal", False))
+    r = block_rows(c["granularity"])
+    want_q = reference(q_quant, dequant(kc, ks, kz, r), dequant(vc, vs, vz, r), lens,
+                       c.get("causal", False))
     want_u = reference(qb, k, v, lens, c.get("causal", False))
     assert not torch.isnan(out.float()).any()
     err_q = rel(out, want_q)
@@ -190,9 +219,12 @@ def test_decode_matches_reference(name, shape):
     err_q16 = rel(out, want_q.to(torch.bfloat16).float())
     print(f"{name} {shape}: rel err vs dequantize-then-attend {err_q:.2e}, vs it rounded to bf16 "
           f"{err_q16:.2e} (bf16 output rounding alone {floor:.2e})")
-    assert err_q <= 1e-2, err_q
+    # fp8 also rounds P to e4m3 (3 mantissa bits), which the reference leaves exact.
+    fp8 = c.get("q_dtype") == "f8E4M3FN"
+    assert err_q <= (5e-2 if fp8 else 1e-2), err_q
     # Against unquantized attention the kernel may lose no more than the quantization itself does.
-    assert rel(out, want_u) <= 1.05 * rel(want_q, want_u) + 5e-3, (rel(out, want_u), rel(want_q, want_u))
+    assert rel(out, want_u) <= 1.05 * rel(want_q, want_u) + (3e-2 if fp8 else 5e-3), \
+        (rel(out, want_u), rel(want_q, want_u))
 
 
 def test_non_default_stream_and_reuse():
