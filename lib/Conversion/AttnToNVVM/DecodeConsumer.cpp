@@ -58,15 +58,16 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
   // bf16 caches have no staged scales: every key's factor is softmax_scale · log2(e). With
   // one K scale per tile (plan.kTileScale) the caller applied it with the query scales.
   bool raw = !rowF.empty();
-  bool perKeyK = p.hasScales() && !p.kTileScale() && !raw;
+  bool perKeyK = p.hasScales() && !p.kTileScale();
   Value kFactor = p.hasScales() ? Value() : k.f32(p.softmaxScale * kLog2e);
   for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
     Value col = k.add(f.colBase, cb * 8);
     Value kv2 =
         perKeyK ? k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8) : Value();
     for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
-      Value v =
-          raw || p.kTileScale() ? acc[i] : k.fmul(acc[i], kv2 ? k.extract(kv2, i % 2) : kFactor);
+      Value v = perKeyK                     ? k.fmul(acc[i], k.extract(kv2, i % 2))
+                : raw || p.kTileScale() ? acc[i]
+                                        : k.fmul(acc[i], kFactor);
       int64_t r = accRow(i);
       Value key;
       if (p.alibi || masked)
@@ -327,6 +328,9 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     if (p.qk8() && !p.rawRowMax())
       for (int64_t i = 0; i < nS; ++i)
         acc[i] = k.fmul(p.qI8 ? k.sitofp(acc[i]) : acc[i], rowF[accRow(i)]);
+    else if (p.qI8) // s32 → f32; s_q goes into exp2's FFMA
+      for (int64_t i = 0; i < nS; ++i)
+        acc[i] = k.sitofp(acc[i]);
     ArrayRef<Value> rowFactors = p.rawRowMax() ? ArrayRef<Value>(rowF) : ArrayRef<Value>();
     // fp8 packs P itself (packFp8): the softmax leaves it in floats.
     packP = packP && !p.fp8;

@@ -98,10 +98,10 @@ struct DecodePlan {
     return fp8 && (kGran == Granularity::per_head || kGran == Granularity::per_tensor ||
                    (kGran == Granularity::per_block && kBlock % tileN == 0));
   }
-  /// Prefill whose S needs one factor per row (bf16: softmax_scale · log2 e; fp8 with one K
-  /// scale per tile: s_q · s_k · ...) and no ALiBi: the softmax takes the row maximum of the
-  /// unscaled S and folds the factor into exp2's FFMA.
-  bool rawRowMax() const { return prefill && !alibi && (!hasScales() || kTileScale()); }
+  /// S has a factor per row (bf16: softmax_scale · log2 e; int8 / fp8 queries: s_q, with one K
+  /// scale per tile also s_k · ...) and there is no ALiBi: the softmax takes the row maximum
+  /// before that factor (after any per-key K scale) and folds it into exp2's FFMA.
+  bool rawRowMax() const { return !alibi && (!hasScales() || kTileScale() || qk8()); }
   /// One byte per element in the query tile (int8 or fp8 Q·Kᵀ).
   bool qk8() const { return qI8 || fp8; }
   /// Converted-tile buffers (fp8: Vᵀ in e4m3): none when the WGMMAs read the stages, three with
