@@ -65,7 +65,7 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
     Value kv2 =
         perKeyK ? k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8) : Value();
     for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
-      Value v = perKeyK                     ? k.fmul(acc[i], k.extract(kv2, i % 2))
+      Value v = perKeyK                 ? k.fmul(acc[i], k.extract(kv2, i % 2))
                 : raw || p.kTileScale() ? acc[i]
                                         : k.fmul(acc[i], kFactor);
       int64_t r = accRow(i);
@@ -392,19 +392,23 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   auto vScaleOf = [&](const TileRef &t) {
     return k.load(k.f32(), sptr(k, c, k.add(t.scOff, p.tileN * 4)));
   };
-  auto rescale = [&](SmallVector<Value> &o, Value alpha[2]) {
+  // O *= alpha before tile t's P·V. fp8: O is kept in units of the V scale of the last tile
+  // added (the P·V WGMMA cannot apply per-tile scales), so alpha also carries s_v,prev / s_v,t —
+  // returns s_v,t, which rides at the end of the loop state — and the epilogue multiplies by
+  // the last tile's.
+  auto rescale = [&](SmallVector<Value> &o, Value alpha[2], const TileRef &t, Value svPrev) {
+    Value sv;
+    if (p.fp8) {
+      sv = vScaleOf(t);
+      Value ratio = k.fdiv(svPrev, sv);
+      alpha[0] = k.fmul(alpha[0], ratio);
+      alpha[1] = k.fmul(alpha[1], ratio);
+    }
     for (int64_t i = 0; i < nO; ++i)
       o[i] = k.fmul(o[i], alpha[accRow(i)]);
+    return sv;
   };
 
-  // fp8: O is kept in units of the V scale of the last tile added (the P·V WGMMA cannot apply
-  // per-tile scales): before tile j's P·V, O's rescale also multiplies by sv_{j−1} / sv_j, and
-  // the epilogue by sv_last. The scale rides at the end of the loop state.
-  auto svRatio = [&](Value svPrev, Value svCur, Value alpha[2]) {
-    Value ratio = k.fdiv(svPrev, svCur);
-    alpha[0] = k.fmul(alpha[0], ratio);
-    alpha[1] = k.fmul(alpha[1], ratio);
-  };
   int64_t nWords = p.fp8 ? nS / 4 : nS / 2; // P's A-fragment words per tile
   SmallVector<Value> fin;
   Value svLast;
@@ -487,12 +491,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       k.wgmmaWait(0);
       releaseV(prev);
       Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
-      Value sv;
-      if (p.fp8) {
-        sv = vScaleOf(t);
-        svRatio(st.back(), sv, alpha);
-      }
-      rescale(o, alpha);
+      Value sv = rescale(o, alpha, t, st.back());
       SmallVector<Value> next(sm.begin(), sm.begin() + 4);
       next.append(o.begin(), o.end());
       if (p.fp8) {
@@ -539,12 +538,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
       int64_t nP = p.fp8 ? nS : nS / 2; // fp8: P in floats
       Value alpha[2] = {sm[4 + nP], sm[5 + nP]};
-      Value sv;
-      if (p.fp8) {
-        sv = vScaleOf(t);
-        svRatio(st.back(), sv, alpha);
-      }
-      rescale(o, alpha);
+      Value sv = rescale(o, alpha, t, st.back());
       SmallVector<Value> words = p.fp8 ? packFp8(ArrayRef<Value>(sm).slice(4, nS))
                                        : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
       o = issuePV(o, words, t);
