@@ -102,7 +102,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     if (p.headDim != 128)
       c.fail() << "int8 queries with head_dim " << p.headDim << " (128 only)";
   } else if (isa<Float8E4M3FNType>(qT.getElementType())) {
-    // fp8 prefill: both GEMMs on e4m3 tensor cores (planFp8Prefill checks the rest).
+    // fp8 prefill: both GEMMs on e4m3 tensor cores (checkFp8Prefill checks the rest).
     p.fp8 = true;
     if (!p.prefill)
       c.fail() << "f8E4M3FN queries for decode (fp8 GEMMs are a prefill mode; decode takes bf16 "

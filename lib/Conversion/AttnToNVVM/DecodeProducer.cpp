@@ -4,10 +4,12 @@
 // tiles with TMA into `stages` mbarrier-guarded shared-memory stages; the warpgroup converts each
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
 // two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes (prefill with the
-// overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers)
-// —, zeroes keys past the sequence length, stages the per-token scales, and signals the
-// consumers. bf16 caches skip the conversion: TMA fills the swizzled layout the consumers read
-// (buildDirectProducer).
+// overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers),
+// or, for fp8 prefill, leaves K in the stage and transposes V into e4m3 Vᵀ (transposeTile) —,
+// zeroes keys past the sequence length, stages the per-token scales, and signals the consumers.
+// bf16 caches skip the conversion: TMA fills the swizzled layout the consumers read
+// (buildDirectProducer). With a persistent grid (prefill) the rings run on across work items
+// (Ctx::ring, fillSlot).
 //
 //===----------------------------------------------------------------------===//
 
