@@ -133,6 +133,10 @@ static void setupWorkIds(KernelBuilder &k, Ctx &c, Value x, Value y, Value z) {
   c.split = x ? x : k.ctaidX();
   c.qBase = k.i32(0);
   if (p.prefill) { // grid x: query chunks (one split)
+    // Causal: the block scheduler starts low ctaid.x first, so chunk nctaid.x − 1 − ctaid.x
+    // puts the chunks with the most keys first and the short ones in the grid's tail.
+    if (p.causal && !x)
+      c.split = k.sub(k.add(k.nctaidX(), -1), c.split);
     c.qBase = k.mul(c.split, p.ctaTokens());
     c.split = k.i32(0);
   }
