@@ -27,6 +27,7 @@
 #include <map>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace attn;
@@ -451,7 +452,7 @@ double bytesRead(const rt::DecodeLaunch &m, const Plan &p, const std::vector<int
   for (int32_t l : lens)
     tokens += l;
   double bytes = 2 * tokens * double(m.kvHeads) * double(m.headDim) * ref::kvElementBytes(p.kvType);
-  for (ref::Granularity g : {p.kGran, p.vGran}) {
+  for (auto [g, rows] : {std::pair{p.kGran, m.kBlockRows}, std::pair{p.vGran, m.vBlockRows}}) {
     switch (g) {
     case ref::Granularity::PerTokenHead:
       bytes += 4 * tokens * double(m.kvHeads);
@@ -465,8 +466,8 @@ double bytesRead(const rt::DecodeLaunch &m, const Plan &p, const std::vector<int
     case ref::Granularity::PerTensor:
       bytes += 4;
       break;
-    case ref::Granularity::PerBlock: // one per block of (at least) tile_n tokens: ≤ 4 per tile
-      bytes += 4 * std::ceil(tokens / double(m.tileN)) * double(m.kvHeads);
+    case ref::Granularity::PerBlock: // one per `rows` tokens of a head
+      bytes += 4 * std::ceil(tokens / double(rows)) * double(m.kvHeads);
       break;
     case ref::Granularity::None:
       break;

@@ -491,7 +491,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       k.wgmmaWait(0);
       releaseV(prev);
       Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
-      Value sv = rescale(o, alpha, t, st.back());
+      Value sv = rescale(o, alpha, t, p.fp8 ? st.back() : Value());
       SmallVector<Value> next(sm.begin(), sm.begin() + 4);
       next.append(o.begin(), o.end());
       if (p.fp8) {
@@ -538,7 +538,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
       int64_t nP = p.fp8 ? nS : nS / 2; // fp8: P in floats
       Value alpha[2] = {sm[4 + nP], sm[5 + nP]};
-      Value sv = rescale(o, alpha, t, st.back());
+      Value sv = rescale(o, alpha, t, p.fp8 ? st.back() : Value());
       SmallVector<Value> words = p.fp8 ? packFp8(ArrayRef<Value>(sm).slice(4, nS))
                                        : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
       o = issuePV(o, words, t);

@@ -22,8 +22,6 @@
 
 #include "DecodeKernelImpl.h"
 
-#include <cmath>
-
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
