@@ -9,7 +9,8 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
                                        on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
                                        int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
                                        upcast; fp8: e4m3 Q, K, V with per-block scales of
-                                       128 tokens, both GEMMs in e4m3) and of cuDNN, the ratio,
+                                       128 tokens, both GEMMs in e4m3; full_int8: half-int8's
+                                       inputs, both GEMMs in int8) and of cuDNN, the ratio,
                                        and our relative error against SDPA's bf16 output
 
 `build` needs attn-opt (ATTN_OPT) and the standard library only.
@@ -38,7 +39,10 @@ BF16 = dict(kv_dtype="bf16")
 HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                  q_granularity="per_token_head")
 FP8 = dict(kv_dtype="f8E4M3FN", granularity="per_block<128x128>", q_dtype="f8E4M3FN")
+FULL_INT8 = dict(HALF_INT8, mode="full_int8")
 MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None),
+         "full_int8": (FULL_INT8, None), "full_int8_s3": (FULL_INT8, {"stages": 3}),
+         "full_int8_ov": (FULL_INT8, {"intra_wg_overlap": True, "stages": 3}),
          "fp8_nopp": (FP8, {"pingpong": False}),
          "fp8_pers": (FP8, {"persistent": True}),
          # A/B of a compiler change: the defaults, built (MODES=…_prev) by another ATTN_OPT.

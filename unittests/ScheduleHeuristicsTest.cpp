@@ -118,4 +118,15 @@ TEST(TileN, HeadDim256HalvesTheTile) {
   // 2 · 8 KiB queries + 3 · 32 KiB stages + 3 · 16 KiB V buffers + 3 KiB scales + 12
   // mbarriers, rounded to 128, + 1 KiB of alignment.
   EXPECT_EQ(decodeSharedBytes(f8, 128, 3), 168064);
+  // full_int8 prefill: the same layout with int8 queries (and two stages by default); half-int8
+  // without the overlap copies K into two buffers beside bf16 V instead.
+  AttentionShape fi8 = decode(1, 1, 1, 1, 1, 128);
+  fi8.int8QK = true;
+  fi8.fullInt8 = true;
+  fi8.queryTiles = 2;
+  EXPECT_EQ(decodeSharedBytes(fi8, 128, 3), 168064);
+  // 2 · 8 KiB queries + 2 · 32 KiB stages + 3 · 16 KiB V buffers + 3 KiB scales + 10 mbarriers.
+  EXPECT_EQ(decodeSharedBytes(fi8, 128, 2), 135296);
+  fi8.fullInt8 = false;
+  EXPECT_GT(decodeSharedBytes(fi8, 128, 2), 135296);
 }

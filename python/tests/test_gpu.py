@@ -51,6 +51,11 @@ CASES = {
     "prefill_fp8_mqa": dict(kind="prefill", q_len=100, q_heads=16, kv_heads=1, head_dim=128,
                             kv_dtype="f8E4M3FN", granularity="per_block<128x128>",
                             q_dtype="f8E4M3FN", q_granularity="per_block<64x128>", causal=True),
+    # full_int8 prefill: both GEMMs on int8 tensor cores, P quantized to u8 per row and tile
+    "prefill_full_int8_gqa": dict(kind="prefill", q_len=77, q_heads=16, kv_heads=4, head_dim=128,
+                                  kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
+                                  q_granularity="per_token_head", mode="full_int8", causal=True,
+                                  seq_lens=True),
     # FA3's persistent grid: one CTA per SM walks the (query chunk, group, batch) items
     "prefill_persistent": dict(kind="prefill", q_len=130, q_heads=8, kv_heads=2, head_dim=128,
                                kv_dtype="bf16", granularity=None, causal=True, seq_lens=True,
@@ -68,6 +73,7 @@ SHAPES = {  # (batch, kv_len, splits)
     "prefill_dyn_mha": [(2, 300, "auto", 200), (1, 90, "auto", 129), (3, 10, "auto", 1)],
     "prefill_fp8_mqa": [(2, 300, "auto"), (1, 100, "auto")],
     "prefill_persistent": [(3, 500, "auto"), (1, 64, "auto")],
+    "prefill_full_int8_gqa": [(2, 300, "auto"), (1, 77, "auto")],
 }
 
 
@@ -220,10 +226,12 @@ def test_decode_matches_reference(name, shape):
     print(f"{name} {shape}: rel err vs dequantize-then-attend {err_q:.2e}, vs it rounded to bf16 "
           f"{err_q16:.2e} (bf16 output rounding alone {floor:.2e})")
     # fp8 also rounds P to e4m3 (3 mantissa bits), which the reference leaves exact.
+    # full_int8 rounds P to u8 (per row and tile), which it leaves exact too.
     fp8 = c.get("q_dtype") == "f8E4M3FN"
+    fi8 = c.get("mode") == "full_int8"
     assert err_q <= (5e-2 if fp8 else 1e-2), err_q
     # Against unquantized attention the kernel may lose no more than the quantization itself does.
-    assert rel(out, want_u) <= 1.05 * rel(want_q, want_u) + (3e-2 if fp8 else 5e-3), \
+    assert rel(out, want_u) <= 1.05 * rel(want_q, want_u) + (3e-2 if fp8 else 1e-2 if fi8 else 5e-3), \
         (rel(out, want_u), rel(want_q, want_u))
 
 

@@ -149,8 +149,18 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   if (p.zeroPoints && p.kv != KVType::I8)
     c.fail() << "zero points on a " << kE << " cache (i8 / ui8 only)";
   FailureOr<Mode> mode = op.getEffectiveMode();
-  if (succeeded(mode) && *mode == Mode::full_int8)
-    c.fail() << "mode full_int8 (P stays bf16: use half_int8)";
+  if (succeeded(mode))
+    p.mode = stringifyMode(*mode).str();
+  if (succeeded(mode) && *mode == Mode::full_int8) {
+    // Both GEMMs on int8 tensor cores: P quantized to u8 per row and tile, V transposed.
+    p.fullI8 = true;
+    if (!p.prefill)
+      c.fail() << "mode full_int8 for decode (P·V on int8 tensor cores is a prefill mode; "
+                  "decode is bound by the cache's bytes: use half_int8)";
+    if (!p.qI8)
+      c.fail() << "mode full_int8 with " << qT.getElementType()
+               << " queries (int8 queries with per_token_head q_scale)";
+  }
   if (p.prefill && succeeded(mode)) {
     // Prefill modes name the GEMMs' arithmetic: only what the kernel does is accepted.
     if (*mode == Mode::fp8 && !p.fp8)
@@ -169,13 +179,13 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
         continue;
       }
       Granularity g = qa.getGranularity();
-      // per_block<r x D> (one scale per r tokens of a head): fp8 prefill only.
-      bool block = g == Granularity::per_block && p.fp8 && qa.getBlockCols() == p.headDim;
+      // per_block<r x D> (one scale per r tokens of a head): fp8 and full_int8 prefill.
+      bool block = g == Granularity::per_block && p.pv8() && qa.getBlockCols() == p.headDim;
       if (g != Granularity::per_token_head && g != Granularity::per_token &&
           g != Granularity::per_head && g != Granularity::per_tensor && !block)
         c.fail() << "K/V granularity " << stringifyGranularity(g)
-                 << " (per_token_head, per_token, per_head or per_tensor; fp8 prefill also "
-                    "per_block<r x head_dim>)";
+                 << " (per_token_head, per_token, per_head or per_tensor; fp8 and full_int8 "
+                    "prefill also per_block<r x head_dim>)";
       if (!qa.getScaleType().isF32())
         c.fail() << "scales of type " << qa.getScaleType() << " (f32 scales only)";
     }
@@ -279,6 +289,9 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
                << "-key tile: per_block<r x head_dim> with r a multiple of " << p.tileN
                << ", per_head or per_tensor)";
   }
+  if (p.fullI8 && p.tileN != 128)
+    c.fail() << "full_int8 prefill with tile_n " << p.tileN
+             << " (128 only: P·V on s8 reads Vᵀ rows of 128 keys)";
   if (p.stages < 1 || p.stages > 4)
     c.fail() << "stages " << p.stages << " (1 to 4)";
   if (p.groupSize() % p.pack != 0 || p.rows() > 64)
@@ -299,6 +312,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   shape.kvElemBytes = p.kvElemBytes();
   shape.int8QK = p.qI8;
   shape.fp8 = p.fp8;
+  shape.fullInt8 = p.fullI8;
   shape.zeroPoints = p.zeroPoints;
   shape.queryTiles = p.qTiles();
   if (p.smemBytes() != decodeSharedBytes(shape, p.tileN, p.stages, p.kDirect())) {
@@ -338,7 +352,7 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
     if (gpuOps.empty())
       return;
     bool ok = true;
-    SmallVector<std::pair<func::FuncOp, DecodePlan>> plans;
+    SmallVector<std::pair<func::FuncOp, DecodePlan>, 1> plans;
     SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
     SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;

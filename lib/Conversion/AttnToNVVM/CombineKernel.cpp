@@ -289,6 +289,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   Object root{{"format", "attn-launch-v1"},
               {"arch", 90},
               {"problem", Object{{"kind", p.prefill ? "prefill" : "decode"},
+                                 {"mode", p.mode},
                                  {"batch", p.batch},
                                  {"q_len", p.qLen},
                                  {"q_heads", p.qHeads},

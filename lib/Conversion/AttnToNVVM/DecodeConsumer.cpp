@@ -3,7 +3,8 @@
 // What this file is: the consumers of `<name>_decode` / `<name>_prefill` (DecodeKernel.cpp):
 // S = Q·Kᵀ on WGMMA (bf16; s8 for int8 queries; e4m3 for fp8), S scaled by the query and key
 // scales, masks (length, causal) and ALiBi, online softmax in the log2 domain, P packed in
-// registers (bf16, or e4m3 for fp8) and O += P·V on WGMMA with A from registers; the
+// registers (bf16; e4m3 for fp8; u8 with a scale per row and tile for full_int8) and O += P·V on
+// WGMMA with A from registers (full_int8: into s32, added to O in float); the
 // intra-warpgroup overlap and pingpong of FA3 for prefill; the merge of two decode consumers;
 // and the epilogue (O / l as bf16, or the split-KV partial (O, m, l)).
 //
@@ -332,8 +333,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       for (int64_t i = 0; i < nS; ++i)
         acc[i] = k.sitofp(acc[i]);
     ArrayRef<Value> rowFactors = p.rawRowMax() ? ArrayRef<Value>(rowF) : ArrayRef<Value>();
-    // fp8 packs P itself (packFp8): the softmax leaves it in floats.
-    packP = packP && !p.fp8;
+    // fp8 and full_int8 pack P themselves (pack8): the softmax leaves it in floats.
+    packP = packP && !p.pv8();
     Value needMask = k.cmp(P::sgt, k.add(t.tileStart, p.tileN - 1), maskFrom);
     int64_t nP = packP ? nS / 2 : nS;
     SmallVector<Type> types(4 + nP, k.f32());
@@ -360,16 +361,21 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
                                   rowFactors));
         });
   };
-  // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step — or, fp8,
-  // B = Vᵀ (D × tileN) K-major, 32 keys per step; one commit group, not waited for.
+  // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step — or, fp8
+  // and full_int8, B = Vᵀ (D × tileN) K-major, 32 keys per step; one commit group, not waited
+  // for. full_int8 returns the tile's own s32 product (`o` is not read: see addPV).
   auto issuePV = [&](SmallVector<Value> o, ArrayRef<Value> pWords, const TileRef &t,
                      bool fence = true) {
     if (fence)
       k.wgmmaFence();
-    if (p.fp8)
+    if (p.fullI8)
+      o.assign(nO, LLVM::UndefOp::create(k.builder(), k.getLoc(), k.i32()));
+    if (p.pv8())
       for (int64_t kk = 0; kk < p.tileN / 32; ++kk) {
         Value db = k.wgmmaDescriptor(k.add(t.vAddr, kk * 32), 16, 1024);
-        o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, false, /*fp8=*/true);
+        o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, false,
+                      p.fp8 ? KernelBuilder::RSTypes::E4M3 : KernelBuilder::RSTypes::U8S8,
+                      /*accumulate=*/p.fp8 || kk > 0);
       }
     else
       for (int64_t kk = 0; kk < p.tileN / 16; ++kk) {
@@ -379,14 +385,52 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     k.wgmmaCommit();
     return o;
   };
-  // fp8: P's e4m3 A fragments (k-step kk: 4 words of 4 keys each) from the nS floats of the S
-  // fragment, in register order — the producer stored Vᵀ with its keys permuted to match.
-  auto packFp8 = [&](ArrayRef<Value> pf) {
+  // full_int8: P's scale per row of this tile — {255 / max, max / 255} of the row's P · s_v
+  // (the tile's P̂ = round(P · s_v · 255 / max) fills u8's range; 0 for a row with nothing).
+  struct RowScale {
+    Value inv[2], c[2];
+  };
+  auto rowScaleP = [&](ArrayRef<Value> pf) {
+    RowScale rs;
+    SmallVector<Value> vals[2];
+    for (int64_t i = 0; i < nS; ++i)
+      vals[accRow(i)].push_back(pf[i]);
+    for (int r = 0; r < 2; ++r) {
+      Value mx = reduceTree(k, vals[r], true);
+      mx = k.fmax(mx, k.shflXor(mx, 1));
+      mx = k.fmax(mx, k.shflXor(mx, 2));
+      rs.inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, mx, k.f32(0)),
+                           k.fdiv(k.f32(255.0), mx), k.f32(0));
+      rs.c[r] = k.fmul(mx, k.f32(1.0 / 255.0));
+    }
+    return rs;
+  };
+  // fp8 / full_int8: P's 8-bit A fragments (k-step kk: 4 words of 4 keys each, one row per word)
+  // from the nS floats of the S fragment, in register order — the producer stored Vᵀ with its
+  // keys permuted to match. full_int8 scales each row by `inv`.
+  auto pack8 = [&](ArrayRef<Value> pf, const RowScale *rs) {
     SmallVector<Value> words;
     for (int64_t b = 0; b < nS; b += 16)
       for (int64_t w : {0, 2, 8, 10})
-        words.push_back(k.packE4M3x4(pf[b + w], pf[b + w + 1], pf[b + w + 4], pf[b + w + 5]));
+        words.push_back(rs ? k.packU8x4(pf[b + w], pf[b + w + 1], pf[b + w + 4], pf[b + w + 5],
+                                        rs->inv[accRow(b + w)])
+                           : k.packE4M3x4(pf[b + w], pf[b + w + 1], pf[b + w + 4], pf[b + w + 5]));
     return words;
+  };
+  // full_int8: O += (P̂ · V̂ᵀ) · c per row, the tile's s32 product in float.
+  auto addPV = [&](SmallVector<Value> &o, ArrayRef<Value> acc, ArrayRef<Value> c2) {
+    for (int64_t i = 0; i < nO; ++i)
+      o[i] = k.fma(k.sitofp(acc[i]), c2[accRow(i)], o[i]);
+  };
+  // The words of P (and, full_int8, its row scales appended) as the loop carries them.
+  auto packP8 = [&](ArrayRef<Value> pf) {
+    if (!p.fullI8)
+      return pack8(pf, nullptr);
+    RowScale rs = rowScaleP(pf);
+    SmallVector<Value> out = pack8(pf, &rs);
+    out.push_back(rs.c[0]);
+    out.push_back(rs.c[1]);
+    return out;
   };
   // fp8: V's scale of tile t (one per tile; the producer staged it per key).
   auto vScaleOf = [&](const TileRef &t) {
@@ -409,7 +453,9 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     return sv;
   };
 
-  int64_t nWords = p.fp8 ? nS / 4 : nS / 2; // P's A-fragment words per tile
+  int64_t nWords = p.pv8() ? nS / 4 : nS / 2; // P's A-fragment words per tile
+  // What the loops carry after P's words: fp8 the V scale of the tile, full_int8 P's row scales.
+  int64_t nTail = p.fp8 ? 1 : p.fullI8 ? 2 : 0;
   SmallVector<Value> fin;
   Value svLast;
   if (p.overlap) {
@@ -420,8 +466,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     SmallVector<Type> proTypes(4, k.f32());
     for (int64_t i = 0; i < nWords; ++i)
       proTypes.push_back(k.i32());
-    if (p.fp8)
-      proTypes.push_back(k.f32());
+    proTypes.append(nTail, k.f32());
     SmallVector<Value> pro = k.ifThenElse(
         any, proTypes,
         [&] {
@@ -433,14 +478,15 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
           waitV(t);
           Value m[2] = {negInf, negInf}, l[2] = {k.f32(0), k.f32(0)};
           SmallVector<Value> sm = softmax(acc, t, m, l);
-          if (!p.fp8) {
+          if (!p.pv8()) {
             sm.resize(4 + nWords); // alpha: O is zero
             return sm;
           }
           SmallVector<Value> out(sm.begin(), sm.begin() + 4);
-          SmallVector<Value> words = packFp8(ArrayRef<Value>(sm).slice(4, nS));
+          SmallVector<Value> words = packP8(ArrayRef<Value>(sm).slice(4, nS));
           out.append(words.begin(), words.end());
-          out.push_back(vScaleOf(t));
+          if (p.fp8)
+            out.push_back(vScaleOf(t));
           return out;
         },
         [&] {
@@ -449,9 +495,11 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
             none.push_back(k.i32(0));
           if (p.fp8)
             none.push_back(k.f32(1));
+          none.append(p.fullI8 ? 2 : 0, k.f32(0));
           return none;
         });
-    // Carried: m0, m1, l0, l1, O..., P words of the previous tile (fp8: then its V scale).
+    // Carried: m0, m1, l0, l1, O..., P words of the previous tile, then its V scale (fp8) or
+    // P's row scales (full_int8).
     SmallVector<Value> init(pro.begin(), pro.begin() + 4);
     for (int64_t i = 0; i < nO; ++i)
       init.push_back(k.f32(0));
@@ -474,8 +522,11 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         k.barrierSync(myBar, 256);
       SmallVector<Value> acc = issueS(t);
       SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
-      o = issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.begin() + 4 + nO + nWords), prev,
+      SmallVector<Value> pv =
+          issuePV(o, SmallVector<Value>(st.begin() + 4 + nO, st.begin() + 4 + nO + nWords), prev,
                   /*fence=*/false); // issueS's fence covers O and P
+      if (!p.fullI8)
+        o = pv;
       if (p.pingpong) {
         Value notLast = k.cmp(P::ne, j, k.add(c.numTiles, -1));
         k.ifThen(k.bor(k.cmp(P::eq, wg, 0), notLast), [&] { k.barrierArrive(otherBar, 256); });
@@ -490,14 +541,17 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false);
       k.wgmmaWait(0);
       releaseV(prev);
+      if (p.fullI8)
+        addPV(o, pv, SmallVector<Value>{st[st.size() - 2], st[st.size() - 1]});
       Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
       Value sv = rescale(o, alpha, t, p.fp8 ? st.back() : Value());
       SmallVector<Value> next(sm.begin(), sm.begin() + 4);
       next.append(o.begin(), o.end());
-      if (p.fp8) {
-        SmallVector<Value> words = packFp8(ArrayRef<Value>(sm).slice(4, nS));
+      if (p.pv8()) {
+        SmallVector<Value> words = packP8(ArrayRef<Value>(sm).slice(4, nS));
         next.append(words.begin(), words.end());
-        next.push_back(sv);
+        if (p.fp8)
+          next.push_back(sv);
       } else {
         for (int64_t i = 0; i < nS; i += 2)
           next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i]));
@@ -513,7 +567,11 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
               o, SmallVector<Value>(loop.begin() + 4 + nO, loop.begin() + 4 + nO + nWords), t);
           k.wgmmaWait(0);
           releaseV(t);
-          return out;
+          if (!p.fullI8)
+            return out;
+          SmallVector<Value> sum = o;
+          addPV(sum, out, ArrayRef<Value>(loop).take_back(2));
+          return sum;
         },
         [&] { return o; });
     fin.assign(loop.begin(), loop.begin() + 4);
@@ -536,14 +594,18 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
       SmallVector<Value> sm = softmax(acc, t, mOld, lOld);
       SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
-      int64_t nP = p.fp8 ? nS : nS / 2; // fp8: P in floats
+      int64_t nP = p.pv8() ? nS : nS / 2; // fp8, full_int8: P in floats
       Value alpha[2] = {sm[4 + nP], sm[5 + nP]};
       Value sv = rescale(o, alpha, t, p.fp8 ? st.back() : Value());
-      SmallVector<Value> words = p.fp8 ? packFp8(ArrayRef<Value>(sm).slice(4, nS))
-                                       : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
-      o = issuePV(o, words, t);
+      SmallVector<Value> words = p.pv8() ? packP8(ArrayRef<Value>(sm).slice(4, nS))
+                                         : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
+      SmallVector<Value> pv = issuePV(o, ArrayRef<Value>(words).take_front(nWords), t);
       k.wgmmaWait(0);
       releaseV(t);
+      if (p.fullI8)
+        addPV(o, pv, ArrayRef<Value>(words).take_back(2));
+      else
+        o = pv;
       SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
       next.append(o.begin(), o.end());
       if (p.fp8)

@@ -44,7 +44,7 @@ DecodePlan::Smem DecodePlan::smem() const {
   m.nConv = convBufs();
   if (m.nConv) { // conversion buffers (K unless read from the stage, then bf16 V) and scales
     m.convV = kDirect() ? 0 : tileN * headDim * qkBytes;
-    m.convStride = m.convV + tileN * headDim * (fp8 ? 1 : 2); // V: bf16, or fp8 Vᵀ
+    m.convStride = m.convV + tileN * headDim * (pv8() ? 1 : 2); // V: bf16, or 8-bit Vᵀ
     off += m.nConv * m.convStride;
     m.scales = off;
     m.scaleStride = 2 * tileN * 4;

@@ -35,6 +35,16 @@ struct DecodePlan {
   /// fragment); P·256 is packed to e4m3 in registers and O += P̂·V̂ᵀ runs on e4m3 WGMMA, V's
   /// per-tile scale folded into O's rescale (head_dim 128, tile_n 128).
   bool fp8 = false;
+  /// Prefill mode full_int8 (int8 queries, qI8): Q·Kᵀ on s8 WGMMA as for half_int8, then P
+  /// (times each key's V scale) quantized to u8 with one scale per row and tile (its maximum
+  /// / 255) and O += (P̂·V̂ᵀ) · scale on u8 × s8 WGMMA with s32 accumulators, V transposed by
+  /// the producer as for fp8 (head_dim 128, tile_n 128).
+  bool fullI8 = false;
+  /// The arithmetic mode (`mode`, or the one the element types imply), for the launch metadata.
+  std::string mode = "bf16";
+  /// P·V on 8-bit tensor cores (fp8, full_int8): K read from the TMA stage, V transposed into
+  /// one-byte Vᵀ buffers (keys permuted to match P's register fragment).
+  bool pv8() const { return fp8 || fullI8; }
   /// Tokens per scale of per_block<r x D> granularities (1 otherwise): queries (fp8, else
   /// per_token_head), K and V.
   int64_t qBlock = 1, kBlock = 1, vBlock = 1;
@@ -91,7 +101,7 @@ struct DecodePlan {
   /// consumer holding two leaves it one to convert ahead into (0.58–0.79× cuDNN against
   /// 0.55–0.68× on the two K+V buffers; without the overlap it measured slower than copying K:
   /// docs/benchmarks/gpu-prefill.md).
-  bool kDirect() const { return prefill && ((qI8 && overlap) || fp8); }
+  bool kDirect() const { return prefill && ((qI8 && overlap) || pv8()); }
   /// fp8 with one K scale per tile (per_block rows a multiple of tile_n, per_head, per_tensor):
   /// the consumers fold it into each row's query scale instead of scaling S per key.
   bool kTileScale() const {
@@ -104,13 +114,13 @@ struct DecodePlan {
   bool rawRowMax() const { return !alibi && (!hasScales() || kTileScale() || qk8()); }
   /// One byte per element in the query tile (int8 or fp8 Q·Kᵀ).
   bool qk8() const { return qI8 || fp8; }
-  /// Converted-tile buffers (fp8: Vᵀ in e4m3): none when the WGMMAs read the stages, three with
+  /// Converted-tile buffers (fp8 / full_int8: one-byte Vᵀ): none when the WGMMAs read the stages, three with
   /// kDirect, else two.
   int64_t convBufs() const { return directKV() ? 0 : kDirect() ? 3 : 2; }
   /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzles.
   int64_t tmaBoxColumns() const { return directKV() ? 64 : headDim; }
   int64_t kSwizzleBytes() const { return directKV() || kDirect() ? 128 : 0; }
-  int64_t vSwizzleBytes() const { return directKV() || fp8 ? 128 : 0; }
+  int64_t vSwizzleBytes() const { return directKV() || pv8() ? 128 : 0; }
   /// Floats of one split's partial (O, m, l), padded to 4 so every O row stays 16-byte aligned
   /// for the combine's vector loads.
   int64_t workspaceFloatsPerSplit() const {

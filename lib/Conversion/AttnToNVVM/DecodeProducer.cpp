@@ -5,7 +5,8 @@
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
 // two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes (prefill with the
 // overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers),
-// or, for fp8 prefill, leaves K in the stage and transposes V into e4m3 Vᵀ (transposeTile) —,
+// or, for fp8 and full_int8 prefill, leaves K in the stage and transposes V into 8-bit Vᵀ
+// (transposeTile) —,
 // zeroes keys past the sequence length, stages the per-token scales, and signals the consumers.
 // bf16 caches skip the conversion: TMA fills the swizzled layout the consumers read
 // (buildDirectProducer). With a persistent grid (prefill) the rings run on across work items
@@ -119,7 +120,7 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   }
 }
 
-/// fp8 (plan.fp8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte swizzled by
+/// fp8 and full_int8 (plan.pv8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte swizzled by
 /// TMA) into Vᵀ (128 rows of tileN keys, 128-byte swizzled: the K-major B of the e4m3 P·V
 /// WGMMA), permuting the keys within each 16-key group to match P's A fragment: the thread with
 /// S columns {2t, 2t+1, 2t+8, 2t+9} of a 16-key group holds A columns 4t..4t+3, so Vᵀ row n's
@@ -362,7 +363,7 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     auto convert = [&](bool masked) {
       if (!p.kDirect()) // K's bytes: copied for the s8 WGMMA, or dequantized
         dequantTile(k, c, stageOff, convOff, rowsValid, masked, /*copyBytes=*/p.qI8, kZeros);
-      if (p.fp8) // Vᵀ for the e4m3 P·V
+      if (p.pv8()) // Vᵀ for the 8-bit P·V (e4m3, or s8 under full_int8)
         transposeTile(k, c, k.add(stageOff, c.sm.stageV), k.add(convOff, c.sm.convV), rowsValid,
                       masked);
       else

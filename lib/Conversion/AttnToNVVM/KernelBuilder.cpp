@@ -145,8 +145,8 @@ Value KernelBuilder::wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t s
   return bor(addr, i64(static_cast<int64_t>(fixed)));
 }
 
-Type KernelBuilder::accStructType(int64_t n) {
-  SmallVector<Type> fields(n / 2, f32());
+Type KernelBuilder::accStructType(int64_t n, Type field) {
+  SmallVector<Type> fields(n / 2, field);
   return LLVM::LLVMStructType::getLiteral(ctx(), fields);
 }
 
@@ -168,8 +168,7 @@ SmallVector<Value> KernelBuilder::wgmmaShared(ArrayRef<Value> acc, Value descA, 
                                               int64_t n, int64_t kDim, NVVM::WGMMATypes ab,
                                               NVVM::WGMMATypes d, Type field, bool accumulate,
                                               bool transB) {
-  SmallVector<Type> fields(n / 2, field);
-  Type st = LLVM::LLVMStructType::getLiteral(ctx(), fields);
+  Type st = accStructType(n, field);
   Value in = accumulate ? packStruct(st, acc) : LLVM::UndefOp::create(b, loc, st).getResult();
   auto shape = NVVM::MMAShapeAttr::get(ctx(), 64, n, kDim);
   Value out = NVVM::WgmmaMmaAsyncOp::create(
@@ -223,30 +222,50 @@ Value KernelBuilder::packBF16x2Ordered(Value lo, Value hi) {
       .getResult(0);
 }
 
+Value KernelBuilder::packU8x4(Value x0, Value x1, Value x2, Value x3, Value scale) {
+  // x · scale + 1.5 · 2^23 holds round(x · scale) in its low mantissa bits; prmt gathers byte 0
+  // of each.
+  return LLVM::InlineAsmOp::create(
+             b, loc, i32(), ValueRange{x0, x1, x2, x3, scale},
+             "{ .reg .f32 t0, t1, t2, t3; .reg .b32 lo, hi; "
+             "fma.rn.f32 t0, $1, $5, 0f4B400000; fma.rn.f32 t1, $2, $5, 0f4B400000; "
+             "fma.rn.f32 t2, $3, $5, 0f4B400000; fma.rn.f32 t3, $4, $5, 0f4B400000; "
+             "prmt.b32 lo, t0, t1, 0x0040; prmt.b32 hi, t2, t3, 0x0040; "
+             "prmt.b32 $0, lo, hi, 0x5410; }",
+             "=r,f,f,f,f,f", /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
 SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB,
-                                          int64_t n, bool transB, bool fp8) {
+                                          int64_t n, bool transB, RSTypes types, bool accumulate) {
   // NVVM's wgmma op takes A only as a descriptor; the register form is inline PTX.
   int64_t nacc = n / 2;
+  bool isInt = types == RSTypes::U8S8;
   std::string regs, cons;
   for (int64_t i = 0; i < nacc; ++i) {
     regs += (i ? ", $" : "$") + std::to_string(i);
-    cons += (i ? ",=f" : "=f");
+    cons += (i ? "," : "") + std::string(isInt ? "=r" : "=f");
   }
-  // 8-bit types take no transpose immediate.
-  std::string shape = fp8 ? "k32.f32.e4m3.e4m3" : "k16.f32.bf16.bf16";
-  std::string trans = fp8 ? "" : (transB ? ", 1" : ", 0");
-  std::string asmStr =
-      llvm::formatv("{{ .reg .pred p; setp.ne.b32 p, 1, 0; "
-                    "wgmma.mma_async.sync.aligned.m64n{0}{8} {{{1}}, {{${2}, ${3}, ${4}, ${5}}, "
-                    "${6}, p, 1, 1{7}; }",
-                    n, regs, nacc, nacc + 1, nacc + 2, nacc + 3, nacc + 4, trans, shape);
+  // 8-bit types take no transpose immediate, integer types no scale immediates either.
+  std::string shape = types == RSTypes::BF16   ? "k16.f32.bf16.bf16"
+                      : types == RSTypes::E4M3 ? "k32.f32.e4m3.e4m3"
+                                               : "k32.s32.u8.s8";
+  std::string imm = isInt                      ? ""
+                    : types == RSTypes::E4M3   ? ", 1, 1"
+                                               : (transB ? ", 1, 1, 1" : ", 1, 1, 0");
+  std::string asmStr = llvm::formatv(
+      "{{ .reg .pred p; setp.ne.b32 p, {9}, 0; "
+      "wgmma.mma_async.sync.aligned.m64n{0}{8} {{{1}}, {{${2}, ${3}, ${4}, ${5}}, "
+      "${6}, p{7}; }",
+      n, regs, nacc, nacc + 1, nacc + 2, nacc + 3, nacc + 4, imm, shape, accumulate ? 1 : 0);
   cons += ",r,r,r,r,l";
   for (int64_t i = 0; i < nacc; ++i)
     cons += "," + std::to_string(i);
   SmallVector<Value> operands(a.begin(), a.end());
   operands.push_back(descB);
   operands.append(acc.begin(), acc.end());
-  Type st = accStructType(n);
+  Type st = accStructType(n, isInt ? i32() : f32());
   auto op = LLVM::InlineAsmOp::create(b, loc, st, operands, asmStr, cons,
                                       /*has_side_effects=*/true, /*is_align_stack=*/false,
                                       LLVM::tailcallkind::TailCallKind::None,

@@ -208,11 +208,17 @@ public:
   /// Four f32 → four e4m3 bytes (cvt.rn.satfinite), `x0` in bits 0–7; side-effecting inline PTX
   /// like packBF16x2Ordered.
   Value packE4M3x4(Value x0, Value x1, Value x2, Value x3);
-  /// D += A·B with A in registers and B in shared memory: four bf16x2 per thread (the m64k16
-  /// fragment; `transB` for an MN-major B), or with `fp8` four e4m3x4 (the m64k32 fragment) and
-  /// a K-major B.
+  /// Four f32 in [0, 255.5) → four u8 (x · `scale` rounded to nearest even), `x0` in bits 0–7;
+  /// side-effecting inline PTX like packBF16x2Ordered (FFMA with 1.5 · 2^23, then prmt).
+  Value packU8x4(Value x0, Value x1, Value x2, Value x3, Value scale);
+  /// Operand types of a register-A WGMMA: bf16 × bf16 (m64k16, f32 accumulators), e4m3 × e4m3
+  /// (m64k32, f32) or u8 A × s8 B (m64k32, s32 accumulators).
+  enum class RSTypes { BF16, E4M3, U8S8 };
+  /// D (+)= A·B with A in registers and B in shared memory: four bf16x2 per thread (the m64k16
+  /// fragment; `transB` for an MN-major B), or four 8-bit ×4 words (the m64k32 fragment) and a
+  /// K-major B. With `accumulate` false the old values are ignored (scale-d 0).
   SmallVector<Value> wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a, Value descB, int64_t n,
-                             bool transB, bool fp8 = false);
+                             bool transB, RSTypes types = RSTypes::BF16, bool accumulate = true);
   void wgmmaFence() { NVVM::WgmmaFenceAlignedOp::create(b, loc); }
   void wgmmaCommit() { NVVM::WgmmaGroupSyncAlignedOp::create(b, loc); }
   void wgmmaWait(int64_t pending) { NVVM::WgmmaWaitGroupSyncOp::create(b, loc, pending); }
@@ -233,7 +239,8 @@ private:
   /// Inline PTX with side effects and no results; `constraints` as LLVM writes them.
   void asmVoid(StringRef ptx, StringRef constraints, ValueRange operands);
   Value constLike(Value x, int64_t v) { return LLVM::ConstantOp::create(b, loc, x.getType(), v); }
-  Type accStructType(int64_t n);
+  /// The struct of an m64nN accumulator fragment: N/2 fields of `field`.
+  Type accStructType(int64_t n, Type field);
   Value packStruct(Type t, ArrayRef<Value> values);
   /// One SS WGMMA m64nNkK: `ab` inputs, `d` accumulators (N/2 values of `field` per thread).
   SmallVector<Value> wgmmaShared(ArrayRef<Value> acc, Value descA, Value descB, int64_t n,

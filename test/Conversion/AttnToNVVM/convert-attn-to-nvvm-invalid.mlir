@@ -138,7 +138,7 @@ func.func @prefill_split(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf
 
 func.func @per_group(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
                      %ks: memref<?x?x1x2xf32>, %vs: memref<?x?x1x2xf32>, %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group (per_token_head, per_token, per_head or per_tensor; fp8 prefill also per_block<r x head_dim>)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group (per_token_head, per_token, per_head or per_tensor; fp8 and full_int8 prefill also per_block<r x head_dim>)}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
       k_scale(%ks : memref<?x?x1x2xf32>) v_scale(%vs : memref<?x?x1x2xf32>)
       outs(%o : memref<?x1x8x128xbf16>)
@@ -387,5 +387,36 @@ func.func @decode_two_consumer_entries(%q: memref<1x1x8x128xbf16>, %k: memref<1x
   attn.attention decode ins(%q, %k, %v : memref<1x1x8x128xbf16>, memref<1x64x1x128xbf16>, memref<1x64x1x128xbf16>)
       outs(%o : memref<1x1x8x128xbf16>) {target = #attn.target<sm_90a>,
        schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 56>, consumer<warpgroups = 1, regs = 200>, consumer<warpgroups = 1, regs = 200>]>}
+  return
+}
+
+// -----
+
+// full_int8 quantizes P for int8 tensor cores in prefill; decode reads the cache's bytes.
+func.func @decode_full_int8(%q: memref<2x3x16x128xi8>, %k: memref<2x100x1x128xi8>, %v: memref<2x100x1x128xi8>,
+                            %qs: memref<2x3x16xf32>, %ks: memref<2x100x1xf32>, %vs: memref<2x100x1xf32>,
+                            %o: memref<2x3x16x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: mode full_int8 for decode (P·V on int8 tensor cores is a prefill mode; decode is bound by the cache's bytes: use half_int8)}}
+  attn.attention decode ins(%q, %k, %v : memref<2x3x16x128xi8>, memref<2x100x1x128xi8>, memref<2x100x1x128xi8>)
+      q_scale(%qs : memref<2x3x16xf32>) k_scale(%ks : memref<2x100x1xf32>) v_scale(%vs : memref<2x100x1xf32>)
+      outs(%o : memref<2x3x16x128xbf16>)
+      {mode = #attn.mode<full_int8>, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// full_int8's P·V on s8 reads Vᵀ rows of 128 keys.
+func.func @prefill_full_int8_tile64(%q: memref<1x128x8x128xi8>, %k: memref<1x128x8x128xi8>, %v: memref<1x128x8x128xi8>,
+                                    %qs: memref<1x128x8xf32>, %ks: memref<1x128x8xf32>, %vs: memref<1x128x8xf32>,
+                                    %o: memref<1x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: full_int8 prefill with tile_n 64 (128 only: P·V on s8 reads Vᵀ rows of 128 keys)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xi8>, memref<1x128x8x128xi8>, memref<1x128x8x128xi8>)
+      q_scale(%qs : memref<1x128x8xf32>) k_scale(%ks : memref<1x128x8xf32>) v_scale(%vs : memref<1x128x8xf32>)
+      outs(%o : memref<1x128x8x128xbf16>)
+      {mode = #attn.mode<full_int8>, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<tile_n = 64>}
   return
 }

@@ -31,11 +31,11 @@ int64_t mlir::attn::decodeSharedBytes(const AttentionShape &s, int64_t tileN, in
   // 8-bit Q·Kᵀ (int8 or fp8): the query tile (and copied K buffers) hold one byte per element.
   int64_t qkBytes = s.int8QK || s.fp8 ? 1 : 2;
   // bf16 caches: the WGMMAs read the TMA stages themselves (no conversion buffers, no scales).
-  // directK: K read from the stage, only V converted (to bf16, or fp8 transposed), into three
-  // buffers; fp8 always reads K from the stage.
+  // directK: K read from the stage, only V converted (to bf16, or transposed in 8 bits), into
+  // three buffers; fp8 and full_int8 always read K from the stage.
   bool direct = s.kvElemBytes == 2;
-  directK = directK || s.fp8;
-  int64_t vBytes = s.fp8 ? 1 : 2;
+  directK = directK || s.pv8();
+  int64_t vBytes = s.pv8() ? 1 : 2;
   int64_t bufs = direct ? 0 : directK ? 3 : 2;
   int64_t bytes = s.queryTiles * 64 * s.headDim * qkBytes;                // packed queries
   bytes += stages * alignUp(2 * tileN * s.headDim * s.kvElemBytes, 1024); // K+V stages (TMA)

@@ -72,6 +72,9 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     shape.fp8 = op.getKind() == AttentionKind::prefill &&
                 isa<Float8E4M3FNType>(qT.getElementType()) &&
                 isa<Float8E4M3FNType>(kT.getElementType());
+    FailureOr<Mode> mode = op.getEffectiveMode();
+    shape.fullInt8 = op.getKind() == AttentionKind::prefill && shape.int8QK && succeeded(mode) &&
+                     *mode == Mode::full_int8;
     shape.zeroPoints = static_cast<bool>(op.getKZero());
     GPUInfo gpu;
     gpu.numSMs = numSMs;
@@ -131,7 +134,9 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // wants a third stage (measured on the H100 Table-1/2 shapes: 0.66–0.97× cuDNN against
       // 0.67–0.87× without overlap and 0.56–0.67× with overlap on two stages;
       // docs/benchmarks/gpu-prefill.md) — when three stages fit.
-      // fp8 (both GEMMs on e4m3 tensor cores) is scheduled like bf16.
+      // fp8 (both GEMMs on e4m3 tensor cores) is scheduled like bf16. full_int8 is not: its
+      // P·V adds a 64-register s32 product to O, and with the overlap (O, that product in
+      // flight, S and P's words) the consumers spill 400–600 bytes at any register split.
       bool bf16 = shape.kvElemBytes == 2 || shape.fp8;
       bool threeFit = decodeSharedBytes(shape, f.tileN, 3) <= kMaxSharedBytesSm90;
       // A spec's own choice stands; half-int8 gets it only on request (measured no faster).
@@ -144,8 +149,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // issues loads (40 registers) and two consumers with 232 (40 + 2 · 232 = 3 · 168).
       // Half-int8 with the overlap reads K from the stages and converts only V: one producer
       // warpgroup as well (with two of 56 and consumers of 200 the consumers spill).
-      // fp8 transposes V in its one producer warpgroup.
-      if (shape.headDim <= 128 && shape.fp8)
+      // fp8 and full_int8 transpose V in their one producer warpgroup.
+      if (shape.headDim <= 128 && shape.pv8())
         f.fillRoles(ctx, 72, 2, 216, 1);
       else if (shape.headDim <= 128 && (shape.kvElemBytes == 2 || (shape.int8QK && overlap)))
         f.fillRoles(ctx, 40, 2, 232, 1);

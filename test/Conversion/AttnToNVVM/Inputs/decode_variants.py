@@ -6,7 +6,8 @@ q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), 
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), and prefill
 (pf_*: the same kernel over query chunks; bf16 — by default with FA3's intra-warpgroup overlap
 and pingpong, *_nopp without pingpong, *_noov without either, *_ov2 on two stages —, and
-half-int8 with int8 queries, *_ov with the overlap; fp8 with e4m3 queries — f8q: per_block scales,
+half-int8 with int8 queries, *_ov with the overlap; full_int8 (fi8q, fi8qb: per_block K/V);
+fp8 with e4m3 queries — f8q: per_block scales,
 f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
@@ -20,7 +21,10 @@ KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": 
       "u8a": ("ui8", "per_token"),
       # fp8 prefill: (Q, K, V) granularities.
       "f8q": ("f8E4M3FN", ("per_block<64x128>", "per_block<128x128>", "per_block<256x128>")),
-      "f8qt": ("f8E4M3FN", ("per_token_head", "per_token_head", "per_head"))}
+      "f8qt": ("f8E4M3FN", ("per_token_head", "per_token_head", "per_head")),
+      # full_int8 prefill (P·V on s8 too): per_token_head K and V, or per_block<128x128>.
+      "fi8q": ("i8", ("per_token_head", "per_token_head", "per_token_head")),
+      "fi8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<128x128>"))}
 ASYM = ("i8a", "u8a")
 
 
@@ -40,8 +44,8 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
          schedule=None):
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
-    q = o.replace("bf16", "i8") if kv == "i8q" else o
-    if kv.startswith("f8q"):
+    q = o.replace("bf16", "i8") if kv in ("i8q", "fi8q", "fi8qb") else o
+    if isinstance(gran, tuple):
         q = o.replace("bf16", elem)
         qgran, gran, vgran = gran
     else:
@@ -52,7 +56,9 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
     attrs = ["target = #attn.target<sm_90a>"]
     if schedule:
         attrs.append(f"schedule = #attn.schedule<{schedule}>")
-    if kv == "i8q" or kv.startswith("f8q"):
+    if kv.startswith("fi8q"):
+        attrs.append("mode = #attn.mode<full_int8>")
+    if kv in ("i8q", "fi8q", "fi8qb") or kv.startswith("f8q"):
         qs = scale_type(qgran, sq, hq)
         args.append(f"%qs: {qs}")
         ops += f"      q_scale(%qs : {qs})\n"
@@ -144,6 +150,14 @@ def variants():
              "pingpong = false"),
             ("pf_f8q_mqa16_d128_q77_noov", "f8q", (16, 1), 77, False, False, True,
              "intra_wg_overlap = false, stages = 2")]:
+        out.append((name, kv, hq, hkv, 128, sq, causal, alibi, lens, "prefill", sched))
+    # full_int8 (both GEMMs on s8; P quantized to u8 per row and tile, V transposed by the
+    # producer): the default schedule (no overlap: it spills), three stages, per_block K/V.
+    for name, kv, (hq, hkv), sq, causal, alibi, lens, sched in [
+            ("pf_fi8q_mqa16_d128_q100_causal", "fi8q", (16, 1), 100, True, False, True, None),
+            ("pf_fi8q_mha_d128_q129_causal", "fi8q", (4, 4), 129, True, True, True, None),
+            ("pf_fi8qb_gqa4_d128_q64", "fi8qb", (16, 4), 64, False, False, False, None),
+            ("pf_fi8q_mqa16_d128_q77_s3", "fi8q", (16, 1), 77, False, False, True, "stages = 3")]:
         out.append((name, kv, hq, hkv, 128, sq, causal, alibi, lens, "prefill", sched))
     # FA3's persistent grid (one CTA per SM walks the work items): every producer kind — bf16
     # (direct, and head_dim 256 with one consumer), fp8 (transposing), half-int8 converting K

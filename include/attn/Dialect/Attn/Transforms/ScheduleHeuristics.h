@@ -28,6 +28,11 @@ struct AttentionShape {
   /// fp8 prefill: e4m3 Q, K and V, both GEMMs on fp8 tensor cores; K read from the pipeline
   /// stages, V transposed into three e4m3 buffers.
   bool fp8 = false;
+  /// full_int8 prefill (with int8QK): P·V on s8 tensor cores too; K read from the stages and V
+  /// transposed into three int8 buffers, as for fp8.
+  bool fullInt8 = false;
+  /// P·V on 8-bit tensor cores (fp8, full_int8).
+  bool pv8() const { return fp8 || fullInt8; }
   /// Asymmetric K/V: the producer stages one zero-point constant per key of K and of V.
   bool zeroPoints = false;
   /// 64-row query tiles in shared memory (prefill: one per consumer warpgroup).
@@ -59,8 +64,8 @@ int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 /// and the K buffers are int8; with `s.zeroPoints` a K and a V zero-point constant per key follow
 /// the scales; `s.queryTiles` 64-row query tiles (prefill: one per consumer warpgroup). A bf16
 /// cache (kvElemBytes 2) has no conversion buffers or scales: the WGMMAs read the stages TMA
-/// fills. `directK` (prefill with int8 queries and the overlap) and `s.fp8`: K is read from the
-/// stages too and three buffers hold the converted V (bf16, or e4m3 transposed for fp8).
+/// fills. `directK` (prefill with int8 queries and the overlap) and `s.pv8()`: K is read from the
+/// stages too and three buffers hold the converted V (bf16, or 8-bit Vᵀ for fp8 and full_int8).
 int64_t decodeSharedBytes(const AttentionShape &s, int64_t tileN, int64_t stages,
                           bool directK = false);
 /// Shared memory of one sm_90a CTA.
