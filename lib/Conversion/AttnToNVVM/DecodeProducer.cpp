@@ -385,15 +385,32 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     });
     k.fenceProxyAsyncShared();
     k.mbarrierArrive(sptr(k, c, k.add(k.mul(buf, 8), c.sm.fullConv(0, p.stages))));
-    // Every producer thread is done with stage s (with kDirect, once the consumers' Q·Kᵀ has
-    // read its K too): refill it.
+    // Every producer thread is done with stage s: refill it. With kDirect the consumers' Q·Kᵀ
+    // must have read its K too — a wait that would hold the leader's warp (and, at the next
+    // barrier, the whole producer) until the slower consumer finished Q·K_jᵀ, leaving the next
+    // tile's conversion too little time; so the leader refills the stage of the previous tile
+    // instead, whose K the consumers released long ago (the loads still lead by stages − 1
+    // tiles; with one stage there is no previous one to refill).
     k.barrier(1, p.producerThreads());
-    Value next = k.add(j, p.stages);
-    k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
-      if (p.kDirect())
-        k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phaseS);
-      issueTile(k, c, s, k.add(c.tile0, next));
-    });
+    if (!p.kDirect() || p.stages == 1) {
+      Value next = k.add(j, p.stages);
+      k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
+        if (p.kDirect())
+          k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phaseS);
+        issueTile(k, c, s, k.add(c.tile0, next));
+      });
+      return scN;
+    }
+    Value prev = k.add(j, -1), next = k.add(prev, p.stages);
+    k.ifThen(k.band(k.band(isLeader, k.cmp(P::sge, prev, k.i32(0))),
+                    k.cmp(P::slt, next, c.numTiles)),
+             [&] {
+               Value gp = c.ring(k, prev);
+               Value sp = k.urem(gp, p.stages);
+               k.mbarrierWait(sptr(k, c, k.add(k.mul(sp, 8), c.sm.emptyStage(0, p.stages))),
+                              k.band(k.udiv(gp, p.stages), 1));
+               issueTile(k, c, sp, k.add(c.tile0, next));
+             });
     return scN;
   });
 }
