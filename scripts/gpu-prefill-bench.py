@@ -44,6 +44,7 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
          "full_int8": (FULL_INT8, None), "full_int8_s3": (FULL_INT8, {"stages": 3}),
          "full_int8_ov": (FULL_INT8, {"intra_wg_overlap": True, "stages": 3}),
          "fp8_nopp": (FP8, {"pingpong": False}),
+         "fp8_s4": (FP8, {"stages": 4}),
          "fp8_2p": (FP8, {"roles": ["producer<warpgroups = 2, regs = 56>",
                                     "consumer<warpgroups = 2, regs = 200>"]}),
          "half_int8_ov2p": (HALF_INT8, {"intra_wg_overlap": True, "stages": 3, "roles": [
