@@ -95,12 +95,12 @@ struct DecodePlan {
   /// release them, and the producer warpgroup only issues loads and zeroes the V rows past the
   /// sequence end of the one partial tile.
   bool directKV() const { return kv == KVType::BF16; }
-  /// Prefill with int8 queries (half_int8) and the intra-warpgroup overlap: the s8 WGMMA reads
-  /// K's bytes straight from the TMA stage (one 128-byte swizzled row per key; the consumers
-  /// release the stage after Q·Kᵀ), and the producer converts only V, into three buffers, so a
-  /// consumer holding two leaves it one to convert ahead into (0.58–0.79× cuDNN against
-  /// 0.55–0.68× on the two K+V buffers; without the overlap it measured slower than copying K:
-  /// docs/benchmarks/gpu-prefill.md).
+  /// Prefill with int8 queries (half_int8) and the intra-warpgroup overlap, and fp8 and
+  /// full_int8: the 8-bit WGMMA reads K's bytes straight from the TMA stage (one 128-byte
+  /// swizzled row per key; the consumers release the stage after Q·Kᵀ), and the producer
+  /// converts only V, into three buffers, so a consumer holding two leaves it one to convert
+  /// ahead into (half-int8 with the overlap: 0.58–0.79× cuDNN against 0.55–0.68× on the two
+  /// K+V buffers; without the overlap no faster than copying K — docs/benchmarks/gpu-prefill.md).
   bool kDirect() const { return prefill && ((qI8 && overlap) || pv8()); }
   /// fp8 with one K scale per tile (per_block rows a multiple of tile_n, per_head, per_tensor):
   /// the consumers fold it into each row's query scale instead of scaling S per key.
@@ -114,8 +114,8 @@ struct DecodePlan {
   bool rawRowMax() const { return !alibi && (!hasScales() || kTileScale() || qk8()); }
   /// One byte per element in the query tile (int8 or fp8 Q·Kᵀ).
   bool qk8() const { return qI8 || fp8; }
-  /// Converted-tile buffers (fp8 / full_int8: one-byte Vᵀ): none when the WGMMAs read the stages, three with
-  /// kDirect, else two.
+  /// Converted-tile buffers (fp8 / full_int8: one-byte Vᵀ): none when the WGMMAs read the
+  /// stages, three with kDirect, else two.
   int64_t convBufs() const { return directKV() ? 0 : kDirect() ? 3 : 2; }
   /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzles.
   int64_t tmaBoxColumns() const { return directKV() ? 64 : headDim; }

@@ -120,15 +120,15 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   }
 }
 
-/// fp8 and full_int8 (plan.pv8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte swizzled by
-/// TMA) into Vᵀ (128 rows of tileN keys, 128-byte swizzled: the K-major B of the e4m3 P·V
-/// WGMMA), permuting the keys within each 16-key group to match P's A fragment: the thread with
-/// S columns {2t, 2t+1, 2t+8, 2t+9} of a 16-key group holds A columns 4t..4t+3, so Vᵀ row n's
-/// bytes 4t..4t+3 of 16-byte chunk g are V[16g + {2t, 2t+1, 2t+8, 2t+9}][n]. With `masked`,
-/// keys at or past `rowsValid` become zeros. Lane l takes dimensions 4l..4l+3 of a 16-key group
-/// (16 conflict-free 4-byte loads, three prmt per output word) and writes four 16-byte chunks
-/// — in an order rotated by (l / 2) mod 4 so that each quarter-warp's stores hit eight
-/// distinct chunks.
+/// fp8 and full_int8 (plan.pv8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte
+/// swizzled by TMA) into Vᵀ (128 rows of tileN keys, 128-byte swizzled: the K-major B of the
+/// 8-bit P·V WGMMA), permuting the keys within each 16-key group to match P's A fragment: the
+/// thread with S columns {2t, 2t+1, 2t+8, 2t+9} of a 16-key group holds A columns 4t..4t+3, so
+/// Vᵀ row n's bytes 4t..4t+3 of 16-byte chunk g are V[16g + {2t, 2t+1, 2t+8, 2t+9}][n]. With
+/// `masked`, keys at or past `rowsValid` become zeros. Lane l takes dimensions 4l..4l+3 of a
+/// 16-key group (16 conflict-free 4-byte loads, three prmt per output word) and writes four
+/// 16-byte chunks — in an order rotated by (l / 2) mod 4 so that each quarter-warp's stores hit
+/// eight distinct chunks.
 static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
                           bool masked) {
   const DecodePlan &p = c.p;
