@@ -392,25 +392,17 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     // instead, whose K the consumers released long ago (the loads still lead by stages − 1
     // tiles; with one stage there is no previous one to refill).
     k.barrier(1, p.producerThreads());
-    if (!p.kDirect() || p.stages == 1) {
-      Value next = k.add(j, p.stages);
-      k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
-        if (p.kDirect())
-          k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phaseS);
-        issueTile(k, c, s, k.add(c.tile0, next));
-      });
-      return scN;
-    }
-    Value prev = k.add(j, -1), next = k.add(prev, p.stages);
-    k.ifThen(k.band(k.band(isLeader, k.cmp(P::sge, prev, k.i32(0))),
-                    k.cmp(P::slt, next, c.numTiles)),
-             [&] {
-               Value gp = c.ring(k, prev);
-               Value sp = k.urem(gp, p.stages);
-               k.mbarrierWait(sptr(k, c, k.add(k.mul(sp, 8), c.sm.emptyStage(0, p.stages))),
-                              k.band(k.udiv(gp, p.stages), 1));
-               issueTile(k, c, sp, k.add(c.tile0, next));
-             });
+    bool lag = p.kDirect() && p.stages > 1; // refill the stage of tile u = j − 1, else of j
+    Value u = lag ? k.add(j, -1) : j, next = k.add(u, p.stages);
+    Value go = lag ? k.band(isLeader, k.cmp(P::sge, u, k.i32(0))) : isLeader;
+    k.ifThen(k.band(go, k.cmp(P::slt, next, c.numTiles)), [&] {
+      Value gu = lag ? c.ring(k, u) : g;
+      Value su = lag ? k.urem(gu, p.stages) : s;
+      if (p.kDirect())
+        k.mbarrierWait(sptr(k, c, k.add(k.mul(su, 8), c.sm.emptyStage(0, p.stages))),
+                       lag ? k.band(k.udiv(gu, p.stages), 1) : phaseS);
+      issueTile(k, c, su, k.add(c.tile0, next));
+    });
     return scN;
   });
 }
