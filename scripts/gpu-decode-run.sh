@@ -6,7 +6,9 @@
 #   2. Table 3: the peer script (gpu_decode_anchor.py, Triton) and our int8 / fp8 / bf16 kernels
 #      on the same rows, in the same run;
 #   3. compute-sanitizer memcheck and racecheck on one shape per KV type (SANITIZE: other variants);
-#   4. (step "splits") both combine kernels: every decode variant forced to 2, 16 and 40 splits.
+#   4. (step "splits") the three split merges: every decode variant forced to 2, 3 and 8 splits
+#      (merged inside the decode kernel, in a cluster of the splits), 2 with
+#      ATTN_RT_NO_CLUSTER_MERGE=1 and 16 (the narrow combine kernel) and 40 (the wide one).
 # Usage: scripts/gpu-decode-run.sh [DIR] [OUT]   (DIR from scripts/gpu-decode-build.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -47,13 +49,15 @@ if [[ $STEPS == *check* ]]; then
 fi
 
 if [[ $STEPS == *splits* ]]; then
-  # The narrow combine kernel takes 2..16 splits, the wide one more: each variant through both.
+  # Up to 8 splits merge in a cluster; the narrow combine kernel takes 2..16 splits (2c: 2 with
+  # the cluster merge switched off), the wide one more: each variant through all three.
   : > "$OUT/splitcheck.jsonl"; fails=0; runs=0
   for ptx in "$DIR"/variants/${VARIANTS:-*}.ptx; do
     [[ $(basename "$ptx") == pf_* ]] && continue  # prefill runs one split
-    for s in 2 16 40; do
-      line=$(timeout $T $BENCH "$ptx" --batch 2 --kv-len 4097 --seq-lens ragged --data outliers \
-             --splits $s --check-only --seed $runs 2>&1)
+    for s in ${SPLITS:-2 3 8 2c 16 40}; do
+      nocm=; [[ $s == *c ]] && { nocm=1; s=${s%c}; }
+      line=$(ATTN_RT_NO_CLUSTER_MERGE=$nocm timeout $T $BENCH "$ptx" --batch 2 --kv-len 4097 \
+             --seq-lens ragged --data outliers --splits $s --check-only --seed $runs 2>&1)
       rc=$?; runs=$((runs + 1))
       echo "$line" | grep '^{' >> "$OUT/splitcheck.jsonl"
       [[ $rc != 0 ]] && { fails=$((fails + 1)); echo "FAIL $(basename "$ptx") $s splits: $line" | tail -2; }

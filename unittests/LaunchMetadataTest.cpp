@@ -197,6 +197,22 @@ TEST(LaunchMetadata, CombineKernelBySplitCount) {
             "two kernels with role \"combine\" and min_splits 2");
 }
 
+TEST(LaunchMetadata, ClusterMergedSplits) {
+  // Without cluster_splits every split count needs a combine kernel.
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_FALSE(m.clusterMerges(2));
+  std::string json =
+      replaced(kGood, R"("role": "decode",)", R"("role": "decode", "cluster_splits": 2,)");
+  ASSERT_TRUE(parseDecodeLaunch(json, m, error)) << error;
+  EXPECT_FALSE(m.clusterMerges(1)); // one split: nothing to merge
+  EXPECT_TRUE(m.clusterMerges(2));
+  EXPECT_FALSE(m.clusterMerges(3));
+  EXPECT_EQ(parseError(replaced(json, R"("cluster_splits": 2)", R"("cluster_splits": 17)")),
+            "field \"kernels[0].cluster_splits\" must be an integer in 0..16, got 17");
+}
+
 TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {
   std::string json = replaced(kGood, R"("grid": ["num_splits", "groups", "batch"])",
                               R"("grid": [1, "groups", 7], "future": {"x": [null]})");

@@ -373,6 +373,11 @@ const LaunchKernel *DecodeLaunch::combineKernel(int64_t splits) const {
   return best;
 }
 
+bool DecodeLaunch::clusterMerges(int64_t splits) const {
+  const LaunchKernel *d = kernel("decode");
+  return d && splits > 1 && splits <= d->clusterSplits;
+}
+
 namespace {
 /// Typed access to members with "path.to.field: ..." messages.
 struct Reader {
@@ -670,7 +675,9 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     }
     k.smemBytes = static_cast<unsigned>(smem);
     if ((kv.find("programmatic") && !r.boolean(kv, path, "programmatic", k.programmatic)) ||
-        (kv.find("min_splits") && !r.integer(kv, path, "min_splits", 2, kI32Max, k.minSplits)))
+        (kv.find("min_splits") && !r.integer(kv, path, "min_splits", 2, kI32Max, k.minSplits)) ||
+        (kv.find("cluster_splits") &&
+         !r.integer(kv, path, "cluster_splits", 0, 16, k.clusterSplits)))
       return false;
     const JsonValue *grid = r.member(kv, path, "grid", JsonValue::Array);
     if (!grid)

@@ -135,9 +135,11 @@ def load_module(ptx: str, arch: int, names):
     return ctx, mod, handles, sms.value
 
 
-def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, keep: list):
+def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, keep: list,
+                  cluster=None):
     """Launches one kernel of the metadata; ``values`` maps each parameter name to a ctypes value
-    (pointers as c_uint64) or, for tensor maps, to a c_void_p holding the map's host address."""
+    (pointers as c_uint64) or, for tensor maps, to a c_void_p holding the map's host address.
+    ``cluster`` overrides the metadata's cluster dimensions."""
     rt = _rt()
     args = []
     for name in kernel_meta["params"]:
@@ -151,7 +153,8 @@ def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, 
         args.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
     argv = (ctypes.c_void_p * len(args))(*[a.value for a in args])
     cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*kernel_meta["block"]),
-                        (ctypes.c_uint * 3)(*kernel_meta["cluster"]), int(kernel_meta["smem_bytes"]),
+                        (ctypes.c_uint * 3)(*(cluster or kernel_meta["cluster"])),
+                        int(kernel_meta["smem_bytes"]),
                         int(bool(kernel_meta.get("programmatic", False))))
     _check(rt.attn_rt_launch(handle, ctypes.byref(cfg), argv, ctypes.c_void_p(stream_handle)),
            f"launching {kernel_meta['name']}")
@@ -271,7 +274,7 @@ class GpuDecodeKernel(LaunchFiles):
             if not 1 <= sq < 2 ** 31:
                 raise KernelArgumentError(f"q_len must be in 1..2^31-1, got {sq}")
         q_dtype = p.get("q_dtype", "bf16")
-        q_i8 = q_dtype != "bf16"  # int8 or e4m3 queries with q_scale
+        q_quantized = q_dtype != "bf16"  # int8 or e4m3 queries with q_scale
         self._expect("q", q, torch, {"bf16": ("bfloat16",), "i8": ("int8",),
                                      "f8E4M3FN": ("float8_e4m3fn", "uint8")}[q_dtype],
                      (b, sq, hq, d))
@@ -303,7 +306,7 @@ class GpuDecodeKernel(LaunchFiles):
         elif k_zero is not None or v_zero is not None:
             raise KernelArgumentError("k_zero / v_zero given, but the cache is symmetric")
         ptrs["q_scale"] = 0
-        if q_i8:
+        if q_quantized:
             q_shape = ((b, blocks(sq, "q_block_rows"), hq, 1)
                        if p.get("q_quant") == "per_block" else (b, sq, hq))
             if q_scale is None:
@@ -343,8 +346,12 @@ class GpuDecodeKernel(LaunchFiles):
         splits = int(splits)
         if splits < 1:
             raise KernelArgumentError(f"splits must be >= 1 or 'auto', got {splits}")
+        # 2 .. cluster_splits splits merge inside the decode kernel, launched with a cluster of
+        # them; ATTN_RT_NO_CLUSTER_MERGE=1 runs the combine kernel instead (as attn-bench).
+        in_cluster = (1 < splits <= int(self.kernels["decode"].get("cluster_splits", 0))
+                      and not os.environ.get("ATTN_RT_NO_CLUSTER_MERGE"))
         ws = None
-        if splits > 1:
+        if splits > 1 and not in_cluster:
             ws = torch.empty(b * groups * splits * int(self.meta["workspace_floats_per_split"]),
                              dtype=torch.float32, device=q.device)
         ptrs.update(q=q.data_ptr(), out=out.data_ptr(), workspace=ws.data_ptr() if ws is not None else 0)
@@ -373,16 +380,17 @@ class GpuDecodeKernel(LaunchFiles):
         values.update({name: ctypes.c_uint64(ptr) for name, ptr in ptrs.items()})
         values.update(scalars)
 
-        def launch(kernel, grid):
-            launch_kernel(handles[kernel["name"]], kernel, grid, values, stream_handle, keep)
+        def launch(kernel, grid, cluster=None):
+            launch_kernel(handles[kernel["name"]], kernel, grid, values, stream_handle, keep, cluster)
 
         with torch.cuda.device(q.device):
             chunks = -(-sq // int(s.get("q_chunk", sq)))
             if self.kernels["decode"]["grid"][0] == "persistent_ctas":  # one CTA per SM
                 launch(self.kernels["decode"], (min(sms, chunks * groups * b), 1, 1))
             else:
-                launch(self.kernels["decode"], (chunks if self.prefill else splits, groups, b))
-            if splits > 1:
+                launch(self.kernels["decode"], (chunks if self.prefill else splits, groups, b),
+                       (splits, 1, 1) if in_cluster else None)
+            if splits > 1 and not in_cluster:
                 launch(self.combine_for(splits), (-(-rows // 4), groups, b))
         if ws is not None:  # keep the workspace alive until the stream is done with it
             ws.record_stream(torch.cuda.ExternalStream(stream_handle) if stream is not None

@@ -230,6 +230,9 @@ struct Plan {
   ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
   unsigned decodeGrid[3] = {1, 1, 1}, combineGrid[3] = {1, 1, 1};
   size_t workspaceFloats = 0;
+  /// The splits merge inside the decode kernel, launched with a cluster of them (no combine;
+  /// ATTN_RT_NO_CLUSTER_MERGE=1 forces the combine kernel instead).
+  bool clusterMerge = false;
 };
 
 /// MemAvailable of /proc/meminfo (MemFree when that is missing); 0 when unknown.
@@ -336,13 +339,15 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
     return false;
   }
   p.numSplits = n;
-  if (n > 1 && !m.combineKernel(n)) {
+  const char *noCluster = std::getenv("ATTN_RT_NO_CLUSTER_MERGE");
+  p.clusterMerge = m.clusterMerges(n) && !(noCluster && *noCluster);
+  if (n > 1 && !p.clusterMerge && !m.combineKernel(n)) {
     why = std::to_string(n) + " splits need a \"combine\" kernel, and the metadata has none";
     return false;
   }
-  p.workspaceFloats =
-      n > 1 ? size_t(p.batch) * size_t(m.groups) * size_t(n) * size_t(m.workspaceFloatsPerSplit)
-            : 0;
+  p.workspaceFloats = n > 1 && !p.clusterMerge ? size_t(p.batch) * size_t(m.groups) * size_t(n) *
+                                                     size_t(m.workspaceFloatsPerSplit)
+                                               : 0;
   std::map<std::string, int64_t> symbols = {
       {"num_splits", n},       {"groups", m.groups},
       {"batch", p.batch},      {"row_blocks", (m.rowsPerCta + 3) / 4},
@@ -353,7 +358,8 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
       std::min<int64_t>(p.smCount, symbols["q_chunks"] * m.groups * p.batch);
   if (!rt::resolveGrid(*m.kernel("decode"), symbols, p.decodeGrid, why))
     return false;
-  if (n > 1 && !rt::resolveGrid(*m.combineKernel(n), symbols, p.combineGrid, why))
+  if (n > 1 && !p.clusterMerge &&
+      !rt::resolveGrid(*m.combineKernel(n), symbols, p.combineGrid, why))
     return false;
   return true;
 }
@@ -579,14 +585,15 @@ int main(int argc, char **argv) {
     p.smCount = o.smCount ? o.smCount : 132;
     if (!resolveSplits(o, m, p, why))
       return error(why);
+    const bool combined = p.numSplits > 1 && !p.clusterMerge;
     std::printf("%s, \"num_splits\": %lld, \"sm_count\": %lld, \"decode_grid\": %s, "
-                "\"combine_kernel\": %s, \"combine_grid\": %s, \"workspace_bytes\": %zu, "
-                "\"dry_run\": true}\n",
+                "\"combine_kernel\": %s, \"combine_grid\": %s, \"cluster_merge\": %s, "
+                "\"workspace_bytes\": %zu, \"dry_run\": true}\n",
                 head.c_str(), static_cast<long long>(p.numSplits),
                 static_cast<long long>(p.smCount), gridJson(p.decodeGrid).c_str(),
-                p.numSplits > 1 ? jsonString(m.combineKernel(p.numSplits)->name).c_str() : "null",
-                p.numSplits > 1 ? gridJson(p.combineGrid).c_str() : "null",
-                p.workspaceFloats * sizeof(float));
+                combined ? jsonString(m.combineKernel(p.numSplits)->name).c_str() : "null",
+                combined ? gridJson(p.combineGrid).c_str() : "null",
+                p.clusterMerge ? "true" : "false", p.workspaceFloats * sizeof(float));
     return 0;
   }
 
@@ -605,7 +612,7 @@ int main(int argc, char **argv) {
       "loading " + o.kernelPath);
   Kernel decode, combine;
   decode.meta = m.kernel("decode");
-  combine.meta = m.combineKernel(p.numSplits);
+  combine.meta = p.clusterMerge ? nullptr : m.combineKernel(p.numSplits);
   for (Kernel *k : {&decode, &combine}) {
     if (!k->meta || (k == &combine && p.numSplits == 1))
       continue;
@@ -616,6 +623,8 @@ int main(int argc, char **argv) {
       k->config.block[d] = k->meta->block[d];
       k->config.cluster[d] = k->meta->cluster[d];
     }
+    if (k == &decode && p.clusterMerge) // one cluster per (group, batch): its splits
+      k->config.cluster[0] = unsigned(p.numSplits);
     k->config.smem_bytes = k->meta->smemBytes;
     k->config.programmatic = k->meta->programmatic ? 1 : 0;
   }
@@ -773,11 +782,11 @@ int main(int argc, char **argv) {
   attn_rt_unload_module(module);
   attn_rt_destroy(ctx);
 
-  std::printf("%s, \"num_splits\": %lld, \"rel_err_quant\": %s, \"rel_err_unquant\": %s, "
-              "\"unwritten\": %zu, \"time_us\": %s, \"gbps\": %s}\n",
-              head.c_str(), static_cast<long long>(p.numSplits), jsonNumber(errQuant).c_str(),
-              jsonNumber(errUnquant).c_str(), unwritten, jsonNumber(timeUs, "%.2f").c_str(),
-              jsonNumber(gbps, "%.1f").c_str());
+  std::printf("%s, \"num_splits\": %lld, \"cluster_merge\": %s, \"rel_err_quant\": %s, "
+              "\"rel_err_unquant\": %s, \"unwritten\": %zu, \"time_us\": %s, \"gbps\": %s}\n",
+              head.c_str(), static_cast<long long>(p.numSplits), p.clusterMerge ? "true" : "false",
+              jsonNumber(errQuant).c_str(), jsonNumber(errUnquant).c_str(), unwritten,
+              jsonNumber(timeUs, "%.2f").c_str(), jsonNumber(gbps, "%.1f").c_str());
   std::string reasons;
   auto because = [&](const std::string &r) { reasons += (reasons.empty() ? "" : "; ") + r; };
   if (unwritten)

@@ -58,6 +58,9 @@ struct LaunchKernel {
   /// Combine kernels: the fewest splits this one is for (the launcher takes the combine kernel
   /// with the largest min_splits ≤ the split count).
   int64_t minSplits = 2;
+  /// Decode kernels: split counts from 2 up to this one merge inside the decode kernel when it
+  /// is launched with a cluster of {num_splits, 1, 1} CTAs (then no combine kernel runs); 0: never.
+  int64_t clusterSplits = 0;
   GridExtent grid[3];
   std::vector<std::string> params; // parameter names in order
 };
@@ -99,6 +102,9 @@ struct DecodeLaunch {
   const LaunchKernel *kernel(const std::string &role) const;
   /// The combine kernel for `splits` splits (the largest min_splits ≤ splits), or nullptr.
   const LaunchKernel *combineKernel(int64_t splits) const;
+  /// Whether `splits` (> 1) splits merge inside the decode kernel launched with a cluster of
+  /// {splits, 1, 1} (the decode kernel's `cluster_splits`), so no combine kernel runs.
+  bool clusterMerges(int64_t splits) const;
 };
 
 /// Fills `out` from the text of a launch metadata file: checks that every required field is

@@ -355,6 +355,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
     combine("_combine", 2, 128, 0);
     combine("_combine_wide", kNarrowSplits + 1, kWideThreads, 16 * (p.headDim + 4) * 4);
   }
+  if (p.clusterSplits()) // 2 .. cluster_splits splits: one cluster of the splits, no combine
+    (*kernels[0].getAsObject())["cluster_splits"] = p.clusterSplits();
   if (p.qLen < 0) // a dynamic query length (prefill) is the kernel's last parameter
     (*kernels[0].getAsObject())["params"].getAsArray()->push_back("q_len");
   root["kernels"] = std::move(kernels);

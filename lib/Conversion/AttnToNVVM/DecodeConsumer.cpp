@@ -5,8 +5,8 @@
 // scales, masks (length, causal) and ALiBi, online softmax in the log2 domain, P packed in
 // registers (bf16; e4m3 for fp8; u8 with a scale per row and tile for full_int8) and O += P·V on
 // WGMMA with A from registers (full_int8: into s32, added to O in float); the
-// intra-warpgroup overlap and pingpong of FA3 for prefill; the merge of two decode consumers;
-// and the epilogue (O / l as bf16, or the split-KV partial (O, m, l)).
+// intra-warpgroup overlap and pingpong of FA3 for prefill; and the epilogue (O / l as bf16; for
+// split-KV the merges of DecodeMerge.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,18 +22,6 @@ using P = LLVM::ICmpPredicate;
 //===----------------------------------------------------------------------===//
 // Consumer
 //===----------------------------------------------------------------------===//
-
-namespace {
-/// Per-thread geometry of the m64nN accumulator: thread t of the warpgroup owns rows r0 and r0+8
-/// and, for register i, column (i/4)·8 + (t mod 4)·2 + (i mod 2), row r0 + 8·((i/2) mod 2).
-struct Frag {
-  Value r[2];        // packed row indices
-  Value colBase;     // (lane mod 4) · 2
-  Value rowLimit[2]; // last visible key per row
-  Value alibiA[2];   // log2e · slope per row (0 without ALiBi)
-  Value alibiB[2];   // −log2e · slope · pos per row
-};
-} // namespace
 
 static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
 
@@ -128,51 +116,6 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
     for (int64_t i = 0; i < nacc; i += 2)
       o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1]));
   return o;
-}
-
-/// Two consumer warpgroups hold partial (m, l, O) over disjoint tiles with the same fragment
-/// layout: warpgroup 1 parks its state in shared memory (thread-major, conflict-free; the
-/// pipeline buffers are free once both loops are done) and warpgroup 0 rescales both to the
-/// common max and adds. Returns warpgroup 0's merged state (warpgroup 1's is not used after).
-static SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Value ct,
-                                         SmallVector<Value> st) {
-  int64_t n = st.size(); // m0, m1, l0, l1, O...
-  // The pipeline buffers (stages, then conversion buffers) are idle once both loops are done.
-  Value slot = k.add(k.i32(c.sm.stage), k.mul(ct, 4));
-  auto addr = [&](int64_t i) { return sptr(k, c, k.add(slot, i * 128 * 4)); };
-  // Both loops done first: until then the producer may still convert (and TMA still land) in
-  // the buffers the state goes to.
-  k.barrier(2, 256);
-  k.ifThen(k.cmp(P::eq, wg, 1), [&] {
-    for (int64_t i = 0; i < n; ++i)
-      k.store(st[i], addr(i));
-  });
-  k.barrier(2, 256);
-  SmallVector<Value> merged = k.ifThenElse(
-      k.cmp(P::eq, wg, 0), TypeRange(ValueRange(st)),
-      [&] {
-        SmallVector<Value> other(n);
-        for (int64_t i = 0; i < n; ++i)
-          other[i] = k.load(k.f32(), addr(i));
-        SmallVector<Value> out(st.begin(), st.end());
-        Value negInf = k.f32(-INFINITY);
-        Value a[2], b[2];
-        for (int r = 0; r < 2; ++r) {
-          Value mx = k.fmax(st[r], other[r]);
-          Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mx, negInf), k.f32(0), mx);
-          a[r] = k.exp2(k.fsub(st[r], mUse));
-          b[r] = k.exp2(k.fsub(other[r], mUse));
-          out[r] = mx;
-          out[2 + r] = k.fma(st[2 + r], a[r], k.fmul(other[2 + r], b[r]));
-        }
-        for (int64_t i = 4; i < n; ++i) {
-          int64_t r = accRow(i - 4);
-          out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
-        }
-        return out;
-      },
-      [&] { return SmallVector<Value>(st.begin(), st.end()); });
-  return merged;
 }
 
 void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
@@ -399,8 +342,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       Value mx = reduceTree(k, vals[r], true);
       mx = k.fmax(mx, k.shflXor(mx, 1));
       mx = k.fmax(mx, k.shflXor(mx, 2));
-      rs.inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, mx, k.f32(0)),
-                           k.fdiv(k.f32(255.0), mx), k.f32(0));
+      rs.inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, mx, k.f32(0)), k.fdiv(k.f32(255.0), mx),
+                           k.f32(0));
       rs.c[r] = k.fmul(mx, k.f32(1.0 / 255.0));
     }
     return rs;
@@ -625,7 +568,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   }
   if (p.consumerWGs == 2 && !p.prefill)
     fin = mergeConsumers(k, c, wg, ct, fin);
-  Value l[2] = {fin[2], fin[3]}, m[2] = {fin[0], fin[1]};
+  Value l[2] = {fin[2], fin[3]};
   ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
   auto valid = [&](int r) { // rowValid is set for prefill only
     return p.prefill ? rowValid[r] : k.cmp(P::slt, f.r[r], k.i32(p.rows()));
@@ -659,28 +602,19 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         return SmallVector<Value>();
       },
       [&] {
-        int64_t W = p.workspaceFloatsPerSplit();
-        Value slot = k.add(k.mul(k.add(k.mul(c.bIdx, p.groups()), c.grp), c.numSplits), c.split);
-        Value base64 = k.mul(k.sext64(slot), W * 4);
-        Value isQuadLead = k.cmp(P::eq, k.band(ct, 3), 0);
-        for (int r = 0; r < 2; ++r) {
-          k.ifThen(rowOk[r], [&] {
-            Value rowOff = k.add(base64, k.mul(k.sext64(f.r[r]), p.headDim * 4));
-            for (int64_t i = 0; i < nO; i += 2) {
-              if (accRow(i) != r)
-                continue;
-              Value col = k.add(f.colBase, (i / 4) * 8);
-              Value v = k.vector({o[i], o[i + 1]});
-              k.store(v, k.gep(c.ws, k.add(rowOff, k.mul(k.sext64(col), int64_t(4)))), 8);
-            }
-            k.ifThen(isQuadLead, [&] {
-              Value mOff =
-                  k.add(base64, k.mul(k.sext64(k.add(f.r[r], p.rows() * p.headDim)), int64_t(4)));
-              k.store(m[r], k.gep(c.ws, mOff));
-              k.store(l[r], k.gep(c.ws, k.add(mOff, p.rows() * 4)));
-            });
-          });
-        }
+        if (p.clusterSplits()) // launched with a cluster of the splits: merge in the kernel
+          k.ifThenElse(
+              k.cmp(P::sgt, k.clusterSize(), 1), TypeRange{},
+              [&] {
+                clusterMerge(k, c, wg, ct, fin, rowOk, qi, head, f);
+                return SmallVector<Value>();
+              },
+              [&] {
+                storePartial(k, c, ct, fin, rowOk, f);
+                return SmallVector<Value>();
+              });
+        else
+          storePartial(k, c, ct, fin, rowOk, f);
         return SmallVector<Value>();
       });
 }

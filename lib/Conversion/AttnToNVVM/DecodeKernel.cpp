@@ -296,6 +296,11 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
           forEachItem(p.directKV(), [&] { buildProducer(k, c); });
         else
           buildProducer(k, c);
+        if (p.clusterSplits()) // the two cluster barriers of the consumers' in-cluster merge
+          k.ifThen(k.band(k.cmp(P::sgt, c.numSplits, 1), k.cmp(P::sgt, k.clusterSize(), 1)), [&] {
+            k.clusterSync();
+            k.clusterSync();
+          });
         return SmallVector<Value>();
       },
       [&] {

@@ -81,6 +81,28 @@ inline Value reduceTree(KernelBuilder &k, SmallVector<Value> vals, bool isMax) {
   return vals.front();
 }
 
+/// Per-thread geometry of the m64nN accumulator: thread t of the warpgroup owns rows r0 and r0+8
+/// and, for register i, column (i/4)·8 + (t mod 4)·2 + (i mod 2), row r0 + 8·((i/2) mod 2).
+struct Frag {
+  Value r[2];        // packed row indices
+  Value colBase;     // (lane mod 4) · 2
+  Value rowLimit[2]; // last visible key per row
+  Value alibiA[2];   // log2e · slope per row (0 without ALiBi)
+  Value alibiB[2];   // −log2e · slope · pos per row
+};
+
+/// Merges of partial (m0, m1, l0, l1, O...) states (DecodeMerge.cpp). Two decode consumer
+/// warpgroups over disjoint tiles: returns warpgroup 0's merged state.
+SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Value ct,
+                                  SmallVector<Value> st);
+/// Split-KV: warpgroup 0's merged state `fin` as this split's partial in the workspace.
+void storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef<Value> fin, const Value rowOk[2],
+                  const Frag &f);
+/// Split-KV in a cluster of the splits: every CTA's consumers (and, in DecodeKernel.cpp, its
+/// producers) take part; warpgroup 0 writes its share of the merged output.
+void clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct, ArrayRef<Value> fin,
+                  const Value rowOk[2], const Value qi[2], const Value head[2], const Frag &f);
+
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
 /// The consumer warpgroups (DecodeConsumer.cpp): the attention math and the epilogue.

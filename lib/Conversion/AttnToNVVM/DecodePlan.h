@@ -78,6 +78,17 @@ struct DecodePlan {
   /// CTAs built to share one SM (`.minnctapersm`): each thread enters with 65536 / (threads ·
   /// ctasPerSm) registers.
   int64_t ctasPerSm = 1;
+  /// Decode: split counts up to this one merge inside the decode kernel — launched with a
+  /// cluster of `num_splits` CTAs along x, the splits exchange their partials through
+  /// distributed shared memory and each writes part of the output, so no combine kernel runs.
+  /// 0 for prefill (one split) and the persistent grid.
+  int64_t clusterSplits() const { return prefill || persistent ? 0 : kMaxClusterSplits; }
+  /// Two: a pair of one-CTA-per-SM CTAs always finds a free pair of SMs, and on the H100 2 splits
+  /// merged in the cluster beat the combine kernel (Table 3 4096 × 64: 36.3 against 38.0 µs);
+  /// clusters of 4 or 8 such CTAs do not all fit the GPCs at once — 8192 × 32 (4 splits) and
+  /// 16384 × 16 (8) ran in two waves, 66 and 71 µs against 37 µs (docs/benchmarks/gpu-decode.md).
+  /// The kernel merges any cluster of its splits (checked at 2, 3 and 8).
+  static constexpr int64_t kMaxClusterSplits = 2;
   int64_t producerThreads() const { return 128 * producerWGs; }
   int64_t threads() const { return 128 * (producerWGs + consumerWGs); }
 

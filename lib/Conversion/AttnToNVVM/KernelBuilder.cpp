@@ -117,6 +117,14 @@ Value KernelBuilder::mapaShared(Value addr, Value rank) {
   return op.getResult(0);
 }
 
+Value KernelBuilder::loadClusterF32(Value addr) {
+  return LLVM::InlineAsmOp::create(
+             b, loc, f32(), ValueRange{addr}, "ld.shared::cluster.f32 $0, [$1];", "=f,r,~{memory}",
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
 void KernelBuilder::stAsync(Value addr, Value v4, Value bar) {
   asmVoid("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [$0], {$1, $2, $3, $4}, "
           "[$5];",
@@ -251,9 +259,9 @@ SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a
   std::string shape = types == RSTypes::BF16   ? "k16.f32.bf16.bf16"
                       : types == RSTypes::E4M3 ? "k32.f32.e4m3.e4m3"
                                                : "k32.s32.u8.s8";
-  std::string imm = isInt                      ? ""
-                    : types == RSTypes::E4M3   ? ", 1, 1"
-                                               : (transB ? ", 1, 1, 1" : ", 1, 1, 0");
+  std::string imm = isInt                    ? ""
+                    : types == RSTypes::E4M3 ? ", 1, 1"
+                                             : (transB ? ", 1, 1, 1" : ", 1, 1, 0");
   std::string asmStr = llvm::formatv(
       "{{ .reg .pred p; setp.ne.b32 p, {9}, 0; "
       "wgmma.mma_async.sync.aligned.m64n{0}{8} {{{1}}, {{${2}, ${3}, ${4}, ${5}}, "

@@ -170,6 +170,13 @@ public:
   // Thread-block clusters and distributed shared memory (32-bit shared-window addresses).
   /// This CTA's rank in its cluster.
   Value clusterRank() { return NVVM::ClusterId::create(b, loc, i32()); }
+  /// The number of CTAs in this CTA's cluster (1 when launched without one).
+  Value clusterSize() { return NVVM::ClusterDim::create(b, loc, i32()); }
+  /// ld.shared::cluster.f32 from the cluster address `addr` (side-effecting: it stays after the
+  /// cluster barrier that publishes what it reads).
+  Value loadClusterF32(Value addr);
+  /// trap: aborts the grid (the launch then fails with an error).
+  void trap() { LLVM::Trap::create(b, loc); }
   /// The address of the same shared-memory byte in CTA `rank` of the cluster (mapa).
   Value mapaShared(Value addr, Value rank);
   /// st.async of 16 bytes (a vector of 4 i32) to the cluster address `addr`, completing `bytes`

@@ -64,7 +64,7 @@ func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: mem
 // CHECK: nvvm.setmaxregister  increase 224
 // CHECK-COUNT-4: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
 // CHECK-COUNT-4: llvm.inline_asm has_side_effects {{.*}}m64n64k16.f32.bf16.bf16
-// CHECK-NOT: llvm.inline_asm
+// CHECK-NOT: llvm.inline_asm has_side_effects {{.*}}wgmma
 // CHECK: llvm.func @gqa_fp8_combine
 func.func @gqa_fp8(%q: memref<?x1x32x64xbf16>, %k: memref<?x?x4x64xf8E4M3FN>, %v: memref<?x?x4x64xf8E4M3FN>,
                    %ks: memref<?x?xf32>, %vs: memref<?x?xf32>, %slopes: memref<32xf32>,

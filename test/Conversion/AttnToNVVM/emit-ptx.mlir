@@ -5,6 +5,7 @@
 // RUN: attn-opt %s --emit=ptx | FileCheck %s --check-prefix=RS
 // RUN: attn-opt %s --emit=ptx -o %t.ptx && FileCheck %s --check-prefix=META < %t.ptx.launch.json
 // RUN: attn-opt %s --emit=launch | FileCheck %s --check-prefix=META
+// RUN: attn-opt %s --emit=ptx | FileCheck %s --check-prefix=CLUSTER
 
 // CHECK: .target sm_90a
 // CHECK: .entry decode_decode(
@@ -35,8 +36,30 @@
 // CHECK: griddepcontrol.wait;
 // CHECK: bar.sync 0;
 
+// Split-KV merged in a cluster of the splits: the producers join the consumers' two cluster
+// barriers; a cluster that is not num_splits CTAs traps (LLVM puts that block last); the
+// consumers park their state, read every split's through distributed shared memory, and wait
+// for their peers before exiting.
+// CLUSTER: %cluster_nctarank;
+// CLUSTER: barrier.cluster.arrive.aligned;
+// CLUSTER-NEXT: barrier.cluster.wait.aligned;
+// CLUSTER-NEXT: barrier.cluster.arrive.aligned;
+// CLUSTER-NEXT: barrier.cluster.wait.aligned;
+// CLUSTER: %cluster_nctarank;
+// CLUSTER: barrier.cluster.arrive.aligned;
+// CLUSTER-NEXT: barrier.cluster.wait.aligned;
+// CLUSTER: %cluster_ctarank;
+// CLUSTER: mapa.shared::cluster.u32
+// CLUSTER: ld.shared::cluster.f32
+// CLUSTER: barrier.cluster.arrive.aligned;
+// CLUSTER-NEXT: barrier.cluster.wait.aligned;
+// CLUSTER: griddepcontrol.launch_dependents;
+// CLUSTER: trap;
+// CLUSTER: .entry decode_combine(
+
 // (keys come out sorted)
 // META: "format": "attn-launch-v1"
+// META: "cluster_splits": 2
 // META: "name": "decode_decode"
 // META: "smem_bytes": 216192
 // META: "min_splits": 2

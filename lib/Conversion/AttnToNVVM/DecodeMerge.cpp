@@ -1,0 +1,173 @@
+//===- DecodeMerge.cpp - merges of partial softmax states in the decode kernel ===//
+//
+// What this file is: where `<name>_decode` combines partial (m, l, O) states: its two consumer
+// warpgroups' (through shared memory), and the split-KV epilogue — a split's partial written to
+// the workspace for the combine kernels (CombineKernel.cpp), or the splits of one (group, batch)
+// merged inside the kernel when it runs in a cluster of them (distributed shared memory).
+//
+//===----------------------------------------------------------------------===//
+
+#include "DecodeKernelImpl.h"
+
+#include <algorithm>
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::nvvm;
+using P = LLVM::ICmpPredicate;
+
+/// Two consumer warpgroups hold partial (m, l, O) over disjoint tiles with the same fragment
+/// layout: warpgroup 1 parks its state in shared memory (thread-major, conflict-free; the
+/// pipeline buffers are free once both loops are done) and warpgroup 0 rescales both to the
+/// common max and adds. Returns warpgroup 0's merged state (warpgroup 1's is not used after).
+SmallVector<Value> mlir::attn::nvvm::mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Value ct,
+                                                    SmallVector<Value> st) {
+  int64_t n = st.size(); // m0, m1, l0, l1, O...
+  // The pipeline buffers (stages, then conversion buffers) are idle once both loops are done.
+  Value slot = k.add(k.i32(c.sm.stage), k.mul(ct, 4));
+  auto addr = [&](int64_t i) { return sptr(k, c, k.add(slot, i * 128 * 4)); };
+  // Both loops done first: until then the producer may still convert (and TMA still land) in
+  // the buffers the state goes to.
+  k.barrier(2, 256);
+  k.ifThen(k.cmp(P::eq, wg, 1), [&] {
+    for (int64_t i = 0; i < n; ++i)
+      k.store(st[i], addr(i));
+  });
+  k.barrier(2, 256);
+  SmallVector<Value> merged = k.ifThenElse(
+      k.cmp(P::eq, wg, 0), TypeRange(ValueRange(st)),
+      [&] {
+        SmallVector<Value> other(n);
+        for (int64_t i = 0; i < n; ++i)
+          other[i] = k.load(k.f32(), addr(i));
+        SmallVector<Value> out(st.begin(), st.end());
+        Value negInf = k.f32(-INFINITY);
+        Value a[2], b[2];
+        for (int r = 0; r < 2; ++r) {
+          Value mx = k.fmax(st[r], other[r]);
+          Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mx, negInf), k.f32(0), mx);
+          a[r] = k.exp2(k.fsub(st[r], mUse));
+          b[r] = k.exp2(k.fsub(other[r], mUse));
+          out[r] = mx;
+          out[2 + r] = k.fma(st[2 + r], a[r], k.fmul(other[2 + r], b[r]));
+        }
+        for (int64_t i = 4; i < n; ++i) {
+          int64_t r = accRow(i - 4);
+          out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
+        }
+        return out;
+      },
+      [&] { return SmallVector<Value>(st.begin(), st.end()); });
+  return merged;
+}
+
+/// The split-KV partial of warpgroup 0's merged state (O unnormalized, m, l) into the workspace,
+/// for the combine kernel.
+void mlir::attn::nvvm::storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef<Value> fin,
+                                    const Value rowOk[2], const Frag &f) {
+  const DecodePlan &p = c.p;
+  int64_t nO = p.headDim / 2;
+  Value m[2] = {fin[0], fin[1]}, l[2] = {fin[2], fin[3]};
+  ArrayRef<Value> o = fin.drop_front(4);
+  int64_t W = p.workspaceFloatsPerSplit();
+  Value slot = k.add(k.mul(k.add(k.mul(c.bIdx, p.groups()), c.grp), c.numSplits), c.split);
+  Value base64 = k.mul(k.sext64(slot), W * 4);
+  Value isQuadLead = k.cmp(P::eq, k.band(ct, 3), 0);
+  for (int r = 0; r < 2; ++r) {
+    k.ifThen(rowOk[r], [&] {
+      Value rowOff = k.add(base64, k.mul(k.sext64(f.r[r]), p.headDim * 4));
+      for (int64_t i = 0; i < nO; i += 2) {
+        if (accRow(i) != r)
+          continue;
+        Value col = k.add(f.colBase, (i / 4) * 8);
+        Value v = k.vector({o[i], o[i + 1]});
+        k.store(v, k.gep(c.ws, k.add(rowOff, k.mul(k.sext64(col), int64_t(4)))), 8);
+      }
+      k.ifThen(isQuadLead, [&] {
+        Value mOff =
+            k.add(base64, k.mul(k.sext64(k.add(f.r[r], p.rows() * p.headDim)), int64_t(4)));
+        k.store(m[r], k.gep(c.ws, mOff));
+        k.store(l[r], k.gep(c.ws, k.add(mOff, p.rows() * 4)));
+      });
+    });
+  }
+}
+
+/// Split-KV merged inside a cluster (the launcher gives each cluster the num_splits CTAs of one
+/// (group, batch) along x, so the cluster rank is the split): each split parks warpgroup 0's
+/// merged state in its own idle pipeline buffers (thread-major, as mergeConsumers); after a
+/// cluster barrier, warpgroup 0 of rank r merges the column groups g ≡ r (mod num_splits) of
+/// every split's state, read through distributed shared memory (weights 2^(m_s − max m), as the
+/// combine kernels), and writes them as bf16; a second barrier keeps each CTA's shared memory
+/// alive until its peers have read it. The producers take part in both barriers.
+void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct,
+                                    ArrayRef<Value> fin, const Value rowOk[2], const Value qi[2],
+                                    const Value head[2], const Frag &f) {
+  const DecodePlan &p = c.p;
+  int64_t nO = p.headDim / 2, groups = nO / 4;
+  Value n = c.numSplits;
+  // A cluster that is not the splits of one (group, batch) would merge the wrong partials.
+  k.ifThen(k.cmp(P::ne, k.clusterSize(), n), [&] { k.trap(); });
+  Value slot = k.add(k.i32(c.sm.stage), k.mul(ct, 4));
+  Value isWg0 = k.cmp(P::eq, wg, 0);
+  k.ifThen(isWg0, [&] {
+    for (size_t i = 0; i < fin.size(); ++i)
+      k.store(fin[i], sptr(k, c, k.add(slot, int64_t(i) * 128 * 4)));
+  });
+  k.clusterSync();
+  k.ifThen(isWg0, [&] {
+    Value rank = k.clusterRank();
+    Value own = k.sharedAddr(sptr(k, c, slot));
+    Value negInf = k.f32(-INFINITY);
+    SmallVector<Value> init = {negInf, negInf, k.f32(0), k.f32(0)};
+    init.append(nO, k.f32(0));
+    SmallVector<Value> acc = k.forLoop(k.i32(0), n, 1, init, [&](Value j, ValueRange st) {
+      Value peer = k.mapaShared(own, j);
+      auto ld = [&](int64_t i) { return k.loadClusterF32(k.add(peer, k.i32(i * 128 * 4))); };
+      SmallVector<Value> out(st.begin(), st.end());
+      Value a[2], b[2];
+      for (int r = 0; r < 2; ++r) {
+        Value mj = ld(r), lj = ld(2 + r);
+        Value mx = k.fmax(st[r], mj);
+        Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mx, negInf), k.f32(0), mx);
+        a[r] = k.exp2(k.fsub(st[r], mUse));
+        b[r] = k.exp2(k.fsub(mj, mUse));
+        out[r] = mx;
+        out[2 + r] = k.fma(st[2 + r], a[r], k.fmul(lj, b[r]));
+      }
+      for (int64_t g = 0; g < groups; ++g) {
+        SmallVector<Value> cur(st.begin() + 4 + 4 * g, st.begin() + 8 + 4 * g);
+        SmallVector<Value> upd = k.ifThenElse(
+            k.cmp(P::eq, k.urem(k.i32(g), n), rank), TypeRange(ValueRange(cur)),
+            [&] {
+              SmallVector<Value> v;
+              for (int64_t e = 0; e < 4; ++e) {
+                int64_t i = 4 * g + e;
+                v.push_back(k.fma(cur[e], a[accRow(i)], k.fmul(ld(4 + i), b[accRow(i)])));
+              }
+              return v;
+            },
+            [&] { return cur; });
+        std::copy(upd.begin(), upd.end(), out.begin() + 4 + 4 * g);
+      }
+      return out;
+    });
+    for (int r = 0; r < 2; ++r) {
+      Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, acc[2 + r], k.f32(0)),
+                           k.fdiv(k.f32(1.0), acc[2 + r]), k.f32(0));
+      k.ifThen(rowOk[r], [&] {
+        Value rowBase = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), p.qHeads), head[r]);
+        Value base64 = k.mul(k.sext64(rowBase), p.headDim * 2);
+        for (int64_t g = 0; g < groups; ++g)
+          k.ifThen(k.cmp(P::eq, k.urem(k.i32(g), n), rank), [&] {
+            int64_t i = 4 * g + 2 * r; // accRow(i) == r
+            Value w = k.packBF16x2(k.fmul(acc[4 + i], inv), k.fmul(acc[5 + i], inv));
+            Value col = k.add(f.colBase, g * 8);
+            k.store(w, k.gep(c.out, k.add(base64, k.mul(k.sext64(col), int64_t(2)))));
+          });
+      });
+    }
+  });
+  k.clusterSync();
+}
