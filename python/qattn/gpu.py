@@ -236,6 +236,13 @@ class GpuDecodeKernel(LaunchFiles):
                            "has none")
         return fits[-1]
 
+    def merges_in_cluster(self, splits: int) -> bool:
+        """Whether ``splits`` splits merge inside the decode kernel, launched with a cluster of
+        them (the metadata's ``cluster_splits``), instead of through a combine kernel;
+        ``ATTN_RT_NO_CLUSTER_MERGE=1`` turns it off, as in attn-bench."""
+        limit = int(self.kernels["decode"].get("cluster_splits", 0))
+        return 1 < splits <= limit and not os.environ.get("ATTN_RT_NO_CLUSTER_MERGE")
+
     def _load(self):
         if self._loaded is None:
             ctx, mod, by_name, sms = load_module(self.ptx, self.meta["arch"],
@@ -346,10 +353,7 @@ class GpuDecodeKernel(LaunchFiles):
         splits = int(splits)
         if splits < 1:
             raise KernelArgumentError(f"splits must be >= 1 or 'auto', got {splits}")
-        # 2 .. cluster_splits splits merge inside the decode kernel, launched with a cluster of
-        # them; ATTN_RT_NO_CLUSTER_MERGE=1 runs the combine kernel instead (as attn-bench).
-        in_cluster = (1 < splits <= int(self.kernels["decode"].get("cluster_splits", 0))
-                      and not os.environ.get("ATTN_RT_NO_CLUSTER_MERGE"))
+        in_cluster = self.merges_in_cluster(splits)
         ws = None
         if splits > 1 and not in_cluster:
             ws = torch.empty(b * groups * splits * int(self.meta["workspace_floats_per_split"]),

@@ -163,13 +163,17 @@ def test_auto_splits_match_the_cpp_launcher(cache, repo_root):
                               "--dry-run"], capture_output=True, text=True, check=True).stdout
         want = json.loads(out.splitlines()[0])["num_splits"]
         assert qattn.gpu.select_split_kv(batch * groups, kv_len, tile, 132) == want, (batch, kv_len)
-    # Both launchers take the same combine kernel for a split count.
-    for splits in [2, 16, 17, 64]:
+    # Both launchers merge the same split counts in a cluster and take the same combine kernel
+    # for the others.
+    for splits in [2, 3, 16, 17, 64]:
         out = subprocess.run([str(bench), str(ptx), "--batch", "2", "--kv-len", "100000",
                               "--splits", str(splits), "--dry-run"],
                              capture_output=True, text=True, check=True).stdout
-        want = json.loads(out.splitlines()[0])["combine_kernel"]
-        assert kern.combine_for(splits)["name"] == want, splits
+        row = json.loads(out.splitlines()[0])
+        assert kern.merges_in_cluster(splits) == row["cluster_merge"], splits
+        ours = None if kern.merges_in_cluster(splits) else kern.combine_for(splits)["name"]
+        assert ours == row["combine_kernel"], splits
+    assert kern.merges_in_cluster(2) and not kern.merges_in_cluster(3)
     assert kern.combine_for(2)["name"].endswith("_combine")
     assert kern.combine_for(17)["name"].endswith("_combine_wide")
 
