@@ -311,3 +311,31 @@ def test_bad_weights():
     zero[:, 1, 3] = 0.0
     with pytest.raises(ValueError, match="all zero"):
         nomad.train_codebooks(keys, 2, weights=zero)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_restarts_keep_each_sub_quantizers_best_run(weighted):
+    """restarts = n: every (head, sub-quantizer) gets the lowest-inertia codebook of the n runs
+    (seeds seed .. seed + n − 1); restarts = 1 is the single run."""
+    keys = gaussian_keys(t=400, h=2, d=8)
+    w = np.random.default_rng(6).uniform(0.1, 3.0, size=keys.shape) if weighted else None
+    runs = [nomad.train_codebooks(keys, 1, seed=s, weights=w, iters=10) for s in (7, 8, 9)]
+    best = nomad.train_codebooks(keys, 1, seed=7, weights=w, iters=10, restarts=3)
+    assert np.array_equal(nomad.train_codebooks(keys, 1, seed=7, weights=w, iters=10, restarts=1),
+                          runs[0])
+    wt = np.ones(keys.shape) if w is None else w
+
+    def cost(cb):  # per (head, sub-quantizer)
+        rec = np.take_along_axis(cb[None, ..., 0], nomad.encode(keys, cb)[..., None].astype(np.intp),
+                                 3)[..., 0]
+        return (wt * (keys - rec) ** 2).sum(axis=0)
+
+    costs = np.stack([cost(r) for r in runs])
+    assert np.allclose(cost(best), costs.min(axis=0), rtol=1e-9)
+    for hh in range(2):
+        for ss in range(8):
+            assert any(np.array_equal(best[hh, ss], r[hh, ss]) for r in runs)
+    with pytest.raises(ValueError, match="restarts"):
+        nomad.train_codebooks(keys, 1, restarts=0)
+    with pytest.raises(ValueError, match="return_history"):
+        nomad.train_codebooks(keys, 1, restarts=2, return_history=True)

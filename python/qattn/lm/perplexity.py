@@ -112,6 +112,9 @@ def main(argv=None) -> int:
     ap.add_argument("--kmeans-iters", type=int, default=25,
                     help="maximum Lloyd iterations of the codebook training (it stops earlier "
                          "once converged; 25 gave the committed results.json and results-score.json)")
+    ap.add_argument("--kmeans-restarts", type=int, default=1,
+                    help="k-means runs per codebook; each (layer, head, sub-quantizer) keeps the one "
+                         "of the lowest inertia (train_codebooks(restarts=...))")
     ap.add_argument("--centroids", type=int, default=16,
                     help="NoMAD centroids per sub-quantizer: 16 (4-bit codes), 32 or 64 (8-bit codes; "
                          "target avx512_vbmi, avx512_vnni or scalar)")
@@ -176,13 +179,16 @@ def main(argv=None) -> int:
     for d, training in [(int(x), tr) for x in args.dsub.split(",") if x.strip() for tr in trainings]:
         t0 = time.time()
         book_path = os.path.join(args.out, f"codebooks_dsub{d}" + (f"_c{cents}" if cents != 16 else "")
-                                 + ("_score" if training == "score" else "") + ".npz")
+                                 + ("_score" if training == "score" else "")
+                                 + (f"_r{args.kmeans_restarts}" if args.kmeans_restarts > 1 else "")
+                                 + ".npz")
         if args.reuse_codebooks and os.path.isfile(book_path):
             books, _ = nomad.load_codebooks(book_path)
         else:
             books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=cents,
                                               iters=args.kmeans_iters, seed=0,
                                               sample=args.kmeans_sample,
+                                              restarts=args.kmeans_restarts,
                                               weights=weights[i] if training == "score" else None)
                      for i in range(cfg.layers)}
             nomad.save_codebooks(book_path, books, dsub=d, centroids=cents,
@@ -193,6 +199,7 @@ def main(argv=None) -> int:
             att = NomadKV(books, d, cfg.heads, isa=isa, dense_sinks=sinks)
             tags = [f"{cents} centroids"] if cents != 16 else []
             tags += ["score-aware codebooks"] if training == "score" else []
+            tags += [f"{args.kmeans_restarts} k-means restarts"] if args.kmeans_restarts > 1 else []
             schemes.append((att.name + (f" ({', '.join(tags)})" if tags else ""), att))
     if args.schemes != "all":
         wanted = {s.strip() for s in args.schemes.split(",")}
@@ -215,6 +222,7 @@ def main(argv=None) -> int:
             f"{platform.python_version()}), odd-numbered sorted topics", "window": args.window,
             "eval_windows": len(ev), "calib_windows": len(cal), "nomad_isa": isa,
             "kmeans_iters": args.kmeans_iters, "kmeans_sample": args.kmeans_sample,
+            "kmeans_restarts": args.kmeans_restarts,
             "llama_cpp_dense_ppl": ref,
             "sanity": [sanity(model, p) for p in ("The capital of France is",
                                                   "def fibonacci(n):\n    ",
