@@ -312,8 +312,9 @@ def train_codebooks(keys: Any, dsub: int, centroids: int = 16, iters: int = 25, 
       restarts: k-means runs from different k-means++ seedings (rng seeds seed, seed + 1, ...;
         the training tokens are the same for all); each (head, sub-quantizer) keeps the run with
         the lowest (weighted) inertia on them, as scikit-learn's n_init does per problem. On
-        SmolLM2 four restarts gave dsub 1 +2.78% where single runs gave +2.8 to +3.7%
-        (docs/Perplexity.md). ``return_history`` needs ``restarts = 1``.
+        SmolLM2 two pools of four restarts gave dsub 1 +2.78% and +3.22% where single runs gave
+        +2.8 to +3.7% (docs/Perplexity.md): lower inertia, not a reliably lower perplexity.
+        ``return_history`` needs ``restarts = 1``.
 
     Returns:
       float32 codebooks [H, S, C, dsub], or ``(codebooks, history)`` with ``return_history``.

@@ -25,6 +25,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 import time
 from typing import Dict, List
@@ -201,8 +202,8 @@ def main(argv=None) -> int:
             tags += ["score-aware codebooks"] if training == "score" else []
             tags += [f"{args.kmeans_restarts} k-means restarts"] if args.kmeans_restarts > 1 else []
             schemes.append((att.name + (f" ({', '.join(tags)})" if tags else ""), att))
-    if args.schemes != "all":
-        wanted = {s.strip() for s in args.schemes.split(",")}
+    if args.schemes != "all":  # commas inside a name's parentheses do not separate names
+        wanted = {s.strip() for s in re.split(r",(?![^()]*\))", args.schemes)}
         schemes = [s for s in schemes if s[0] in wanted or s[0] == "dense f32"]
 
     results = []
