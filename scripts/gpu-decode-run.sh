@@ -6,9 +6,10 @@
 #   2. Table 3: the peer script (gpu_decode_anchor.py, Triton) and our int8 / fp8 / bf16 kernels
 #      on the same rows, in the same run;
 #   3. compute-sanitizer memcheck and racecheck on one shape per KV type (SANITIZE: other variants);
-#   4. (step "splits") the three split merges: every decode variant forced to 2, 3 and 8 splits
-#      (merged inside the decode kernel, in a cluster of the splits), 2 with
-#      ATTN_RT_NO_CLUSTER_MERGE=1 and 16 (the narrow combine kernel) and 40 (the wide one).
+#   4. (step "splits") the three split merges: every decode variant forced to 2 splits (merged
+#      inside the decode kernel, in a cluster of the splits: the metadata's cluster_splits), 2
+#      with ATTN_RT_NO_CLUSTER_MERGE=1, 3, 8 and 16 (the narrow combine kernel) and 40 (the wide
+#      one).
 # Usage: scripts/gpu-decode-run.sh [DIR] [OUT]   (DIR from scripts/gpu-decode-build.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -49,8 +50,8 @@ if [[ $STEPS == *check* ]]; then
 fi
 
 if [[ $STEPS == *splits* ]]; then
-  # Up to 8 splits merge in a cluster; the narrow combine kernel takes 2..16 splits (2c: 2 with
-  # the cluster merge switched off), the wide one more: each variant through all three.
+  # Splits up to the metadata's cluster_splits (2) merge in a cluster; the narrow combine kernel
+  # takes the others up to 16 (2c: 2 with the cluster merge switched off), the wide one more.
   : > "$OUT/splitcheck.jsonl"; fails=0; runs=0
   for ptx in "$DIR"/variants/${VARIANTS:-*}.ptx; do
     [[ $(basename "$ptx") == pf_* ]] && continue  # prefill runs one split
