@@ -230,9 +230,7 @@ struct Plan {
   ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
   unsigned decodeGrid[3] = {1, 1, 1}, combineGrid[3] = {1, 1, 1};
   size_t workspaceFloats = 0;
-  /// The splits merge inside the decode kernel, launched with a cluster of them (no combine;
-  /// ATTN_RT_NO_CLUSTER_MERGE=1 forces the combine kernel instead).
-  bool clusterMerge = false;
+  bool clusterMerge = false; // splits merged in a cluster (ATTN_RT_NO_CLUSTER_MERGE=1: combine)
 };
 
 /// MemAvailable of /proc/meminfo (MemFree when that is missing); 0 when unknown.
