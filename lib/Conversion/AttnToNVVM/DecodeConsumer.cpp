@@ -587,9 +587,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
                             k.f32(0));
         for (int r = 0; r < 2; ++r) {
           k.ifThen(rowOk[r], [&] {
-            // out[b, qi, head, :]
-            Value rowBase = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), p.qHeads), head[r]);
-            Value base64 = k.mul(k.sext64(rowBase), p.headDim * 2);
+            Value base64 = outRowOffset(k, c, qi[r], head[r]);
             for (int64_t i = 0; i < nO; i += 2) {
               if (accRow(i) != r)
                 continue;

@@ -12,6 +12,8 @@
 #include "DecodePlan.h"
 #include "KernelBuilder.h"
 
+#include <cmath>
+
 namespace mlir::attn::nvvm {
 
 inline constexpr double kLog2e = 1.4426950408889634;
@@ -90,6 +92,27 @@ struct Frag {
   Value alibiA[2];   // log2e · slope per row (0 without ALiBi)
   Value alibiB[2];   // −log2e · slope · pos per row
 };
+
+/// One row of two partial softmax states (max m, sum l) merged: the common max, the weights
+/// 2^(m − max) of each (0 for a state with no keys) and the merged sum.
+struct RowMerge {
+  Value m, l, a, b;
+};
+inline RowMerge mergeRow(KernelBuilder &k, Value mA, Value lA, Value mB, Value lB) {
+  RowMerge r;
+  r.m = k.fmax(mA, mB);
+  Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, r.m, k.f32(-INFINITY)), k.f32(0), r.m);
+  r.a = k.exp2(k.fsub(mA, mUse));
+  r.b = k.exp2(k.fsub(mB, mUse));
+  r.l = k.fma(lA, r.a, k.fmul(lB, r.b));
+  return r;
+}
+
+/// Byte offset of output row out[b, qi, head, :] (bf16) of the CTA's batch element.
+inline Value outRowOffset(KernelBuilder &k, Ctx &c, Value qi, Value head) {
+  Value rowBase = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), c.p.qHeads), head);
+  return k.mul(k.sext64(rowBase), c.p.headDim * 2);
+}
 
 /// Merges of partial (m0, m1, l0, l1, O...) states (DecodeMerge.cpp). Two decode consumer
 /// warpgroups over disjoint tiles: returns warpgroup 0's merged state.

@@ -42,15 +42,13 @@ SmallVector<Value> mlir::attn::nvvm::mergeConsumers(KernelBuilder &k, Ctx &c, Va
         for (int64_t i = 0; i < n; ++i)
           other[i] = k.load(k.f32(), addr(i));
         SmallVector<Value> out(st.begin(), st.end());
-        Value negInf = k.f32(-INFINITY);
         Value a[2], b[2];
         for (int r = 0; r < 2; ++r) {
-          Value mx = k.fmax(st[r], other[r]);
-          Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mx, negInf), k.f32(0), mx);
-          a[r] = k.exp2(k.fsub(st[r], mUse));
-          b[r] = k.exp2(k.fsub(other[r], mUse));
-          out[r] = mx;
-          out[2 + r] = k.fma(st[2 + r], a[r], k.fmul(other[2 + r], b[r]));
+          RowMerge mr = mergeRow(k, st[r], st[2 + r], other[r], other[2 + r]);
+          a[r] = mr.a;
+          b[r] = mr.b;
+          out[r] = mr.m;
+          out[2 + r] = mr.l;
         }
         for (int64_t i = 4; i < n; ++i) {
           int64_t r = accRow(i - 4);
@@ -129,12 +127,11 @@ void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct
       Value a[2], b[2];
       for (int r = 0; r < 2; ++r) {
         Value mj = ld(r), lj = ld(2 + r);
-        Value mx = k.fmax(st[r], mj);
-        Value mUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mx, negInf), k.f32(0), mx);
-        a[r] = k.exp2(k.fsub(st[r], mUse));
-        b[r] = k.exp2(k.fsub(mj, mUse));
-        out[r] = mx;
-        out[2 + r] = k.fma(st[2 + r], a[r], k.fmul(lj, b[r]));
+        RowMerge mr = mergeRow(k, st[r], st[2 + r], mj, lj);
+        a[r] = mr.a;
+        b[r] = mr.b;
+        out[r] = mr.m;
+        out[2 + r] = mr.l;
       }
       for (int64_t g = 0; g < groups; ++g) {
         SmallVector<Value> cur(st.begin() + 4 + 4 * g, st.begin() + 8 + 4 * g);
@@ -157,8 +154,7 @@ void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct
       Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, acc[2 + r], k.f32(0)),
                            k.fdiv(k.f32(1.0), acc[2 + r]), k.f32(0));
       k.ifThen(rowOk[r], [&] {
-        Value rowBase = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), p.qHeads), head[r]);
-        Value base64 = k.mul(k.sext64(rowBase), p.headDim * 2);
+        Value base64 = outRowOffset(k, c, qi[r], head[r]);
         for (int64_t g = 0; g < groups; ++g)
           k.ifThen(k.cmp(P::eq, k.urem(k.i32(g), n), rank), [&] {
             int64_t i = 4 * g + 2 * r; // accRow(i) == r
