@@ -136,17 +136,9 @@ def main():
                 ws = np.concatenate([nomad.score_weights(rot_q(q, r), rot_k(k, r))[skip:]
                                      for q, k in zip(rq[layer], rk[layer])])
                 runs = int(train[4:]) if train.startswith("best") else 1
-                cands = [nomad.train_codebooks(ks, dsub=1, centroids=16, iters=25,
-                                               seed=args.seed + i, sample=8192, weights=ws)
-                         for i in range(runs)]
-                errs = []
-                for cb in cands:  # weighted inertia per (KV head, sub-quantizer)
-                    codes = nomad.encode(ks, cb).astype(np.intp)  # [T, H, S]
-                    rec = np.take_along_axis(cb[None, ..., 0], codes[..., None], 3)[..., 0]
-                    errs.append((ws * (ks - rec) ** 2).sum(0))
-                best = np.argmin(np.stack(errs), axis=0)  # [H, S]
-                books[layer] = np.take_along_axis(np.stack(cands), best[None, :, :, None, None],
-                                                  0)[0]
+                books[layer] = nomad.train_codebooks(ks, dsub=1, centroids=16, iters=25,
+                                                     seed=args.seed, sample=8192, weights=ws,
+                                                     restarts=runs)
             trained[(rot, train)] = (rots, books)
         rots, books = trained[(rot, train)]
         att = attention(books, rots, lut == "u8", int(sinks))
