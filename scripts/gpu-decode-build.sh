@@ -14,5 +14,12 @@ for f in "$DIR"/variants/*.mlir examples/bench/*.mlir; do
   [[ "$f" == examples/* ]] && out="$DIR/bench/$(basename "${f%.mlir}").ptx"
   "$ATTN_OPT" "$f" --emit=ptx -o "$out"
 done
+# table3_i8q.mlir with the batch written into the spec, one per Table-3 row (i8qs_bB): a static
+# batch lets attn-select-schedule pick two CTAs per SM where 256 CTAs would take two waves.
+for B in 256 128 64 32 16 8 4 2 ${STATIC_BATCHES:-}; do
+  sed -E "s/memref<\?x/memref<${B}x/g; s/@table3_i8q/@table3_i8qs_b${B}/" examples/bench/table3_i8q.mlir \
+    > "$DIR/bench/table3_i8qs_b$B.mlir"
+  "$ATTN_OPT" "$DIR/bench/table3_i8qs_b$B.mlir" --emit=ptx -o "$DIR/bench/table3_i8qs_b$B.ptx"
+done
 cp ../shared/bench/gpu_decode_anchor.py "$DIR/" 2>/dev/null || true
 echo "built $(ls "$DIR"/*/*.ptx | wc -l) kernels into $DIR"

@@ -72,10 +72,11 @@ if [[ $STEPS == *table3* ]]; then
   : > "$OUT/table3.jsonl"; t3runs=0; t3fails=0
   for row in "1024 256" "2048 128" "4096 64" "8192 32" "16384 16" "32768 8" "65536 4" "131072 2"; do
     read -r S B <<< "$row"
-    for kv in ${TABLE3_KV:-i8 i8q fp8 bf16}; do
+    for kv in ${TABLE3_KV:-i8 i8q i8qs fp8 bf16}; do
       # int8 and bf16 must also be within 3e-2 of unquantized attention (e4m3: 1e-1).
       tol=3e-2; [[ $kv == fp8 ]] && tol=1e-1
-      line=$(timeout $T $BENCH "$DIR/bench/table3_$kv.ptx" --batch "$B" --kv-len "$S" --iters 100 \
+      ptx="$DIR/bench/table3_$kv.ptx"; [[ $kv == i8qs ]] && ptx="$DIR/bench/table3_i8qs_b$B.ptx"
+      line=$(timeout $T $BENCH "$ptx" --batch "$B" --kv-len "$S" --iters 100 \
              --warmup 20 --tol-unquant $tol 2>&1)
       [[ $? != 0 ]] && { t3fails=$((t3fails + 1)); echo "FAIL table3 $kv $row: $line" | tail -2; }
       t3runs=$((t3runs + 1))
@@ -89,17 +90,19 @@ out = sys.argv[1]
 peer = {(r["ctx"], r["B"]): r for r in map(json.loads, open(out + "/peer.jsonl"))}
 ours = {}
 for r in map(json.loads, open(out + "/table3.jsonl")):
-    ours[(r["kv_len"], r["batch"], r.get("q_dtype", "bf16") + "/" + r["kv_dtype"])] = r
+    static = "s" if "i8qs_b" in r["kernel"] else ""
+    ours[(r["kv_len"], r["batch"], r.get("q_dtype", "bf16") + "/" + r["kv_dtype"] + static)] = r
 nan = float("nan")
-print(f"{'ctx':>7} {'B':>4} | {'i8 us':>7} {'GB/s':>6} {'err':>8} | {'i8q us':>7} {'GB/s':>6} {'err':>8} | {'fp8 us':>7} | {'bf16 us':>7} | {'triton i8':>9} {'triton fp8':>10} | {'i8 x':>5} {'i8q x':>5}")
+print(f"{'ctx':>7} {'B':>4} | {'i8 us':>7} {'GB/s':>6} {'err':>8} | {'i8q us':>7} {'GB/s':>6} {'err':>8} | {'i8qs us':>7} {'GB/s':>6} | {'fp8 us':>7} | {'bf16 us':>7} | {'triton i8':>9} {'triton fp8':>10} | {'i8 x':>5} {'i8q x':>5} {'i8qs x':>6}")
 for (ctx, b), p in sorted(peer.items()):
     i8 = ours.get((ctx, b, "bf16/i8"), {}); iq = ours.get((ctx, b, "i8/i8"), {})
+    qs = ours.get((ctx, b, "i8/i8s"), {})
     f8 = ours.get((ctx, b, "bf16/f8E4M3FN"), {}); bf = ours.get((ctx, b, "bf16/bf16"), {})
     t = p.get("triton_int8_best_us")
     sp = lambda r: t / r["time_us"] if t and r.get("time_us") else nan
     print(f"{ctx:>7} {b:>4} | {i8.get('time_us', nan):7.1f} {i8.get('gbps', 0):6.0f} {i8.get('rel_err_quant', nan):8.2e} | "
           f"{iq.get('time_us', nan):7.1f} {iq.get('gbps', 0):6.0f} {iq.get('rel_err_quant', nan):8.2e} | "
-          f"{f8.get('time_us', nan):7.1f} | {bf.get('time_us', nan):7.1f} | {t or nan:9.1f} {p.get('triton_fp8_us', nan):10} | {sp(i8):5.2f} {sp(iq):5.2f}")
+          f"{qs.get('time_us', nan):7.1f} {qs.get('gbps', 0):6.0f} | {f8.get('time_us', nan):7.1f} | {bf.get('time_us', nan):7.1f} | {t or nan:9.1f} {p.get('triton_fp8_us', nan):10} | {sp(i8):5.2f} {sp(iq):5.2f} {sp(qs):6.2f}")
 PY
 fi
 

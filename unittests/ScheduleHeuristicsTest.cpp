@@ -80,6 +80,36 @@ TEST(DecodeSchedule, Table3Rows) {
   }
 }
 
+TEST(CtasPerSm, TwoWhenTheGridTakesMoreThanOneWave) {
+  AttentionShape s = decode(256, 3, 1024, 16, 1);
+  s.int8QK = true;
+  EXPECT_EQ(selectCtasPerSm(s, 256, GPUInfo{}), 2); // Table 3's 1024 × 256 row
+  EXPECT_EQ(selectCtasPerSm(s, 132, GPUInfo{}), 1); // one wave already
+  EXPECT_EQ(selectCtasPerSm(s, 0, GPUInfo{}), 1);   // batch known only at launch
+  GPUInfo big;
+  big.numSMs = 300;
+  EXPECT_EQ(selectCtasPerSm(s, 256, big), 1);
+}
+
+TEST(CtasPerSm, OnlyWhereTwoCTAsFit) {
+  AttentionShape s = decode(256, 3, 1024, 16, 1);
+  s.int8QK = true;
+  // bf16 queries convert K to bf16 as well: 2 · (116864 + 1024) bytes exceed the SM's 228 KiB.
+  AttentionShape bf16Q = s;
+  bf16Q.int8QK = false;
+  EXPECT_EQ(selectCtasPerSm(bf16Q, 256, GPUInfo{}), 1);
+  AttentionShape d256 = s;
+  d256.headDim = 256;
+  EXPECT_EQ(selectCtasPerSm(d256, 256, GPUInfo{}), 1);
+  AttentionShape bf16Cache = s;
+  bf16Cache.kvElemBytes = 2;
+  bf16Cache.int8QK = false;
+  EXPECT_EQ(selectCtasPerSm(bf16Cache, 256, GPUInfo{}), 1);
+  AttentionShape zp = s;
+  zp.zeroPoints = true;
+  EXPECT_EQ(selectCtasPerSm(zp, 256, GPUInfo{}), 1);
+}
+
 TEST(DecodeSchedule, DynamicLengthDefersSplit) {
   DecodeSchedule d = selectDecodeSchedule(
       decode(AttentionShape::kDynamicExtent, 1, AttentionShape::kDynamicExtent, 8, 1), GPUInfo{});

@@ -95,9 +95,9 @@ void mlir::attn::nvvm::storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef
 /// Split-KV merged inside a cluster (the launcher gives each cluster the num_splits CTAs of one
 /// (group, batch) along x, so the cluster rank is the split): each split parks warpgroup 0's
 /// merged state in its own idle pipeline buffers (thread-major, as mergeConsumers); after a
-/// cluster barrier, warpgroup 0 of rank r merges the column groups g ≡ r (mod num_splits) of
-/// every split's state, read through distributed shared memory (weights 2^(m_s − max m), as the
-/// combine kernels), and writes them as bf16; a second barrier keeps each CTA's shared memory
+/// cluster barrier, warpgroup 0 of rank r merges its own state with every peer's, read through
+/// distributed shared memory (weights 2^(m_s − max m), as the combine kernels), and writes the
+/// column groups g ≡ r (mod num_splits) as bf16; a second barrier keeps each CTA's shared memory
 /// alive until its peers have read it. The producers take part in both barriers.
 void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct,
                                     ArrayRef<Value> fin, const Value rowOk[2], const Value qi[2],
@@ -117,36 +117,27 @@ void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct
   k.ifThen(isWg0, [&] {
     Value rank = k.clusterRank();
     Value own = k.sharedAddr(sptr(k, c, slot));
-    Value negInf = k.f32(-INFINITY);
-    SmallVector<Value> init = {negInf, negInf, k.f32(0), k.f32(0)};
-    init.append(nO, k.f32(0));
-    SmallVector<Value> acc = k.forLoop(k.i32(0), n, 1, init, [&](Value j, ValueRange st) {
-      Value peer = k.mapaShared(own, j);
-      auto ld = [&](int64_t i) { return k.loadClusterF32(k.add(peer, k.i32(i * 128 * 4))); };
+    // The CTA's own state is in registers; each peer's (ranks rank + 1, ..., rank + n − 1, mod n)
+    // is loaded whole before any of it is used: one round trip through distributed shared
+    // memory per peer, not one per column group.
+    SmallVector<Value> init(fin.begin(), fin.end());
+    SmallVector<Value> acc = k.forLoop(k.i32(1), n, 1, init, [&](Value j, ValueRange st) {
+      Value peer = k.mapaShared(own, k.urem(k.add(rank, j), n));
+      SmallVector<Value> other;
+      for (size_t i = 0; i < fin.size(); ++i)
+        other.push_back(k.loadClusterF32(k.add(peer, k.i32(int64_t(i) * 128 * 4))));
       SmallVector<Value> out(st.begin(), st.end());
       Value a[2], b[2];
       for (int r = 0; r < 2; ++r) {
-        Value mj = ld(r), lj = ld(2 + r);
-        RowMerge mr = mergeRow(k, st[r], st[2 + r], mj, lj);
+        RowMerge mr = mergeRow(k, st[r], st[2 + r], other[r], other[2 + r]);
         a[r] = mr.a;
         b[r] = mr.b;
         out[r] = mr.m;
         out[2 + r] = mr.l;
       }
-      for (int64_t g = 0; g < groups; ++g) {
-        SmallVector<Value> cur(st.begin() + 4 + 4 * g, st.begin() + 8 + 4 * g);
-        SmallVector<Value> upd = k.ifThenElse(
-            k.cmp(P::eq, k.urem(k.i32(g), n), rank), TypeRange(ValueRange(cur)),
-            [&] {
-              SmallVector<Value> v;
-              for (int64_t e = 0; e < 4; ++e) {
-                int64_t i = 4 * g + e;
-                v.push_back(k.fma(cur[e], a[accRow(i)], k.fmul(ld(4 + i), b[accRow(i)])));
-              }
-              return v;
-            },
-            [&] { return cur; });
-        std::copy(upd.begin(), upd.end(), out.begin() + 4 + 4 * g);
+      for (size_t i = 4; i < st.size(); ++i) {
+        int64_t r = accRow(int64_t(i) - 4);
+        out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
       }
       return out;
     });

@@ -21,6 +21,32 @@ func.func @mqa_decode(%q: memref<16x3x16x128xbf16>, %k: memref<16x8192x1x128xi8>
 
 // -----
 
+// Table-3 row ctx 1024 × batch 256 with int8 queries: 256 CTAs take two waves at one CTA per SM,
+// so the schedule is built for two per SM (tile_n 64, one producer and one consumer warpgroup);
+// on 16 SMs as well. With bf16 queries the two-CTA schedule does not fit (K converted to bf16).
+// CHECK-LABEL: func.func @mqa_decode_wide_batch
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 64, stages = 2, roles = [producer<warpgroups = 1, regs = 56>, consumer<warpgroups = 1, regs = 200>], ctas_per_sm = 2>
+// CHECK-LABEL: func.func @mqa_decode_wide_batch_bf16_queries
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 2, regs = 56>, consumer<warpgroups = 2, regs = 200>]>
+// SM16-LABEL: func.func @mqa_decode_wide_batch
+// SM16: ctas_per_sm = 2>
+func.func @mqa_decode_wide_batch(%q: memref<256x3x16x128xi8>, %qs: memref<256x3x16xf32>, %k: memref<256x1024x1x128xi8>, %v: memref<256x1024x1x128xi8>,
+                                 %ks: memref<256x1024x1xf32>, %vs: memref<256x1024x1xf32>, %o: memref<256x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<256x3x16x128xi8>, memref<256x1024x1x128xi8>, memref<256x1024x1x128xi8>)
+      q_scale(%qs : memref<256x3x16xf32>) k_scale(%ks : memref<256x1024x1xf32>) v_scale(%vs : memref<256x1024x1xf32>) outs(%o : memref<256x3x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+func.func @mqa_decode_wide_batch_bf16_queries(%q: memref<256x3x16x128xbf16>, %k: memref<256x1024x1x128xi8>, %v: memref<256x1024x1x128xi8>,
+                                              %ks: memref<256x1024x1xf32>, %vs: memref<256x1024x1xf32>, %o: memref<256x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<256x3x16x128xbf16>, memref<256x1024x1x128xi8>, memref<256x1024x1x128xi8>)
+      k_scale(%ks : memref<256x1024x1xf32>) v_scale(%vs : memref<256x1024x1xf32>) outs(%o : memref<256x3x16x128xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
 // Fields written in the spec are kept; split_kv is recomputed for the packing the spec fixed
 // (pack 2 of 8 -> 4 groups × 2 KV heads × batch 1 = 8 CTAs -> 16 splits; bf16 at head_dim 256
 // -> tile_n 64: the WGMMAs read the TMA stages, no conversion buffers).

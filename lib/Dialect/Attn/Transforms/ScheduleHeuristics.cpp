@@ -69,6 +69,14 @@ int64_t mlir::attn::selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, co
   return std::max<int64_t>(1, std::min(gpu.numSMs / ctas, maxSplits));
 }
 
+int64_t mlir::attn::selectCtasPerSm(const AttentionShape &s, int64_t ctas, const GPUInfo &gpu) {
+  if (ctas <= gpu.numSMs || s.headDim > 128 || s.kvElemBytes != 1 || !s.int8QK || s.zeroPoints)
+    return 1;
+  // The lowering's bound: each CTA's shared memory plus the 1 KiB the SM reserves per CTA.
+  // (bf16 queries convert K to bf16 too: 116864 bytes at head_dim 128, 2304 too many.)
+  return 2 * (decodeSharedBytes(s, 64, 2) + 1024) <= kSharedBytesPerSmSm90 ? 2 : 1;
+}
+
 DecodeSchedule mlir::attn::selectDecodeSchedule(const AttentionShape &s, const GPUInfo &gpu) {
   DecodeSchedule d;
   d.packQHeads = selectPackQHeads(s, gpu);

@@ -82,6 +82,18 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       if (qT.isDynamicDim(1) || qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "decode scheduling needs static q_len and head counts";
       DecodeSchedule d = selectDecodeSchedule(shape, gpu);
+      // A grid of more than one wave (static batch) runs two CTAs per SM where they fit — unless
+      // the spec fixed fields of another schedule (roles, tile_n, stages, splits).
+      if (f.ctasPerSm == 0 && !f.roles && (f.tileN == 0 || f.tileN == 64) &&
+          (f.stages == 0 || f.stages == 2) &&
+          (f.splitKv == 0 || f.splitKv == 1 || f.splitKv == ScheduleAttr::kAuto)) {
+        int64_t pack = f.packQHeads ? f.packQHeads : d.packQHeads;
+        int64_t ctas = shape.batch > 0
+                           ? shape.batch * shape.kvHeads * (shape.qHeads / shape.kvHeads / pack)
+                           : 0;
+        if (selectCtasPerSm(shape, ctas, gpu) == 2)
+          f.ctasPerSm = 2;
+      }
       if (f.ctasPerSm == 2) {
         // Several CTAs per SM (opt-in): 256 threads entering with 128 registers each (56 + 200)
         // and tile_n 64, so two CTAs' shared memory fits — what ran Table 3's 1024 × 256 row in

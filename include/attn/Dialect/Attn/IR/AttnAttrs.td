@@ -180,7 +180,9 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
     * `pingpong`, `intra_wg_overlap`, `persistent = true|false`: the FA3 scheduling features.
     * `ctas_per_sm = N`: CTAs the kernel is built to share one SM with (1 to 4; the compiler
       checks that registers and shared memory allow it and tells ptxas, `.minnctapersm`).
-      Decode only; with 2, a batch of up to 2 · SMs CTAs runs in one wave.
+      Decode only; with 2, a batch of up to 2 · SMs CTAs runs in one wave. Left out, it is 2
+      for an int8-query int8 cache whose static batch takes more than one wave at one CTA per
+      SM (docs/Schedules.md), else 1.
 
     A field left out is "not decided": `attn-select-schedule` decides it.
   }];
