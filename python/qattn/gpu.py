@@ -395,7 +395,10 @@ class GpuDecodeKernel(LaunchFiles):
                 launch(self.kernels["decode"], (chunks if self.prefill else splits, groups, b),
                        (splits, 1, 1) if in_cluster else None)
             if splits > 1 and not in_cluster:
-                launch(self.combine_for(splits), (-(-rows // 4), groups, b))
+                combine = self.combine_for(splits)
+                extents = {"row_blocks": -(-rows // 4), "rows": rows, "groups": groups, "batch": b}
+                launch(combine, tuple(extents[x] if isinstance(x, str) else int(x)
+                                      for x in combine["grid"]))
         if ws is not None:  # keep the workspace alive until the stream is done with it
             ws.record_stream(torch.cuda.ExternalStream(stream_handle) if stream is not None
                              else torch.cuda.current_stream(q.device))

@@ -62,7 +62,7 @@ CASES = {
                                schedule={"persistent": True}),
 }
 SHAPES = {  # (batch, kv_len, splits)
-    "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3)],
+    "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3), (1, 4096, "auto")],  # 32: wide
     "fp8_gqa": [(3, 257, "auto"), (16, 2048, 1)],
     "bf16_mha": [(2, 1, "auto"), (2, 777, 2)],
     "i8q_gqa": [(5, 1500, "auto"), (1, 33, 1)],

@@ -351,6 +351,7 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
       {"batch", p.batch},      {"row_blocks", (m.rowsPerCta + 3) / 4},
       {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
       {"q_len", p.qLen},       {"q_chunks", (p.qLen + m.qChunk - 1) / m.qChunk}};
+  symbols["rows"] = m.rowsPerCta; // the wide combine kernel: one packed row per CTA
   // A persistent grid: one CTA per SM, at most one per work item.
   symbols["persistent_ctas"] =
       std::min<int64_t>(p.smCount, symbols["q_chunks"] * m.groups * p.batch);

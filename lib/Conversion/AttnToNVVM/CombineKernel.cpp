@@ -6,8 +6,8 @@
 // launcher from the split count (the metadata's `min_splits`):
 //   `<name>_combine` (2 to kNarrowSplits splits): one warp per packed row, every split's loads
 //     issued at once (one round trip to L2);
-//   `<name>_combine_wide` (more): four warps per row, each a quarter of the splits, merged by
-//     the row's first warp through shared memory.
+//   `<name>_combine_wide` (more): one packed row per CTA, sixteen warps each a sixteenth of
+//     the splits, merged by the first warp through shared memory.
 // Both begin with griddepcontrol.wait: launchers start them as programmatic dependents (PDL) of
 // the decode kernel, which triggers them as its consumers finish.
 //
@@ -28,8 +28,11 @@ using P = LLVM::ICmpPredicate;
 /// The narrow kernel takes up to this many splits (measured on the H100, docs/benchmarks/
 /// gpu-decode.md: it is faster up to 16 splits, the wide one past that).
 static constexpr int64_t kNarrowSplits = 16;
-/// Threads of the wide kernel: 4 packed rows × 4 warps.
-static constexpr int64_t kWideThreads = 512;
+/// The wide kernel: one packed row per CTA (grid x: the rows), its splits spread over 16 warps,
+/// so a row's 17–66+ partials are read by 16 SMs' worth of requests at once (with 4 rows × 4
+/// warps per CTA, 24 CTAs took 7.2 µs at 66 splits under Nsight Compute).
+static constexpr int64_t kWideRowWarps = 16;
+static constexpr int64_t kWideThreads = 32 * kWideRowWarps;
 
 namespace {
 /// What both kernels share: where packed row `row`'s partials and output live.
@@ -134,8 +137,8 @@ static void buildNarrowCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp modu
   LLVM::ReturnOp::create(b, loc, ValueRange{});
 }
 
-/// `<name>_combine_wide`: 4 packed rows per CTA, 4 warps per row; warp q of a row merges a
-/// quarter of the splits and the row's first warp merges the four.
+/// `<name>_combine_wide`: packed row ctaid.x; warp q merges splits [q · c, (q + 1) · c) with
+/// c = ceil(num_splits / 16), and warp 0 merges the sixteen.
 static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
                              const DecodePlan &p) {
   OpBuilder::InsertionGuard g(b);
@@ -143,9 +146,8 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
   ensureSharedSymbol(b, loc, module);
   KernelBuilder k(b, loc);
   Value tid = k.tidX();
-  Value lane = k.band(tid, 31), q = k.band(k.lshr(tid, 5), 3), rowInCta = k.lshr(tid, 7);
-  Value row = k.add(k.mul(k.ctaidX(), 4), rowInCta);
-  Rows r(k, p, fn, row);
+  Value lane = k.band(tid, 31), q = k.lshr(tid, 5);
+  Rows r(k, p, fn, k.ctaidX());
   Value ws = r.ws, out = r.out, numSplits = r.numSplits, active = r.active, negInf = r.negInf;
   Value mOff = r.mOff;
   int64_t D = r.D, R = r.R;
@@ -154,7 +156,7 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
     Value c4 = k.smin(k.add(lane, t * 32), k.i32(D / 4 - 1));
     return k.mul(k.sext64(k.add(k.mul(r.rowc, D), k.mul(c4, 4))), int64_t(4));
   };
-  Value chunk = k.udiv(k.add(numSplits, 3), k.i32(4));
+  Value chunk = k.udiv(k.add(numSplits, kWideRowWarps - 1), k.i32(kWideRowWarps));
   Value sBeg = k.smin(k.mul(q, chunk), numSplits), sEnd = k.smin(k.add(sBeg, chunk), numSplits);
   // The warp's splits go over its lanes: lane l reads m and l of splits sBeg + l, + 32, …
   auto laneSplit = [&](Value s0, Value &valid) {
@@ -181,31 +183,40 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
     Value w = k.select(valid, k.exp2(k.fsub(m, mUse)), k.f32(0));
     SmallVector<Value> next(st.begin(), st.end());
     next[0] = k.fma(w, l, st[0]);
+    // Groups of 8 past the warp's last split are skipped (a warp-uniform branch).
     for (int64_t j0 = 0; j0 < 32; j0 += 8) {
-      SmallVector<Value> wj, vs;
-      for (int64_t j = j0; j < j0 + 8; ++j) {
-        wj.push_back(k.shflIdx(w, k.i32(j)));
-        Value bj = r.splitBase(k.smin(k.add(s0, j), k.add(numSplits, -1)));
-        for (int64_t t = 0; t < perLane; ++t)
-          vs.push_back(k.load(VectorType::get({4}, k.f32()), k.gep(ws, k.add(bj, colOff(t))), 16));
-      }
-      for (int64_t j = 0; j < 8; ++j)
-        for (int64_t t = 0; t < perLane; ++t)
-          for (int e = 0; e < 4; ++e)
-            next[1 + 4 * t + e] =
-                k.fma(wj[j], k.extract(vs[j * perLane + t], e), next[1 + 4 * t + e]);
+      SmallVector<Value> o(next.begin() + 1, next.end());
+      SmallVector<Value> upd = k.ifThenElse(
+          k.cmp(P::slt, k.add(s0, j0), sEnd), TypeRange(ValueRange(o)),
+          [&] {
+            SmallVector<Value> wj, vs, cur(o);
+            for (int64_t j = j0; j < j0 + 8; ++j) {
+              wj.push_back(k.shflIdx(w, k.i32(j)));
+              Value bj = r.splitBase(k.smin(k.add(s0, j), k.add(numSplits, -1)));
+              for (int64_t t = 0; t < perLane; ++t)
+                vs.push_back(
+                    k.load(VectorType::get({4}, k.f32()), k.gep(ws, k.add(bj, colOff(t))), 16));
+            }
+            for (int64_t j = 0; j < 8; ++j)
+              for (int64_t t = 0; t < perLane; ++t)
+                for (int e = 0; e < 4; ++e)
+                  cur[4 * t + e] = k.fma(wj[j], k.extract(vs[j * perLane + t], e), cur[4 * t + e]);
+            return cur;
+          },
+          [&] { return o; });
+      std::copy(upd.begin(), upd.end(), next.begin() + 1);
     }
     return next;
   });
   for (int64_t x = 16; x >= 1; x /= 2)
     acc[0] = k.fadd(acc[0], k.shflXor(acc[0], x));
 
-  // The 4 warps' (max, sum, O) of a row meet in shared memory: slot (row in CTA, q) holds
-  // O[0 .. D) at float 0, the max at D and the sum at D + 1 (stride D + 4: 16-byte aligned).
+  // The warps' (max, sum, O) meet in shared memory: slot q holds O[0 .. D) at float 0, the max
+  // at D and the sum at D + 1 (stride D + 4: 16-byte aligned).
   Value smem = k.dynamicShared(kSharedSymbol);
   int64_t stride = (D + 4) * 4;
   auto slotOff = [&](Value slot) { return k.mul(slot, stride); };
-  Value mySlot = slotOff(k.add(k.mul(rowInCta, 4), q));
+  Value mySlot = slotOff(q);
   for (int64_t t = 0; t < perLane; ++t) {
     Value c4 = k.add(lane, t * 32);
     k.ifThen(k.cmp(P::slt, c4, k.i32(D / 4)), [&] {
@@ -219,19 +230,18 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
   });
   k.barrier(0, 0);
 
-  // Warp 0 of each row merges the four: factors 2^(m_q − max) (0 for a warp without keys).
+  // Warp 0 merges the sixteen: factors 2^(m_q − max) (0 for a warp without keys).
   k.ifThen(k.band(active, k.cmp(P::eq, q, 0)), [&] {
-    Value m[4], mAll = negInf;
-    for (int64_t i = 0; i < 4; ++i) {
-      m[i] =
-          k.load(k.f32(), k.gep(smem, k.add(slotOff(k.add(k.mul(rowInCta, 4), k.i32(i))), D * 4)));
+    Value m[kWideRowWarps], mAll = negInf;
+    for (int64_t i = 0; i < kWideRowWarps; ++i) {
+      m[i] = k.load(k.f32(), k.gep(smem, k.add(slotOff(k.i32(i)), D * 4)));
       mAll = k.fmax(mAll, m[i]);
     }
     Value mAllUse = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mAll, negInf), k.f32(0), mAll);
     Value lSum = k.f32(0);
     SmallVector<Value> o(4 * perLane, k.f32(0));
-    for (int64_t i = 0; i < 4; ++i) {
-      Value si = slotOff(k.add(k.mul(rowInCta, 4), k.i32(i)));
+    for (int64_t i = 0; i < kWideRowWarps; ++i) {
+      Value si = slotOff(k.i32(i));
       Value f = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, m[i], negInf), k.f32(0),
                          k.exp2(k.fsub(m[i], mAllUse)));
       lSum = k.fma(f, k.load(k.f32(), k.gep(smem, k.add(si, D * 4 + 4))), lSum);
@@ -341,7 +351,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
        Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens", "alibi", "out", "workspace",
              "batch", "kv_len", "num_splits", "q_scale", "k_zero", "v_zero"}}}};
   if (!p.prefill) {
-    auto combine = [&](StringRef suffix, int64_t minSplits, int64_t threads, int64_t smem) {
+    auto combine = [&](StringRef suffix, int64_t minSplits, int64_t threads, int64_t smem,
+                       StringRef rowsSymbol) {
       kernels.push_back(Object{{"name", p.name + suffix.str()},
                                {"role", "combine"},
                                {"min_splits", minSplits},
@@ -349,11 +360,12 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                                {"cluster", Array{1, 1, 1}},
                                {"smem_bytes", smem},
                                {"programmatic", true},
-                               {"grid", Array{"row_blocks", "groups", "batch"}},
+                               {"grid", Array{rowsSymbol, "groups", "batch"}},
                                {"params", Array{"workspace", "out", "batch", "num_splits"}}});
     };
-    combine("_combine", 2, 128, 0);
-    combine("_combine_wide", kNarrowSplits + 1, kWideThreads, 16 * (p.headDim + 4) * 4);
+    combine("_combine", 2, 128, 0, "row_blocks"); // 4 rows per CTA
+    combine("_combine_wide", kNarrowSplits + 1, kWideThreads, kWideRowWarps * (p.headDim + 4) * 4,
+            "rows"); // one row per CTA
   }
   if (p.clusterSplits()) // 2 .. cluster_splits splits: one cluster of the splits, no combine
     (*kernels[0].getAsObject())["cluster_splits"] = p.clusterSplits();

@@ -67,6 +67,8 @@
 // META: "programmatic": true
 // META: "block": [
 // META-NEXT: 512,
+// META: "grid": [
+// META-NEXT: "rows",
 // META: "min_splits": 17
 // META: "name": "decode_combine_wide"
 // META: "programmatic": true
