@@ -213,6 +213,36 @@ TEST(LaunchMetadata, ClusterMergedSplits) {
             "field \"kernels[0].cluster_splits\" must be an integer in 0..16, got 17");
 }
 
+TEST(LaunchMetadata, WideBatchCompanion) {
+  // A second decode kernel with ctas_per_sm 2 runs one split of more CTAs than SMs.
+  const std::string wide =
+      R"({"name": "f_decode_2cta", "role": "decode", "ctas_per_sm": 2, "tile_n": 64,
+     "block": [256, 1, 1], "cluster": [1, 1, 1], "smem_bytes": 92288,
+     "grid": ["num_splits", "groups", "batch"], "params": ["k_map"]},
+    {"name": "f_combine")";
+  std::string json = replaced(kGood, R"({"name": "f_combine")", wide);
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(json, m, error)) << error;
+  EXPECT_EQ(m.kernel("decode")->name, "f_decode");
+  EXPECT_EQ(m.decodeKernel(1, 256, 132)->name, "f_decode_2cta");
+  EXPECT_EQ(m.decodeKernel(1, 256, 132)->tileN, 64);
+  EXPECT_EQ(m.decodeKernel(1, 132, 132)->name, "f_decode"); // one wave already
+  EXPECT_EQ(m.decodeKernel(2, 256, 132)->name, "f_decode"); // splits: the first kernel
+  // Without a companion: always the first decode kernel.
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_EQ(m.decodeKernel(1, 1000, 132)->name, "f_decode");
+  // The first decode kernel runs one CTA per SM; two with the same ctas_per_sm are an error.
+  EXPECT_EQ(
+      parseError(replaced(kGood, R"("role": "decode",)", R"("role": "decode", "ctas_per_sm": 2,)")),
+      "the first decode kernel (f_decode) has ctas_per_sm 2 (the first one runs one CTA "
+      "per SM)");
+  EXPECT_EQ(parseError(replaced(json, R"("ctas_per_sm": 2, "tile_n": 64,)", "")),
+            "two kernels with role \"decode\" and ctas_per_sm 1");
+  EXPECT_EQ(parseError(replaced(json, R"("ctas_per_sm": 2)", R"("ctas_per_sm": 5)")),
+            "field \"kernels[1].ctas_per_sm\" must be an integer in 1..4, got 5");
+}
+
 TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {
   std::string json = replaced(kGood, R"("grid": ["num_splits", "groups", "batch"])",
                               R"("grid": [1, "groups", 7], "future": {"x": [null]})");

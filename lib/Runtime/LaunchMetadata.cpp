@@ -373,6 +373,15 @@ const LaunchKernel *DecodeLaunch::combineKernel(int64_t splits) const {
   return best;
 }
 
+const LaunchKernel *DecodeLaunch::decodeKernel(int64_t splits, int64_t ctas,
+                                               int64_t numSms) const {
+  if (splits == 1 && ctas > numSms)
+    for (const LaunchKernel &k : kernels)
+      if (k.role == "decode" && k.ctasPerSm == 2)
+        return &k;
+  return kernel("decode");
+}
+
 bool DecodeLaunch::clusterMerges(int64_t splits) const {
   const LaunchKernel *d = kernel("decode");
   return d && splits > 1 && splits <= d->clusterSplits;
@@ -677,7 +686,9 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     if ((kv.find("programmatic") && !r.boolean(kv, path, "programmatic", k.programmatic)) ||
         (kv.find("min_splits") && !r.integer(kv, path, "min_splits", 2, kI32Max, k.minSplits)) ||
         (kv.find("cluster_splits") &&
-         !r.integer(kv, path, "cluster_splits", 0, 16, k.clusterSplits)))
+         !r.integer(kv, path, "cluster_splits", 0, 16, k.clusterSplits)) ||
+        (kv.find("ctas_per_sm") && !r.integer(kv, path, "ctas_per_sm", 1, 4, k.ctasPerSm)) ||
+        (kv.find("tile_n") && !r.integer(kv, path, "tile_n", 1, 65536, k.tileN)))
       return false;
     const JsonValue *grid = r.member(kv, path, "grid", JsonValue::Array);
     if (!grid)
@@ -711,11 +722,20 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       }
       k.params.push_back(params->array[j].string);
     }
-    // One decode kernel; combine kernels differ in the split counts they take.
+    // One decode kernel per ctas_per_sm (the first one's is 1); combine kernels differ in the
+    // split counts they take.
+    if (k.role == "decode" && !out.kernel("decode") && k.ctasPerSm != 1) {
+      error = "the first decode kernel (" + k.name + ") has ctas_per_sm " +
+              std::to_string(k.ctasPerSm) + " (the first one runs one CTA per SM)";
+      return false;
+    }
     for (const LaunchKernel &o : out.kernels)
-      if (o.role == k.role && (k.role != "combine" || o.minSplits == k.minSplits)) {
+      if (o.role == k.role && (k.role != "combine" || o.minSplits == k.minSplits) &&
+          (k.role != "decode" || o.ctasPerSm == k.ctasPerSm)) {
         error = "two kernels with role \"" + k.role + "\"" +
-                (k.role == "combine" ? " and min_splits " + std::to_string(k.minSplits) : "");
+                (k.role == "combine"  ? " and min_splits " + std::to_string(k.minSplits)
+                 : k.role == "decode" ? " and ctas_per_sm " + std::to_string(k.ctasPerSm)
+                                      : "");
         return false;
       }
     out.kernels.push_back(std::move(k));

@@ -217,7 +217,11 @@ class GpuDecodeKernel(LaunchFiles):
         self.prefill = kind == "prefill"
         self.ptx, self.meta, self.path = ptx, meta, path
         self.problem, self.schedule = meta["problem"], meta["schedule"]
-        self.kernels = {k["role"]: k for k in meta["kernels"] if k["role"] != "combine"}
+        decodes = [k for k in meta["kernels"] if k["role"] == "decode"]
+        self.kernels = {"decode": decodes[0]} if decodes else {}
+        # The wide-batch companion (two CTAs per SM), launched when one split's CTAs exceed the
+        # SMs (docs/GPUDecode.md).
+        self.wide = next((k for k in decodes[1:] if int(k.get("ctas_per_sm", 1)) == 2), None)
         # Combine kernels by the fewest splits each is for: a launch takes the last that fits.
         self.combines = sorted((k for k in meta["kernels"] if k["role"] == "combine"),
                                key=lambda k: int(k.get("min_splits", 2)))
@@ -236,6 +240,13 @@ class GpuDecodeKernel(LaunchFiles):
                            "has none")
         return fits[-1]
 
+    def decode_for(self, splits: int, ctas: int, sms: int) -> dict:
+        """The decode kernel for ``splits`` splits of ``ctas`` CTAs each on ``sms`` SMs: the
+        wide-batch companion for one split of more CTAs than SMs, when the module has one."""
+        if splits == 1 and ctas > sms and self.wide is not None:
+            return self.wide
+        return self.kernels["decode"]
+
     def merges_in_cluster(self, splits: int) -> bool:
         """Whether ``splits`` splits merge inside the decode kernel, launched with a cluster of
         them (the metadata's ``cluster_splits``), instead of through a combine kernel;
@@ -243,13 +254,14 @@ class GpuDecodeKernel(LaunchFiles):
         limit = int(self.kernels["decode"].get("cluster_splits", 0))
         return 1 < splits <= limit and not os.environ.get("ATTN_RT_NO_CLUSTER_MERGE")
 
+    def _all(self) -> list:
+        return list(self.kernels.values()) + ([self.wide] if self.wide else []) + self.combines
+
     def _load(self):
         if self._loaded is None:
             ctx, mod, by_name, sms = load_module(self.ptx, self.meta["arch"],
-                                                 [k["name"] for k in self.kernels.values()] +
-                                                 [k["name"] for k in self.combines])
-            handles = {k["name"]: by_name[k["name"]]
-                       for k in list(self.kernels.values()) + self.combines}
+                                                 [k["name"] for k in self._all()])
+            handles = {k["name"]: by_name[k["name"]] for k in self._all()}
             self._loaded = (ctx, mod, handles, sms)
         return self._loaded
 
@@ -392,7 +404,8 @@ class GpuDecodeKernel(LaunchFiles):
             if self.kernels["decode"]["grid"][0] == "persistent_ctas":  # one CTA per SM
                 launch(self.kernels["decode"], (min(sms, chunks * groups * b), 1, 1))
             else:
-                launch(self.kernels["decode"], (chunks if self.prefill else splits, groups, b),
+                launch(self.decode_for(splits, groups * b, sms),
+                       (chunks if self.prefill else splits, groups, b),
                        (splits, 1, 1) if in_cluster else None)
             if splits > 1 and not in_cluster:
                 combine = self.combine_for(splits)

@@ -178,6 +178,39 @@ def test_auto_splits_match_the_cpp_launcher(cache, repo_root):
     assert kern.combine_for(17)["name"].endswith("_combine_wide")
 
 
+def test_wide_batch_companion_matches_the_cpp_launcher(cache, repo_root):
+    """An int8-query decode kernel with a dynamic batch comes with a two-CTA-per-SM companion;
+    qattn and attn-bench launch it for the same batches (one split of more CTAs than SMs)."""
+    import json
+    import subprocess
+
+    bench = repo_root / "build" / "bin" / "attn-bench"
+    if not bench.is_file():
+        pytest.skip("attn-bench not built")
+    spec = qattn.attention("decode", batch=None, q_len=3, kv_len=None, q_heads=16, kv_heads=1,
+                           head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                           q_dtype="i8", q_granularity="per_token_head", name="wide_batch")
+    kern = qattn.build(spec)
+    assert kern.wide is not None and kern.wide["name"] == "wide_batch_decode_2cta"
+    assert int(kern.wide["ctas_per_sm"]) == 2 and kern.wide["block"][0] == 256
+    ptx = next(p for p in cache.rglob("kernels.ptx") if "wide_batch_decode_2cta" in p.read_text())
+    for batch, kv_len, splits in [(64, 1024, "auto"), (132, 1024, "auto"), (133, 1024, "auto"),
+                                  (256, 1024, "auto"), (512, 77, "auto"), (256, 4096, "2")]:
+        out = subprocess.run([str(bench), str(ptx), "--batch", str(batch), "--kv-len", str(kv_len),
+                              "--splits", splits, "--dry-run"],
+                             capture_output=True, text=True, check=True).stdout
+        row = json.loads(out.splitlines()[0])
+        ours = kern.decode_for(row["num_splits"], batch * kern.schedule["groups"], 132)["name"]
+        assert ours == row["decode_kernel"], (batch, kv_len, splits)
+        wide = row["num_splits"] == 1 and batch > 132
+        assert ours == ("wide_batch_decode_2cta" if wide else "wide_batch_decode"), (batch, splits)
+    # bf16 queries: the two-CTA schedule does not fit (K converted to bf16), so no companion.
+    bf16q = qattn.build(qattn.attention("decode", batch=None, q_len=3, kv_len=None, q_heads=16,
+                                        kv_heads=1, head_dim=128, kv_dtype="i8",
+                                        granularity="per_token_head"))
+    assert bf16q.wide is None
+
+
 def test_rebuilt_compiler_is_another_cache_key(tmp_path):
     """A rebuilt attn-opt with the same version line must not be served its predecessor's
     kernels: the key holds the binary's size and modification time."""

@@ -15,6 +15,8 @@
 #include "attn/Runtime/LaunchMetadata.h"
 #include "attn/Runtime/Runtime.h"
 
+#include "BenchUtil.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +33,7 @@
 #include <vector>
 
 using namespace attn;
+using namespace attn::bench;
 
 namespace {
 const char *kUsage =
@@ -193,34 +196,6 @@ int parseOptions(int argc, char **argv, Options &o) {
   return -1;
 }
 
-std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-std::string jsonNumber(double x, const char *format = "%.4e") {
-  if (!std::isfinite(x))
-    return "null";
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), format, x);
-  return buf;
-}
-std::string baseName(const std::string &path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 /// The resolved launch: extents, splits and grids.
 struct Plan {
   int64_t batch = 0, kvLen = 0, qLen = 0, numSplits = 1, smCount = 0;
@@ -231,21 +206,8 @@ struct Plan {
   unsigned decodeGrid[3] = {1, 1, 1}, combineGrid[3] = {1, 1, 1};
   size_t workspaceFloats = 0;
   bool clusterMerge = false; // splits merged in a cluster (ATTN_RT_NO_CLUSTER_MERGE=1: combine)
+  const rt::LaunchKernel *decode = nullptr; // the decode kernel (or its wide-batch companion)
 };
-
-/// MemAvailable of /proc/meminfo (MemFree when that is missing); 0 when unknown.
-double availableHostBytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double kb = 0;
-  while (in >> key >> kb) {
-    if (key == "MemAvailable:")
-      return kb * 1024;
-    in.ignore(256, '\n');
-  }
-  long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? double(pages) * double(page) : 0;
-}
 
 /// Checks the requested shape against the metadata (extents the kernel cannot take → message).
 bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::string &why) {
@@ -337,6 +299,7 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
     return false;
   }
   p.numSplits = n;
+  p.decode = m.decodeKernel(n, p.batch * m.groups, p.smCount);
   const char *noCluster = std::getenv("ATTN_RT_NO_CLUSTER_MERGE");
   p.clusterMerge = m.clusterMerges(n) && !(noCluster && *noCluster);
   if (n > 1 && !p.clusterMerge && !m.combineKernel(n)) {
@@ -355,21 +318,11 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
   // A persistent grid: one CTA per SM, at most one per work item.
   symbols["persistent_ctas"] =
       std::min<int64_t>(p.smCount, symbols["q_chunks"] * m.groups * p.batch);
-  if (!rt::resolveGrid(*m.kernel("decode"), symbols, p.decodeGrid, why))
+  if (!rt::resolveGrid(*p.decode, symbols, p.decodeGrid, why))
     return false;
   if (n > 1 && !p.clusterMerge &&
       !rt::resolveGrid(*m.combineKernel(n), symbols, p.combineGrid, why))
     return false;
-  return true;
-}
-
-bool readFile(const std::string &path, std::string &out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  out = buffer.str();
   return true;
 }
 
@@ -542,10 +495,6 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
   return true;
 }
 
-std::string gridJson(const unsigned g[3]) {
-  return "[" + std::to_string(g[0]) + ", " + std::to_string(g[1]) + ", " + std::to_string(g[2]) +
-         "]";
-}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -585,11 +534,12 @@ int main(int argc, char **argv) {
     if (!resolveSplits(o, m, p, why))
       return error(why);
     const bool combined = p.numSplits > 1 && !p.clusterMerge;
-    std::printf("%s, \"num_splits\": %lld, \"sm_count\": %lld, \"decode_grid\": %s, "
-                "\"combine_kernel\": %s, \"combine_grid\": %s, \"cluster_merge\": %s, "
-                "\"workspace_bytes\": %zu, \"dry_run\": true}\n",
+    std::printf("%s, \"num_splits\": %lld, \"sm_count\": %lld, \"decode_kernel\": %s, "
+                "\"decode_grid\": %s, \"combine_kernel\": %s, \"combine_grid\": %s, "
+                "\"cluster_merge\": %s, \"workspace_bytes\": %zu, \"dry_run\": true}\n",
                 head.c_str(), static_cast<long long>(p.numSplits),
-                static_cast<long long>(p.smCount), gridJson(p.decodeGrid).c_str(),
+                static_cast<long long>(p.smCount), jsonString(p.decode->name).c_str(),
+                gridJson(p.decodeGrid).c_str(),
                 combined ? jsonString(m.combineKernel(p.numSplits)->name).c_str() : "null",
                 combined ? gridJson(p.combineGrid).c_str() : "null",
                 p.clusterMerge ? "true" : "false", p.workspaceFloats * sizeof(float));
@@ -610,7 +560,7 @@ int main(int argc, char **argv) {
   TRY(attn_rt_load_module(ctx, image.data(), image.size(), m.arch, &module),
       "loading " + o.kernelPath);
   Kernel decode, combine;
-  decode.meta = m.kernel("decode");
+  decode.meta = p.decode;
   combine.meta = p.clusterMerge ? nullptr : m.combineKernel(p.numSplits);
   for (Kernel *k : {&decode, &combine}) {
     if (!k->meta || (k == &combine && p.numSplits == 1))

@@ -61,6 +61,11 @@ struct LaunchKernel {
   /// Decode kernels: split counts from 2 up to this one merge inside the decode kernel when it
   /// is launched with a cluster of {num_splits, 1, 1} CTAs (then no combine kernel runs); 0: never.
   int64_t clusterSplits = 0;
+  /// Decode kernels: CTAs it is built to share an SM with (1: the first decode kernel). A second
+  /// decode kernel with 2 is the wide-batch companion (DecodeLaunch::decodeKernel).
+  int64_t ctasPerSm = 1;
+  /// The companion's tile_n, if it differs from the schedule's (0: the schedule's).
+  int64_t tileN = 0;
   GridExtent grid[3];
   std::vector<std::string> params; // parameter names in order
 };
@@ -102,6 +107,10 @@ struct DecodeLaunch {
   const LaunchKernel *kernel(const std::string &role) const;
   /// The combine kernel for `splits` splits (the largest min_splits ≤ splits), or nullptr.
   const LaunchKernel *combineKernel(int64_t splits) const;
+  /// The decode kernel to launch: the wide-batch companion (`ctas_per_sm` 2) when there is one
+  /// and one split's `ctas` (batch · groups) exceed `numSms` — two CTAs per SM then run in one
+  /// wave what takes two at one per SM — else the first decode kernel.
+  const LaunchKernel *decodeKernel(int64_t splits, int64_t ctas, int64_t numSms) const;
   /// Whether `splits` (> 1) splits merge inside the decode kernel launched with a cluster of
   /// {splits, 1, 1} (the decode kernel's `cluster_splits`), so no combine kernel runs.
   bool clusterMerges(int64_t splits) const;

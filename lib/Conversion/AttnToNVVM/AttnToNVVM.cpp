@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 
 namespace mlir::attn {
 #define GEN_PASS_DEF_CONVERTATTNTONVVM
@@ -65,6 +66,35 @@ static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
   if (p.headDim != 128)
     c.fail() << "fp8 prefill with head_dim " << p.headDim
              << " (128 only: one 128-byte swizzle row per key)";
+}
+
+/// A decode kernel whose batch is known only at launch may run more than one wave of CTAs: where
+/// attn-select-schedule would build a static batch of that size for two CTAs per SM
+/// (selectCtasPerSm) and the spec left ctas_per_sm open, the plan gets a companion kernel with
+/// that schedule (tile_n 64, two stages, one producer warpgroup of 56 registers and one consumer
+/// of 200), which launchers take when one split's CTAs exceed the SMs. Both kernels then load
+/// tiles as 64-row TMA boxes, so they share the tensor maps.
+static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape shape) {
+  if (p.prefill || p.batch >= 0 || s.getCtasPerSm() != 0 || p.ctasPerSm != 1 || p.tileN % 64)
+    return;
+  shape.int8QK = p.qI8 && p.kv == KVType::I8;
+  shape.queryTiles = 1;
+  GPUInfo gpu;
+  if (selectCtasPerSm(shape, std::numeric_limits<int64_t>::max(), gpu) != 2)
+    return;
+  DecodePlan w = p;
+  w.wideBatch = true;
+  w.ctasPerSm = 2;
+  w.tileN = w.tmaBoxRows = 64;
+  w.stages = 2;
+  w.producerWGs = w.consumerWGs = 1;
+  w.producerRegs = 56;
+  w.consumerRegs = 200;
+  if (w.smemBytes() != decodeSharedBytes(shape, w.tileN, w.stages) ||
+      2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
+    return;
+  p.tmaBoxRows = 64;
+  p.wide = std::make_shared<const DecodePlan>(std::move(w));
 }
 
 static FailureOr<DecodePlan> planDecode(AttentionOp op) {
@@ -332,6 +362,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << "); an sm_90a CTA has " << kMaxSharedBytesSm90 << ": lower tile_n or stages";
     return failure();
   }
+  addWideBatchCompanion(p, s, shape);
   return p;
 }
 
@@ -446,6 +477,8 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
             buildDecodeKernel(b, loc, gpuModule, plan);
             if (!plan.prefill)
               buildCombineKernel(b, loc, gpuModule, plan);
+            if (plan.wide)
+              buildDecodeKernel(b, loc, gpuModule, *plan.wide);
           },
           launchMetadataJSON(plan));
     for (auto &[fn, plan] : mlaPlans)

@@ -294,7 +294,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   const char *mapType = p.kv == KVType::BF16 ? "bf16" : "u8";
   auto map = [&](int64_t swizzle) {
     return Object{
-        {"dtype", mapType}, {"box", Array{p.tmaBoxColumns(), 1, p.tileN, 1}}, {"swizzle", swizzle}};
+        {"dtype", mapType}, {"box", Array{p.tmaBoxColumns(), 1, p.boxRows(), 1}}, {"swizzle", swizzle}};
   };
   Object root{{"format", "attn-launch-v1"},
               {"arch", 90},
@@ -369,6 +369,17 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   }
   if (p.clusterSplits()) // 2 .. cluster_splits splits: one cluster of the splits, no combine
     (*kernels[0].getAsObject())["cluster_splits"] = p.clusterSplits();
+  if (p.wide) { // launched instead of the first decode kernel when one split's CTAs exceed the SMs
+    const DecodePlan &w = *p.wide;
+    Object wide = *kernels[0].getAsObject();
+    wide.erase("cluster_splits");
+    wide["name"] = w.kernelName();
+    wide["block"] = Array{w.threads(), 1, 1};
+    wide["smem_bytes"] = w.smemBytes();
+    wide["ctas_per_sm"] = w.ctasPerSm;
+    wide["tile_n"] = w.tileN;
+    kernels.push_back(std::move(wide));
+  }
   if (p.qLen < 0) // a dynamic query length (prefill) is the kernel's last parameter
     (*kernels[0].getAsObject())["params"].getAsArray()->push_back("q_len");
   root["kernels"] = std::move(kernels);

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <memory>
 #include <string>
 
 namespace mlir::attn::nvvm {
@@ -78,6 +79,15 @@ struct DecodePlan {
   /// CTAs built to share one SM (`.minnctapersm`): each thread enters with 65536 / (threads ·
   /// ctasPerSm) registers.
   int64_t ctasPerSm = 1;
+  /// Rows of one TMA box (0: tile_n): a tile is loaded as tile_n / this many boxes, so kernels
+  /// of different tile_n can share the tensor maps (the wide-batch companion below).
+  int64_t tmaBoxRows = 0;
+  int64_t boxRows() const { return tmaBoxRows ? tmaBoxRows : tileN; }
+  /// This plan is the companion `<name>_decode_2cta` (two CTAs per SM), launched instead of
+  /// `<name>_decode` when the batch, known only at launch, makes more than one wave of CTAs.
+  bool wideBatch = false;
+  /// Decode with a dynamic batch whose two-CTA schedule fits: the companion's plan.
+  std::shared_ptr<const DecodePlan> wide;
   /// Decode: split counts up to this one merge inside the decode kernel — launched with a
   /// cluster of `num_splits` CTAs along x, the splits exchange their partials through
   /// distributed shared memory and each writes part of the output, so no combine kernel runs.
@@ -96,7 +106,9 @@ struct DecodePlan {
   int64_t rows() const { return (prefill ? qChunk : qLen) * pack; }
   int64_t qChunks() const { return prefill ? (qLen + ctaTokens() - 1) / ctaTokens() : 1; }
   /// `<name>_decode`, or `<name>_prefill` for prefill (which has no combine kernel).
-  std::string kernelName() const { return name + (prefill ? "_prefill" : "_decode"); }
+  std::string kernelName() const {
+    return name + (prefill ? "_prefill" : wideBatch ? "_decode_2cta" : "_decode");
+  }
   int64_t groupsPerKv() const { return groupSize() / pack; }
   int64_t groups() const { return kvHeads * groupsPerKv(); }
   int64_t kvElemBytes() const { return kv == KVType::BF16 ? 2 : 1; }

@@ -217,19 +217,23 @@ static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
 
 /// Thread 0: loads tile `tile`'s K and V into stage `stage`, completing on `bar` (default: the
 /// stage's full barrier). Direct (bf16) tiles come as D/64 boxes of 64 columns, each a column
-/// block of the 128-byte-swizzled layout the WGMMAs read.
+/// block of the 128-byte-swizzled layout the WGMMAs read; a box of fewer rows than the tile
+/// (plan.tmaBoxRows) is loaded tile_n / rows times.
 static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value bar = {}) {
   const DecodePlan &p = c.p;
   Value stageOff = ringOffset(k, stage, c.sm.stage, c.sm.stageStride);
   if (!bar)
     bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
   k.mbarrierArriveExpectTx(bar, 2 * p.stageTileBytes());
-  int64_t cols = p.tmaBoxColumns();
+  int64_t cols = p.tmaBoxColumns(), rows = p.boxRows();
   for (int64_t blk = 0; blk < p.headDim / cols; ++blk) {
-    SmallVector<Value> coords = {k.i32(blk * cols), c.hkv, k.mul(tile, p.tileN), c.bIdx};
-    int64_t off = blk * p.tileN * cols * p.kvElemBytes();
-    k.tmaLoad(sptr(k, c, k.add(stageOff, off)), c.kMap, coords, bar);
-    k.tmaLoad(sptr(k, c, k.add(stageOff, c.sm.stageV + off)), c.vMap, coords, bar);
+    for (int64_t r0 = 0; r0 < p.tileN; r0 += rows) {
+      SmallVector<Value> coords = {k.i32(blk * cols), c.hkv, k.add(k.mul(tile, p.tileN), r0),
+                                   c.bIdx};
+      int64_t off = (blk * p.tileN + r0) * cols * p.kvElemBytes();
+      k.tmaLoad(sptr(k, c, k.add(stageOff, off)), c.kMap, coords, bar);
+      k.tmaLoad(sptr(k, c, k.add(stageOff, c.sm.stageV + off)), c.vMap, coords, bar);
+    }
   }
 }
 

@@ -101,12 +101,22 @@ func.func @mha_bf16(%q: memref<2x1x8x128xbf16>, %k: memref<2x4096x8x128xbf16>, %
 // int8 queries over an int8 cache: Q·Kᵀ on s8 WGMMA (k = 32, s32 accumulators) straight from the
 // int8 K buffer (the producer copies K and converts only V), then S in float times s_q · s_k;
 // P·V stays bf16 with a register A.
+// The batch is dynamic, so the module also holds the two-CTA-per-SM companion
+// `q_i8_decode_2cta` (tile_n 64) for batches of more than one wave; both load 64-row TMA boxes
+// (two per 128-key tile of the first) and share the tensor maps.
 // CHECK-LABEL: llvm.func @q_i8_decode
+// CHECK-SAME: \22ctas_per_sm\22: 2,{{.*}}\22name\22: \22q_i8_decode_2cta\22
+// CHECK-SAME: \22box\22: [\0A        128,\0A        1,\0A        64,\0A        1\0A      ]
+// CHECK-SAME: nvvm.maxntid = array<i32: 512, 1, 1>, nvvm.minctasm = 1 : i32
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<s32>, <zero>], A[<s8>, <one>, <row>], B[<s8>, <one>, <col>]
 // CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<s32>, <one>]
 // CHECK: llvm.sitofp
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // CHECK: llvm.func @q_i8_combine
+// CHECK: llvm.func @q_i8_decode_2cta(
+// CHECK-SAME: nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 2 : i32
+// CHECK: nvvm.setmaxregister  decrease 56
+// CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 32>, D[<s32>, <zero>]
 func.func @q_i8(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?x?x1x128xi8>,
                 %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
                 %o: memref<?x3x16x128xbf16>) {
@@ -127,6 +137,7 @@ func.func @q_i8(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?
 // CHECK-SAME: nvvm.kernel, nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 2 : i32
 // CHECK: nvvm.setmaxregister  decrease 56
 // CHECK: nvvm.setmaxregister  increase 200
+// CHECK-NOT: llvm.func @two_ctas_decode_2cta
 func.func @two_ctas(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?x?x1x128xi8>,
                     %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
                     %o: memref<?x3x16x128xbf16>) {
@@ -136,6 +147,25 @@ func.func @two_ctas(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memr
       {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
        v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>,
        schedule = #attn.schedule<ctas_per_sm = 2>}
+  return
+}
+
+// -----
+
+// ctas_per_sm = 1 written in the spec: a dynamic batch gets no two-CTA companion, and the first
+// kernel keeps its 128-row TMA boxes.
+// CHECK-LABEL: llvm.func @one_cta_decode
+// CHECK-SAME: \22box\22: [\0A        128,\0A        1,\0A        128,\0A        1\0A      ]
+// CHECK-NOT: llvm.func @one_cta_decode_2cta
+func.func @one_cta(%q: memref<?x3x16x128xi8>, %qs: memref<?x3x16xf32>, %k: memref<?x?x1x128xi8>,
+                   %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                   %o: memref<?x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x3x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<ctas_per_sm = 1>}
   return
 }
 

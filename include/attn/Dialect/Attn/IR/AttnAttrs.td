@@ -182,7 +182,8 @@ def Attn_ScheduleAttr : Attn_Attr<"Schedule", "schedule"> {
       checks that registers and shared memory allow it and tells ptxas, `.minnctapersm`).
       Decode only; with 2, a batch of up to 2 · SMs CTAs runs in one wave. Left out, it is 2
       for an int8-query int8 cache whose static batch takes more than one wave at one CTA per
-      SM (docs/Schedules.md), else 1.
+      SM, else 1; with a dynamic batch such a kernel also gets a two-CTA companion kernel that
+      launchers take for batches of more than one wave (docs/Schedules.md).
 
     A field left out is "not decided": `attn-select-schedule` decides it.
   }];
