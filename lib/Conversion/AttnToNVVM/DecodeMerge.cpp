@@ -17,6 +17,25 @@ using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using P = LLVM::ICmpPredicate;
 
+/// Two partial states (m0, m1, l0, l1, O...) of the same rows and fragment layout merged: each
+/// row rescaled to the common max (mergeRow) and the O fragments added.
+static SmallVector<Value> mergeStates(KernelBuilder &k, ValueRange st, ArrayRef<Value> other) {
+  SmallVector<Value> out(st.begin(), st.end());
+  Value a[2], b[2];
+  for (int r = 0; r < 2; ++r) {
+    RowMerge mr = mergeRow(k, st[r], st[2 + r], other[r], other[2 + r]);
+    a[r] = mr.a;
+    b[r] = mr.b;
+    out[r] = mr.m;
+    out[2 + r] = mr.l;
+  }
+  for (size_t i = 4; i < st.size(); ++i) {
+    int64_t r = accRow(int64_t(i) - 4);
+    out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
+  }
+  return out;
+}
+
 /// Two consumer warpgroups hold partial (m, l, O) over disjoint tiles with the same fragment
 /// layout: warpgroup 1 parks its state in shared memory (thread-major, conflict-free; the
 /// pipeline buffers are free once both loops are done) and warpgroup 0 rescales both to the
@@ -41,20 +60,7 @@ SmallVector<Value> mlir::attn::nvvm::mergeConsumers(KernelBuilder &k, Ctx &c, Va
         SmallVector<Value> other(n);
         for (int64_t i = 0; i < n; ++i)
           other[i] = k.load(k.f32(), addr(i));
-        SmallVector<Value> out(st.begin(), st.end());
-        Value a[2], b[2];
-        for (int r = 0; r < 2; ++r) {
-          RowMerge mr = mergeRow(k, st[r], st[2 + r], other[r], other[2 + r]);
-          a[r] = mr.a;
-          b[r] = mr.b;
-          out[r] = mr.m;
-          out[2 + r] = mr.l;
-        }
-        for (int64_t i = 4; i < n; ++i) {
-          int64_t r = accRow(i - 4);
-          out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
-        }
-        return out;
+        return mergeStates(k, st, other);
       },
       [&] { return SmallVector<Value>(st.begin(), st.end()); });
   return merged;
@@ -126,20 +132,7 @@ void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct
       SmallVector<Value> other;
       for (size_t i = 0; i < fin.size(); ++i)
         other.push_back(k.loadClusterF32(k.add(peer, k.i32(int64_t(i) * 128 * 4))));
-      SmallVector<Value> out(st.begin(), st.end());
-      Value a[2], b[2];
-      for (int r = 0; r < 2; ++r) {
-        RowMerge mr = mergeRow(k, st[r], st[2 + r], other[r], other[2 + r]);
-        a[r] = mr.a;
-        b[r] = mr.b;
-        out[r] = mr.m;
-        out[2 + r] = mr.l;
-      }
-      for (size_t i = 4; i < st.size(); ++i) {
-        int64_t r = accRow(int64_t(i) - 4);
-        out[i] = k.fma(st[i], a[r], k.fmul(other[i], b[r]));
-      }
-      return out;
+      return mergeStates(k, st, other);
     });
     for (int r = 0; r < 2; ++r) {
       Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, acc[2 + r], k.f32(0)),
