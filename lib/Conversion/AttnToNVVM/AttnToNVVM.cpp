@@ -75,7 +75,7 @@ static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
 /// of 200), which launchers take when one split's CTAs exceed the SMs. Both kernels then load
 /// tiles as 64-row TMA boxes, so they share the tensor maps.
 static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape shape) {
-  if (p.prefill || p.batch >= 0 || s.getCtasPerSm() != 0 || p.ctasPerSm != 1 || p.tileN % 64)
+  if (p.prefill || p.batch >= 0 || s.getCtasPerSm() != 0 || p.tileN % 64)
     return;
   shape.int8QK = p.qI8 && p.kv == KVType::I8;
   shape.queryTiles = 1;

@@ -29,8 +29,8 @@ using P = LLVM::ICmpPredicate;
 /// gpu-decode.md: it is faster up to 16 splits, the wide one past that).
 static constexpr int64_t kNarrowSplits = 16;
 /// The wide kernel: one packed row per CTA (grid x: the rows), its splits spread over 16 warps,
-/// so a row's 17–66+ partials are read by 16 SMs' worth of requests at once (with 4 rows × 4
-/// warps per CTA, 24 CTAs took 7.2 µs at 66 splits under Nsight Compute).
+/// so a row's 17–66+ partials are read by 16 warps at once and the grid covers the SMs (with 4
+/// rows × 4 warps per CTA, 24 CTAs took 7.2 µs at 66 splits under Nsight Compute, now 5.5–5.9).
 static constexpr int64_t kWideRowWarps = 16;
 static constexpr int64_t kWideThreads = 32 * kWideRowWarps;
 
@@ -293,8 +293,9 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   std::string vq = p.hasScales() ? stringifyGranularity(p.vGran).str() : "none";
   const char *mapType = p.kv == KVType::BF16 ? "bf16" : "u8";
   auto map = [&](int64_t swizzle) {
-    return Object{
-        {"dtype", mapType}, {"box", Array{p.tmaBoxColumns(), 1, p.boxRows(), 1}}, {"swizzle", swizzle}};
+    return Object{{"dtype", mapType},
+                  {"box", Array{p.tmaBoxColumns(), 1, p.boxRows(), 1}},
+                  {"swizzle", swizzle}};
   };
   Object root{{"format", "attn-launch-v1"},
               {"arch", 90},

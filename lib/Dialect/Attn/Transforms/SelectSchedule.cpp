@@ -95,9 +95,10 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
           f.ctasPerSm = 2;
       }
       if (f.ctasPerSm == 2) {
-        // Several CTAs per SM (opt-in): 256 threads entering with 128 registers each (56 + 200)
-        // and tile_n 64, so two CTAs' shared memory fits — what ran Table 3's 1024 × 256 row in
-        // one wave on the H100 (34.3 µs against 39.1; docs/benchmarks/gpu-decode.md).
+        // Two CTAs per SM (chosen above or written in the spec): 256 threads entering with 128
+        // registers each (56 + 200) and tile_n 64, so two CTAs' shared memory fits — what ran Table
+        // 3's 1024 × 256 row in one wave on the H100 (34.3 µs against 39.1;
+        // docs/benchmarks/gpu-decode.md).
         Fields::fill(f.tileN, 64);
         f.fillRoles(ctx, 56, 1, 200, 1);
       }
