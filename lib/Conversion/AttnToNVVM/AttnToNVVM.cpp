@@ -85,15 +85,15 @@ static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape 
   DecodePlan w = p;
   w.wideBatch = true;
   w.ctasPerSm = 2;
-  w.tileN = w.tmaBoxRows = 64;
-  w.stages = 2;
+  w.tileN = w.tmaBoxRows = TwoCtaSchedule::tileN;
+  w.stages = TwoCtaSchedule::stages;
   w.producerWGs = w.consumerWGs = 1;
-  w.producerRegs = 56;
-  w.consumerRegs = 200;
+  w.producerRegs = TwoCtaSchedule::producerRegs;
+  w.consumerRegs = TwoCtaSchedule::consumerRegs;
   if (w.smemBytes() != decodeSharedBytes(shape, w.tileN, w.stages) ||
       2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
     return;
-  p.tmaBoxRows = 64;
+  p.tmaBoxRows = w.tileN;
   p.wide = std::make_shared<const DecodePlan>(std::move(w));
 }
 

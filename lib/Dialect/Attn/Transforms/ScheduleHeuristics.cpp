@@ -74,7 +74,8 @@ int64_t mlir::attn::selectCtasPerSm(const AttentionShape &s, int64_t ctas, const
     return 1;
   // The lowering's bound: each CTA's shared memory plus the 1 KiB the SM reserves per CTA.
   // (bf16 queries convert K to bf16 too: 116864 bytes at head_dim 128, 2304 too many.)
-  return 2 * (decodeSharedBytes(s, 64, 2) + 1024) <= kSharedBytesPerSmSm90 ? 2 : 1;
+  int64_t bytes = decodeSharedBytes(s, TwoCtaSchedule::tileN, TwoCtaSchedule::stages);
+  return 2 * (bytes + 1024) <= kSharedBytesPerSmSm90 ? 2 : 1;
 }
 
 DecodeSchedule mlir::attn::selectDecodeSchedule(const AttentionShape &s, const GPUInfo &gpu) {

@@ -82,36 +82,34 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       if (qT.isDynamicDim(1) || qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "decode scheduling needs static q_len and head counts";
       DecodeSchedule d = selectDecodeSchedule(shape, gpu);
+      Fields::fill(f.packQHeads, d.packQHeads);
+      // CTAs of one split with the packing actually used (the spec may have fixed it); 0 when
+      // the batch is dynamic.
+      int64_t ctas = shape.batch > 0 ? shape.batch * shape.kvHeads *
+                                           ((shape.qHeads / shape.kvHeads) / f.packQHeads)
+                                     : 0;
+      using Two = TwoCtaSchedule;
       // A grid of more than one wave (static batch) runs two CTAs per SM where they fit — unless
       // the spec fixed fields of another schedule (roles, tile_n, stages, splits).
-      if (f.ctasPerSm == 0 && !f.roles && (f.tileN == 0 || f.tileN == 64) &&
-          (f.stages == 0 || f.stages == 2) &&
-          (f.splitKv == 0 || f.splitKv == 1 || f.splitKv == ScheduleAttr::kAuto)) {
-        int64_t pack = f.packQHeads ? f.packQHeads : d.packQHeads;
-        int64_t ctas = shape.batch > 0
-                           ? shape.batch * shape.kvHeads * (shape.qHeads / shape.kvHeads / pack)
-                           : 0;
-        if (selectCtasPerSm(shape, ctas, gpu) == 2)
-          f.ctasPerSm = 2;
-      }
+      if (f.ctasPerSm == 0 && !f.roles && (f.tileN == 0 || f.tileN == Two::tileN) &&
+          (f.stages == 0 || f.stages == Two::stages) &&
+          (f.splitKv == 0 || f.splitKv == 1 || f.splitKv == ScheduleAttr::kAuto) &&
+          selectCtasPerSm(shape, ctas, gpu) == 2)
+        f.ctasPerSm = 2;
       if (f.ctasPerSm == 2) {
         // Two CTAs per SM (chosen above or written in the spec): 256 threads entering with 128
-        // registers each (56 + 200) and tile_n 64, so two CTAs' shared memory fits — what ran Table
-        // 3's 1024 × 256 row in one wave on the H100 (34.3 µs against 39.1;
+        // registers each and tile_n 64, so two CTAs' shared memory fits — what ran Table 3's
+        // 1024 × 256 row in one wave on the H100 (34.0 µs against 38.8;
         // docs/benchmarks/gpu-decode.md).
-        Fields::fill(f.tileN, 64);
-        f.fillRoles(ctx, 56, 1, 200, 1);
+        Fields::fill(f.tileN, Two::tileN);
+        f.fillRoles(ctx, Two::producerRegs, 1, Two::consumerRegs, 1);
       }
-      Fields::fill(f.packQHeads, d.packQHeads);
       Fields::fill(f.tileM, 64);
       Fields::fill(f.tileN, d.tileN);
       Fields::fill(f.stages, d.stages);
       if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto) {
         if (d.splitKv > 0) {
-          // Recompute with the packing actually used (the spec may have fixed it).
-          int64_t groups = (shape.qHeads / shape.kvHeads) / f.packQHeads;
-          f.splitKv =
-              selectSplitKv(shape.batch * shape.kvHeads * groups, shape.kvLen, f.tileN, gpu);
+          f.splitKv = selectSplitKv(ctas, shape.kvLen, f.tileN, gpu);
         } else {
           f.splitKv = ScheduleAttr::kAuto; // resolved at launch by selectSplitKv
         }

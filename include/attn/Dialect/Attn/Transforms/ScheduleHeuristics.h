@@ -80,6 +80,14 @@ int64_t selectTileN(const AttentionShape &s);
 /// one CTA per SM), capped so that every split keeps at least one tile of `tileN` keys.
 int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu);
 
+/// The schedule of a decode kernel built for two CTAs per SM: tile_n 64 and two stages, one
+/// producer warpgroup of 56 registers and one consumer of 200 (256 threads entering with 128).
+/// attn-select-schedule fills it for `ctas_per_sm = 2`; convert-attn-to-nvvm builds the
+/// dynamic-batch companion with it.
+struct TwoCtaSchedule {
+  static constexpr int64_t tileN = 64, stages = 2, producerRegs = 56, consumerRegs = 200;
+};
+
 /// CTAs per SM for a decode kernel whose grid (one split) has `ctas` CTAs: 2 when that grid is
 /// known and takes more than one wave at one CTA per SM, the cache is int8 read by int8 queries
 /// (no zero points) up to head_dim 128, and the two-CTA schedule (tile_n 64, two stages, one
