@@ -95,27 +95,40 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e. Copying
   // int8 K for the s8 WGMMA keeps the bytes: chunk colChunk of a 128-byte row.
   Value outChunk0 = copyBytes ? colChunk : k.udiv(k.mul(colChunk, 16), 8 * e);
-  for (int64_t it = 0; it < chunks / pt; ++it) {
-    Value row = k.add(row0, it * rowStep);
-    Value v4 = k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16);
-    SmallVector<Value> words;
-    if (copyBytes)
-      for (int w = 0; w < 4; ++w)
-        words.push_back(k.extract(v4, w));
-    else {
+  // The thread's chunks are loaded kBatch at a time before any of them is converted and stored:
+  // the loads then overlap (ptxas keeps shared loads behind earlier shared stores it cannot
+  // tell apart). Two at a time fit the producer's 56 registers without spilling; with zero
+  // points (a staged constant per row) only one does.
+  const int64_t kBatch = zeroOff < 0 ? 2 : 1;
+  int64_t n = chunks / pt;
+  for (int64_t it0 = 0; it0 < n; it0 += kBatch) {
+    SmallVector<Value> v4s, magics;
+    for (int64_t it = it0; it < std::min(n, it0 + kBatch); ++it) {
+      Value row = k.add(row0, it * rowStep);
+      v4s.push_back(k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16));
       // Symmetric codes: one constant; zero points: the row's staged constant.
-      Value magic = zeroOff < 0 ? k.f32(8388736.0)
-                                : k.load(k.f32(), sptr(k, c, k.add(k.mul(row, 4), zeroOff)));
-      words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic);
+      magics.push_back(copyBytes || zeroOff < 0
+                           ? Value()
+                           : k.load(k.f32(), sptr(k, c, k.add(k.mul(row, 4), zeroOff))));
     }
-    if (masked) {
-      Value valid = k.cmp(P::slt, row, rowsValid);
-      for (Value &w : words)
-        w = k.select(valid, w, k.i32(0));
-    }
-    for (size_t o = 0; o < words.size() / 4; ++o) {
-      Value dst = k.add(convOff, swizzledChunk(k, row, k.add(outChunk0, (int64_t)o), p.tileN));
-      k.store(k.vector(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
+    for (int64_t it = it0; it < std::min(n, it0 + kBatch); ++it) {
+      Value row = k.add(row0, it * rowStep);
+      Value v4 = v4s[it - it0], magic = magics[it - it0];
+      SmallVector<Value> words;
+      if (copyBytes)
+        for (int w = 0; w < 4; ++w)
+          words.push_back(k.extract(v4, w));
+      else
+        words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic ? magic : k.f32(8388736.0));
+      if (masked) {
+        Value valid = k.cmp(P::slt, row, rowsValid);
+        for (Value &w : words)
+          w = k.select(valid, w, k.i32(0));
+      }
+      for (size_t o = 0; o < words.size() / 4; ++o) {
+        Value dst = k.add(convOff, swizzledChunk(k, row, k.add(outChunk0, (int64_t)o), p.tileN));
+        k.store(k.vector(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
+      }
     }
   }
 }

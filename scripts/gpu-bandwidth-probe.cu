@@ -1,0 +1,254 @@
+// What this file is: the read-bandwidth ceiling of the GPU at decode's sizes. It times kernels
+// that only read memory (no attention) the way attn-bench times a decode kernel: back-to-back
+// launches between CUDA events, median of 50 after 10 warm-ups, the input rotating over 4 copies
+// so the 50 MiB L2 holds none of it. Two access patterns:
+//   vec  - every thread streams 16-byte loads (8 in flight) over its CTA's contiguous chunk;
+//   bulk - decode's pattern: one thread per CTA issues cp.async.bulk copies of `chunk` bytes into
+//          a ring of `stages` shared-memory buffers on mbarriers, one consumer warp releases them.
+//   bulk_kv - decode's exact layout at 2048 x 128: K and V arrays (+ per-token scales), each
+//          stage one copy from each, optionally held `hold` cycles before release (the time a
+//          decode producer spends converting a tile).
+// Each CTA reads a contiguous 1/grid of the buffer, as a decode CTA reads its batch's K and V.
+// Prints one JSON line per configuration. docs/benchmarks/gpu-decode.md (session 14) has the
+// results and the command:
+//   nvcc -O3 -arch=sm_90a -o /tmp/bwprobe scripts/gpu-bandwidth-probe.cu && /tmp/bwprobe
+#include <cuda_runtime.h>
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#define CK(x)                                                                                   \
+  do {                                                                                          \
+    cudaError_t e_ = (x);                                                                       \
+    if (e_ != cudaSuccess) {                                                                    \
+      fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));      \
+      return 1;                                                                                 \
+    }                                                                                           \
+  } while (0)
+
+__global__ void emptyKernel(int *out) {
+  if (threadIdx.x == 1023) out[0] = 1;
+}
+
+__global__ void readVec(const int4 *__restrict__ p, size_t n16PerCta, int *out) {
+  const int4 *base = p + blockIdx.x * n16PerCta;
+  int acc = 0;
+  for (size_t i = threadIdx.x; i < n16PerCta; i += size_t(blockDim.x) * 8) {
+    int4 v[8];
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {
+      size_t j = i + size_t(u) * blockDim.x;
+      v[u] = j < n16PerCta ? __ldcs(base + j) : make_int4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+      acc ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  if (acc == 0x12345679)
+    out[blockIdx.x] = acc;
+}
+
+__device__ __forceinline__ uint32_t smemAddr(const void *p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void mbarWait(uint32_t bar, uint32_t parity) {
+  asm volatile("{\n .reg .pred p;\n W: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+               " @!p bra W;\n}\n" ::"r"(bar), "r"(parity) : "memory");
+}
+
+// Shared memory: `stages` buffers of `chunk` bytes, then 2*stages mbarriers.
+__global__ void readBulk(const char *__restrict__ p, size_t bytesPerCta, int chunk, int stages,
+                         int *out) {
+  extern __shared__ __align__(128) char smem[];
+  uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * chunk);
+  const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full0 + 8 * s));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(empty0 + 8 * s));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const char *base = p + blockIdx.x * bytesPerCta;
+  const size_t n = bytesPerCta / chunk;
+  int acc = 0;
+  if (threadIdx.x == 0) {  // producer
+    for (size_t i = 0; i < n; ++i) {
+      int s = int(i % stages);
+      mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full0 + 8 * s),
+                   "r"(chunk) : "memory");
+      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                   "%2, [%3];" ::"r"(smemAddr(smem + size_t(s) * chunk)),
+                   "l"(base + i * chunk), "r"(chunk), "r"(full0 + 8 * s) : "memory");
+    }
+  } else if (threadIdx.x >= 32 && threadIdx.x < 64) {  // consumer warp
+    for (size_t i = 0; i < n; ++i) {
+      int s = int(i % stages);
+      mbarWait(full0 + 8 * s, uint32_t((i / stages) & 1));
+      acc ^= reinterpret_cast<const int *>(smem + size_t(s) * chunk)[threadIdx.x];
+      __syncwarp();
+      if (threadIdx.x == 32)
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty0 + 8 * s) : "memory");
+    }
+  }
+  if (acc == 0x12345679)
+    out[blockIdx.x] = acc;
+}
+
+
+// Decode's layout: K and V are two arrays, a CTA reads its batch's rows of both, and (optional)
+// the per-token K and V scales from two more; each stage is one `half`-byte copy from K and one
+// from V (+ two `scaleBytes` copies).
+__global__ void readBulkKV(const char *__restrict__ k, const char *__restrict__ v,
+                           const char *__restrict__ ks, const char *__restrict__ vs,
+                           size_t bytesPerCta, int half, int scaleBytes, int stages, int hold,
+                           int *out) {
+  extern __shared__ __align__(128) char smem[];
+  const int stageBytes = 2 * half + 2 * scaleBytes;
+  uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * stageBytes);
+  const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full0 + 8 * s));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(empty0 + 8 * s));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const size_t n = bytesPerCta / half;
+  const size_t sPer = n * scaleBytes;
+  int acc = 0;
+  if (threadIdx.x == 0) {
+    for (size_t i = 0; i < n; ++i) {
+      int s = int(i % stages);
+      mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full0 + 8 * s),
+                   "r"(stageBytes) : "memory");
+      const char *src[4] = {k + blockIdx.x * bytesPerCta + i * half,
+                            v + blockIdx.x * bytesPerCta + i * half,
+                            ks + blockIdx.x * sPer + i * scaleBytes,
+                            vs + blockIdx.x * sPer + i * scaleBytes};
+      int len[4] = {half, half, scaleBytes, scaleBytes};
+      uint32_t dst = smemAddr(smem + size_t(s) * stageBytes);
+      for (int c = 0; c < (scaleBytes ? 4 : 2); ++c) {
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+                     "[%1], %2, [%3];" ::"r"(dst), "l"(src[c]), "r"(len[c]), "r"(full0 + 8 * s)
+                     : "memory");
+        dst += len[c];
+      }
+    }
+  } else if (threadIdx.x >= 32 && threadIdx.x < 64) {
+    for (size_t i = 0; i < n; ++i) {
+      int s = int(i % stages);
+      mbarWait(full0 + 8 * s, uint32_t((i / stages) & 1));
+      acc ^= reinterpret_cast<const int *>(smem + size_t(s) * stageBytes)[threadIdx.x];
+      // `hold` cycles of work on the stage before releasing it (decode's conversion).
+      for (long long t0 = clock64(); clock64() - t0 < hold;)
+        ;
+      __syncwarp();
+      if (threadIdx.x == 32)
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty0 + 8 * s) : "memory");
+    }
+  }
+  if (acc == 0x12345679)
+    out[blockIdx.x] = acc;
+}
+
+template <typename F> static float medianUs(F launch, int copies) {
+  for (int i = 0; i < 10; ++i)
+    launch(i % copies);
+  std::vector<cudaEvent_t> ev(51);
+  for (auto &e : ev)
+    cudaEventCreate(&e);
+  cudaEventRecord(ev[0]);
+  for (int i = 0; i < 50; ++i) {
+    launch((i + 10) % copies);
+    cudaEventRecord(ev[i + 1]);
+  }
+  cudaEventSynchronize(ev[50]);
+  std::vector<float> ms(50);
+  for (int i = 0; i < 50; ++i)
+    cudaEventElapsedTime(&ms[i], ev[i], ev[i + 1]);
+  for (auto &e : ev)
+    cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  return 0.5f * (ms[24] + ms[25]) * 1e3f;
+}
+
+int main() {
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // Table 3: ctx * batch = 262144 tokens, head_dim 128, int8 K and V, one f32 scale each.
+  const size_t tokens = 262144, table3 = tokens * (2 * 128 + 2 * 4);
+  const int copies = 4;
+  std::vector<size_t> sizes = {table3, size_t(1) << 30};
+  size_t maxBytes = sizes.back();
+  std::vector<char *> bufs(copies);
+  for (auto &b : bufs) {
+    CK(cudaMalloc(&b, maxBytes + (1 << 20)));
+    CK(cudaMemset(b, 1, maxBytes + (1 << 20)));
+  }
+  int *out = nullptr;
+  CK(cudaMalloc(&out, 1 << 20));
+  CK(cudaFuncSetAttribute(readBulk, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  CK(cudaFuncSetAttribute(readBulkKV, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  float us = medianUs([&](int) { emptyKernel<<<128, 256>>>(out); }, copies);
+  CK(cudaGetLastError());
+  printf("{\"kernel\": \"empty\", \"grid\": 128, \"us\": %.2f}\n", us);
+  // Decode's exact Table-3 layout (2048 x 128): K, V [128][2048][128] int8, scales [128][2048] f32.
+  for (int scaled : {0, 1})
+    for (int stages : {2, 3, 4})
+    for (int hold : {0, 1000, 2000, 3000}) {
+      size_t kvBytes = tokens * 128, per = kvBytes / 128;
+      int half = 128 * 128, sb = scaled ? 128 * 4 : 0;
+      size_t sm = size_t(stages) * (2 * half + 2 * sb) + 16 * stages;
+      us = medianUs([&](int c) {
+        readBulkKV<<<128, 64, sm>>>(bufs[c], bufs[c] + kvBytes + 4096,
+                                    bufs[c] + 2 * (kvBytes + 4096),
+                                    bufs[c] + 2 * (kvBytes + 4096) + tokens * 4 + 4096, per, half,
+                                    sb, stages, hold, out);
+      }, copies);
+      CK(cudaGetLastError());
+      printf("{\"kernel\": \"bulk_kv\", \"grid\": 128, \"stages\": %d, \"scales\": %d, \"hold\": %d, "
+             "\"us\": %.2f, \"TBps\": %.3f}\n", stages, scaled, hold, us,
+             (2.0 * kvBytes + (scaled ? 8.0 * tokens : 0)) / (us * 1e6));
+    }
+  for (size_t bytes : sizes) {
+    for (int grid : {128, sms, 2 * sms, 4 * sms, 8 * sms}) {
+      for (int threads : {256, 512}) {
+        size_t per = (bytes / grid) / 16;
+        us = medianUs([&](int c) {
+          readVec<<<grid, threads>>>(reinterpret_cast<const int4 *>(bufs[c]), per, out);
+        }, copies);
+        CK(cudaGetLastError());
+        printf("{\"kernel\": \"vec\", \"bytes\": %zu, \"grid\": %d, \"threads\": %d, \"us\": %.2f, "
+               "\"TBps\": %.3f}\n", bytes, grid, threads, us, per * 16.0 * grid / (us * 1e6));
+      }
+    }
+    struct Cfg { int grid, chunk, stages; };
+    std::vector<Cfg> cfgs = {{128, 32768, 4}, {128, 32768, 5}, {128, 16384, 8}, {sms, 32768, 4},
+                             {2 * sms, 32768, 2}, {2 * sms, 16384, 5}, {256, 32768, 2},
+                             {4 * sms, 16384, 2}};
+    for (Cfg c : cfgs) {
+      size_t per = (bytes / c.grid) / c.chunk * c.chunk;
+      size_t sm = size_t(c.stages) * c.chunk + 16 * c.stages;
+      us = medianUs([&](int k) {
+        readBulk<<<c.grid, 64, sm>>>(bufs[k], per, c.chunk, c.stages, out);
+      }, copies);
+      CK(cudaGetLastError());
+      printf("{\"kernel\": \"bulk\", \"bytes\": %zu, \"grid\": %d, \"chunk\": %d, \"stages\": %d, "
+             "\"us\": %.2f, \"TBps\": %.3f}\n", bytes, c.grid, c.chunk, c.stages, us,
+             per * double(c.grid) / (us * 1e6));
+    }
+    us = medianUs([&](int c) {
+      cudaMemcpyAsync(bufs[c] + bytes / 2, bufs[c], bytes / 2, cudaMemcpyDeviceToDevice);
+    }, copies);
+    printf("{\"kernel\": \"memcpy_d2d\", \"bytes_read\": %zu, \"us\": %.2f, \"TBps_read_plus_write\": "
+           "%.3f}\n", bytes / 2, us, bytes / (us * 1e6));
+  }
+  CK(cudaDeviceSynchronize());
+  return 0;
+}
