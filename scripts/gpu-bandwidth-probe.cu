@@ -57,12 +57,8 @@ __device__ __forceinline__ void mbarWait(uint32_t bar, uint32_t parity) {
                " @!p bra W;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
 
-// Shared memory: `stages` buffers of `chunk` bytes, then 2*stages mbarriers.
-__global__ void readBulk(const char *__restrict__ p, size_t bytesPerCta, int chunk, int stages,
-                         int *out) {
-  extern __shared__ __align__(128) char smem[];
-  uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * chunk);
-  const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
+// Thread 0 initializes the ring's `stages` full and empty mbarriers (one arrival each).
+__device__ void initRing(uint32_t full0, uint32_t empty0, int stages) {
   if (threadIdx.x == 0) {
     for (int s = 0; s < stages; ++s) {
       asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full0 + 8 * s));
@@ -71,6 +67,33 @@ __global__ void readBulk(const char *__restrict__ p, size_t bytesPerCta, int chu
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
+}
+
+// The consumer warp: waits for each of `n` stages, reads a word of it, works `hold` cycles on it
+// (decode's conversion), and releases it.
+__device__ int consumeRing(const char *smem, int stageBytes, size_t n, int stages, uint32_t full0,
+                           uint32_t empty0, int hold) {
+  int acc = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int s = int(i % stages);
+    mbarWait(full0 + 8 * s, uint32_t((i / stages) & 1));
+    acc ^= reinterpret_cast<const int *>(smem + size_t(s) * stageBytes)[threadIdx.x];
+    for (long long t0 = clock64(); clock64() - t0 < hold;)
+      ;
+    __syncwarp();
+    if (threadIdx.x == 32)
+      asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty0 + 8 * s) : "memory");
+  }
+  return acc;
+}
+
+// Shared memory: `stages` buffers of `chunk` bytes, then 2*stages mbarriers.
+__global__ void readBulk(const char *__restrict__ p, size_t bytesPerCta, int chunk, int stages,
+                         int *out) {
+  extern __shared__ __align__(128) char smem[];
+  uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * chunk);
+  const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
+  initRing(full0, empty0, stages);
   const char *base = p + blockIdx.x * bytesPerCta;
   const size_t n = bytesPerCta / chunk;
   int acc = 0;
@@ -85,14 +108,7 @@ __global__ void readBulk(const char *__restrict__ p, size_t bytesPerCta, int chu
                    "l"(base + i * chunk), "r"(chunk), "r"(full0 + 8 * s) : "memory");
     }
   } else if (threadIdx.x >= 32 && threadIdx.x < 64) {  // consumer warp
-    for (size_t i = 0; i < n; ++i) {
-      int s = int(i % stages);
-      mbarWait(full0 + 8 * s, uint32_t((i / stages) & 1));
-      acc ^= reinterpret_cast<const int *>(smem + size_t(s) * chunk)[threadIdx.x];
-      __syncwarp();
-      if (threadIdx.x == 32)
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty0 + 8 * s) : "memory");
-    }
+    acc = consumeRing(smem, chunk, n, stages, full0, empty0, 0);
   }
   if (acc == 0x12345679)
     out[blockIdx.x] = acc;
@@ -110,14 +126,7 @@ __global__ void readBulkKV(const char *__restrict__ k, const char *__restrict__ 
   const int stageBytes = 2 * half + 2 * scaleBytes;
   uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * stageBytes);
   const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < stages; ++s) {
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full0 + 8 * s));
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(empty0 + 8 * s));
-    }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  }
-  __syncthreads();
+  initRing(full0, empty0, stages);
   const size_t n = bytesPerCta / half;
   const size_t sPer = n * scaleBytes;
   int acc = 0;
@@ -141,17 +150,7 @@ __global__ void readBulkKV(const char *__restrict__ k, const char *__restrict__ 
       }
     }
   } else if (threadIdx.x >= 32 && threadIdx.x < 64) {
-    for (size_t i = 0; i < n; ++i) {
-      int s = int(i % stages);
-      mbarWait(full0 + 8 * s, uint32_t((i / stages) & 1));
-      acc ^= reinterpret_cast<const int *>(smem + size_t(s) * stageBytes)[threadIdx.x];
-      // `hold` cycles of work on the stage before releasing it (decode's conversion).
-      for (long long t0 = clock64(); clock64() - t0 < hold;)
-        ;
-      __syncwarp();
-      if (threadIdx.x == 32)
-        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(empty0 + 8 * s) : "memory");
-    }
+    acc = consumeRing(smem, stageBytes, n, stages, full0, empty0, hold);
   }
   if (acc == 0x12345679)
     out[blockIdx.x] = acc;
