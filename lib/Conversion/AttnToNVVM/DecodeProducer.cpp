@@ -107,19 +107,20 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
       Value row = k.add(row0, it * rowStep);
       v4s.push_back(k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16));
       // Symmetric codes: one constant; zero points: the row's staged constant.
-      magics.push_back(copyBytes || zeroOff < 0
-                           ? Value()
-                           : k.load(k.f32(), sptr(k, c, k.add(k.mul(row, 4), zeroOff))));
+      if (!copyBytes)
+        magics.push_back(zeroOff < 0
+                             ? k.f32(8388736.0)
+                             : k.load(k.f32(), sptr(k, c, k.add(k.mul(row, 4), zeroOff))));
     }
     for (int64_t it = it0; it < std::min(n, it0 + kBatch); ++it) {
       Value row = k.add(row0, it * rowStep);
-      Value v4 = v4s[it - it0], magic = magics[it - it0];
+      Value v4 = v4s[it - it0];
       SmallVector<Value> words;
       if (copyBytes)
         for (int w = 0; w < 4; ++w)
           words.push_back(k.extract(v4, w));
       else
-        words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic ? magic : k.f32(8388736.0));
+        words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magics[it - it0]);
       if (masked) {
         Value valid = k.cmp(P::slt, row, rowsValid);
         for (Value &w : words)
