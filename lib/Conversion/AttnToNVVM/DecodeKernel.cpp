@@ -258,6 +258,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
     if (p.directKV())
       k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
     k.fenceMbarrierInit();
+    if (!p.persistent)
+      issuePipelineFill(k, c);
   });
   if (!p.persistent)
     loadQueries(k, c);

@@ -128,6 +128,11 @@ void clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct, ArrayRef<Value> 
 
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
+/// Thread 0, in the prologue of a kernel without a persistent grid: the TMA loads of the first
+/// `stages` tiles, issued as soon as the mbarriers are initialized — before the query tile's
+/// global loads and the CTA barrier, which would otherwise delay the first bytes by a DRAM
+/// round trip. (With a persistent grid the producer fills the pipeline per work item.)
+void issuePipelineFill(KernelBuilder &k, Ctx &c);
 /// The consumer warpgroups (DecodeConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);
 

@@ -75,62 +75,99 @@ static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4, bo
   return words;
 }
 
-/// Producer: dequantizes one stage tile (K or V) into a swizzled bf16 buffer; with `masked`,
-/// rows at or past `rowsValid` become zeros (keys past the length must not poison P·V with
-/// NaN/Inf). Thread t handles 16-byte chunks t, t + 128, ...: its row advances by 128 / (chunks
-/// per row) each step and its column chunk stays, so the addresses are a per-thread base plus
+/// Where a producer thread's 16-byte chunks of one stage tile (K or V) sit: thread t handles
+/// chunks t, t + producerThreads, ...: its row advances by producerThreads / (chunks per row)
+/// each step and its column chunk stays, so the addresses are a per-thread base plus
 /// compile-time offsets.
+namespace {
+struct TileChunks {
+  int64_t n = 0, rowStep = 0, pt = 0;
+  Value row0, src0, outChunk0;
+  TileChunks(KernelBuilder &k, Ctx &c, Value stageOff, bool copyBytes) {
+    const DecodePlan &p = c.p;
+    int64_t e = p.kvElemBytes();
+    int64_t chunksPerRow = p.headDim * e / 16;
+    pt = p.producerThreads();
+    rowStep = pt / chunksPerRow;
+    n = p.tileN * chunksPerRow / pt;
+    row0 = k.udiv(c.tid, chunksPerRow);
+    Value colChunk = k.urem(c.tid, chunksPerRow); // 16-byte chunk of the stage row
+    src0 = k.add(stageOff, k.mul(c.tid, 16));
+    // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e. Copying
+    // int8 K for the s8 WGMMA keeps the bytes: chunk colChunk of a 128-byte row.
+    outChunk0 = copyBytes ? colChunk : k.udiv(k.mul(colChunk, 16), 8 * e);
+  }
+  Value row(KernelBuilder &k, int64_t it) const { return k.add(row0, it * rowStep); }
+  Value load(KernelBuilder &k, Ctx &c, int64_t it) const {
+    return k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16);
+  }
+};
+} // namespace
+
+/// Chunk `it` (loaded as `v4`) of a stage tile, dequantized with `magic` (int8x4ToF32's) or
+/// copied, into its place in a swizzled conversion buffer; with `masked`, rows at or past
+/// `rowsValid` become zeros (keys past the length must not poison P·V with NaN/Inf).
+static void storeChunk(KernelBuilder &k, Ctx &c, const TileChunks &t, int64_t it, Value v4,
+                       Value magic, Value convOff, Value rowsValid, bool masked, bool copyBytes) {
+  const DecodePlan &p = c.p;
+  Value row = t.row(k, it);
+  // An 8-bit chunk widens into two bf16 chunks, 2c and 2c + 1 of the row. A quarter-warp (one
+  // 128-byte shared-memory wavefront per 16-byte store) holds the 8 chunks c of one row at
+  // head_dim ≥ 128, and chunks c and c + 4 land in the same swizzle slot of two column blocks: a
+  // 2-way bank conflict on every store. The threads with c mod 8 ≥ 4 therefore write 2c + 1
+  // first (their input's two halves swapped), so each store hits 8 distinct slots.
+  Value swap;
+  if (!copyBytes && p.kvElemBytes() == 1) {
+    swap = k.cmp(P::ne, k.band(t.outChunk0, 8), 0);
+    SmallVector<Value> x;
+    for (int w = 0; w < 4; ++w)
+      x.push_back(k.extract(v4, w));
+    v4 = k.vector({k.select(swap, x[2], x[0]), k.select(swap, x[3], x[1]),
+                   k.select(swap, x[0], x[2]), k.select(swap, x[1], x[3])});
+  }
+  SmallVector<Value> words;
+  if (copyBytes)
+    for (int w = 0; w < 4; ++w)
+      words.push_back(k.extract(v4, w));
+  else
+    words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic);
+  if (masked) {
+    Value valid = k.cmp(P::slt, row, rowsValid);
+    for (Value &w : words)
+      w = k.select(valid, w, k.i32(0));
+  }
+  for (size_t o = 0; o < words.size() / 4; ++o) {
+    Value chunk = k.add(t.outChunk0, (int64_t)o);
+    if (swap)
+      chunk = k.add(t.outChunk0, k.select(swap, k.i32(1 - int64_t(o)), k.i32(int64_t(o))));
+    Value dst = k.add(convOff, swizzledChunk(k, row, chunk, p.tileN));
+    k.store(k.vector(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
+  }
+}
+
+/// Producer: dequantizes (or, with `copyBytes`, copies) one stage tile (K or V) into a swizzled
+/// conversion buffer, rows at or past `rowsValid` zeroed when `masked`.
 static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
                         bool masked, bool copyBytes = false, int64_t zeroOff = -1) {
-  const DecodePlan &p = c.p;
-  int64_t e = p.kvElemBytes();
-  int64_t rowBytes = p.headDim * e;
-  int64_t chunksPerRow = rowBytes / 16;
-  int64_t pt = p.producerThreads();
-  int64_t rowStep = pt / chunksPerRow; // rows between a thread's successive chunks
-  int64_t chunks = p.tileN * rowBytes / 16;
-  Value row0 = k.udiv(c.tid, chunksPerRow);
-  Value colChunk = k.urem(c.tid, chunksPerRow); // 16-byte chunk of the stage row
-  Value src0 = k.add(stageOff, k.mul(c.tid, 16));
-  // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e. Copying
-  // int8 K for the s8 WGMMA keeps the bytes: chunk colChunk of a 128-byte row.
-  Value outChunk0 = copyBytes ? colChunk : k.udiv(k.mul(colChunk, 16), 8 * e);
+  TileChunks t(k, c, stageOff, copyBytes);
   // The thread's chunks are loaded kBatch at a time before any of them is converted and stored:
   // the loads then overlap (ptxas keeps shared loads behind earlier shared stores it cannot
   // tell apart). Two at a time fit the producer's 56 registers without spilling; with zero
   // points (a staged constant per row) only one does.
   const int64_t kBatch = zeroOff < 0 ? 2 : 1;
-  int64_t n = chunks / pt;
-  for (int64_t it0 = 0; it0 < n; it0 += kBatch) {
+  for (int64_t it0 = 0; it0 < t.n; it0 += kBatch) {
     SmallVector<Value> v4s, magics;
-    for (int64_t it = it0; it < std::min(n, it0 + kBatch); ++it) {
-      Value row = k.add(row0, it * rowStep);
-      v4s.push_back(k.load(k.vec4Type(), sptr(k, c, k.add(src0, it * pt * 16)), 16));
+    for (int64_t it = it0; it < std::min(t.n, it0 + kBatch); ++it) {
+      v4s.push_back(t.load(k, c, it));
       // Symmetric codes: one constant; zero points: the row's staged constant.
       if (!copyBytes)
-        magics.push_back(zeroOff < 0
-                             ? k.f32(8388736.0)
-                             : k.load(k.f32(), sptr(k, c, k.add(k.mul(row, 4), zeroOff))));
+        magics.push_back(zeroOff < 0 ? k.f32(8388736.0)
+                                     : k.load(k.f32(), sptr(k, c, k.add(k.mul(t.row(k, it), 4),
+                                                                        zeroOff))));
     }
-    for (int64_t it = it0; it < std::min(n, it0 + kBatch); ++it) {
-      Value row = k.add(row0, it * rowStep);
-      Value v4 = v4s[it - it0];
-      SmallVector<Value> words;
-      if (copyBytes)
-        for (int w = 0; w < 4; ++w)
-          words.push_back(k.extract(v4, w));
-      else
-        words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magics[it - it0]);
-      if (masked) {
-        Value valid = k.cmp(P::slt, row, rowsValid);
-        for (Value &w : words)
-          w = k.select(valid, w, k.i32(0));
-      }
-      for (size_t o = 0; o < words.size() / 4; ++o) {
-        Value dst = k.add(convOff, swizzledChunk(k, row, k.add(outChunk0, (int64_t)o), p.tileN));
-        k.store(k.vector(ArrayRef<Value>(words).slice(4 * o, 4)), sptr(k, c, dst), 16);
-      }
-    }
+    for (int64_t it = it0; it < std::min(t.n, it0 + kBatch); ++it)
+      storeChunk(k, c, t, it, v4s[it - it0], copyBytes ? Value() : magics[it - it0], convOff,
+                 rowsValid, masked, copyBytes);
   }
 }
 
@@ -268,6 +305,34 @@ static Value fillSlot(KernelBuilder &k, Ctx &c, Value s) {
   return slot;
 }
 
+/// The calling thread issues the loads of the first `stages` tiles of the work item. A bf16
+/// cache's partial tile completes on the tail barrier (buildDirectProducer).
+static void fillPipeline(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  Value n = k.smin(c.numTiles, k.i32(p.stages));
+  k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
+    Value slot = fillSlot(k, c, s), tile = k.add(c.tile0, s);
+    if (!p.directKV()) {
+      issueTile(k, c, slot, tile);
+      return SmallVector<Value>();
+    }
+    Value partial = k.cmp(P::slt, k.sub(c.len, k.mul(tile, p.tileN)), k.i32(p.tileN));
+    k.ifThenElse(
+        partial, TypeRange{},
+        [&] {
+          issueTile(k, c, slot, tile, sptr(k, c, c.sm.tail(p.stages)));
+          return SmallVector<Value>();
+        },
+        [&] {
+          issueTile(k, c, slot, tile);
+          return SmallVector<Value>();
+        });
+    return SmallVector<Value>();
+  });
+}
+
+void mlir::attn::nvvm::issuePipelineFill(KernelBuilder &k, Ctx &c) { fillPipeline(k, c); }
+
 /// The producer of a bf16 cache (plan.directKV): thread 0 keeps `stages` tiles in flight,
 /// refilling a stage once every consumer released it. Keys in [len, kv_len) hold whatever the
 /// cache holds (TMA zero-fills only past kv_len), and P · V would turn a NaN or Inf there into
@@ -292,13 +357,8 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
           return SmallVector<Value>();
         });
   };
-  k.ifThen(isLeader, [&] {
-    Value n = k.smin(c.numTiles, k.i32(p.stages));
-    k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
-      issue(fillSlot(k, c, s), k.add(c.tile0, s));
-      return SmallVector<Value>();
-    });
-  });
+  if (c.tileBase) // else issued by issuePipelineFill in the kernel's prologue
+    k.ifThen(isLeader, [&] { fillPipeline(k, c); });
   int64_t rowBytes = 128; // a row of one 64-column block
   int64_t blocks = p.headDim / 64;
   k.forLoop(k.i32(0), c.numTiles, 1, {}, [&](Value j, ValueRange) {
@@ -340,14 +400,8 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   if (p.directKV())
     return buildDirectProducer(k, c);
   Value isLeader = k.cmp(P::eq, c.tid, 0);
-  // Fill the pipeline.
-  k.ifThen(isLeader, [&] {
-    Value n = k.smin(c.numTiles, k.i32(p.stages));
-    k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
-      issueTile(k, c, fillSlot(k, c, s), k.add(c.tile0, s));
-      return SmallVector<Value>();
-    });
-  });
+  if (c.tileBase) // else issued by issuePipelineFill in the kernel's prologue
+    k.ifThen(isLeader, [&] { fillPipeline(k, c); });
   double kFactor = p.softmaxScale * kLog2e;
   SmallVector<Value> sc0 = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
   k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {
