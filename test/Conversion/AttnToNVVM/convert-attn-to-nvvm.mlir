@@ -17,12 +17,15 @@
 // Barriers: 2 stages + 2 full + 2 empty conversion buffers.
 // CHECK-COUNT-6: nvvm.mbarrier.init
 // CHECK: nvvm.fence.mbarrier.init
-// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
-// Producer warpgroups: fewer registers, TMA of K and V into a stage, int8 → bf16 through prmt.
-// CHECK: nvvm.setmaxregister  decrease 56
+// Thread 0 issues the first tiles' TMA loads of K and V right away, before the query tile's
+// loads and the CTA barrier.
 // CHECK: nvvm.mbarrier.arrive.expect_tx
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] {isCTAOnly = true}
 // CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} box[{{.*}}] {isCTAOnly = true}
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: nvvm.barrier id
+// Producer warpgroups: fewer registers, int8 → bf16 through prmt.
+// CHECK: nvvm.setmaxregister  decrease 56
 // CHECK: nvvm.mbarrier.try_wait.parity
 // CHECK: llvm.call_intrinsic "llvm.nvvm.prmt"
 // CHECK: nvvm.mbarrier.arrive

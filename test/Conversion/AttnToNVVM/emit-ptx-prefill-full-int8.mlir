@@ -12,7 +12,6 @@
 
 // CHECK: .entry pf_fi8_prefill(
 // CHECK: setmaxnreg.dec.sync.aligned.u32 72;
-// CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // The producer's 4 × 4 byte transposes of V, stored as Vᵀ rows.
 // CHECK: prmt.b32 {{.*}}, %r{{[0-9]+}};
 // CHECK: st.shared.v4.b32

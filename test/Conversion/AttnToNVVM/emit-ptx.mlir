@@ -11,13 +11,13 @@
 // CHECK: .entry decode_decode(
 // CHECK-NEXT: .param .align 64 .b8 decode_decode_param_0[128],
 // CHECK: .maxntid 512, 1, 1
-// CHECK: mbarrier.init.shared.b64
+// (thread 0's mbarrier.init and first TMA loads sit in a block ptxas places at the end)
 // CHECK: setmaxnreg.dec.sync.aligned.u32 56;
-// CHECK: mbarrier.arrive.expect_tx.shared.b64
-// CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // CHECK: mbarrier.try_wait.parity.shared.b64
 // CHECK: prmt.b32
 // CHECK: fence.proxy.async.shared::cta
+// CHECK: mbarrier.arrive.expect_tx.shared.b64
+// CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // CHECK: setmaxnreg.inc.sync.aligned.u32 200;
 // CHECK: wgmma.fence.sync.aligned
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
