@@ -305,28 +305,35 @@ static Value fillSlot(KernelBuilder &k, Ctx &c, Value s) {
   return slot;
 }
 
-/// The calling thread issues the loads of the first `stages` tiles of the work item. A bf16
-/// cache's partial tile completes on the tail barrier (buildDirectProducer).
-static void fillPipeline(KernelBuilder &k, Ctx &c) {
+/// Whether `tile` holds the sequence end short of a whole tile.
+static Value isPartialTile(KernelBuilder &k, Ctx &c, Value tile) {
+  return k.cmp(P::slt, k.sub(c.len, k.mul(tile, c.p.tileN)), k.i32(c.p.tileN));
+}
+
+/// issueTile, except that a bf16 cache's partial tile completes on the tail barrier (the
+/// producer zeroes its V rows past the end before arriving on the stage's full barrier;
+/// buildDirectProducer).
+static void issueLoads(KernelBuilder &k, Ctx &c, Value slot, Value tile) {
   const DecodePlan &p = c.p;
-  Value n = k.smin(c.numTiles, k.i32(p.stages));
+  if (!p.directKV())
+    return issueTile(k, c, slot, tile);
+  k.ifThenElse(
+      isPartialTile(k, c, tile), TypeRange{},
+      [&] {
+        issueTile(k, c, slot, tile, sptr(k, c, c.sm.tail(p.stages)));
+        return SmallVector<Value>();
+      },
+      [&] {
+        issueTile(k, c, slot, tile);
+        return SmallVector<Value>();
+      });
+}
+
+/// The calling thread issues the loads of the first `stages` tiles of the work item.
+static void fillPipeline(KernelBuilder &k, Ctx &c) {
+  Value n = k.smin(c.numTiles, k.i32(c.p.stages));
   k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
-    Value slot = fillSlot(k, c, s), tile = k.add(c.tile0, s);
-    if (!p.directKV()) {
-      issueTile(k, c, slot, tile);
-      return SmallVector<Value>();
-    }
-    Value partial = k.cmp(P::slt, k.sub(c.len, k.mul(tile, p.tileN)), k.i32(p.tileN));
-    k.ifThenElse(
-        partial, TypeRange{},
-        [&] {
-          issueTile(k, c, slot, tile, sptr(k, c, c.sm.tail(p.stages)));
-          return SmallVector<Value>();
-        },
-        [&] {
-          issueTile(k, c, slot, tile);
-          return SmallVector<Value>();
-        });
+    issueLoads(k, c, fillSlot(k, c, s), k.add(c.tile0, s));
     return SmallVector<Value>();
   });
 }
@@ -342,21 +349,6 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
   Value isLeader = k.cmp(P::eq, c.tid, 0);
   Value tailBar = sptr(k, c, c.sm.tail(p.stages));
-  auto barFor = [&](Value tile) { // the tail barrier for the partial tile, else none (full)
-    return k.cmp(P::slt, k.sub(c.len, k.mul(tile, p.tileN)), k.i32(p.tileN));
-  };
-  auto issue = [&](Value s, Value tile) {
-    k.ifThenElse(
-        barFor(tile), TypeRange{},
-        [&] {
-          issueTile(k, c, s, tile, tailBar);
-          return SmallVector<Value>();
-        },
-        [&] {
-          issueTile(k, c, s, tile);
-          return SmallVector<Value>();
-        });
-  };
   if (c.tileBase) // else issued by issuePipelineFill in the kernel's prologue
     k.ifThen(isLeader, [&] { fillPipeline(k, c); });
   int64_t rowBytes = 128; // a row of one 64-column block
@@ -366,7 +358,7 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
     Value s = k.urem(g, p.stages);
     Value tile = k.add(c.tile0, j);
     Value rowsValid = k.sub(c.len, k.mul(tile, p.tileN));
-    k.ifThen(barFor(tile), [&] {
+    k.ifThen(isPartialTile(k, c, tile), [&] {
       // At most one partial tile per CTA — per work item with a persistent grid.
       k.mbarrierWait(tailBar, c.tailParity ? c.tailParity : k.i32(0));
       Value vOff = k.add(ringOffset(k, s, c.sm.stage, c.sm.stageStride), c.sm.stageV);
@@ -389,7 +381,7 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
     k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
       Value phase = k.band(k.udiv(g, p.stages), 1);
       k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phase);
-      issue(s, k.add(c.tile0, next));
+      issueLoads(k, c, s, k.add(c.tile0, next));
     });
     return SmallVector<Value>();
   });
