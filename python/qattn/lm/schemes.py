@@ -36,18 +36,19 @@ class QuantizedKV:
     def name(self) -> str:
         return self.dtype if self.dtype == "bf16" else f"{self.dtype} {self.granularity}"
 
-    def __call__(self, layer: int, q, k, v):
+    def __call__(self, layer: int, q, k, v, window: Optional[int] = None):
         ks, vs = self.static_scales.get(layer, (None, None))
         kq = quant.fake_quantize(k, self.dtype, self.granularity, ks)
         vq = quant.fake_quantize(v, self.dtype, self.granularity, vs)
-        return causal_softmax_attention(q, kq, vq)
+        return causal_softmax_attention(q, kq, vq, window)
 
 
 class NomadKV:
     """NoMAD attention for every layer. With ``dense_sinks = n > 0`` the first n keys of the
     sequence (the "attention sink" tokens, whose keys k-means represents worst) keep exact float32
     scores: the compiled ``attn.pq.lut`` + ``attn.pq.scores`` give every other key's score, and
-    softmax and P·V run in NumPy; with n = 0 the whole step is the compiled ``attn.pq.attention``.
+    softmax and P·V run in NumPy; so do sliding-window layers (``window=W``: the scores of keys
+    older than W are dropped); otherwise the whole step is the compiled ``attn.pq.attention``.
     """
 
     def __init__(self, codebooks: Dict[int, np.ndarray], dsub: int, q_heads: int,
@@ -77,20 +78,22 @@ class NomadKV:
         self.lib.nomad_encode(np.ascontiguousarray(k, np.float32), self.codebooks[layer], 0, codes)
         return codes
 
-    def __call__(self, layer: int, q, k, v):
+    def __call__(self, layer: int, q, k, v, window: Optional[int] = None):
         codes = self.encode(layer, k)
         q = np.ascontiguousarray(q, np.float32)
         v = np.ascontiguousarray(v, np.float32)
         out = np.empty_like(q)
         books = self.codebooks[layer]
-        if self.dense_sinks:
-            return self._with_sinks(q, k, v, codes, books)
+        if self.dense_sinks or window is not None:
+            return self._scored(q, k, v, codes, books, window)
         attend = self.lib.nomad_attend
         for i in range(q.shape[0]):  # causal: position i reads keys 0..i
             attend(q[i], books, codes, v, i + 1, out[i])
         return out
 
-    def _with_sinks(self, q, k, v, codes, books):
+    def _scored(self, q, k, v, codes, books, window):
+        """Scores of every key by the compiled lookup tables (the first ``dense_sinks`` keys' in
+        float32), softmax and P·V in NumPy: with ``window``, query i sees keys i - window + 1..i."""
         t, hq, d = q.shape
         group = hq // self.kv_heads
         n = self.dense_sinks
@@ -103,10 +106,12 @@ class NomadKV:
         out = np.empty_like(q)
         for i in range(t):
             self.lib.nomad_scores(q[i], books, codes, i + 1, lut, params, scores)
-            s = scores[:, :i + 1].copy()
-            m = min(n, i + 1)
-            s[:, :m] = np.einsum("hd,thd->ht", q[i], kx[:m])
+            lo = 0 if window is None else max(0, i + 1 - window)
+            s = scores[:, lo:i + 1].copy()
+            if lo < n:
+                m = min(n, i + 1)
+                s[:, :m - lo] = np.einsum("hd,thd->ht", q[i], kx[lo:m])
             s *= scale
             p = np.exp(s - s.max(axis=1, keepdims=True))
-            out[i] = np.einsum("ht,htd->hd", p, vx[:, :i + 1]) / p.sum(axis=1, keepdims=True)
+            out[i] = np.einsum("ht,htd->hd", p, vx[:, lo:i + 1]) / p.sum(axis=1, keepdims=True)
         return out

@@ -117,3 +117,138 @@ class BPETokenizer:
             else:  # special tokens such as <|im_start|> are stored verbatim
                 data.extend(tok.encode("utf-8"))
         return data.decode("utf-8", errors="replace")
+
+
+class SPMTokenizer:
+    """SentencePiece-style tokenizer read from a GGUF file (``tokenizer.ggml.model = llama``), as
+    llama.cpp's ``llm_tokenizer_spm`` runs it (Gemma's vocabulary):
+
+    1. the text is split at every occurrence of a user-defined token (token type 4 — Gemma's runs of
+       newlines, spaces and tabs, and a few HTML tags), longest tokens first, as llama.cpp's
+       ``tokenizer_st_partition`` does with ``parse_special = false`` (control tokens such as
+       ``<bos>`` in the text stay text);
+    2. each remaining piece has its spaces replaced by U+2581 (no space prefix unless the GGUF's
+       ``add_space_prefix`` asks for one), is split into UTF-8 characters, and the adjacent pair whose
+       concatenation is a token of the highest score (ties: the leftmost) is merged until none is;
+    3. a final symbol that is not a token is undone through the merges that formed it, and a single
+       character that is not a token becomes its UTF-8 bytes' ``<0xXX>`` tokens.
+    """
+
+    USER_DEFINED = 4
+    BYTE = 6
+
+    def __init__(self, tokens: Sequence[str], scores: Sequence[float], types: Sequence[int],
+                 bos_id: int = -1, eos_id: int = -1, add_space_prefix: bool = False):
+        self.tokens = list(tokens)
+        self.scores = [float(s) for s in scores]
+        self.types = [int(t) for t in types]
+        self.vocab = {}
+        for i, t in enumerate(self.tokens):
+            self.vocab.setdefault(t, i)
+        self.bos_id = bos_id
+        self.eos_id = eos_id
+        self.add_space_prefix = add_space_prefix
+        self.user_defined = sorted((t for t, ty in zip(self.tokens, self.types)
+                                    if ty == self.USER_DEFINED and t), key=len, reverse=True)
+        self.byte_ids = {}
+        for i, (t, ty) in enumerate(zip(self.tokens, self.types)):
+            if ty == self.BYTE:
+                self.byte_ids[int(t[3:5], 16)] = i
+        if len(self.byte_ids) != 256:
+            raise ValueError(f"SPM vocabulary has {len(self.byte_ids)} byte tokens, not 256")
+
+    def _partition(self, text: str) -> list:
+        """[str | int]: raw text pieces and user-defined token ids, in order."""
+        frags: list = [text]
+        for tok in self.user_defined:
+            tid = self.vocab[tok]
+            out: list = []
+            for f in frags:
+                if not isinstance(f, str) or tok not in f:
+                    out.append(f)
+                    continue
+                parts = f.split(tok)
+                for j, p in enumerate(parts):
+                    if j:
+                        out.append(tid)
+                    if p:
+                        out.append(p)
+            frags = out
+        return frags
+
+    def _spm(self, text: str, out: List[int]) -> None:
+        import heapq
+        chars = list(text)
+        n = len(chars)
+        sym_text = chars[:]  # the text of each live symbol (its first character's slot)
+        nxt = list(range(1, n)) + [-1]
+        prv = list(range(-1, n - 1))
+        heap: list = []
+        rev: Dict[str, tuple] = {}
+
+        def bigram(left: int, right: int) -> None:
+            if left < 0 or right < 0:
+                return
+            s = sym_text[left] + sym_text[right]
+            tid = self.vocab.get(s)
+            if tid is None:
+                return
+            heapq.heappush(heap, (-self.scores[tid], left, right, len(s)))
+            rev[s] = (sym_text[left], sym_text[right])
+
+        for i in range(1, n):
+            bigram(i - 1, i)
+        while heap:
+            _, left, right, size = heapq.heappop(heap)
+            if not sym_text[left] or not sym_text[right] or \
+                    len(sym_text[left]) + len(sym_text[right]) != size or nxt[left] != right:
+                continue
+            sym_text[left] += sym_text[right]
+            sym_text[right] = ""
+            nxt[left] = nxt[right]
+            if nxt[right] >= 0:
+                prv[nxt[right]] = left
+            bigram(prv[left], left)
+            bigram(left, nxt[left])
+
+        def resegment(s: str) -> None:
+            tid = self.vocab.get(s)
+            if tid is not None:
+                out.append(tid)
+            elif s in rev:
+                resegment(rev[s][0])
+                resegment(rev[s][1])
+            else:
+                out.extend(self.byte_ids[b] for b in s.encode("utf-8"))
+
+        i = 0 if n else -1
+        while i >= 0:
+            resegment(sym_text[i])
+            i = nxt[i]
+
+    def encode(self, text: str, bos: bool = True) -> List[int]:
+        """Token ids of ``text``, with ``<bos>`` first (llama.cpp's add_special) unless bos=False."""
+        ids: List[int] = [self.bos_id] if bos and self.bos_id >= 0 else []
+        prev_special = True
+        for f in self._partition(text):
+            if isinstance(f, int):
+                ids.append(f)
+                prev_special = True
+                continue
+            if self.add_space_prefix and prev_special:
+                f = " " + f
+            self._spm(f.replace(" ", "\u2581"), ids)
+            prev_special = False
+        return ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        data = bytearray()
+        for i in ids:
+            i = int(i)
+            if self.types[i] == self.BYTE:
+                data.append(int(self.tokens[i][3:5], 16))
+            elif i in (self.bos_id, self.eos_id):
+                continue
+            else:
+                data.extend(self.tokens[i].replace("\u2581", " ").encode("utf-8"))
+        return data.decode("utf-8", errors="replace")
