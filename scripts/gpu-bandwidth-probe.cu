@@ -8,10 +8,14 @@
 //   bulk_kv - decode's exact layout at 2048 x 128: K and V arrays (+ per-token scales), each
 //          stage one copy from each, optionally held `hold` cycles before release (the time a
 //          decode producer spends converting a tile).
+//   tma_kv - bulk_kv with K and V loaded through tensor maps as the decode kernel loads them
+//          (cp.async.bulk.tensor: 4-D [d, heads, seq, batch] with boxes [128, 1, 128, 1], or 2-D
+//          [d, batch * seq] with boxes [128, rows]; u8, no swizzle, L2 promotion 256 B).
 // Each CTA reads a contiguous 1/grid of the buffer, as a decode CTA reads its batch's K and V.
 // Prints one JSON line per configuration. docs/benchmarks/gpu-decode.md (session 14) has the
 // results and the command:
-//   nvcc -O3 -arch=sm_90a -o /tmp/bwprobe scripts/gpu-bandwidth-probe.cu && /tmp/bwprobe
+//   nvcc -O3 -arch=sm_90a -o /tmp/bwprobe scripts/gpu-bandwidth-probe.cu -lcuda && /tmp/bwprobe
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdint>
@@ -156,6 +160,76 @@ __global__ void readBulkKV(const char *__restrict__ k, const char *__restrict__ 
     out[blockIdx.x] = acc;
 }
 
+// bulk_kv's K and V copies as tensor-map loads: `rank` 4 (coordinates {0, 0, row, batch}) or 2
+// ({0, batch * rowsPerCta + row}); `rows` tokens per box, `boxes` boxes per stage and operand.
+__global__ void readTmaKV(const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
+                          const char *__restrict__ ks, const char *__restrict__ vs, int rank,
+                          int rowsPerCta, int rows, int boxes, int scaleBytes, int stages, int *out) {
+  extern __shared__ __align__(128) char smem[];
+  const int half = rows * boxes * 128;
+  const int stageBytes = 2 * half + 2 * scaleBytes;
+  uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * stageBytes);
+  const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
+  initRing(full0, empty0, stages);
+  const size_t n = size_t(rowsPerCta) / (rows * boxes);
+  const size_t sPer = n * scaleBytes;
+  int acc = 0;
+  if (threadIdx.x == 0) {
+    for (size_t i = 0; i < n; ++i) {
+      int s = int(i % stages);
+      mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full0 + 8 * s),
+                   "r"(stageBytes) : "memory");
+      uint32_t dst = smemAddr(smem + size_t(s) * stageBytes);
+      for (int op = 0; op < 2; ++op) {
+        const CUtensorMap *m = op ? &tv : &tk;
+        for (int b = 0; b < boxes; ++b) {
+          int row = int(i) * rows * boxes + b * rows;
+          if (rank == 4)
+            asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                         "[%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst), "l"(m), "r"(0), "r"(0),
+                         "r"(row), "r"(int(blockIdx.x)), "r"(full0 + 8 * s) : "memory");
+          else
+            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                         "[%0], [%1, {%2, %3}], [%4];" ::"r"(dst), "l"(m), "r"(0),
+                         "r"(int(blockIdx.x) * rowsPerCta + row), "r"(full0 + 8 * s) : "memory");
+          dst += rows * 128;
+        }
+      }
+      const char *src[2] = {ks + blockIdx.x * sPer + i * scaleBytes, vs + blockIdx.x * sPer + i * scaleBytes};
+      for (int c = 0; c < (scaleBytes ? 2 : 0); ++c) {
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+                     "[%1], %2, [%3];" ::"r"(dst), "l"(src[c]), "r"(scaleBytes), "r"(full0 + 8 * s)
+                     : "memory");
+        dst += scaleBytes;
+      }
+    }
+  } else if (threadIdx.x >= 32 && threadIdx.x < 64) {
+    acc = consumeRing(smem, stageBytes, n, stages, full0, empty0, 0);
+  }
+  if (acc == 0x12345679)
+    out[blockIdx.x] = acc;
+}
+
+// A u8 tensor map over [batch][seq][128] bytes: rank 4 ([128, 1, seq, batch], box [128, 1, rows,
+// 1]) or 2 ([128, batch * seq], box [128, rows]).
+static bool makeMap(CUtensorMap *m, void *p, int rank, int batch, int seq, int rows) {
+  cuuint64_t dims4[4] = {128, 1, cuuint64_t(seq), cuuint64_t(batch)};
+  cuuint64_t str4[3] = {128, 128, cuuint64_t(seq) * 128};
+  cuuint32_t box4[4] = {128, 1, cuuint32_t(rows), 1};
+  cuuint64_t dims2[2] = {128, cuuint64_t(batch) * seq};
+  cuuint64_t str2[1] = {128};
+  cuuint32_t box2[2] = {128, cuuint32_t(rows)};
+  cuuint32_t es[4] = {1, 1, 1, 1};
+  CUresult r = cuTensorMapEncodeTiled(
+      m, CU_TENSOR_MAP_DATA_TYPE_UINT8, rank, p, rank == 4 ? dims4 : dims2, rank == 4 ? str4 : str2,
+      rank == 4 ? box4 : box2, es, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+      CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", int(r));
+  return r == CUDA_SUCCESS;
+}
+
 template <typename F> static float medianUs(F launch, int copies) {
   for (int i = 0; i < 10; ++i)
     launch(i % copies);
@@ -215,6 +289,31 @@ int main() {
              "\"us\": %.2f, \"TBps\": %.3f}\n", stages, scaled, hold, us,
              (2.0 * kvBytes + (scaled ? 8.0 * tokens : 0)) / (us * 1e6));
     }
+  // The same bytes through tensor maps (decode's loads), beside bulk_kv in the same run.
+  CK(cudaFuncSetAttribute(readTmaKV, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  {
+    const size_t kvBytes = tokens * 128;
+    struct T { int rank, rows, boxes, stages; };
+    for (T t : std::vector<T>{{4, 128, 1, 2}, {4, 128, 1, 3}, {4, 128, 1, 4}, {2, 128, 1, 2},
+                              {2, 256, 1, 2}, {2, 128, 1, 4}, {4, 64, 2, 2}, {4, 32, 4, 2}}) {
+      std::vector<CUtensorMap> mk(copies), mv(copies);
+      for (int c = 0; c < copies; ++c)
+        if (!makeMap(&mk[c], bufs[c], t.rank, 128, 2048, t.rows) ||
+            !makeMap(&mv[c], bufs[c] + kvBytes + 4096, t.rank, 128, 2048, t.rows))
+          return 1;
+      const int sb = t.rows * t.boxes * 4;
+      size_t sm = size_t(t.stages) * (2 * t.rows * t.boxes * 128 + 2 * sb) + 16 * t.stages;
+      us = medianUs([&](int c) {
+        readTmaKV<<<128, 64, sm>>>(mk[c], mv[c], bufs[c] + 2 * (kvBytes + 4096),
+                                   bufs[c] + 2 * (kvBytes + 4096) + tokens * 4 + 4096, t.rank, 2048,
+                                   t.rows, t.boxes, sb, t.stages, out);
+      }, copies);
+      CK(cudaGetLastError());
+      printf("{\"kernel\": \"tma_kv\", \"grid\": 128, \"rank\": %d, \"box_rows\": %d, \"boxes\": %d, "
+             "\"stages\": %d, \"us\": %.2f, \"TBps\": %.3f}\n", t.rank, t.rows, t.boxes, t.stages, us,
+             (2.0 * kvBytes + 8.0 * tokens) / (us * 1e6));
+    }
+  }
   for (size_t bytes : sizes) {
     for (int grid : {128, sms, 2 * sms, 4 * sms, 8 * sms}) {
       for (int threads : {256, 512}) {
