@@ -84,7 +84,7 @@ class Gemma3Model(LlamaModel):
         if int(field("gemma3.rope.dimension_count", head_dim)) != head_dim:
             raise ValueError(f"{path}: partial RoPE is not supported")
         dim = int(field("gemma3.embedding_length"))
-        if int(field("gemma3.block_count")) == 62:  # llama.cpp: 27B scales queries by sqrt(heads/dim)
+        if int(field("gemma3.block_count")) == 62:  # llama.cpp: 27B's query scale is sqrt(heads/dim)
             raise ValueError(f"{path}: Gemma 3 27B's query scale is not supported")
         cfg = GemmaConfig(
             layers=int(field("gemma3.block_count")), dim=dim,
@@ -150,7 +150,8 @@ class Gemma3Model(LlamaModel):
             h = self._rms(x, self.w[p + "ffn_norm.weight"])
             g = h @ self.w[p + "ffn_gate.weight"].T
             u = h @ self.w[p + "ffn_up.weight"].T
-            gelu = 0.5 * g * (1.0 + np.tanh(np.float32(0.7978845608) * (g + np.float32(0.044715) * g * g * g)))
+            inner = np.float32(0.7978845608) * (g + np.float32(0.044715) * g * g * g)
+            gelu = 0.5 * g * (1.0 + np.tanh(inner))  # GELU, tanh approximation
             f = (gelu * u) @ self.w[p + "ffn_down.weight"].T
             x = x + self._rms(f, self.w[p + "post_ffw_norm.weight"])
         x = self._rms(x, self.w["output_norm.weight"])

