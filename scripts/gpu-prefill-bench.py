@@ -66,7 +66,15 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
          "half_int8_1p": (HALF_INT8, {"roles": [
              "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]}),
          "half_int8_ov1p_s3": (HALF_INT8, {"intra_wg_overlap": True, "stages": 3, "roles": [
-             "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]})}
+             "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]}),
+         # Two CTAs per SM, each one producer (40) and one consumer (216) of 64 query rows, tile_n
+         # 64 on two stages (what fits twice), without and with the intra-warpgroup overlap.
+         "bf16_2cta": (BF16, {"ctas_per_sm": 2, "tile_n": 64, "stages": 2,
+                              "intra_wg_overlap": False, "roles": [
+             "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 1, regs = 216>"]}),
+         "bf16_2cta_ov": (BF16, {"ctas_per_sm": 2, "tile_n": 64, "stages": 2,
+                                 "intra_wg_overlap": True, "roles": [
+             "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 1, regs = 216>"]})}
 
 
 def build(args):
