@@ -22,7 +22,7 @@ from typing import List, Optional
 
 import numpy as np
 
-from .model import Attention, LlamaModel, dense_attention, gguf_weights
+from .model import Attention, LlamaModel, dense_attention, gguf_weights, open_gguf
 from .tokenizer import SPMTokenizer
 
 
@@ -59,18 +59,7 @@ class GemmaConfig:
 class Gemma3Model(LlamaModel):
     @classmethod
     def from_gguf(cls, path: str) -> "Gemma3Model":
-        from gguf import GGUFReader
-
-        r = GGUFReader(path)
-
-        def field(key, default=None):
-            f = r.fields.get(key)
-            if f is None:
-                if default is None:
-                    raise ValueError(f"{path}: GGUF metadata {key!r} is missing")
-                return default
-            return f.contents()
-
+        r, field = open_gguf(path)
         arch = field("general.architecture")
         if arch != "gemma3":
             raise ValueError(f"{path}: architecture {arch!r} is not gemma3")

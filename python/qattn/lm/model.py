@@ -42,6 +42,25 @@ def smollm2_path() -> str:
     return path
 
 
+def open_gguf(path: str):
+    """(reader, field): a ``GGUFReader`` of ``path`` and ``field(key, default=None)``, the metadata
+    value of ``key`` — ``default`` when it is absent, a ``ValueError`` naming the file and key when
+    there is no default."""
+    from gguf import GGUFReader
+
+    r = GGUFReader(path)
+
+    def field(key, default=None):
+        f = r.fields.get(key)
+        if f is None:
+            if default is None:
+                raise ValueError(f"{path}: GGUF metadata {key!r} is missing")
+            return default
+        return f.contents()
+
+    return r, field
+
+
 def gguf_weights(reader, path: str) -> Dict[str, np.ndarray]:
     """Every tensor of a GGUF file dequantized to float32, [out, in] as NumPy reads it; a missing
     ``output.weight`` is the token embedding (tied). Biases and RoPE factor tensors are refused."""
@@ -115,18 +134,7 @@ class LlamaModel:
     # ---------------------------------------------------------------------------------------
     @classmethod
     def from_gguf(cls, path: str) -> "LlamaModel":
-        from gguf import GGUFReader
-
-        r = GGUFReader(path)
-
-        def field(key, default=None):
-            f = r.fields.get(key)
-            if f is None:
-                if default is None:
-                    raise ValueError(f"{path}: GGUF metadata {key!r} is missing")
-                return default
-            return f.contents()
-
+        r, field = open_gguf(path)
         arch = field("general.architecture")
         if arch != "llama":
             raise ValueError(f"{path}: architecture {arch!r} is not supported (only 'llama')")
