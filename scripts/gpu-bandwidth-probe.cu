@@ -61,6 +61,21 @@ __device__ __forceinline__ void mbarWait(uint32_t bar, uint32_t parity) {
                " @!p bra W;\n}\n" ::"r"(bar), "r"(parity) : "memory");
 }
 
+// The producer's side of stage s for load i: waits until the stage is free and arms its full
+// barrier for `bytes` bytes of copies.
+__device__ __forceinline__ void acquireStage(uint32_t full0, uint32_t empty0, int s, size_t i,
+                                             int stages, int bytes) {
+  mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full0 + 8 * s),
+               "r"(bytes) : "memory");
+}
+// One 1-D bulk copy of `bytes` bytes from global memory into shared memory at `dst`, completing on
+// the mbarrier `bar`.
+__device__ __forceinline__ void bulkLoad(uint32_t dst, const void *src, int bytes, uint32_t bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+               "[%3];" ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
 // Thread 0 initializes the ring's `stages` full and empty mbarriers (one arrival each).
 __device__ void initRing(uint32_t full0, uint32_t empty0, int stages) {
   if (threadIdx.x == 0) {
@@ -104,12 +119,8 @@ __global__ void readBulk(const char *__restrict__ p, size_t bytesPerCta, int chu
   if (threadIdx.x == 0) {  // producer
     for (size_t i = 0; i < n; ++i) {
       int s = int(i % stages);
-      mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full0 + 8 * s),
-                   "r"(chunk) : "memory");
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                   "%2, [%3];" ::"r"(smemAddr(smem + size_t(s) * chunk)),
-                   "l"(base + i * chunk), "r"(chunk), "r"(full0 + 8 * s) : "memory");
+      acquireStage(full0, empty0, s, i, stages, chunk);
+      bulkLoad(smemAddr(smem + size_t(s) * chunk), base + i * chunk, chunk, full0 + 8 * s);
     }
   } else if (threadIdx.x >= 32 && threadIdx.x < 64) {  // consumer warp
     acc = consumeRing(smem, chunk, n, stages, full0, empty0, 0);
@@ -137,9 +148,7 @@ __global__ void readBulkKV(const char *__restrict__ k, const char *__restrict__ 
   if (threadIdx.x == 0) {
     for (size_t i = 0; i < n; ++i) {
       int s = int(i % stages);
-      mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full0 + 8 * s),
-                   "r"(stageBytes) : "memory");
+      acquireStage(full0, empty0, s, i, stages, stageBytes);
       const char *src[4] = {k + blockIdx.x * bytesPerCta + i * half,
                             v + blockIdx.x * bytesPerCta + i * half,
                             ks + blockIdx.x * sPer + i * scaleBytes,
@@ -147,9 +156,7 @@ __global__ void readBulkKV(const char *__restrict__ k, const char *__restrict__ 
       int len[4] = {half, half, scaleBytes, scaleBytes};
       uint32_t dst = smemAddr(smem + size_t(s) * stageBytes);
       for (int c = 0; c < (scaleBytes ? 4 : 2); ++c) {
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-                     "[%1], %2, [%3];" ::"r"(dst), "l"(src[c]), "r"(len[c]), "r"(full0 + 8 * s)
-                     : "memory");
+        bulkLoad(dst, src[c], len[c], full0 + 8 * s);
         dst += len[c];
       }
     }
@@ -177,9 +184,7 @@ __global__ void readTmaKV(const __grid_constant__ CUtensorMap tk, const __grid_c
   if (threadIdx.x == 0) {
     for (size_t i = 0; i < n; ++i) {
       int s = int(i % stages);
-      mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
-      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full0 + 8 * s),
-                   "r"(stageBytes) : "memory");
+      acquireStage(full0, empty0, s, i, stages, stageBytes);
       uint32_t dst = smemAddr(smem + size_t(s) * stageBytes);
       for (int op = 0; op < 2; ++op) {
         const CUtensorMap *m = op ? &tv : &tk;
@@ -196,11 +201,10 @@ __global__ void readTmaKV(const __grid_constant__ CUtensorMap tk, const __grid_c
           dst += rows * 128;
         }
       }
-      const char *src[2] = {ks + blockIdx.x * sPer + i * scaleBytes, vs + blockIdx.x * sPer + i * scaleBytes};
-      for (int c = 0; c < (scaleBytes ? 2 : 0); ++c) {
-        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-                     "[%1], %2, [%3];" ::"r"(dst), "l"(src[c]), "r"(scaleBytes), "r"(full0 + 8 * s)
-                     : "memory");
+      for (const char *sc : {ks, vs}) {
+        if (!scaleBytes)
+          break;
+        bulkLoad(dst, sc + blockIdx.x * sPer + i * scaleBytes, scaleBytes, full0 + 8 * s);
         dst += scaleBytes;
       }
     }

@@ -115,13 +115,9 @@ class Gemma3Model(LlamaModel):
         t = tokens.size
         pos = np.arange(t)
         x = self.w["token_embd.weight"][tokens] * np.float32(np.sqrt(cfg.dim))
-        hd, hq, hkv = cfg.head_dim, cfg.heads, cfg.kv_heads
         for i in range(cfg.layers):
             p = f"blk.{i}."
-            h = self._rms(x, self.w[p + "attn_norm.weight"])
-            q = (h @ self.w[p + "attn_q.weight"].T).reshape(t, hq, hd)
-            k = (h @ self.w[p + "attn_k.weight"].T).reshape(t, hkv, hd)
-            v = (h @ self.w[p + "attn_v.weight"].T).reshape(t, hkv, hd)
+            q, k, v = self._qkv(p, x)
             q = self._rms(q, self.w[p + "attn_q_norm.weight"])
             k = self._rms(k, self.w[p + "attn_k_norm.weight"])
             sliding = cfg.is_sliding(i)
@@ -134,7 +130,7 @@ class Gemma3Model(LlamaModel):
                 o = attention(i, q, k, v, window=cfg.sliding_window)
             else:
                 o = attention(i, q, k, v)
-            o = o.reshape(t, hq * hd) @ self.w[p + "attn_output.weight"].T
+            o = o.reshape(t, -1) @ self.w[p + "attn_output.weight"].T
             x = x + self._rms(o, self.w[p + "post_attention_norm.weight"])
             h = self._rms(x, self.w[p + "ffn_norm.weight"])
             g = h @ self.w[p + "ffn_gate.weight"].T

@@ -179,6 +179,17 @@ class LlamaModel:
         out[..., 1::2] = x0 * sin + x1 * cos
         return out
 
+    def _qkv(self, p: str, x: np.ndarray):
+        """Layer ``p``'s attention inputs from the residual stream x [T, dim]: RMSNorm, then the
+        Q, K, V projections as [T, Hq, D], [T, Hkv, D], [T, Hkv, D] (before RoPE)."""
+        cfg = self.config
+        t = x.shape[0]
+        h = self._rms(x, self.w[p + "attn_norm.weight"])
+        q = (h @ self.w[p + "attn_q.weight"].T).reshape(t, cfg.heads, cfg.head_dim)
+        k = (h @ self.w[p + "attn_k.weight"].T).reshape(t, cfg.kv_heads, cfg.head_dim)
+        v = (h @ self.w[p + "attn_v.weight"].T).reshape(t, cfg.kv_heads, cfg.head_dim)
+        return q, k, v
+
     def _check(self, tokens) -> np.ndarray:
         tokens = np.asarray(tokens, dtype=np.int64)
         if tokens.ndim != 1 or tokens.size == 0:
@@ -198,18 +209,14 @@ class LlamaModel:
         t = tokens.size
         pos = np.arange(t)
         x = self.w["token_embd.weight"][tokens]
-        hd, hq, hkv = cfg.head_dim, cfg.heads, cfg.kv_heads
         for i in range(cfg.layers):
             p = f"blk.{i}."
-            h = self._rms(x, self.w[p + "attn_norm.weight"])
-            q = (h @ self.w[p + "attn_q.weight"].T).reshape(t, hq, hd)
-            k = (h @ self.w[p + "attn_k.weight"].T).reshape(t, hkv, hd)
-            v = (h @ self.w[p + "attn_v.weight"].T).reshape(t, hkv, hd)
+            q, k, v = self._qkv(p, x)
             q = self._rope(q, pos)
             k = self._rope(k, pos)
             if record_keys is not None:
                 record_keys.append(k.copy())
-            o = attention(i, q, k, v).reshape(t, hq * hd)
+            o = attention(i, q, k, v).reshape(t, -1)
             x = x + o @ self.w[p + "attn_output.weight"].T
             h = self._rms(x, self.w[p + "ffn_norm.weight"])
             g = h @ self.w[p + "ffn_gate.weight"].T
