@@ -205,18 +205,25 @@ class LaunchFiles:
         meta_path = Path(meta_path) if meta_path else Path(str(ptx_path) + ".launch.json")
         return cls(ptx_path.read_text(), json.loads(meta_path.read_text()), str(ptx_path))
 
+    def _take(self, ptx: str, meta: dict, path: str, accepts, what: str) -> str:
+        """Keeps the PTX and metadata of a kernel class whose problem kinds ``accepts`` takes;
+        raises GpuError naming ``what`` otherwise. Returns the kind."""
+        kind = meta.get("problem", {}).get("kind", "")
+        if meta.get("format") != "attn-launch-v1" or not accepts(kind):
+            raise GpuError(f"{path}: not {what} launch metadata (format {meta.get('format')!r}, "
+                           f"kind {kind!r})")
+        self.ptx, self.meta, self.path = ptx, meta, path
+        self.problem, self.schedule = meta["problem"], meta["schedule"]
+        self._loaded = None
+        return kind
+
 
 class GpuDecodeKernel(LaunchFiles):
     """One compiled decode op: PTX + launch metadata; loaded on the GPU at the first call."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
-        kind = meta.get("problem", {}).get("kind")
-        if meta.get("format") != "attn-launch-v1" or kind not in ("decode", "prefill"):
-            raise GpuError(f"{path}: not decode / prefill launch metadata (format "
-                           f"{meta.get('format')!r}, kind {kind!r})")
+        kind = self._take(ptx, meta, path, lambda k: k in ("decode", "prefill"), "decode / prefill")
         self.prefill = kind == "prefill"
-        self.ptx, self.meta, self.path = ptx, meta, path
-        self.problem, self.schedule = meta["problem"], meta["schedule"]
         decodes = [k for k in meta["kernels"] if k["role"] == "decode"]
         self.kernels = {"decode": decodes[0]} if decodes else {}
         # The wide-batch companion (two CTAs per SM), launched when one split's CTAs exceed the
@@ -225,7 +232,6 @@ class GpuDecodeKernel(LaunchFiles):
         # Combine kernels by the fewest splits each is for: a launch takes the last that fits.
         self.combines = sorted((k for k in meta["kernels"] if k["role"] == "combine"),
                                key=lambda k: int(k.get("min_splits", 2)))
-        self._loaded = None
 
     def __repr__(self) -> str:
         p = self.problem

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .gpu import GpuError, LaunchFiles, expect_tensor, launch_kernel, load_module
+from .gpu import LaunchFiles, expect_tensor, launch_kernel, load_module
 from .kernels import KernelArgumentError
 
 
@@ -24,13 +24,8 @@ class GpuMLAKernel(LaunchFiles):
     """One compiled MLA decode op: PTX + launch metadata; loaded on the GPU at the first call."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
-        kind = meta.get("problem", {}).get("kind", "")
-        if meta.get("format") != "attn-launch-v1" or kind != "mla_decode":
-            raise GpuError(f"{path}: not MLA decode launch metadata (kind {kind!r})")
-        self.ptx, self.meta, self.path = ptx, meta, path
-        self.problem, self.schedule = meta["problem"], meta["schedule"]
+        self._take(ptx, meta, path, lambda k: k == "mla_decode", "MLA decode")
         self.kernel = meta["kernels"][0]
-        self._loaded = None
 
     def __repr__(self) -> str:
         p = self.problem
@@ -99,13 +94,8 @@ class GpuMLAQuantizeKernel(LaunchFiles):
     """One compiled ``attn.quantize.mla_append``: new latent tokens → the FP8 token cache."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
-        kind = meta.get("problem", {}).get("kind", "")
-        if meta.get("format") != "attn-launch-v1" or kind != "quantize_mla":
-            raise GpuError(f"{path}: not MLA quantize launch metadata (kind {kind!r})")
-        self.ptx, self.meta, self.path = ptx, meta, path
-        self.problem, self.schedule = meta["problem"], meta["schedule"]
+        self._take(ptx, meta, path, lambda k: k == "quantize_mla", "MLA quantize")
         self.kernel = meta["kernels"][0]
-        self._loaded = None
 
     def __repr__(self) -> str:
         p = self.problem

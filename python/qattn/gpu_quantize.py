@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .gpu import GpuError, LaunchFiles, expect_tensor, launch_kernel, load_module
+from .gpu import LaunchFiles, expect_tensor, launch_kernel, load_module
 from .kernels import KernelArgumentError
 from .spec import scale_shape
 
@@ -30,14 +30,9 @@ class GpuQuantizeKernel(LaunchFiles):
     """One compiled quantize op: PTX + launch metadata; loaded on the GPU at the first call."""
 
     def __init__(self, ptx: str, meta: dict, path: str = ""):
-        kind = meta.get("problem", {}).get("kind", "")
-        if meta.get("format") != "attn-launch-v1" or not kind.startswith("quantize"):
-            raise GpuError(f"{path}: not quantize launch metadata (kind {kind!r})")
-        self.ptx, self.meta, self.path = ptx, meta, path
-        self.problem, self.schedule = meta["problem"], meta["schedule"]
+        kind = self._take(ptx, meta, path, lambda k: k.startswith("quantize"), "quantize")
         self.kernel = meta["kernels"][0]
         self.append = kind == "quantize_append"
-        self._loaded = None
 
     def __repr__(self) -> str:
         p = self.problem

@@ -1,4 +1,5 @@
-"""qattn.build on CPU specs: compile, link, cache, load with ctypes, call on NumPy arrays."""
+"""qattn.build on CPU specs: compile, link, cache, load with ctypes, call on NumPy arrays; the GPU
+kernel classes' checks of the launch metadata they are given."""
 
 import numpy as np
 import pytest
@@ -240,3 +241,28 @@ def test_host_isa_from_cpu_flags(monkeypatch, flags, expected):
     cpuinfo = f"processor\t: 0\nflags\t\t: {flags}\n"
     monkeypatch.setattr(cpu, "open", lambda *a, **k: io.StringIO(cpuinfo), raising=False)
     assert cpu.host_isa() == expected
+
+
+@pytest.mark.parametrize("cls_path, kind, what", [
+    ("qattn.gpu.GpuDecodeKernel", "decode", "decode / prefill"),
+    ("qattn.gpu_mla.GpuMLAKernel", "mla_decode", "MLA decode"),
+    ("qattn.gpu_mla.GpuMLAQuantizeKernel", "quantize_mla", "MLA quantize"),
+    ("qattn.gpu_quantize.GpuQuantizeKernel", "quantize_append", "quantize"),
+])
+def test_kernel_classes_take_only_their_metadata(cls_path, kind, what):
+    import importlib
+    from qattn.gpu import GpuError
+    mod, name = cls_path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(mod), name)
+
+    def meta(kind, fmt="attn-launch-v1"):
+        return {"format": fmt, "problem": {"kind": kind}, "schedule": {},
+                "kernels": [{"name": "k_decode", "role": "decode"}]}
+
+    k = cls("ptx", meta(kind), "k.ptx")
+    assert (k.ptx, k.path, k.problem["kind"]) == ("ptx", "k.ptx", kind)
+    other = "decode" if kind != "decode" else "mla_decode"
+    with pytest.raises(GpuError, match=f"k.ptx: not {what} launch metadata .*kind '{other}'"):
+        cls("ptx", meta(other), "k.ptx")
+    with pytest.raises(GpuError, match="format 'attn-launch-v0'"):
+        cls("ptx", meta(kind, "attn-launch-v0"), "k.ptx")
