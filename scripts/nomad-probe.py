@@ -12,7 +12,9 @@ Variants, comma-separated, each ROTATION/TRAIN/LUT/SINKS:
   ROTATION  id (none), had (random-sign Hadamard), qpca (eigenvectors of the queries' second
             moment), pca (of the keys' covariance): one orthogonal R per (layer, KV head);
             keys and queries are both rotated, so q·k is unchanged before quantization
-  TRAIN     all (every calibration key), nosink (without each window's first token), or bestN
+  TRAIN     all (every calibration key), nosink (without each window's first token), norm (each
+            key divided by its L2 norm before training and encoding, the norm kept exact: scores
+            are norm · (q · centroids); the weights scaled by the squared norm), or bestN
             (N k-means runs, seeds seed .. seed+N-1, keeping per (layer, KV head, sub-quantizer)
             the codebook of the lowest weighted inertia on the calibration keys)
   LUT       f or u8
@@ -88,11 +90,14 @@ def main():
         t = q.shape[0]
         return np.einsum("thgd,hed->thge", q.reshape(t, H, G, D), r).reshape(t, HQ, D)
 
-    def attention(books, rots, lut, sinks):
+    def attention(books, rots, lut, sinks, norm):
         def att(layer, q, k, v):
             t = q.shape[0]
             r = rots[layer]
             q, k = rot_q(q, r), rot_k(k, r)
+            kn = np.linalg.norm(k, axis=2) if norm else np.ones(k.shape[:2], np.float32)  # [T, H]
+            k_exact = k
+            k = k / np.maximum(kn, 1e-30)[:, :, None]
             cb = books[layer][..., 0].astype(np.float64)  # [H, S, C]
             codes = nomad.encode(k, books[layer]).astype(np.intp)  # [T, H, S]
             s_, c_ = cb.shape[1], cb.shape[2]
@@ -112,8 +117,9 @@ def main():
                         s = s * (rng / 255)[:, None] + mn.sum(1)[:, None]
                     else:
                         s = (d.reshape(t, -1).astype(np.float32) @ onehot.T).astype(np.float64)
+                    s = s * kn[None, :, h].astype(np.float64)
                     if sinks:
-                        s[:, :sinks] = qq @ k[:sinks, h].astype(np.float64).T
+                        s[:, :sinks] = qq @ k_exact[:sinks, h].astype(np.float64).T
                     s = np.where(mask, s / np.sqrt(D), -np.inf)
                     p = np.exp(s - s.max(1, keepdims=True))
                     p /= p.sum(1, keepdims=True)
@@ -135,13 +141,17 @@ def main():
                 ks = np.concatenate([rot_k(k, r)[skip:] for k in rk[layer]])
                 ws = np.concatenate([nomad.score_weights(rot_q(q, r), rot_k(k, r))[skip:]
                                      for q, k in zip(rq[layer], rk[layer])])
+                if train == "norm":  # unit keys; a unit-key error costs norm² as much score error
+                    kn = np.linalg.norm(ks, axis=2, keepdims=True)
+                    ks = ks / np.maximum(kn, 1e-30)
+                    ws = ws * kn**2
                 runs = int(train[4:]) if train.startswith("best") else 1
                 books[layer] = nomad.train_codebooks(ks, dsub=1, centroids=16, iters=25,
                                                      seed=args.seed, sample=8192, weights=ws,
                                                      restarts=runs)
             trained[(rot, train)] = (rots, books)
         rots, books = trained[(rot, train)]
-        att = attention(books, rots, lut == "u8", int(sinks))
+        att = attention(books, rots, lut == "u8", int(sinks), train == "norm")
         ppl = float(np.exp(np.concatenate([model.nll(w, attention=att) for w in ev]).mean()))
         print(json.dumps({"variant": var, "seed": args.seed, "ppl": ppl,
                           "delta_pct": 100 * (ppl / dense - 1), "seconds": round(time.time() - t0)}),
