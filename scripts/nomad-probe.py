@@ -40,6 +40,12 @@ def hadamard(n):
     return h / np.sqrt(n)
 
 
+def unit_keys(k):
+    """(k / |k|, |k|) over the last axis: the keys and norms of the `norm` train mode."""
+    n = np.linalg.norm(k, axis=-1, keepdims=True)
+    return k / np.maximum(n, 1e-30), n
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("variants")
@@ -95,9 +101,9 @@ def main():
             t = q.shape[0]
             r = rots[layer]
             q, k = rot_q(q, r), rot_k(k, r)
-            kn = np.linalg.norm(k, axis=2) if norm else np.ones(k.shape[:2], np.float32)  # [T, H]
-            k_exact = k
-            k = k / np.maximum(kn, 1e-30)[:, :, None]
+            k_exact, kn = k, None
+            if norm:
+                k, kn = unit_keys(k)  # kn [T, H, 1]
             cb = books[layer][..., 0].astype(np.float64)  # [H, S, C]
             codes = nomad.encode(k, books[layer]).astype(np.intp)  # [T, H, S]
             s_, c_ = cb.shape[1], cb.shape[2]
@@ -117,7 +123,8 @@ def main():
                         s = s * (rng / 255)[:, None] + mn.sum(1)[:, None]
                     else:
                         s = (d.reshape(t, -1).astype(np.float32) @ onehot.T).astype(np.float64)
-                    s = s * kn[None, :, h].astype(np.float64)
+                    if kn is not None:
+                        s = s * kn[None, :, h, 0].astype(np.float64)
                     if sinks:
                         s[:, :sinks] = qq @ k_exact[:sinks, h].astype(np.float64).T
                     s = np.where(mask, s / np.sqrt(D), -np.inf)
@@ -142,8 +149,7 @@ def main():
                 ws = np.concatenate([nomad.score_weights(rot_q(q, r), rot_k(k, r))[skip:]
                                      for q, k in zip(rq[layer], rk[layer])])
                 if train == "norm":  # unit keys; a unit-key error costs norm² as much score error
-                    kn = np.linalg.norm(ks, axis=2, keepdims=True)
-                    ks = ks / np.maximum(kn, 1e-30)
+                    ks, kn = unit_keys(ks)
                     ws = ws * kn**2
                 runs = int(train[4:]) if train.startswith("best") else 1
                 books[layer] = nomad.train_codebooks(ks, dsub=1, centroids=16, iters=25,
