@@ -8,7 +8,9 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
   gpu-prefill-bench.py run DIR [--out F]
                                        on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
                                        int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
-                                       upcast; fp8: e4m3 Q, K, V with per-block scales of
+                                       upcast; half_int8_vh: one V scale per head, applied to
+                                       O as in the seed; half_int8_pb: K and V per block of 128
+                                       tokens; fp8: e4m3 Q, K, V with per-block scales of
                                        128 tokens, both GEMMs in e4m3; full_int8: half-int8's
                                        inputs, both GEMMs in int8) and of cuDNN, the ratio,
                                        and our relative error against SDPA's bf16 output
@@ -40,8 +42,20 @@ HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                  q_granularity="per_token_head")
 FP8 = dict(kv_dtype="f8E4M3FN", granularity="per_block<128x128>", q_dtype="f8E4M3FN")
 FULL_INT8 = dict(HALF_INT8, mode="full_int8")
+HALF_INT8_VH = dict(HALF_INT8, v_granularity="per_head")  # the seed's design: s_v scales O
+HALF_INT8_PB = dict(HALF_INT8, granularity="per_block<128x128>")  # one K and V scale per tile
+OV1P = {"intra_wg_overlap": True, "roles": [
+    "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]}
 MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None),
-         "full_int8": (FULL_INT8, None), "full_int8_s3": (FULL_INT8, {"stages": 3}),
+         "full_int8": (FULL_INT8, None),
+         "half_int8_vh": (HALF_INT8_VH, None), "half_int8_pb": (HALF_INT8_PB, None),
+         "half_int8_vh_ov1p": (HALF_INT8_VH, OV1P), "half_int8_pb_ov1p": (HALF_INT8_PB, OV1P),
+         "half_int8_pb_ov1p_pp": (HALF_INT8_PB, dict(OV1P, pingpong=True)),
+         "half_int8_pb_ov1p_pp_s3": (HALF_INT8_PB, dict(OV1P, pingpong=True, stages=3)),
+         "half_int8_pb_ov1p_s3": (HALF_INT8_PB, dict(OV1P, stages=3)),
+         "half_int8_vh_ov1p_pp": (HALF_INT8_VH, dict(OV1P, pingpong=True)),
+         "half_int8_pb_ov1p_nomagic": (HALF_INT8_PB, OV1P), "half_int8_nomagic": (HALF_INT8, None),
+         "full_int8_s3": (FULL_INT8, {"stages": 3}),
          "full_int8_ov": (FULL_INT8, {"intra_wg_overlap": True, "stages": 3}),
          "fp8_nopp": (FP8, {"pingpong": False}),
          "fp8_s4": (FP8, {"stages": 4}),
@@ -113,6 +127,13 @@ def run(args):
         s = torch.clamp(x.float().abs().amax(dim=dims, keepdim=True) / 127, min=1e-8)
         return torch.clamp(torch.round(x.float() / s), -127, 127).to(torch.int8), s[..., 0]
 
+    def quant_block(x, r=128):  # int8 per block of r tokens of a head: scales [B, S/r, H, 1]
+        b_, s_, h_, d_ = x.shape
+        xb = x.float().view(b_, s_ // r, r, h_, d_)
+        s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / 127, min=1e-8)
+        codes = torch.clamp(torch.round(xb / s), -127, 127).to(torch.int8).view(b_, s_, h_, d_)
+        return codes, s[:, :, 0].contiguous()
+
     def quant_fp8(x, r=128):  # e4m3 per block of r tokens of a head: scales [B, S/r, H, 1]
         b_, s_, h_, d_ = x.shape
         xb = x.float().view(b_, s_ // r, r, h_, d_)
@@ -129,6 +150,10 @@ def run(args):
         qi, qs = quant(q, (3,))
         ki, ks = quant(k, (3,))
         vi, vs = quant(v, (3,))
+        vh, vhs = quant(v, (0, 1, 3))  # one scale per KV head: [1, 1, H] → [H]
+        vhs = vhs.reshape(-1).contiguous()
+        kb, kbs = quant_block(k)
+        vb, vbs = quant_block(v)
         q8, q8s = quant_fp8(q)
         k8, k8s = quant_fp8(k)
         v8, v8s = quant_fp8(v)
@@ -150,6 +175,10 @@ def run(args):
                     call = lambda: kern(q, k, v)
                 elif MODES[mode][0] is FP8:
                     call = lambda: kern(q8, k8, v8, k8s, v8s, q_scale=q8s)
+                elif MODES[mode][0] is HALF_INT8_VH:
+                    call = lambda: kern(qi, ki, vh, ks, vhs, q_scale=qs)
+                elif MODES[mode][0] is HALF_INT8_PB:
+                    call = lambda: kern(qi, kb, vb, kbs, vbs, q_scale=qs)
                 else:
                     call = lambda: kern(qi, ki, vi, ks, vs, q_scale=qs)
                 out = call().float()
@@ -159,7 +188,7 @@ def run(args):
                 row[f"{mode}_rel_err"] = float((out - ref).norm() / ref.norm())
             lines.append(row)
             print(json.dumps(row), flush=True)
-        del q, k, v, qi, ki, vi, qt, kt, vt, q8, k8, v8
+        del q, k, v, qi, ki, vi, vh, kb, vb, qt, kt, vt, q8, k8, v8
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in lines))
     return 0

@@ -112,8 +112,8 @@ def schedule_attr(schedule: Mapping[str, object]) -> str:
 def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_heads: Dim,
               kv_heads: Dim, head_dim: Dim, kv_dtype: str = "bf16",
               granularity: str = "per_token_head", q_dtype: str = "bf16",
-              q_granularity: Optional[str] = None, out_dtype: str = "bf16",
-              causal: bool = False, mode: Optional[str] = None, target: Optional[str] = "sm_90a",
+              q_granularity: Optional[str] = None, v_granularity: Optional[str] = None,
+              out_dtype: str = "bf16", causal: bool = False, mode: Optional[str] = None, target: Optional[str] = "sm_90a",
               schedule: Optional[Mapping[str, object]] = None, alibi: bool = False,
               seq_lens: bool = False, symmetric: bool = True, name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
@@ -121,7 +121,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     K and V use ``kv_dtype``; a quantized one (i8, ui8, f8E4M3FN, f8E5M2) gets ``k_scale``/``v_scale``
     operands and ``k_quant``/``v_quant`` with ``granularity`` (e.g. ``"per_token_head"``,
     ``"per_group<64>"``, ``"per_block<1x128>"``). A quantized ``q_dtype`` likewise gets ``q_scale``
-    with ``q_granularity`` (default: ``granularity``). ``alibi`` adds per-query-head slopes,
+    with ``q_granularity`` (default: ``granularity``); V may have its own ``v_granularity``
+    (default: ``granularity``, e.g. ``"per_head"`` to scale O instead of P). ``alibi`` adds per-query-head slopes,
     ``seq_lens`` per-batch K/V lengths. ``symmetric=False`` makes K/V asymmetric: ``k_zero`` /
     ``v_zero`` operands of the scales' shape and the code type (i8 or ui8).
     ``target=None`` leaves the target to ``compile(target=...)``.
@@ -137,6 +138,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     Hq, Hkv, D = (_check_dim(n, v) for n, v in
                   (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
     q_gran = granularity if q_granularity is None else q_granularity
+    v_gran = granularity if v_granularity is None else v_granularity
 
     q_ty = _memref([B, Sq, Hq, D], q_dtype)
     kv_ty = _memref([B, Skv, Hkv, D], kv_dtype)
@@ -154,17 +156,21 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         raise ValueError("q_granularity given but q_dtype is unquantized bf16")
     if not symmetric and kv_dtype not in ("i8", "ui8"):
         raise ValueError(f"asymmetric K/V needs integer codes (i8 or ui8), not {kv_dtype}")
+    if v_granularity is not None and kv_dtype in UNQUANTIZED:
+        raise ValueError(f"v_granularity given but kv_dtype is unquantized {kv_dtype}")
     if kv_dtype not in UNQUANTIZED:
         s_ty = _memref(scale_shape(granularity, [B, Skv, Hkv, D]), "f32")
-        args += [("ks", s_ty), ("vs", s_ty)]
-        clauses += [f"k_scale(%ks : {s_ty})", f"v_scale(%vs : {s_ty})"]
+        vs_ty = _memref(scale_shape(v_gran, [B, Skv, Hkv, D]), "f32")
+        args += [("ks", s_ty), ("vs", vs_ty)]
+        clauses += [f"k_scale(%ks : {s_ty})", f"v_scale(%vs : {vs_ty})"]
         asym = "" if symmetric else ", asymmetric"
         if not symmetric:
             z_ty = _memref(scale_shape(granularity, [B, Skv, Hkv, D]), kv_dtype)
-            args += [("kz", z_ty), ("vz", z_ty)]
-            clauses += [f"k_zero(%kz : {z_ty})", f"v_zero(%vz : {z_ty})"]
+            vz_ty = _memref(scale_shape(v_gran, [B, Skv, Hkv, D]), kv_dtype)
+            args += [("kz", z_ty), ("vz", vz_ty)]
+            clauses += [f"k_zero(%kz : {z_ty})", f"v_zero(%vz : {vz_ty})"]
         attrs += [f"k_quant = #attn.quant<{kv_dtype}, {granularity.strip()}{asym}>",
-                  f"v_quant = #attn.quant<{kv_dtype}, {granularity.strip()}{asym}>"]
+                  f"v_quant = #attn.quant<{kv_dtype}, {v_gran.strip()}{asym}>"]
     if seq_lens:
         lens_ty = _memref([B], "i32")
         args.append(("lens", lens_ty))

@@ -84,6 +84,22 @@ def test_schedule_alibi_and_fp8_prefill():
     assert "@prefill_fp8" in out and "#attn.mode<fp8>" in out and "pingpong = true" in out
 
 
+def test_v_granularity_half_int8_prefill():
+    # half_int8 with per_token_head K and one V scale per head: V's scale goes into O's rescale.
+    spec = qattn.attention("prefill", batch=None, q_len=None, kv_len=None, q_heads=16,
+                           kv_heads=1, head_dim=128, q_dtype="i8", kv_dtype="i8",
+                           granularity="per_token_head", v_granularity="per_head",
+                           name="pf_vh")
+    assert "k_scale(%ks : memref<?x?x1xf32>)" in spec.text
+    assert "v_scale(%vs : memref<1xf32>)" in spec.text
+    assert "v_quant = #attn.quant<i8, per_head>" in spec.text
+    launch = qattn.compile(spec, emit="ptx").launch
+    assert '"k_quant": "per_token_head"' in launch and '"v_quant": "per_head"' in launch
+    with pytest.raises(ValueError, match="v_granularity given"):
+        qattn.attention("decode", batch=1, q_len=1, kv_len=8, q_heads=1, kv_heads=1,
+                        head_dim=64, v_granularity="per_head")
+
+
 def test_split_kv_auto():
     spec = qattn.attention(**{**MQA_INT8, "schedule": {"pack_q_heads": 16, "split_kv": "auto"}})
     assert "split_kv = auto" in spec.text

@@ -209,13 +209,15 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
         continue;
       }
       Granularity g = qa.getGranularity();
-      // per_block<r x D> (one scale per r tokens of a head): fp8 and full_int8 prefill.
-      bool block = g == Granularity::per_block && p.pv8() && qa.getBlockCols() == p.headDim;
+      // per_block<r x D> (one scale per r tokens of a head): prefill with 8-bit queries
+      // (half_int8, full_int8, fp8).
+      bool block = g == Granularity::per_block && p.prefill && p.qk8() &&
+                   qa.getBlockCols() == p.headDim;
       if (g != Granularity::per_token_head && g != Granularity::per_token &&
           g != Granularity::per_head && g != Granularity::per_tensor && !block)
         c.fail() << "K/V granularity " << stringifyGranularity(g)
-                 << " (per_token_head, per_token, per_head or per_tensor; fp8 and full_int8 "
-                    "prefill also per_block<r x head_dim>)";
+                 << " (per_token_head, per_token, per_head or per_tensor; prefill with i8 or "
+                    "f8E4M3FN queries also per_block<r x head_dim>)";
       if (!qa.getScaleType().isF32())
         c.fail() << "scales of type " << qa.getScaleType() << " (f32 scales only)";
     }

@@ -86,9 +86,10 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
   }
   SmallVector<Value> sumVals[2];
   SmallVector<Value> pv(nacc);
-  // fp8: V's scale is applied per tile (O's rescale); P (and with it l) is 256 · P, exp2's
-  // argument + 8, which keeps e4m3's normal range for P down to 2^-14.
-  bool perKeyV = p.hasScales() && !p.fp8;
+  // One V scale per tile (plan.vTileScale) is applied in O's rescale, else P carries each key's.
+  // fp8: P (and with it l) is 256 · P, exp2's argument + 8, which keeps e4m3's normal range for
+  // P down to 2^-14.
+  bool perKeyV = p.hasScales() && !p.vTileScale();
   Value negM[2];
   for (int r = 0; r < 2; ++r)
     negM[r] = k.fsub(k.f32(p.fp8 ? 8.0 : 0.0), mUse[r]);
@@ -149,6 +150,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
           p.qBlock == 1 ? c.mulQLen(k, c.bIdx) : k.mul(c.bIdx, k.ceilDiv(c.qLen(k), p.qBlock));
       Value idx = k.add(k.mul(k.add(blocks, k.udiv(qi[r], p.qBlock)), p.qHeads), head[r]);
       qScale[r] = k.loadInvariant(k.f32(), k.gep(c.qScale, k.mul(k.sext64(idx), int64_t(4))));
+      if (p.parkQScales()) // this thread's own slots: reloaded per tile (softmax)
+        k.store(qScale[r], sptr(k, c, k.add(k.mul(ctAll, 8), c.sm.qScales + 4 * r)));
     }
     Value pos = k.add(k.sub(c.len, c.qLen(k)), qi[r]);
     f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
@@ -262,6 +265,9 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     // times softmax_scale · log2 e) that too; bf16: softmax_scale · log2 e. With
     // plan.rawRowMax softmaxTile applies it, else S is scaled here (then per key there).
     Value rowF[2] = {qScale[0], qScale[1]};
+    if (p.parkQScales())
+      for (int r = 0; r < 2; ++r)
+        rowF[r] = k.load(k.f32(), sptr(k, c, k.add(k.mul(ctAll, 8), c.sm.qScales + 4 * r)));
     if (p.kTileScale()) {
       Value ks = k.load(k.f32(), sptr(k, c, t.scOff));
       rowF[0] = k.fmul(rowF[0], ks);
@@ -375,17 +381,19 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     out.push_back(rs.c[1]);
     return out;
   };
-  // fp8: V's scale of tile t (one per tile; the producer staged it per key).
+  // plan.vTileScale: V's scale of tile t (one per tile; the producer staged it per key).
   auto vScaleOf = [&](const TileRef &t) {
     return k.load(k.f32(), sptr(k, c, k.add(t.scOff, p.tileN * 4)));
   };
-  // O *= alpha before tile t's P·V. fp8: O is kept in units of the V scale of the last tile
-  // added (the P·V WGMMA cannot apply per-tile scales), so alpha also carries s_v,prev / s_v,t —
-  // returns s_v,t, which rides at the end of the loop state — and the epilogue multiplies by
-  // the last tile's.
+  // O *= alpha before tile t's P·V. plan.vTileScale: O is kept in units of the V scale (the
+  // P·V WGMMA cannot apply it). With one V scale per head or tensor the epilogue multiplies by
+  // it; with per_block scales (vTile) O is in units of the last tile added's, so alpha also
+  // carries s_v,prev / s_v,t — returns s_v,t, which rides at the end of the loop state — and
+  // the epilogue multiplies by the last tile's.
+  bool vTile = p.vTileScale() && !p.vScaleInEpilogue();
   auto rescale = [&](SmallVector<Value> &o, Value alpha[2], const TileRef &t, Value svPrev) {
     Value sv;
-    if (p.fp8) {
+    if (vTile) {
       sv = vScaleOf(t);
       Value ratio = k.fdiv(svPrev, sv);
       alpha[0] = k.fmul(alpha[0], ratio);
@@ -397,8 +405,9 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   };
 
   int64_t nWords = p.pv8() ? nS / 4 : nS / 2; // P's A-fragment words per tile
-  // What the loops carry after P's words: fp8 the V scale of the tile, full_int8 P's row scales.
-  int64_t nTail = p.fp8 ? 1 : p.fullI8 ? 2 : 0;
+  // What the loops carry after P's words: the V scale of the tile (vTile), full_int8 P's row
+  // scales.
+  int64_t nTail = vTile ? 1 : p.fullI8 ? 2 : 0;
   SmallVector<Value> fin;
   Value svLast;
   if (p.overlap) {
@@ -421,14 +430,14 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
           waitV(t);
           Value m[2] = {negInf, negInf}, l[2] = {k.f32(0), k.f32(0)};
           SmallVector<Value> sm = softmax(acc, t, m, l);
+          SmallVector<Value> out(sm.begin(), sm.begin() + 4); // alpha: O is zero
           if (!p.pv8()) {
-            sm.resize(4 + nWords); // alpha: O is zero
-            return sm;
+            out.append(sm.begin() + 4, sm.begin() + 4 + nWords);
+          } else {
+            SmallVector<Value> words = packP8(ArrayRef<Value>(sm).slice(4, nS));
+            out.append(words.begin(), words.end());
           }
-          SmallVector<Value> out(sm.begin(), sm.begin() + 4);
-          SmallVector<Value> words = packP8(ArrayRef<Value>(sm).slice(4, nS));
-          out.append(words.begin(), words.end());
-          if (p.fp8)
+          if (vTile)
             out.push_back(vScaleOf(t));
           return out;
         },
@@ -436,12 +445,12 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
           SmallVector<Value> none = {negInf, negInf, k.f32(0), k.f32(0)};
           for (int64_t i = 0; i < nWords; ++i)
             none.push_back(k.i32(0));
-          if (p.fp8)
+          if (vTile)
             none.push_back(k.f32(1));
           none.append(p.fullI8 ? 2 : 0, k.f32(0));
           return none;
         });
-    // Carried: m0, m1, l0, l1, O..., P words of the previous tile, then its V scale (fp8) or
+    // Carried: m0, m1, l0, l1, O..., P words of the previous tile, then its V scale (vTile) or
     // P's row scales (full_int8).
     SmallVector<Value> init(pro.begin(), pro.begin() + 4);
     for (int64_t i = 0; i < nO; ++i)
@@ -487,18 +496,18 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       if (p.fullI8)
         addPV(o, pv, SmallVector<Value>{st[st.size() - 2], st[st.size() - 1]});
       Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
-      Value sv = rescale(o, alpha, t, p.fp8 ? st.back() : Value());
+      Value sv = rescale(o, alpha, t, vTile ? st.back() : Value());
       SmallVector<Value> next(sm.begin(), sm.begin() + 4);
       next.append(o.begin(), o.end());
       if (p.pv8()) {
         SmallVector<Value> words = packP8(ArrayRef<Value>(sm).slice(4, nS));
         next.append(words.begin(), words.end());
-        if (p.fp8)
-          next.push_back(sv);
       } else {
         for (int64_t i = 0; i < nS; i += 2)
           next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i]));
       }
+      if (vTile)
+        next.push_back(sv);
       return next;
     });
     SmallVector<Value> o(loop.begin() + 4, loop.begin() + 4 + nO);
@@ -519,13 +528,13 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         [&] { return o; });
     fin.assign(loop.begin(), loop.begin() + 4);
     fin.append(last.begin(), last.end());
-    if (p.fp8)
+    if (vTile)
       svLast = loop.back();
   } else {
     // Decode: warpgroups take alternate tiles. Prefill: each takes every tile for its queries.
     Value first = p.prefill ? k.i32(0) : wg;
     int64_t step = p.prefill ? 1 : p.consumerWGs;
-    if (p.fp8)
+    if (vTile)
       inits.push_back(k.f32(1));
     fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
       TileRef t = tileRef(j);
@@ -539,7 +548,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
       int64_t nP = p.pv8() ? nS : nS / 2; // fp8, full_int8: P in floats
       Value alpha[2] = {sm[4 + nP], sm[5 + nP]};
-      Value sv = rescale(o, alpha, t, p.fp8 ? st.back() : Value());
+      Value sv = rescale(o, alpha, t, vTile ? st.back() : Value());
       SmallVector<Value> words = p.pv8() ? packP8(ArrayRef<Value>(sm).slice(4, nS))
                                          : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
       SmallVector<Value> pv = issuePV(o, ArrayRef<Value>(words).take_front(nWords), t);
@@ -551,11 +560,11 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         o = pv;
       SmallVector<Value> next = {sm[0], sm[1], sm[2], sm[3]};
       next.append(o.begin(), o.end());
-      if (p.fp8)
+      if (vTile)
         next.push_back(sv);
       return next;
     });
-    if (p.fp8) {
+    if (vTile) {
       svLast = fin.back();
       fin.pop_back();
     }
@@ -580,8 +589,12 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       k.cmp(P::eq, c.numSplits, 1), TypeRange{},
       [&] {
         Value inv[2];
-        // fp8: O is in units of the last tile's V scale (l and O both hold 256 · P).
-        Value num = p.fp8 ? svLast : k.f32(1.0);
+        // O is in units of the V scale (vTile: the last tile's; fp8: l and O both hold 256 · P).
+        Value num = vTile ? svLast : k.f32(1.0);
+        if (p.vScaleInEpilogue()) // per_head: [H_kv], per_tensor: [1]
+          num = k.loadInvariant(k.f32(), p.vGran == Granularity::per_head
+                                             ? k.gep(c.vScale, k.mul(k.sext64(c.hkv), int64_t(4)))
+                                             : c.vScale);
         for (int r = 0; r < 2; ++r)
           inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)), k.fdiv(num, l[r]),
                             k.f32(0));

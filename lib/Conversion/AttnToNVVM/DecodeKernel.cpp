@@ -53,6 +53,9 @@ DecodePlan::Smem DecodePlan::smem() const {
   m.zeros = off; // K then V: per key, the magic constant whose subtraction gives k̂ − z
   if (zeroPoints)
     off += 2 * tileN * 4;
+  m.qScales = off; // parkQScales: two floats per consumer thread
+  if (parkQScales())
+    off += consumerWGs * 128 * 8;
   m.bars = off;
   off += 8 * (stages + 2 * m.nConv + (directKV() || kDirect() ? stages : 0) + (directKV() ? 1 : 0));
   m.total = alignUp(off, 128);

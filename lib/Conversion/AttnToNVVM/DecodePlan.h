@@ -125,12 +125,25 @@ struct DecodePlan {
   /// ahead into (half-int8 with the overlap: 0.58–0.79× cuDNN against 0.55–0.68× on the two
   /// K+V buffers; without the overlap no faster than copying K — docs/benchmarks/gpu-prefill.md).
   bool kDirect() const { return prefill && ((qI8 && overlap) || pv8()); }
-  /// fp8 with one K scale per tile (per_block rows a multiple of tile_n, per_head, per_tensor):
-  /// the consumers fold it into each row's query scale instead of scaling S per key.
-  bool kTileScale() const {
-    return fp8 && (kGran == Granularity::per_head || kGran == Granularity::per_tensor ||
-                   (kGran == Granularity::per_block && kBlock % tileN == 0));
+  /// One scale per tile of a granularity: per_head, per_tensor, per_block rows a multiple of
+  /// tile_n.
+  bool tileUniform(Granularity g, int64_t blockRows) const {
+    return g == Granularity::per_head || g == Granularity::per_tensor ||
+           (g == Granularity::per_block && blockRows % tileN == 0);
   }
+  /// Prefill with 8-bit Q·Kᵀ (half_int8, full_int8, fp8) and one K scale per tile: the
+  /// consumers fold it into each row's query scale instead of scaling S per key.
+  bool kTileScale() const { return prefill && qk8() && hasScales() && tileUniform(kGran, kBlock); }
+  /// Prefill with one V scale per tile (fp8 always; half_int8 with such a granularity): P·V
+  /// runs on the bare codes and V's scale is folded into O's rescale — O is kept in units of
+  /// the last tile's V scale — instead of multiplying every P by its key's scale. full_int8
+  /// folds V's scale into P's quantization instead.
+  bool vTileScale() const {
+    return prefill && hasScales() && !fullI8 && tileUniform(vGran, vBlock);
+  }
+  /// vTileScale with one V scale per head or tensor: the epilogue multiplies O by it, read from
+  /// global memory, and the producer stages none.
+  bool vScaleInEpilogue() const { return vTileScale() && vGran != Granularity::per_block; }
   /// S has a factor per row (bf16: softmax_scale · log2 e; int8 / fp8 queries: s_q, with one K
   /// scale per tile also s_k · ...) and there is no ALiBi: the softmax takes the row maximum
   /// before that factor (after any per-key K scale) and folds it into exp2's FFMA.
@@ -140,6 +153,10 @@ struct DecodePlan {
   /// Converted-tile buffers (fp8 / full_int8: one-byte Vᵀ): none when the WGMMAs read the
   /// stages, three with kDirect, else two.
   int64_t convBufs() const { return directKV() ? 0 : kDirect() ? 3 : 2; }
+  /// Half-int8 with the overlap: each consumer thread parks its two rows' query scales in shared
+  /// memory and reloads them per tile, freeing two registers of the overlapped loop (which
+  /// otherwise spills under pingpong).
+  bool parkQScales() const { return kDirect() && qI8 && !pv8(); }
   /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzles.
   int64_t tmaBoxColumns() const { return directKV() ? 64 : headDim; }
   int64_t kSwizzleBytes() const { return directKV() || kDirect() ? 128 : 0; }
@@ -154,7 +171,7 @@ struct DecodePlan {
   struct Smem {
     // Rings: buffer i of a ring starts at base + i · stride; V follows K at +stageV / +convV.
     int64_t q = 0, stage = 0, stageStride = 0, stageV = 0, conv = 0, convStride = 0, convV = 0,
-            scales = 0, scaleStride = 0, zeros = 0, bars = 0, total = 0;
+            scales = 0, scaleStride = 0, zeros = 0, qScales = 0, bars = 0, total = 0;
     int64_t nConv = 0; // convBufs()
     // Offsets of the mbarriers inside `bars`: full per stage, full and empty per conversion
     // buffer, then (directKV, kDirect) empty per stage — the consumers release what they read

@@ -250,7 +250,11 @@ static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
     Value idx = k.sext64(scaleIndex(k, c, g, t, blockRows));
     return k.loadInvariant(k.f32(), k.gep(base, k.mul(idx, int64_t(4))));
   };
-  SmallVector<Value> out = {ld(c.kScale, p.kGran, p.kBlock), ld(c.vScale, p.vGran, p.vBlock)};
+  // plan.vScaleInEpilogue: nothing reads a staged V scale (and a loop-invariant one would hold
+  // a register of the producer's few).
+  SmallVector<Value> out = {ld(c.kScale, p.kGran, p.kBlock), p.vScaleInEpilogue()
+                                                                 ? k.f32(1.0)
+                                                                 : ld(c.vScale, p.vGran, p.vBlock)};
   if (p.zeroPoints) {
     auto magic = [&](Value base, Granularity g) {
       Value z = k.loadInvariant(k.builder().getI8Type(),

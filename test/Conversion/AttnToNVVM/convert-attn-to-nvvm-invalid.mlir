@@ -138,7 +138,7 @@ func.func @prefill_split(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf
 
 func.func @per_group(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
                      %ks: memref<?x?x1x2xf32>, %vs: memref<?x?x1x2xf32>, %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group (per_token_head, per_token, per_head or per_tensor; fp8 and full_int8 prefill also per_block<r x head_dim>)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group (per_token_head, per_token, per_head or per_tensor; prefill with i8 or f8E4M3FN queries also per_block<r x head_dim>)}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
       k_scale(%ks : memref<?x?x1x2xf32>) v_scale(%vs : memref<?x?x1x2xf32>)
       outs(%o : memref<?x1x8x128xbf16>)

@@ -34,6 +34,8 @@ int64_t mlir::attn::decodeSharedBytes(const AttentionShape &s, int64_t tileN, in
   // directK: K read from the stage, only V converted (to bf16, or transposed in 8 bits), into
   // three buffers; fp8 and full_int8 always read K from the stage.
   bool direct = s.kvElemBytes == 2;
+  // Half-int8 with the overlap: each consumer thread parks its two rows' query scales (8 bytes).
+  bool parkedScales = directK && s.int8QK && !s.pv8();
   directK = directK || s.pv8();
   int64_t vBytes = s.pv8() ? 1 : 2;
   int64_t bufs = direct ? 0 : directK ? 3 : 2;
@@ -43,6 +45,8 @@ int64_t mlir::attn::decodeSharedBytes(const AttentionShape &s, int64_t tileN, in
   bytes += bufs * 2 * tileN * 4;                                          // K and V scales
   if (s.zeroPoints)
     bytes += 2 * tileN * 4; // K and V zero points
+  if (parkedScales)
+    bytes += s.queryTiles * 128 * 8;
   // mbarriers: full per stage, full + empty per buffer, empty per stage read by the WGMMAs,
   // the partial tile's (direct).
   bytes += 8 * (stages + 2 * bufs + (direct || directK ? stages : 0) + (direct ? 1 : 0));

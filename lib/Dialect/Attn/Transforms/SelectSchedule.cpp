@@ -148,9 +148,24 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // fp8 (both GEMMs on e4m3 tensor cores) is scheduled like bf16. full_int8 is not: its
       // P·V adds a 64-register s32 product to O, and with the overlap (O, that product in
       // flight, S and P's words) the consumers spill 400–600 bytes at any register split.
-      bool bf16 = shape.kvElemBytes == 2 || shape.fp8;
-      bool threeFit = decodeSharedBytes(shape, f.tileN, 3) <= kMaxSharedBytesSm90;
-      // A spec's own choice stands; half-int8 gets it only on request (measured no faster).
+      // Half-int8 with one V scale per key tile (per_head, per_tensor, per_block rows a
+      // multiple of tile_n) folds it into O's rescale, and its softmax is bf16's plus the s32
+      // conversion (and, per key, K's scale): scheduled like bf16 too (measured 0.71–0.93× cuDNN
+      // with per_block K and V against 0.65–0.82× without the overlap, pingpong and third
+      // stage). With a V scale per key it gets the overlap only on request (measured no faster).
+      auto tileScaled = [&](QuantAttr qa) {
+        if (!qa)
+          return false;
+        Granularity g = qa.getGranularity();
+        return g == Granularity::per_head || g == Granularity::per_tensor ||
+               (g == Granularity::per_block && qa.getBlockRows() % f.tileN == 0);
+      };
+      bool bf16 = shape.kvElemBytes == 2 || shape.fp8 ||
+                  (shape.int8QK && !shape.pv8() && tileScaled(op.getVQuantAttr()));
+      // (With the overlap int8 queries read K from the stages: directK.)
+      bool threeFit =
+          decodeSharedBytes(shape, f.tileN, 3, /*directK=*/shape.int8QK) <= kMaxSharedBytesSm90;
+      // A spec's own choice stands.
       bool overlap = f.intraWgOverlap ? f.intraWgOverlap.getValue()
                                       : bf16 && threeFit && (!f.stages || f.stages >= 3);
       Fields::fill(f.stages, overlap && bf16 && threeFit ? 3 : d.stages);
@@ -170,7 +185,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       else
         f.fillRoles(ctx, 96, 1, 240);
       // FA3's pingpong on top of the overlap when two consumers share the SM (bf16 up to
-      // head_dim 128): measured 0.71–0.96× cuDNN against 0.66–0.95× without, in one run.
+      // head_dim 128): measured 0.71–0.96× cuDNN against 0.66–0.95× without, in one run (fp8
+      // and half-int8 with tile V scales take it too).
       int64_t consumers = 0; // the roles are filled in by now
       for (Attribute a : f.roles)
         if (auto r = dyn_cast<WarpRoleAttr>(a); r && r.getKind() == RoleKind::consumer)

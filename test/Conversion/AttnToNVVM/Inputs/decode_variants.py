@@ -6,7 +6,9 @@ q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), 
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), and prefill
 (pf_*: the same kernel over query chunks; bf16 — by default with FA3's intra-warpgroup overlap
 and pingpong, *_nopp without pingpong, *_noov without either, *_ov2 on two stages —, and
-half-int8 with int8 queries, *_ov with the overlap; full_int8 (fi8q, fi8qb: per_block K/V);
+half-int8 with int8 queries, *_ov with the overlap (i8qh: per_head V, its scale folded into O's
+rescale; i8qb: per_block K and V, one scale per tile; both by default with bf16's schedule);
+full_int8 (fi8q, fi8qb: per_block K/V);
 fp8 with e4m3 queries — f8q: per_block scales,
 f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
@@ -24,7 +26,11 @@ KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": 
       "f8qt": ("f8E4M3FN", ("per_token_head", "per_token_head", "per_head")),
       # full_int8 prefill (P·V on s8 too): per_token_head K and V, or per_block<128x128>.
       "fi8q": ("i8", ("per_token_head", "per_token_head", "per_token_head")),
-      "fi8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<128x128>"))}
+      "fi8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<128x128>")),
+      # half-int8 prefill with one V scale per tile (and one K scale per tile: i8qb).
+      "i8qh": ("i8", ("per_token_head", "per_token_head", "per_head")),
+      "i8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<256x128>"))}
+I8Q = ("i8q", "fi8q", "fi8qb", "i8qh", "i8qb")  # int8 queries
 ASYM = ("i8a", "u8a")
 
 
@@ -44,7 +50,7 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
          schedule=None):
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
-    q = o.replace("bf16", "i8") if kv in ("i8q", "fi8q", "fi8qb") else o
+    q = o.replace("bf16", "i8") if kv in I8Q else o
     if isinstance(gran, tuple):
         q = o.replace("bf16", elem)
         qgran, gran, vgran = gran
@@ -58,7 +64,7 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
         attrs.append(f"schedule = #attn.schedule<{schedule}>")
     if kv.startswith("fi8q"):
         attrs.append("mode = #attn.mode<full_int8>")
-    if kv in ("i8q", "fi8q", "fi8qb") or kv.startswith("f8q"):
+    if kv in I8Q or kv.startswith("f8q"):
         qs = scale_type(qgran, sq, hq)
         args.append(f"%qs: {qs}")
         ops += f"      q_scale(%qs : {qs})\n"
@@ -117,7 +123,10 @@ def variants():
             ("pf_bf16_gqa4_d256_q65_causal", "bf16", (16, 4), 256, 65, True, False, False),
             ("pf_i8q_mqa16_d128_q100_causal", "i8q", (16, 1), 128, 100, True, False, True),
             ("pf_i8q_gqa4_d128_q64", "i8q", (16, 4), 128, 64, False, False, False),
-            ("pf_i8q_mha_d128_q129_causal", "i8q", (4, 4), 128, 129, True, True, True)]:
+            ("pf_i8q_mha_d128_q129_causal", "i8q", (4, 4), 128, 129, True, True, True),
+            ("pf_i8qh_mqa16_d128_q100_causal", "i8qh", (16, 1), 128, 100, True, False, True),
+            ("pf_i8qb_mha_d128_q129_causal", "i8qb", (4, 4), 128, 129, True, True, True),
+            ("pf_i8qb_gqa4_d128_q300", "i8qb", (16, 4), 128, 300, False, False, True)]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill"))
     # bf16 prefill defaults to FA3's intra-warpgroup overlap on three stages: the same shapes
     # without it (*_noov), and with it on two stages (*_ov2).
@@ -140,6 +149,10 @@ def variants():
             ("pf_i8q_gqa4_d128_q64_ov", (16, 4), 64, False, True, False)]:
         out.append((name, "i8q", hq, hkv, 128, sq, causal, alibi, lens, "prefill",
                     f"intra_wg_overlap = true, {roles}"))
+    # half-int8 with one V scale per tile defaults to bf16's schedule (overlap, pingpong, three
+    # stages): without it.
+    out.append(("pf_i8qh_gqa4_d128_q64_noov", "i8qh", 16, 4, 128, 64, False, False, True,
+                "prefill", "intra_wg_overlap = false, stages = 2"))
     # fp8 (e4m3 GEMMs, V transposed by the producer): the default schedule (overlap and
     # pingpong), without pingpong, and without the overlap on two stages.
     for name, kv, (hq, hkv), sq, causal, alibi, lens, sched in [

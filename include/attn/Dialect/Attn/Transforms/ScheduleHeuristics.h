@@ -65,7 +65,8 @@ int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 /// the scales; `s.queryTiles` 64-row query tiles (prefill: one per consumer warpgroup). A bf16
 /// cache (kvElemBytes 2) has no conversion buffers or scales: the WGMMAs read the stages TMA
 /// fills. `directK` (prefill with int8 queries and the overlap) and `s.pv8()`: K is read from the
-/// stages too and three buffers hold the converted V (bf16, or 8-bit Vᵀ for fp8 and full_int8).
+/// stages too and three buffers hold the converted V (bf16, or 8-bit Vᵀ for fp8 and full_int8);
+/// with int8 queries (half-int8) 8 bytes per consumer thread hold its rows' query scales.
 int64_t decodeSharedBytes(const AttentionShape &s, int64_t tileN, int64_t stages,
                           bool directK = false);
 /// Shared memory of one sm_90a CTA.

@@ -1,0 +1,76 @@
+// --emit=ptx of half_int8 prefill specs whose V scale is one per key tile (per_block rows a
+// multiple of tile_n, per_head): scheduled like bf16 (overlap, pingpong, three stages, one
+// producer warpgroup), V's scale folded into O's rescale instead of multiplying every P, and
+// each consumer thread's query scales parked in shared memory and reloaded per tile.
+// RUN: attn-opt %s -split-input-file --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
+// RUN: attn-opt %s -split-input-file --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-normalize --attn-select-schedule --emit=launch | FileCheck %s --check-prefix=META
+
+// SCHED-LABEL: func.func @pf_h8_block(
+// SCHED: tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = true, intra_wg_overlap = true
+// SCHED-LABEL: func.func @pf_h8_vhead(
+// SCHED: stages = 3, {{.*}}pingpong = true, intra_wg_overlap = true
+// A V scale per key keeps the previous default (no overlap).
+// SCHED-LABEL: func.func @pf_h8_token(
+// SCHED: stages = 2, {{.*}}pingpong = false, intra_wg_overlap = false
+
+// CHECK-LABEL: .entry pf_h8_block_prefill(
+// The consumers park their two query scales, then reload them per tile (prologue and loop);
+// per_block V: O's rescale carries the ratio of two tiles' V scales (one division per tile),
+// then the epilogue's two 1 / l.
+// CHECK: setmaxnreg.inc.sync.aligned.u32 232;
+// CHECK: st.shared.v2.b32 {{\[}}[[SLOT:%rd[0-9]+\+[0-9]+]]{{\]}}
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8
+// CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
+// CHECK: div.rn.f32
+// CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
+// CHECK-COUNT-2: div.rn.f32
+// CHECK-NOT: div.rn.f32
+// CHECK-LABEL: .entry pf_h8_vhead_prefill(
+// per_head V: no ratio in the loop; the epilogue multiplies by the one scale.
+// CHECK-COUNT-2: div.rn.f32
+// CHECK-NOT: div.rn.f32
+// CHECK-LABEL: .entry pf_h8_token_prefill(
+
+// META: "k_quant": "per_block",
+// META: "mode": "half_int8",
+// META: "v_quant": "per_block",
+// META: "k_quant": "per_token_head",
+// META: "v_quant": "per_head",
+
+func.func @pf_h8_block(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                       %qs: memref<?x?x16xf32>, %ks: memref<?x?x1x1xf32>, %vs: memref<?x?x1x1xf32>,
+                       %o: memref<?x?x16x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x?x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x?x16xf32>) k_scale(%ks : memref<?x?x1x1xf32>) v_scale(%vs : memref<?x?x1x1xf32>)
+      outs(%o : memref<?x?x16x128xbf16>)
+      {causal, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_block<128x128>>,
+       v_quant = #attn.quant<i8, per_block<256x128>>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @pf_h8_vhead(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                       %qs: memref<?x?x16xf32>, %ks: memref<?x?x1xf32>, %vs: memref<1xf32>,
+                       %o: memref<?x?x16x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x?x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x?x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<1xf32>)
+      outs(%o : memref<?x?x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @pf_h8_token(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                       %qs: memref<?x?x16xf32>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                       %o: memref<?x?x16x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x?x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x?x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x?x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
