@@ -8,7 +8,8 @@ launch (the second: --launch-skip 1):
       python3 scripts/bench/prefill_once.py DIR MODE [S] > F.csv
   python3 scripts/bench/ncu_stalls.py F.csv
 
-MODE: bf16, half_int8, full_int8 or fp8 (as in gpu-prefill-bench.py); needs torch and a GPU.
+MODE: bf16, half_int8, half_int8_pb (per_block K and V), full_int8 or fp8 (as in
+gpu-prefill-bench.py); needs torch and a GPU.
 """
 import sys
 from pathlib import Path
@@ -38,8 +39,19 @@ def quant_fp8(x, r=128):  # per block of r tokens of a head
     return (xb / s).to(torch.float8_e4m3fn).view(b_, s_, h_, d_), s[:, :, 0].contiguous()
 
 
+def quant_i8_block(x, r=128):  # per block of r tokens of a head (half_int8_pb)
+    b_, s_, h_, d_ = x.shape
+    xb = x.view(b_, s_ // r, r, h_, d_)
+    s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / 127, min=1e-8)
+    codes = torch.round(xb / s).clamp(-127, 127).to(torch.int8).view(b_, s_, h_, d_)
+    return codes, s[:, :, 0].contiguous()
+
+
 if mode == "bf16":
     args, kw = (q.bfloat16(), k.bfloat16(), v.bfloat16()), {}
+elif mode.startswith("half_int8_pb"):  # per_token_head Q, per_block<128x128> K and V
+    (q8, qs), (k8, ks), (v8, vs) = quant_i8(q), quant_i8_block(k), quant_i8_block(v)
+    args, kw = (q8, k8, v8, ks, vs), {"q_scale": qs}
 else:
     (q8, qs), (k8, ks), (v8, vs) = map(quant_fp8 if mode == "fp8" else quant_i8, (q, k, v))
     args, kw = (q8, k8, v8, ks, vs), {"q_scale": qs}

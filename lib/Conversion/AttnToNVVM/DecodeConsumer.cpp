@@ -3,7 +3,8 @@
 // What this file is: the consumers of `<name>_decode` / `<name>_prefill` (DecodeKernel.cpp):
 // S = Q·Kᵀ on WGMMA (bf16; s8 for int8 queries; e4m3 for fp8), S scaled by the query and key
 // scales, masks (length, causal) and ALiBi, online softmax in the log2 domain, P packed in
-// registers (bf16; e4m3 for fp8; u8 with a scale per row and tile for full_int8) and O += P·V on
+// registers (bf16; f16 for half_int8 prefill; e4m3 for fp8; u8 with a scale per row and tile for
+// full_int8) and O += P·V on
 // WGMMA with A from registers (full_int8: into s32, added to O in float); the
 // intra-warpgroup overlap and pingpong of FA3 for prefill; and the epilogue (O / l as bf16; for
 // split-KV the merges of DecodeMerge.cpp).
@@ -115,7 +116,7 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
     o.pWords = std::move(pv);
   else
     for (int64_t i = 0; i < nacc; i += 2)
-      o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1]));
+      o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1], /*f16=*/p.pvF16()));
   return o;
 }
 
@@ -329,7 +330,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     else
       for (int64_t kk = 0; kk < p.tileN / 16; ++kk) {
         Value db = k.wgmmaDescriptor(k.add(t.vAddr, kk * 16 * 128), p.tileN * 128, 1024);
-        o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, true);
+        o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, true,
+                      p.pvF16() ? KernelBuilder::RSTypes::F16 : KernelBuilder::RSTypes::BF16);
       }
     k.wgmmaCommit();
     return o;
@@ -504,7 +506,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         next.append(words.begin(), words.end());
       } else {
         for (int64_t i = 0; i < nS; i += 2)
-          next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i]));
+          next.push_back(k.packBF16x2Ordered(sm[4 + i], sm[5 + i], /*f16=*/p.pvF16()));
       }
       if (vTile)
         next.push_back(sv);

@@ -4,7 +4,8 @@
 // tiles with TMA into `stages` mbarrier-guarded shared-memory stages; the warpgroup converts each
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
 // two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes (prefill with the
-// overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers),
+// overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers;
+// half-int8 prefill converts V to f16, its P·V's type),
 // or, for fp8 and full_int8 prefill, leaves K in the stage and transposes V into 8-bit Vᵀ
 // (transposeTile) —,
 // zeroes keys past the sequence length, stages the per-token scales, and signals the consumers.
@@ -39,6 +40,20 @@ static SmallVector<Value> int8x4ToF32(KernelBuilder &k, Value word, bool isSigne
   return out;
 }
 
+/// Four signed bytes → two f16x2 words, exactly: the f16 0x64 | u is 1024 + u, so a byte
+/// permute places u = b + 128 under that exponent and one f16x2 subtraction of 1152 leaves b.
+static SmallVector<Value> int8x4ToF16x2(KernelBuilder &k, Value word) {
+  Value u = k.bxor(word, k.i32(static_cast<int32_t>(0x80808080u)));
+  Type v2f16 = VectorType::get({2}, k.builder().getF16Type());
+  Value bias = k.bitcast(v2f16, k.i32(0x64806480)); // {1152, 1152}
+  SmallVector<Value> out;
+  for (int64_t sel : {0x4140, 0x4342}) { // {u0, 0x64, u1, 0x64}, {u2, 0x64, u3, 0x64}
+    Value h = k.bitcast(v2f16, k.prmt(u, k.i32(0x64646464), sel));
+    out.push_back(k.bitcast(k.i32(), LLVM::FSubOp::create(k.builder(), k.getLoc(), h, bias)));
+  }
+  return out;
+}
+
 /// Two e4m3 bytes (low half of `half16`) → bf16x2, exactly (through f16x2).
 static Value e4m3x2ToBF16x2(KernelBuilder &k, Value half16) {
   Type v2f16 = VectorType::get({2}, k.builder().getF16Type());
@@ -50,9 +65,9 @@ static Value e4m3x2ToBF16x2(KernelBuilder &k, Value half16) {
 }
 
 /// The bf16x2 words of one 16-byte stage chunk (8 words for 8-bit types, 4 for bf16); `magic`
-/// is int8x4ToF32's, per row.
+/// is int8x4ToF32's, per row. `f16`: signed int8 codes as f16x2 words (plan.pvF16).
 static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4, bool isSigned,
-                                       Value magic) {
+                                       Value magic, bool f16) {
   SmallVector<Value> words;
   for (int w = 0; w < 4; ++w) {
     Value x = k.extract(v4, w);
@@ -61,6 +76,11 @@ static SmallVector<Value> dequantChunk(KernelBuilder &k, KVType kv, Value v4, bo
       words.push_back(x);
       break;
     case KVType::I8: {
+      if (f16) {
+        SmallVector<Value> h = int8x4ToF16x2(k, x);
+        words.append(h.begin(), h.end());
+        break;
+      }
       SmallVector<Value> f = int8x4ToF32(k, x, isSigned, magic);
       words.push_back(k.packBF16x2(f[0], f[1]));
       words.push_back(k.packBF16x2(f[2], f[3]));
@@ -130,7 +150,7 @@ static void storeChunk(KernelBuilder &k, Ctx &c, const TileChunks &t, int64_t it
     for (int w = 0; w < 4; ++w)
       words.push_back(k.extract(v4, w));
   else
-    words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic);
+    words = dequantChunk(k, p.kv, v4, !p.unsignedCodes, magic, p.pvF16());
   if (masked) {
     Value valid = k.cmp(P::slt, row, rowsValid);
     for (Value &w : words)

@@ -37,9 +37,9 @@ void KernelBuilder::intrinsicVoid(StringRef name, ValueRange args) {
   LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr(name), args);
 }
 
-Value KernelBuilder::packBF16x2(Value lo, Value hi) {
-  Value bf =
-      LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, b.getBF16Type()), vector({lo, hi}));
+Value KernelBuilder::packBF16x2(Value lo, Value hi, bool f16) {
+  Type half = f16 ? Type(b.getF16Type()) : Type(b.getBF16Type());
+  Value bf = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, half), vector({lo, hi}));
   return bitcast(i32(), bf);
 }
 
@@ -221,10 +221,11 @@ Value KernelBuilder::packE4M3x4(Value x0, Value x1, Value x2, Value x3) {
       .getResult(0);
 }
 
-Value KernelBuilder::packBF16x2Ordered(Value lo, Value hi) {
+Value KernelBuilder::packBF16x2Ordered(Value lo, Value hi, bool f16) {
   // cvt.rn.bf16x2.f32 d, a, b puts a in the upper half: hi first.
   return LLVM::InlineAsmOp::create(
-             b, loc, i32(), ValueRange{hi, lo}, "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f",
+             b, loc, i32(), ValueRange{hi, lo},
+             f16 ? "cvt.rn.f16x2.f32 $0, $1, $2;" : "cvt.rn.bf16x2.f32 $0, $1, $2;", "=r,f,f",
              /*has_side_effects=*/true, /*is_align_stack=*/false,
              LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
       .getResult(0);
@@ -257,6 +258,7 @@ SmallVector<Value> KernelBuilder::wgmmaRS(ArrayRef<Value> acc, ArrayRef<Value> a
   }
   // 8-bit types take no transpose immediate, integer types no scale immediates either.
   std::string shape = types == RSTypes::BF16   ? "k16.f32.bf16.bf16"
+                      : types == RSTypes::F16  ? "k16.f32.f16.f16"
                       : types == RSTypes::E4M3 ? "k32.f32.e4m3.e4m3"
                                                : "k32.s32.u8.s8";
   std::string imm = isInt                    ? ""

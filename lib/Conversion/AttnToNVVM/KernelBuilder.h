@@ -90,8 +90,8 @@ public:
   Value sitofp(Value x) { return LLVM::SIToFPOp::create(b, loc, f32(), x); }
   /// 2^x with the special-function unit (ex2.approx.ftz.f32).
   Value exp2(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f", f32(), {x}); }
-  /// Packs two f32 into bf16x2 (round to nearest even): `lo` in bits 0–15.
-  Value packBF16x2(Value lo, Value hi);
+  /// Packs two f32 into bf16x2 (round to nearest even): `lo` in bits 0–15; with `f16`, f16x2.
+  Value packBF16x2(Value lo, Value hi, bool f16 = false);
   /// PTX `prmt.b32`: byte permute of {b, a} by `selector`.
   Value prmt(Value a, Value bv, int64_t selector) { return prmt(a, bv, i32(selector)); }
   Value prmt(Value a, Value bv, Value selector) {
@@ -211,16 +211,16 @@ public:
   /// packBF16x2 as side-effecting inline PTX: LLVM keeps it after a preceding
   /// wgmma.wait_group. For A operands of the next wgmma that share (through a loop phi) the
   /// registers an in-flight wgmma still reads: written before its wait, ptxas serializes them.
-  Value packBF16x2Ordered(Value lo, Value hi);
+  Value packBF16x2Ordered(Value lo, Value hi, bool f16 = false);
   /// Four f32 → four e4m3 bytes (cvt.rn.satfinite), `x0` in bits 0–7; side-effecting inline PTX
   /// like packBF16x2Ordered.
   Value packE4M3x4(Value x0, Value x1, Value x2, Value x3);
   /// Four f32 in [0, 255.5) → four u8 (x · `scale` rounded to nearest even), `x0` in bits 0–7;
   /// side-effecting inline PTX like packBF16x2Ordered (FFMA with 1.5 · 2^23, then prmt).
   Value packU8x4(Value x0, Value x1, Value x2, Value x3, Value scale);
-  /// Operand types of a register-A WGMMA: bf16 × bf16 (m64k16, f32 accumulators), e4m3 × e4m3
-  /// (m64k32, f32) or u8 A × s8 B (m64k32, s32 accumulators).
-  enum class RSTypes { BF16, E4M3, U8S8 };
+  /// Operand types of a register-A WGMMA: bf16 × bf16 or f16 × f16 (m64k16, f32 accumulators),
+  /// e4m3 × e4m3 (m64k32, f32) or u8 A × s8 B (m64k32, s32 accumulators).
+  enum class RSTypes { BF16, F16, E4M3, U8S8 };
   /// D (+)= A·B with A in registers and B in shared memory: four bf16x2 per thread (the m64k16
   /// fragment; `transB` for an MN-major B), or four 8-bit ×4 words (the m64k32 fragment) and a
   /// K-major B. With `accumulate` false the old values are ignored (scale-d 0).

@@ -1,5 +1,5 @@
-// --emit=ptx of half_int8 prefill specs whose V scale is one per key tile (per_block rows a
-// multiple of tile_n, per_head): scheduled like bf16 (overlap, pingpong, three stages, one
+// --emit=ptx of half_int8 prefill specs (P·V in f16) whose V scale is one per key tile
+// (per_block rows a multiple of tile_n, per_head): scheduled like bf16 (overlap, pingpong, three stages, one
 // producer warpgroup), V's scale folded into O's rescale instead of multiplying every P, and
 // each consumer thread's query scales parked in shared memory and reloaded per tile.
 // RUN: attn-opt %s -split-input-file --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
@@ -18,11 +18,17 @@
 // The consumers park their two query scales, then reload them per tile (prologue and loop);
 // per_block V: O's rescale carries the ratio of two tiles' V scales (one division per tile),
 // then the epilogue's two 1 / l.
+// The producer turns V's int8 codes into f16 (byte permute under the exponent of 1024, then
+// one f16x2 subtraction of 1152 per pair); P·V runs in f16.
+// CHECK: setmaxnreg.dec.sync.aligned.u32 40;
+// CHECK: prmt.b32 {{.*}}, 1684300900, 0x4140U;
+// CHECK: add.rn.f16x2
 // CHECK: setmaxnreg.inc.sync.aligned.u32 232;
 // CHECK: st.shared.v2.b32 {{\[}}[[SLOT:%rd[0-9]+\+[0-9]+]]{{\]}}
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8
 // CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
 // CHECK: div.rn.f32
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
 // CHECK-COUNT-2: div.rn.f32
 // CHECK-NOT: div.rn.f32
