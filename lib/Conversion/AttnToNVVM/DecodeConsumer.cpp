@@ -3,7 +3,7 @@
 // What this file is: the consumers of `<name>_decode` / `<name>_prefill` (DecodeKernel.cpp):
 // S = Q·Kᵀ on WGMMA (bf16; s8 for int8 queries; e4m3 for fp8), S scaled by the query and key
 // scales, masks (length, causal) and ALiBi, online softmax in the log2 domain, P packed in
-// registers (bf16; f16 for half_int8 prefill; e4m3 for fp8; u8 with a scale per row and tile for
+// registers (bf16; f16 with int8 queries; e4m3 for fp8; u8 with a scale per row and tile for
 // full_int8) and O += P·V on
 // WGMMA with A from registers (full_int8: into s32, added to O in float); the
 // intra-warpgroup overlap and pingpong of FA3 for prefill; and the epilogue (O / l as bf16; for

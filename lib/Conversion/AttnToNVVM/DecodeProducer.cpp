@@ -5,7 +5,7 @@
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
 // two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes (prefill with the
 // overlap: leaves them in the stage, where TMA swizzled them, and converts V into three buffers;
-// half-int8 prefill converts V to f16, its P·V's type),
+// int8 queries convert V to f16, their P·V's type),
 // or, for fp8 and full_int8 prefill, leaves K in the stage and transposes V into 8-bit Vᵀ
 // (transposeTile) —,
 // zeroes keys past the sequence length, stages the per-token scales, and signals the consumers.

@@ -102,8 +102,8 @@ func.func @mha_bf16(%q: memref<2x1x8x128xbf16>, %k: memref<2x4096x8x128xbf16>, %
 // -----
 
 // int8 queries over an int8 cache: Q·Kᵀ on s8 WGMMA (k = 32, s32 accumulators) straight from the
-// int8 K buffer (the producer copies K and converts only V), then S in float times s_q · s_k;
-// P·V stays bf16 with a register A.
+// int8 K buffer (the producer copies K and converts only V, to f16), then S in float times
+// s_q · s_k; P·V in f16 with a register A.
 // The batch is dynamic, so the module also holds the two-CTA-per-SM companion
 // `q_i8_decode_2cta` (tile_n 64) for batches of more than one wave; both load 64-row TMA boxes
 // (two per 128-key tile of the first) and share the tensor maps.
@@ -111,10 +111,11 @@ func.func @mha_bf16(%q: memref<2x1x8x128xbf16>, %k: memref<2x4096x8x128xbf16>, %
 // CHECK-SAME: \22ctas_per_sm\22: 2,{{.*}}\22name\22: \22q_i8_decode_2cta\22
 // CHECK-SAME: \22box\22: [\0A        128,\0A        1,\0A        64,\0A        1\0A      ]
 // CHECK-SAME: nvvm.maxntid = array<i32: 512, 1, 1>, nvvm.minctasm = 1 : i32
+// CHECK: llvm.fsub {{.*}} : vector<2xf16>
 // CHECK: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<s32>, <zero>], A[<s8>, <one>, <row>], B[<s8>, <one>, <col>]
 // CHECK-COUNT-3: nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<s32>, <one>]
 // CHECK: llvm.sitofp
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK: llvm.func @q_i8_combine
 // CHECK: llvm.func @q_i8_decode_2cta(
 // CHECK-SAME: nvvm.maxntid = array<i32: 256, 1, 1>, nvvm.minctasm = 2 : i32
