@@ -153,10 +153,11 @@ struct DecodePlan {
   /// Converted-tile buffers (fp8 / full_int8: one-byte Vᵀ): none when the WGMMAs read the
   /// stages, three with kDirect, else two.
   int64_t convBufs() const { return directKV() ? 0 : kDirect() ? 3 : 2; }
-  /// Int8 queries (half-int8, decode and prefill): P·V in f16 rather than bf16. V's int8 codes become f16 exactly with a
-  /// byte permute and one f16x2 subtraction per pair (bf16's 7 mantissa bits cannot hold them:
-  /// it takes an f32 detour and a pack), and P ∈ [0, 1] keeps 11 significant bits instead of 8.
-  bool pvF16() const { return qI8 && !fullI8; }
+  /// Int8 queries (half-int8, decode and prefill; symmetric int8 V, the only V they take): P·V
+  /// in f16 rather than bf16. V's codes become f16 exactly with a byte permute and one f16x2
+  /// subtraction per pair (bf16's 7 mantissa bits cannot hold them: it takes an f32 detour and
+  /// a pack), and P ∈ [0, 1] keeps 11 significant bits instead of 8.
+  bool pvF16() const { return qI8 && !fullI8 && kv == KVType::I8 && !zeroPoints; }
   /// Half-int8 with the overlap: each consumer thread parks its two rows' query scales in shared
   /// memory and reloads them per tile, freeing two registers of the overlapped loop (which
   /// otherwise spills under pingpong).
