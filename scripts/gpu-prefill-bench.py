@@ -54,7 +54,6 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
          "half_int8_pb_ov1p_pp_s3": (HALF_INT8_PB, dict(OV1P, pingpong=True, stages=3)),
          "half_int8_pb_ov1p_s3": (HALF_INT8_PB, dict(OV1P, stages=3)),
          "half_int8_vh_ov1p_pp": (HALF_INT8_VH, dict(OV1P, pingpong=True)),
-         "half_int8_pb_ov1p_nomagic": (HALF_INT8_PB, OV1P), "half_int8_nomagic": (HALF_INT8, None),
          "full_int8_s3": (FULL_INT8, {"stages": 3}),
          "full_int8_ov": (FULL_INT8, {"intra_wg_overlap": True, "stages": 3}),
          "fp8_nopp": (FP8, {"pingpong": False}),
@@ -128,19 +127,13 @@ def run(args):
         s = torch.clamp(x.float().abs().amax(dim=dims, keepdim=True) / 127, min=1e-8)
         return torch.clamp(torch.round(x.float() / s), -127, 127).to(torch.int8), s[..., 0]
 
-    def quant_block(x, r=128):  # int8 per block of r tokens of a head: scales [B, S/r, H, 1]
-        b_, s_, h_, d_ = x.shape
+    def quant_block(x, fp8, r=128):  # int8 or e4m3 per block of r tokens of a head
+        b_, s_, h_, d_ = x.shape   # scales [B, S/r, H, 1]
         xb = x.float().view(b_, s_ // r, r, h_, d_)
-        s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / 127, min=1e-8)
-        codes = torch.clamp(torch.round(xb / s), -127, 127).to(torch.int8).view(b_, s_, h_, d_)
-        return codes, s[:, :, 0].contiguous()
-
-    def quant_fp8(x, r=128):  # e4m3 per block of r tokens of a head: scales [B, S/r, H, 1]
-        b_, s_, h_, d_ = x.shape
-        xb = x.float().view(b_, s_ // r, r, h_, d_)
-        s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / 448, min=1e-8)
-        codes = (xb / s).to(torch.float8_e4m3fn).view(b_, s_, h_, d_)
-        return codes, s[:, :, 0].contiguous()
+        s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / (448 if fp8 else 127), min=1e-8)
+        codes = (xb / s).to(torch.float8_e4m3fn) if fp8 else \
+            torch.clamp(torch.round(xb / s), -127, 127).to(torch.int8)
+        return codes.view(b_, s_, h_, d_), s[:, :, 0].contiguous()
 
     lines = []
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -153,11 +146,11 @@ def run(args):
         vi, vs = quant(v, (3,))
         vh, vhs = quant(v, (0, 1, 3))  # one scale per KV head: [1, 1, H] → [H]
         vhs = vhs.reshape(-1).contiguous()
-        kb, kbs = quant_block(k)
-        vb, vbs = quant_block(v)
-        q8, q8s = quant_fp8(q)
-        k8, k8s = quant_fp8(k)
-        v8, v8s = quant_fp8(v)
+        kb, kbs = quant_block(k, fp8=False)
+        vb, vbs = quant_block(v, fp8=False)
+        q8, q8s = quant_block(q, fp8=True)
+        k8, k8s = quant_block(k, fp8=True)
+        v8, v8s = quant_block(v, fp8=True)
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         for causal in (False, True):
             flops = 4 * b * HQ * s * s * D / (2 if causal else 1)

@@ -32,28 +32,25 @@ def quant_i8(x):  # per (token, head)
     return torch.round(x / s).clamp(-127, 127).to(torch.int8), s[..., 0]
 
 
-def quant_fp8(x, r=128):  # per block of r tokens of a head
+def quant_block(x, fp8, r=128):  # e4m3 or int8 per block of r tokens of a head
     b_, s_, h_, d_ = x.shape
     xb = x.view(b_, s_ // r, r, h_, d_)
-    s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / 448, min=1e-8)
-    return (xb / s).to(torch.float8_e4m3fn).view(b_, s_, h_, d_), s[:, :, 0].contiguous()
-
-
-def quant_i8_block(x, r=128):  # per block of r tokens of a head (half_int8_pb)
-    b_, s_, h_, d_ = x.shape
-    xb = x.view(b_, s_ // r, r, h_, d_)
-    s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / 127, min=1e-8)
-    codes = torch.round(xb / s).clamp(-127, 127).to(torch.int8).view(b_, s_, h_, d_)
-    return codes, s[:, :, 0].contiguous()
+    s = torch.clamp(xb.abs().amax(dim=(2, 4), keepdim=True) / (448 if fp8 else 127), min=1e-8)
+    codes = (xb / s).to(torch.float8_e4m3fn) if fp8 else \
+        torch.round(xb / s).clamp(-127, 127).to(torch.int8)
+    return codes.view(b_, s_, h_, d_), s[:, :, 0].contiguous()
 
 
 if mode == "bf16":
     args, kw = (q.bfloat16(), k.bfloat16(), v.bfloat16()), {}
-elif mode.startswith("half_int8_pb"):  # per_token_head Q, per_block<128x128> K and V
-    (q8, qs), (k8, ks), (v8, vs) = quant_i8(q), quant_i8_block(k), quant_i8_block(v)
-    args, kw = (q8, k8, v8, ks, vs), {"q_scale": qs}
 else:
-    (q8, qs), (k8, ks), (v8, vs) = map(quant_fp8 if mode == "fp8" else quant_i8, (q, k, v))
+    if mode == "fp8":
+        quants = [quant_block(x, fp8=True) for x in (q, k, v)]
+    elif mode.startswith("half_int8_pb"):  # per_token_head Q, per_block<128x128> K and V
+        quants = [quant_i8(q), quant_block(k, fp8=False), quant_block(v, fp8=False)]
+    else:
+        quants = [quant_i8(x) for x in (q, k, v)]
+    (q8, qs), (k8, ks), (v8, vs) = quants
     args, kw = (q8, k8, v8, ks, vs), {"q_scale": qs}
 for _ in range(3):
     kern(*args, **kw)

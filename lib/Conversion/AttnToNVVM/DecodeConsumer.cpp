@@ -593,10 +593,10 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         Value inv[2];
         // O is in units of the V scale (vTile: the last tile's; fp8: l and O both hold 256 · P).
         Value num = vTile ? svLast : k.f32(1.0);
-        if (p.vScaleInEpilogue()) // per_head: [H_kv], per_tensor: [1]
-          num = k.loadInvariant(k.f32(), p.vGran == Granularity::per_head
-                                             ? k.gep(c.vScale, k.mul(k.sext64(c.hkv), int64_t(4)))
-                                             : c.vScale);
+        if (p.vScaleInEpilogue()) // per_head or per_tensor: any key's scale
+          num = k.loadInvariant(
+              k.f32(), k.gep(c.vScale, k.mul(k.sext64(scaleIndex(k, c, p.vGran, k.i32(0))),
+                                             int64_t(4))));
         for (int r = 0; r < 2; ++r)
           inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)), k.fdiv(num, l[r]),
                             k.f32(0));

@@ -128,6 +128,9 @@ void clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct, ArrayRef<Value> 
 
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
+/// Index (in f32 elements) of the K/V scale of key `token` for a granularity (per_block:
+/// `blockRows` tokens of a head share one, [B, ceil(kv_len / r), H]); DecodeProducer.cpp.
+Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t blockRows = 1);
 /// Thread 0, in the prologue of a kernel without a persistent grid: the TMA loads of the first
 /// `stages` tiles, issued as soon as the mbarriers are initialized — before the query tile's
 /// global loads and the CTA barrier, which would otherwise delay the first bytes by a DRAM

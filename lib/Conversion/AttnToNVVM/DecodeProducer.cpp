@@ -239,10 +239,8 @@ static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOf
   }
 }
 
-/// Index (in f32 elements) of the scale of `token` for a granularity (per_block: `blockRows`
-/// tokens of a head share one, [B, ceil(kv_len / r), H]).
-static Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token,
-                        int64_t blockRows = 1) {
+Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token,
+                                   int64_t blockRows) {
   switch (g) {
   case Granularity::per_token_head:
     return k.add(k.mul(k.add(k.mul(c.bIdx, c.kvLen), token), c.p.kvHeads), c.hkv);
