@@ -8,8 +8,8 @@ launch (the second: --launch-skip 1):
       python3 scripts/bench/prefill_once.py DIR MODE [S] > F.csv
   python3 scripts/bench/ncu_stalls.py F.csv
 
-MODE: bf16, half_int8, half_int8_pb (per_block K and V), full_int8 or fp8 (as in
-gpu-prefill-bench.py); needs torch and a GPU.
+MODE: bf16, half_int8, half_int8_pb (per_block K and V), full_int8 or fp8, or a mode of
+gpu-prefill-bench.py named after one of them (bf16_pers, …); needs torch and a GPU.
 """
 import sys
 from pathlib import Path
@@ -41,10 +41,10 @@ def quant_block(x, fp8, r=128):  # e4m3 or int8 per block of r tokens of a head
     return codes.view(b_, s_, h_, d_), s[:, :, 0].contiguous()
 
 
-if mode == "bf16":
+if mode.startswith("bf16"):
     args, kw = (q.bfloat16(), k.bfloat16(), v.bfloat16()), {}
 else:
-    if mode == "fp8":
+    if mode.startswith("fp8"):
         quants = [quant_block(x, fp8=True) for x in (q, k, v)]
     elif mode.startswith("half_int8_pb"):  # per_token_head Q, per_block<128x128> K and V
         quants = [quant_i8(q), quant_block(k, fp8=False), quant_block(v, fp8=False)]

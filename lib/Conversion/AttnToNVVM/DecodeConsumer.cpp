@@ -240,17 +240,19 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     if (p.qk8()) {
       // int8 / fp8: one 128-byte swizzle atom per row, 32 columns (bytes) of D per step; S in
       // s32 (int8) or f32 (e4m3).
+      Value qLo = k.wgmmaDescriptorLo(qAddr, 16), kLo = k.wgmmaDescriptorLo(t.kAddr, 16);
       for (int64_t kk = 0; kk < p.headDim / 32; ++kk) {
-        Value da = k.wgmmaDescriptor(k.add(qAddr, kk * 32), 16, 1024);
-        Value db = k.wgmmaDescriptor(k.add(t.kAddr, kk * 32), 16, 1024);
+        Value da = k.wgmmaDescriptorAt(qLo, kk * 32, 1024);
+        Value db = k.wgmmaDescriptorAt(kLo, kk * 32, 1024);
         acc = k.wgmmaSS8(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*fp8=*/p.fp8);
       }
     } else {
+      Value qLo = k.wgmmaDescriptorLo(qAddr, 16), kLo = k.wgmmaDescriptorLo(t.kAddr, 16);
       for (int64_t kk = 0; kk < p.headDim / 16; ++kk) {
         int64_t aOff = (kk / 4) * 64 * 128 + (kk % 4) * 32;
         int64_t bOff = (kk / 4) * p.tileN * 128 + (kk % 4) * 32;
-        Value da = k.wgmmaDescriptor(k.add(qAddr, aOff), 16, 1024);
-        Value db = k.wgmmaDescriptor(k.add(t.kAddr, bOff), 16, 1024);
+        Value da = k.wgmmaDescriptorAt(qLo, aOff, 1024);
+        Value db = k.wgmmaDescriptorAt(kLo, bOff, 1024);
         acc = k.wgmmaSS(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*transB=*/false);
       }
     }
@@ -320,16 +322,17 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       k.wgmmaFence();
     if (p.fullI8)
       o.assign(nO, LLVM::UndefOp::create(k.builder(), k.getLoc(), k.i32()));
+    Value vLo = k.wgmmaDescriptorLo(t.vAddr, p.pv8() ? 16 : p.tileN * 128);
     if (p.pv8())
       for (int64_t kk = 0; kk < p.tileN / 32; ++kk) {
-        Value db = k.wgmmaDescriptor(k.add(t.vAddr, kk * 32), 16, 1024);
+        Value db = k.wgmmaDescriptorAt(vLo, kk * 32, 1024);
         o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, false,
                       p.fp8 ? KernelBuilder::RSTypes::E4M3 : KernelBuilder::RSTypes::U8S8,
                       /*accumulate=*/p.fp8 || kk > 0);
       }
     else
       for (int64_t kk = 0; kk < p.tileN / 16; ++kk) {
-        Value db = k.wgmmaDescriptor(k.add(t.vAddr, kk * 16 * 128), p.tileN * 128, 1024);
+        Value db = k.wgmmaDescriptorAt(vLo, kk * 16 * 128, 1024);
         o = k.wgmmaRS(o, pWords.slice(4 * kk, 4), db, p.headDim, true,
                       p.pvF16() ? KernelBuilder::RSTypes::F16 : KernelBuilder::RSTypes::BF16);
       }
@@ -401,8 +404,22 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       alpha[0] = k.fmul(alpha[0], ratio);
       alpha[1] = k.fmul(alpha[1], ratio);
     }
-    for (int64_t i = 0; i < nO; ++i)
-      o[i] = k.fmul(o[i], alpha[accRow(i)]);
+    auto scaled = [&] {
+      SmallVector<Value> r(o);
+      for (int64_t i = 0; i < nO; ++i)
+        r[i] = k.fmul(r[i], alpha[accRow(i)]);
+      return r;
+    };
+    if (!p.prefill) {
+      o = scaled();
+      return sv;
+    }
+    // Prefill: once the row maxima settle most tiles leave every alpha at exactly 1, so the
+    // warp skips the multiplications (a warp-uniform branch; exact: x · 1 = x).
+    Value one = k.f32(1.0);
+    Value moved = k.voteAny(k.bor(k.fcmp(LLVM::FCmpPredicate::une, alpha[0], one),
+                                  k.fcmp(LLVM::FCmpPredicate::une, alpha[1], one)));
+    o = k.ifThenElse(moved, TypeRange(ValueRange(o)), scaled, [&] { return o; });
     return sv;
   };
 

@@ -151,6 +151,11 @@ public:
 
   // Warp and CTA synchronization.
   Value shflXor(Value v, int64_t mask);
+  /// i1: whether `pred` holds in any lane of the (converged) warp.
+  Value voteAny(Value pred) {
+    return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), i32(-1), pred, NVVM::VoteSyncKind::any)
+        .getResult();
+  }
   /// The value `v` of lane `lane` (i32) of the warp.
   Value shflIdx(Value v, Value lane);
   /// bar.sync `id`, `threads` (all threads of the CTA when threads == 0).
@@ -199,6 +204,13 @@ public:
   /// A WGMMA shared-memory matrix descriptor with 128-byte swizzling, or (`swizzle128` false)
   /// the unswizzled "interleave" layout of 8-row × 16-byte core matrices.
   Value wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo, bool swizzle128 = true);
+  /// The low word of such a descriptor (address >> 4, leading byte offset >> 4), computed once
+  /// per tile; wgmmaDescriptorAt adds a k-step's byte offset to its address field in 32 bits and
+  /// joins a constant high word. A shared address stays under 2^18 bytes, so the address field
+  /// never carries: exactly wgmmaDescriptor(address + offset), in one add instead of the shift,
+  /// masks and 64-bit arithmetic per k-step (and ptxas keeps the high word in a register).
+  Value wgmmaDescriptorLo(Value sharedAddress, int64_t lbo);
+  Value wgmmaDescriptorAt(Value lo, int64_t byteOffset, int64_t sbo, bool swizzle128 = true);
 
   /// D (+)= A·B with A and B in shared memory (descriptors); bf16 inputs, f32 accumulators.
   /// `acc` holds N/2 f32 per thread; with `accumulate` false the old values are ignored.

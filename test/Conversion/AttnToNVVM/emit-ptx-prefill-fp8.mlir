@@ -15,7 +15,11 @@
 // CHECK: prmt.b32 {{.*}}, %r{{[0-9]+}};
 // CHECK: st.shared.v4.b32
 // CHECK: setmaxnreg.inc.sync.aligned.u32 216;
+// Each k-step's descriptor is the tile's first one plus the step's offset in 16-byte units (the
+// address field never carries): one instruction per step, no shift or mask.
+// CHECK: or.b64 {{%rd[0-9]+}}, [[QLO:%rd[0-9]+]], 4611686293305360384;
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
+// CHECK: or.b64 {{%rd[0-9]+}}, [[QLO]], 4611686293305360386;
 // CHECK: cvt.rn.satfinite.e4m3x2.f32
 // The P·V WGMMA: A (P) from four registers, B (Vᵀ) K-major (no transpose immediate).
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1;

@@ -17,7 +17,7 @@
 // CHECK-LABEL: .entry pf_h8_block_prefill(
 // The consumers park their two query scales, then reload them per tile (prologue and loop);
 // per_block V: O's rescale carries the ratio of two tiles' V scales (one division per tile),
-// then the epilogue's two 1 / l.
+// then the last P·V and the epilogue's two 1 / l.
 // The producer turns V's int8 codes into f16 (byte permute under the exponent of 1024, then
 // one f16x2 subtraction of 1152 per pair); P·V runs in f16.
 // CHECK: setmaxnreg.dec.sync.aligned.u32 40;
@@ -27,9 +27,12 @@
 // CHECK: st.shared.v2.b32 {{\[}}[[SLOT:%rd[0-9]+\+[0-9]+]]{{\]}}
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8
 // CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
-// CHECK: div.rn.f32
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
+// CHECK: div.rn.f32
+// A tile that moves no row maximum (every alpha 1) skips O's rescale: one vote per tile.
+// CHECK: vote.sync.any.pred
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK-COUNT-2: div.rn.f32
 // CHECK-NOT: div.rn.f32
 // CHECK-LABEL: .entry pf_h8_vhead_prefill(
