@@ -604,6 +604,52 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   // Decode: warpgroup 0 holds the merged state. Prefill: every warpgroup writes its own rows.
   Value rowOk[2] = {p.prefill ? valid(0) : k.band(k.cmp(P::eq, wg, 0), valid(0)),
                     p.prefill ? valid(1) : k.band(k.cmp(P::eq, wg, 0), valid(1))};
+  // Prefill without the persistent grid: O leaves through this warpgroup's query tile, which no
+  // WGMMA reads any more. Each
+  // warp writes its 16 rows there in the tile's swizzled layout (conflict-free 4-byte stores
+  // from the accumulator fragment), then reads them back as 16-byte chunks and stores whole
+  // 128-byte row segments — 4 times fewer global stores than one word per store, and no half-
+  // written sectors, whose drain held the warps at exit (docs/benchmarks/gpu-prefill.md). An
+  // 8-bit query tile holds half of O's row: two passes.
+  auto storeStaged = [&](const Value inv[2]) {
+    int64_t tileBytes = 64 * p.headDim * (p.qk8() ? 1 : 2), rowBytes = tileBytes / 64;
+    int64_t chunks = p.headDim * 2 / 16, perPass = rowBytes / 16;
+    Value tile = k.add(k.mul(wg, tileBytes), c.sm.q);
+    // The warp's first row and the lane, from the fragment's row and column (live through the
+    // loop anyway: values kept from before it would cost registers there).
+    Value warpRow = k.band(f.r[0], ~int64_t(15));
+    Value ln = k.bor(k.shl(k.band(f.r[0], 7), 2), k.lshr(f.colBase, 1));
+    k.barrierSync(k.add(wg, 6), 128); // every warp is past its last Q·Kᵀ
+    for (int64_t pass = 0; pass < chunks / perPass; ++pass) {
+      for (int64_t i = 0; i < nO; i += 2) {
+        int64_t chunk = i / 4; // 8 columns per chunk: column (i / 4) · 8 + colBase
+        if (chunk / perPass != pass)
+          continue;
+        int r = accRow(i);
+        Value w = k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
+        Value off = k.add(swizzledChunk(k, f.r[r], k.i32(chunk % perPass), 64),
+                          k.shl(f.colBase, 1));
+        k.store(w, sptr(k, c, k.add(tile, off)));
+      }
+      k.syncWarp();
+      // The warp's 16 rows × perPass chunks, 32 at a time.
+      for (int64_t it = 0; it < 16 * perPass / 32; ++it) {
+        Value idx = k.add(ln, it * 32);
+        Value row = k.add(warpRow, k.udiv(idx, perPass));
+        Value cc = k.urem(idx, perPass);
+        Value v = k.load(k.vec4Type(), sptr(k, c, k.add(tile, swizzledChunk(k, row, cc, 64))), 16);
+        Value tok = k.add(qBase, k.udiv(row, p.pack));
+        Value ok = k.band(k.cmp(P::slt, row, k.i32(p.rows())), k.cmp(P::slt, tok, c.qLen(k)));
+        k.ifThen(ok, [&] {
+          Value head = k.add(c.headBase, k.urem(row, p.pack));
+          Value col = k.add(k.mul(cc, 8), pass * perPass * 8);
+          Value at = k.add(outRowOffset(k, c, tok, head), k.mul(k.sext64(col), int64_t(2)));
+          k.store(v, k.gep(c.out, at), 16);
+        });
+      }
+      k.syncWarp();
+    }
+  };
   k.ifThenElse(
       k.cmp(P::eq, c.numSplits, 1), TypeRange{},
       [&] {
@@ -617,6 +663,10 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         for (int r = 0; r < 2; ++r)
           inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)), k.fdiv(num, l[r]),
                             k.f32(0));
+        if (p.prefill && !p.persistent) { // (persistent: its item loop would spill 100 bytes)
+          storeStaged(inv);
+          return SmallVector<Value>();
+        }
         for (int r = 0; r < 2; ++r) {
           k.ifThen(rowOk[r], [&] {
             Value base64 = outRowOffset(k, c, qi[r], head[r]);

@@ -151,6 +151,8 @@ public:
 
   // Warp and CTA synchronization.
   Value shflXor(Value v, int64_t mask);
+  /// bar.warp.sync over the whole warp.
+  void syncWarp() { NVVM::SyncWarpOp::create(b, loc, i32(-1)); }
   /// i1: whether `pred` holds in any lane of the (converged) warp.
   Value voteAny(Value pred) {
     return NVVM::VoteSyncOp::create(b, loc, b.getI1Type(), i32(-1), pred, NVVM::VoteSyncKind::any)

@@ -23,6 +23,18 @@
 // CHECK: cvt.rn.satfinite.e4m3x2.f32
 // The P·V WGMMA: A (P) from four registers, B (Vᵀ) K-major (no transpose immediate).
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, %rd{{[0-9]+}}, p, 1, 1;
+// The epilogue stages O through the warpgroup's query tile once every warp is past its last
+// Q·Kᵀ, and stores whole 16-byte chunks of rows; an 8-bit query tile holds half a row of O, so
+// the second pass writes 128 bytes further along the rows.
+// CHECK: bar.sync {{%r[0-9]+}}, 128;
+// CHECK: st.shared.b32
+// CHECK: bar.warp.sync -1;
+// CHECK: ld.shared.v4.b32 {[[V:%r[0-9]+]],
+// CHECK: st.global.v4.b32 [{{%rd[0-9]+}}], {[[V]],
+// CHECK: bar.warp.sync -1;
+// CHECK: st.shared.b32
+// CHECK: bar.warp.sync -1;
+// CHECK: st.global.v4.b32 [{{%rd[0-9]+}}+128],
 
 // META: "k_block_rows": 128,
 // META: "q_block_rows": 64,

@@ -9,6 +9,9 @@
 // CHECK-DAG: bar.sync {{.*}}, 128;
 // CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// The epilogue stores O word by word (staging it through the query tile spills in the item
+// loop): no 16-byte row chunks.
+// CHECK-NOT: st.global.v4.b32
 
 // META: "grid": [
 // META-NEXT: "persistent_ctas",
