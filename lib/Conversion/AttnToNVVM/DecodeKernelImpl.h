@@ -132,9 +132,11 @@ void buildProducer(KernelBuilder &k, Ctx &c);
 /// `blockRows` tokens of a head share one, [B, ceil(kv_len / r), H]); DecodeProducer.cpp.
 Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t blockRows = 1);
 /// Thread 0, in the prologue of a kernel without a persistent grid: the TMA loads of the first
-/// `stages` tiles, issued as soon as the mbarriers are initialized — before the query tile's
-/// global loads and the CTA barrier, which would otherwise delay the first bytes by a DRAM
-/// round trip. (With a persistent grid the producer fills the pipeline per work item.)
+/// `stages` tiles (decode) or of the first tile (prefill, whose first Q·Kᵀ waits for the query
+/// rows too: all stages at once only slowed the first; the producer issues the rest), issued as
+/// soon as the mbarriers are initialized — before the query tile's global loads and the CTA
+/// barrier, which would otherwise delay the first bytes by a DRAM round trip. (With a
+/// persistent grid the producer fills the pipeline per work item.)
 void issuePipelineFill(KernelBuilder &k, Ctx &c);
 /// The consumer warpgroups (DecodeConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);

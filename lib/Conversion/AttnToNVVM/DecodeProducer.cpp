@@ -351,16 +351,27 @@ static void issueLoads(KernelBuilder &k, Ctx &c, Value slot, Value tile) {
       });
 }
 
-/// The calling thread issues the loads of the first `stages` tiles of the work item.
-static void fillPipeline(KernelBuilder &k, Ctx &c) {
+/// The calling thread issues the loads of tiles [from, stages) of the work item.
+static void fillPipeline(KernelBuilder &k, Ctx &c, int64_t from = 0) {
   Value n = k.smin(c.numTiles, k.i32(c.p.stages));
-  k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
+  k.forLoop(k.i32(from), n, 1, {}, [&](Value s, ValueRange) {
     issueLoads(k, c, fillSlot(k, c, s), k.add(c.tile0, s));
     return SmallVector<Value>();
   });
 }
 
-void mlir::attn::nvvm::issuePipelineFill(KernelBuilder &k, Ctx &c) { fillPipeline(k, c); }
+/// Tiles the kernel's prologue loads (issuePipelineFill) when there is no persistent grid: every
+/// stage for decode; for prefill only the first, whose K the first Q·Kᵀ waits for beside the
+/// query rows' first load from DRAM — the producer issues the rest after the CTA barrier.
+static int64_t prologueTiles(const DecodePlan &p) { return p.prefill ? 1 : p.stages; }
+
+void mlir::attn::nvvm::issuePipelineFill(KernelBuilder &k, Ctx &c) {
+  Value n = k.smin(c.numTiles, k.i32(prologueTiles(c.p)));
+  k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
+    issueLoads(k, c, s, k.add(c.tile0, s));
+    return SmallVector<Value>();
+  });
+}
 
 /// The producer of a bf16 cache (plan.directKV): thread 0 keeps `stages` tiles in flight,
 /// refilling a stage once every consumer released it. Keys in [len, kv_len) hold whatever the
@@ -371,8 +382,8 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
   Value isLeader = k.cmp(P::eq, c.tid, 0);
   Value tailBar = sptr(k, c, c.sm.tail(p.stages));
-  if (c.tileBase) // else issued by issuePipelineFill in the kernel's prologue
-    k.ifThen(isLeader, [&] { fillPipeline(k, c); });
+  // The rest of the first `stages` tiles (all of them with a persistent grid).
+  k.ifThen(isLeader, [&] { fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p)); });
   int64_t rowBytes = 128; // a row of one 64-column block
   int64_t blocks = p.headDim / 64;
   k.forLoop(k.i32(0), c.numTiles, 1, {}, [&](Value j, ValueRange) {
@@ -414,8 +425,8 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   if (p.directKV())
     return buildDirectProducer(k, c);
   Value isLeader = k.cmp(P::eq, c.tid, 0);
-  if (c.tileBase) // else issued by issuePipelineFill in the kernel's prologue
-    k.ifThen(isLeader, [&] { fillPipeline(k, c); });
+  // The rest of the first `stages` tiles (all of them with a persistent grid).
+  k.ifThen(isLeader, [&] { fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p)); });
   double kFactor = p.softmaxScale * kLog2e;
   SmallVector<Value> sc0 = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
   k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {

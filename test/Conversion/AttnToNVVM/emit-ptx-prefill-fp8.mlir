@@ -9,6 +9,11 @@
 // SCHED-SAME: tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 72>, consumer<warpgroups = 2, regs = 216>], pingpong = true, intra_wg_overlap = true
 
 // CHECK: .entry pf_fp8_prefill(
+// The prologue loads the first tile only (its K and V: two TMA copies) beside the query rows;
+// the producer issues the other stages after the CTA barrier.
+// CHECK-COUNT-2: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
+// CHECK-NOT: cp.async.bulk.tensor
+// CHECK: bar.sync 0;
 // CHECK: setmaxnreg.dec.sync.aligned.u32 72;
 // CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // The producer's 4 × 4 byte transposes of V (selectors computed per lane), stored as Vᵀ rows.
