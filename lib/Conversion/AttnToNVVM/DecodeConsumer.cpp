@@ -605,12 +605,12 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   Value rowOk[2] = {p.prefill ? valid(0) : k.band(k.cmp(P::eq, wg, 0), valid(0)),
                     p.prefill ? valid(1) : k.band(k.cmp(P::eq, wg, 0), valid(1))};
   // Prefill without the persistent grid: O leaves through this warpgroup's query tile, which no
-  // WGMMA reads any more. Each
-  // warp writes its 16 rows there in the tile's swizzled layout (conflict-free 4-byte stores
-  // from the accumulator fragment), then reads them back as 16-byte chunks and stores whole
-  // 128-byte row segments — 4 times fewer global stores than one word per store, and no half-
-  // written sectors, whose drain held the warps at exit (docs/benchmarks/gpu-prefill.md). An
-  // 8-bit query tile holds half of O's row: two passes.
+  // WGMMA reads any more. Each warp writes its 16 rows there in the tile's swizzled layout
+  // (conflict-free 4-byte stores from the accumulator fragment), then reads them back as 16-byte
+  // chunks and stores whole 128-byte row segments — 4 times fewer global stores than one word
+  // per store, and no half-written sectors, whose drain held the warps at exit
+  // (docs/benchmarks/gpu-prefill.md, session 19). An 8-bit query tile holds half of O's row: two
+  // passes.
   auto storeStaged = [&](const Value inv[2]) {
     int64_t tileBytes = 64 * p.headDim * (p.qk8() ? 1 : 2), rowBytes = tileBytes / 64;
     int64_t chunks = p.headDim * 2 / 16, perPass = rowBytes / 16;

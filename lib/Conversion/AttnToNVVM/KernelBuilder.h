@@ -210,7 +210,7 @@ public:
   /// per tile; wgmmaDescriptorAt adds a k-step's byte offset to its address field in 32 bits and
   /// joins a constant high word. A shared address stays under 2^18 bytes, so the address field
   /// never carries: exactly wgmmaDescriptor(address + offset), in one add instead of the shift,
-  /// masks and 64-bit arithmetic per k-step (and ptxas keeps the high word in a register).
+  /// masks and 64-bit arithmetic per k-step.
   Value wgmmaDescriptorLo(Value sharedAddress, int64_t lbo);
   Value wgmmaDescriptorAt(Value lo, int64_t byteOffset, int64_t sbo, bool swizzle128 = true);
 
