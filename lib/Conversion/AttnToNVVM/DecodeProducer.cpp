@@ -351,9 +351,9 @@ static void issueLoads(KernelBuilder &k, Ctx &c, Value slot, Value tile) {
       });
 }
 
-/// The calling thread issues the loads of tiles [from, stages) of the work item.
-static void fillPipeline(KernelBuilder &k, Ctx &c, int64_t from = 0) {
-  Value n = k.smin(c.numTiles, k.i32(c.p.stages));
+/// The calling thread issues the loads of tiles [from, to) of the work item's first `stages`.
+static void fillPipeline(KernelBuilder &k, Ctx &c, int64_t from, int64_t to) {
+  Value n = k.smin(c.numTiles, k.i32(to));
   k.forLoop(k.i32(from), n, 1, {}, [&](Value s, ValueRange) {
     issueLoads(k, c, fillSlot(k, c, s), k.add(c.tile0, s));
     return SmallVector<Value>();
@@ -366,11 +366,7 @@ static void fillPipeline(KernelBuilder &k, Ctx &c, int64_t from = 0) {
 static int64_t prologueTiles(const DecodePlan &p) { return p.prefill ? 1 : p.stages; }
 
 void mlir::attn::nvvm::issuePipelineFill(KernelBuilder &k, Ctx &c) {
-  Value n = k.smin(c.numTiles, k.i32(prologueTiles(c.p)));
-  k.forLoop(k.i32(0), n, 1, {}, [&](Value s, ValueRange) {
-    issueLoads(k, c, s, k.add(c.tile0, s));
-    return SmallVector<Value>();
-  });
+  fillPipeline(k, c, 0, prologueTiles(c.p));
 }
 
 /// The producer of a bf16 cache (plan.directKV): thread 0 keeps `stages` tiles in flight,
@@ -383,7 +379,7 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
   Value isLeader = k.cmp(P::eq, c.tid, 0);
   Value tailBar = sptr(k, c, c.sm.tail(p.stages));
   // The rest of the first `stages` tiles (all of them with a persistent grid).
-  k.ifThen(isLeader, [&] { fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p)); });
+  k.ifThen(isLeader, [&] { fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p), p.stages); });
   int64_t rowBytes = 128; // a row of one 64-column block
   int64_t blocks = p.headDim / 64;
   k.forLoop(k.i32(0), c.numTiles, 1, {}, [&](Value j, ValueRange) {
@@ -426,7 +422,7 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     return buildDirectProducer(k, c);
   Value isLeader = k.cmp(P::eq, c.tid, 0);
   // The rest of the first `stages` tiles (all of them with a persistent grid).
-  k.ifThen(isLeader, [&] { fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p)); });
+  k.ifThen(isLeader, [&] { fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p), p.stages); });
   double kFactor = p.softmaxScale * kLog2e;
   SmallVector<Value> sc0 = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
   k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {
