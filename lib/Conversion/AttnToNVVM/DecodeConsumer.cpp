@@ -126,7 +126,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
   // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
   Value ctAll = k.add(c.tid, -p.producerThreads());
-  Value wg = k.lshr(ctAll, 7);
+  Value wg = k.warpUniform(k.lshr(ctAll, 7));
   Value ct = k.band(ctAll, 127);
   Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
   Frag f;

@@ -315,7 +315,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
           forEachItem(false, [&] {
             // This warpgroup's query tile: the previous item's WGMMAs read it until every warp
             // of the warpgroup is past them.
-            Value wg = k.lshr(k.add(c.tid, -p.producerThreads()), 7);
+            Value wg = k.warpUniform(k.lshr(k.add(c.tid, -p.producerThreads()), 7));
             Value bar = k.add(wg, 6);
             k.barrierSync(bar, 128);
             loadQueryTile(k, c, wg, k.band(c.tid, 127));

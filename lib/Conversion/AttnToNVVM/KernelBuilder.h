@@ -160,6 +160,11 @@ public:
   }
   /// The value `v` of lane `lane` (i32) of the warp.
   Value shflIdx(Value v, Value lane);
+  /// `v`, a value every lane of the warp holds alike (a warp or warpgroup index), as lane 0's
+  /// (shfl.sync.idx): ptxas then knows it is warp-uniform and keeps what is derived from it —
+  /// shared addresses, WGMMA descriptors — in uniform registers instead of moving them there
+  /// (R2UR) before every WGMMA (CUTLASS's canonical_warp_group_idx does the same).
+  Value warpUniform(Value v) { return shflIdx(v, i32(0)); }
   /// bar.sync `id`, `threads` (all threads of the CTA when threads == 0).
   void barrier(int64_t id, int64_t threads);
   /// bar.sync / bar.arrive on a named barrier whose id is a value.
