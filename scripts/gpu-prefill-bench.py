@@ -73,6 +73,10 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
          "half_int8_pb_pers": (HALF_INT8_PB, {"persistent": True}),
          "bf16_pers_prev": (BF16, {"persistent": True}), "fp8_pers_prev": (FP8, {"persistent": True}),
          "half_int8_pb_pers_prev": (HALF_INT8_PB, {"persistent": True}),
+         # Two stages: what leaves room for a second set of query tiles in a persistent grid.
+         "bf16_pers_s2": (BF16, {"persistent": True, "stages": 2}),
+         "half_int8_pb_s2": (HALF_INT8_PB, {"stages": 2}),
+         "half_int8_pb_pers_s2": (HALF_INT8_PB, {"persistent": True, "stages": 2}),
          "bf16_noov": (BF16, {"stages": 2, "intra_wg_overlap": False}),
          "bf16_s3": (BF16, {"stages": 3, "intra_wg_overlap": False}),
          "bf16_ov2": (BF16, {"stages": 2, "intra_wg_overlap": True}),

@@ -347,6 +347,14 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   shape.fullInt8 = p.fullI8;
   shape.zeroPoints = p.zeroPoints;
   shape.queryTiles = p.qTiles();
+  if (p.persistent) { // a second set of query tiles for the next work item, when it fits
+    AttentionShape two = shape;
+    two.queryBuffers = 2;
+    if (decodeSharedBytes(two, p.tileN, p.stages, p.kDirect()) <= kMaxSharedBytesSm90) {
+      p.qBuffers = 2;
+      shape = two;
+    }
+  }
   if (p.smemBytes() != decodeSharedBytes(shape, p.tileN, p.stages, p.kDirect())) {
     op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
     return failure();

@@ -172,7 +172,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
   for (int64_t i = 0; i < nO; ++i)
     inits.push_back(k.f32(0));
-  Value qAddr = k.sharedAddr(sptr(k, c, c.sm.q));
+  Value qAddr = k.sharedAddr(sptr(k, c, c.qSetOff ? k.add(c.qSetOff, c.sm.q) : k.i32(c.sm.q)));
   if (p.prefill)
     qAddr = k.add(qAddr, k.mul(wg, 64 * p.headDim * (p.qk8() ? 1 : 2)));
 

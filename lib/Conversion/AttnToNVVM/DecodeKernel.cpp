@@ -34,7 +34,7 @@ DecodePlan::Smem DecodePlan::smem() const {
   int64_t off = 0;
   m.q = off;
   int64_t qkBytes = qk8() ? 1 : 2; // 8-bit Q·Kᵀ: Q tile (and K buffers) in 8 bits
-  off += qTiles() * 64 * headDim * qkBytes;
+  off += qBuffers * qTiles() * 64 * headDim * qkBytes;
   m.stage = off;
   m.stageStride = alignUp(2 * stageTileBytes(), 1024);
   m.stageV = stageTileBytes();
@@ -67,8 +67,10 @@ DecodePlan::Smem DecodePlan::smem() const {
 //===----------------------------------------------------------------------===//
 
 /// Copies 16-byte chunk `chunk` of the packed query rows of query tile `t` into its swizzled
-/// shared-memory tile (rows past `rows`, and prefill tokens past q_len, are zeros).
-static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk) {
+/// shared-memory tile (rows past `rows`, and prefill tokens past q_len, are zeros): a load and a
+/// store, or (`async`) a cp.async into the set of query tiles at byte offset `setOff`.
+static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk, bool async = false,
+                            Value setOff = {}) {
   const DecodePlan &p = c.p;
   int64_t qBytes = p.qk8() ? 1 : 2;
   int64_t chunksPerRow = p.headDim * qBytes / 16;
@@ -86,14 +88,21 @@ static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk) {
   Value elem =
       k.add(k.mul(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), p.qHeads), head), p.headDim),
             k.mul(ch, 16 / qBytes));
-  Value v = k.loadInvariant(k.vec4Type(), k.gep(c.q, k.mul(k.sext64(elem), qBytes)), 16);
-  Value zero = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
+  Value src = k.gep(c.q, k.mul(k.sext64(elem), qBytes));
   Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
   if (tokValid)
     valid = k.band(valid, tokValid);
-  v = k.select(valid, v, zero);
   Value tileOff = k.add(k.mul(t, 64 * p.headDim * qBytes), c.sm.q);
-  k.store(v, sptr(k, c, k.add(tileOff, swizzledChunk(k, row, ch, 64))), 16);
+  if (setOff)
+    tileOff = k.add(tileOff, setOff);
+  Value dst = sptr(k, c, k.add(tileOff, swizzledChunk(k, row, ch, 64)));
+  if (async) {
+    k.cpAsync16(dst, src, k.select(valid, k.i32(16), k.i32(0)));
+    return;
+  }
+  Value v = k.loadInvariant(k.vec4Type(), src, 16);
+  v = k.select(valid, v, k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)}));
+  k.store(v, dst, 16);
 }
 
 /// Copies the packed query rows into the swizzled Q tiles: the first 256 threads, 64 × D / 8
@@ -108,12 +117,15 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
   });
 }
 
-/// Persistent grid: consumer warpgroup `wg` copies its own query tile (thread `ct` of 128).
-static void loadQueryTile(KernelBuilder &k, Ctx &c, Value wg, Value ct) {
+/// Persistent grid: consumer warpgroup `wg` copies its own query tile (thread `ct` of 128) of
+/// the work set up in `c`, into the set of query tiles at byte offset `setOff` (null: the
+/// first), with loads and stores or (`async`) cp.async.
+static void loadQueryTile(KernelBuilder &k, Ctx &c, Value wg, Value ct, bool async = false,
+                          Value setOff = {}) {
   const DecodePlan &p = c.p;
   int64_t chunksPerRow = p.headDim * (p.qk8() ? 1 : 2) / 16;
   for (int64_t it = 0; it < 64 * chunksPerRow / 128; ++it)
-    storeQueryChunk(k, c, wg, k.add(ct, it * 128));
+    storeQueryChunk(k, c, wg, k.add(ct, it * 128), async, setOff);
 }
 
 void mlir::attn::nvvm::ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module) {
@@ -176,9 +188,9 @@ static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
   c.numTiles = k.smax(k.sub(end, c.tile0), k.i32(0));
 }
 
-/// Persistent grid (prefill): work item `item` of q_chunks × groups × batch, the query chunks
-/// with the most keys (the last, when causal) first.
-static void setupWorkItem(KernelBuilder &k, Ctx &c, Value item) {
+/// Persistent grid (prefill): the ids of work item `item` of q_chunks × groups × batch, the
+/// query chunks with the most keys (the last, when causal) first.
+static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
   const DecodePlan &p = c.p;
   Value gb = k.mul(k.i32(p.groups()), c.batch);
   Value chunks = k.ceilDiv(c.qLen(k), p.ctaTokens());
@@ -186,7 +198,6 @@ static void setupWorkItem(KernelBuilder &k, Ctx &c, Value item) {
   Value rest = k.urem(item, gb);
   Value grp = k.urem(rest, p.groups()), b = k.udiv(rest, p.groups());
   setupWorkIds(k, c, chunk, grp, b);
-  setupWorkTiles(k, c);
 }
 
 void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
@@ -273,16 +284,17 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   // in the same order; the rings continue across items (tileBase), so the producer runs ahead
   // into the next item while the consumers finish the last one.
   // Carried: the tiles streamed so far and (bf16 producer) the partial tiles' parity.
-  auto forEachItem = [&](bool tail, std::function<void()> body) {
+  auto forEachItem = [&](bool tail, std::function<void(Value item, Value total)> body) {
     Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
     SmallVector<Value> init = {k.i32(0)};
     if (tail)
       init.push_back(k.i32(0));
     k.forLoop(k.ctaidX(), total, k.nctaidX(), init, [&](Value item, ValueRange st) {
-      setupWorkItem(k, c, item);
+      setupWorkItemIds(k, c, item);
+      setupWorkTiles(k, c);
       c.tileBase = st[0];
       c.tailParity = tail ? st[1] : Value();
-      body();
+      body(item, total);
       SmallVector<Value> next = {k.add(st[0], c.numTiles)};
       if (tail) { // the item's last tile is partial when it runs past the length
         Value partial = k.band(k.cmp(P::sgt, c.numTiles, k.i32(0)),
@@ -298,7 +310,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
         NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
                                        NVVM::SetMaxRegisterAction::decrease);
         if (p.persistent)
-          forEachItem(p.directKV(), [&] { buildProducer(k, c); });
+          forEachItem(p.directKV(), [&](Value, Value) { buildProducer(k, c); });
         else
           buildProducer(k, c);
         if (p.clusterSplits()) // the two cluster barriers of the consumers' in-cluster merge
@@ -312,15 +324,41 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
         NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
                                        NVVM::SetMaxRegisterAction::increase);
         if (p.persistent)
-          forEachItem(false, [&] {
-            // This warpgroup's query tile: the previous item's WGMMAs read it until every warp
-            // of the warpgroup is past them.
+          forEachItem(false, [&](Value item, Value total) {
             Value wg = k.warpUniform(k.lshr(k.add(c.tid, -p.producerThreads()), 7));
-            Value bar = k.add(wg, 6);
-            k.barrierSync(bar, 128);
-            loadQueryTile(k, c, wg, k.band(c.tid, 127));
+            Value ct = k.band(c.tid, 127), bar = k.add(wg, 6);
+            if (p.qBuffers == 1) {
+              // This warpgroup's query tile: the previous item's WGMMAs read it until every
+              // warp of the warpgroup is past them.
+              k.barrierSync(bar, 128);
+              loadQueryTile(k, c, wg, ct);
+              k.fenceProxyAsyncShared();
+              k.barrierSync(bar, 128);
+              buildConsumer(k, c);
+              return;
+            }
+            // Two sets of query tiles: the CTA's n-th item reads set n mod 2, which the
+            // consumers filled (cp.async) during item n − 1 — the first item's, here.
+            int64_t setBytes = p.qTiles() * 64 * p.headDim * (p.qk8() ? 1 : 2);
+            Value n = k.udiv(k.sub(item, k.ctaidX()), k.nctaidX());
+            Value set = k.band(n, 1);
+            k.ifThen(k.cmp(P::eq, n, 0), [&] {
+              loadQueryTile(k, c, wg, ct, /*async=*/true, k.i32(0));
+              k.cpAsyncCommit();
+            });
+            k.cpAsyncWaitAll();
             k.fenceProxyAsyncShared();
+            // Every warp's copies have landed; and every warp is past the previous item's
+            // WGMMAs, which read the other set.
             k.barrierSync(bar, 128);
+            Value next = k.add(item, k.nctaidX());
+            k.ifThen(k.cmp(P::ult, next, total), [&] {
+              Ctx nc = c;
+              setupWorkItemIds(k, nc, next);
+              loadQueryTile(k, nc, wg, ct, /*async=*/true, k.mul(k.bxor(set, k.i32(1)), setBytes));
+              k.cpAsyncCommit();
+            });
+            c.qSetOff = k.mul(set, setBytes);
             buildConsumer(k, c);
           });
         else

@@ -35,6 +35,9 @@ struct Ctx {
   /// rings and mbarrier phases run on across items), and the parity of the partial tiles it met
   /// (bf16's tail barrier). Null otherwise.
   Value tileBase = {}, tailParity = {};
+  /// Persistent grid with two sets of query tiles: the byte offset of the current item's set
+  /// (null: the one set).
+  Value qSetOff = {};
 
   /// Position of the item's tile j in the CTA's stream of tiles (ring slots and phases).
   Value ring(KernelBuilder &k, Value j) const { return tileBase ? k.add(tileBase, j) : j; }

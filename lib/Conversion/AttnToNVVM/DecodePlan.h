@@ -68,6 +68,10 @@ struct DecodePlan {
   bool persistent = false;
   /// Query tiles in shared memory: one per consumer for prefill, one for decode.
   int64_t qTiles() const { return prefill ? consumerWGs : 1; }
+  /// Sets of qTiles() query tiles: 2 with a persistent grid where shared memory allows — the
+  /// consumers copy the next work item's queries (cp.async) into the other set while they work
+  /// on the current item, so no item waits for its queries' DRAM round trip; 1 otherwise.
+  int64_t qBuffers = 1;
   /// Query tokens per CTA.
   int64_t ctaTokens() const { return prefill ? qChunk * consumerWGs : qLen; }
   Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;

@@ -77,6 +77,16 @@ void KernelBuilder::fenceProxyAsyncShared() {
 
 void KernelBuilder::fenceMbarrierInit() { NVVM::FenceMbarrierInitOp::create(b, loc); }
 
+void KernelBuilder::cpAsync16(Value dstShared, Value srcGlobal, Value srcBytes) {
+  NVVM::CpAsyncOp::create(b, loc, dstShared, srcGlobal, b.getI32IntegerAttr(16),
+                          NVVM::LoadCacheModifierKindAttr::get(ctx(), NVVM::LoadCacheModifierKind::CG),
+                          srcBytes);
+}
+
+void KernelBuilder::cpAsyncCommit() { NVVM::CpAsyncCommitGroupOp::create(b, loc); }
+
+void KernelBuilder::cpAsyncWaitAll() { NVVM::CpAsyncWaitGroupOp::create(b, loc, 0); }
+
 void KernelBuilder::mbarrierInit(Value bar, int64_t count) {
   NVVM::MBarrierInitOp::create(b, loc, bar, i32(count), Value());
 }

@@ -172,6 +172,12 @@ public:
   void barrierArrive(Value id, int64_t threads);
   void fenceProxyAsyncShared();
   void fenceMbarrierInit();
+  /// cp.async.cg of 16 bytes global → shared; only the first `srcBytes` (0 or 16) are read, the
+  /// rest zero-filled. Completed by cpAsyncWaitAll after a cpAsyncCommit; what the WGMMAs read
+  /// needs fenceProxyAsyncShared after that.
+  void cpAsync16(Value dstShared, Value srcGlobal, Value srcBytes);
+  void cpAsyncCommit();
+  void cpAsyncWaitAll();
 
   // mbarriers (shared memory, 8 bytes each).
   void mbarrierInit(Value bar, int64_t count);

@@ -37,6 +37,9 @@ struct AttentionShape {
   bool zeroPoints = false;
   /// 64-row query tiles in shared memory (prefill: one per consumer warpgroup).
   int64_t queryTiles = 1;
+  /// Sets of query tiles (2: a persistent prefill grid loads the next work item's queries
+  /// while it works on the current one's).
+  int64_t queryBuffers = 1;
 };
 
 struct GPUInfo {
