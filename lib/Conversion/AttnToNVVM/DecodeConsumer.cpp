@@ -174,7 +174,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     inits.push_back(k.f32(0));
   Value qAddr = k.sharedAddr(sptr(k, c, c.qSetOff ? k.add(c.qSetOff, c.sm.q) : k.i32(c.sm.q)));
   if (p.prefill)
-    qAddr = k.add(qAddr, k.mul(wg, 64 * p.headDim * (p.qk8() ? 1 : 2)));
+    qAddr = k.add(qAddr, k.mul(wg, p.qTileBytes()));
 
   // The pieces of one K/V tile's work; the loops below put them in order. K is read where TMA
   // put it (bf16 caches; int8 K under int8 queries in prefill: kDirect) or from a conversion
@@ -612,7 +612,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   // (docs/benchmarks/gpu-prefill.md, session 19). An 8-bit query tile holds half of O's row: two
   // passes.
   auto storeStaged = [&](const Value inv[2]) {
-    int64_t tileBytes = 64 * p.headDim * (p.qk8() ? 1 : 2), rowBytes = tileBytes / 64;
+    int64_t tileBytes = p.qTileBytes(), rowBytes = tileBytes / 64;
     int64_t chunks = p.headDim * 2 / 16, perPass = rowBytes / 16;
     Value tile = k.add(k.mul(wg, tileBytes), c.sm.q);
     // The warp's first row and the lane, from the fragment's row and column (live through the

@@ -34,7 +34,7 @@ DecodePlan::Smem DecodePlan::smem() const {
   int64_t off = 0;
   m.q = off;
   int64_t qkBytes = qk8() ? 1 : 2; // 8-bit Q·Kᵀ: Q tile (and K buffers) in 8 bits
-  off += qBuffers * qTiles() * 64 * headDim * qkBytes;
+  off += qBuffers * qTiles() * qTileBytes();
   m.stage = off;
   m.stageStride = alignUp(2 * stageTileBytes(), 1024);
   m.stageV = stageTileBytes();
@@ -92,7 +92,7 @@ static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk, bool
   Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
   if (tokValid)
     valid = k.band(valid, tokValid);
-  Value tileOff = k.add(k.mul(t, 64 * p.headDim * qBytes), c.sm.q);
+  Value tileOff = k.add(k.mul(t, p.qTileBytes()), c.sm.q);
   if (setOff)
     tileOff = k.add(tileOff, setOff);
   Value dst = sptr(k, c, k.add(tileOff, swizzledChunk(k, row, ch, 64)));
@@ -339,7 +339,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
             }
             // Two sets of query tiles: the CTA's n-th item reads set n mod 2, which the
             // consumers filled (cp.async) during item n − 1 — the first item's, here.
-            int64_t setBytes = p.qTiles() * 64 * p.headDim * (p.qk8() ? 1 : 2);
+            int64_t setBytes = p.qTiles() * p.qTileBytes();
             Value n = k.udiv(k.sub(item, k.ctaidX()), k.nctaidX());
             Value set = k.band(n, 1);
             k.ifThen(k.cmp(P::eq, n, 0), [&] {

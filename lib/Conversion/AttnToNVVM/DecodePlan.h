@@ -68,6 +68,8 @@ struct DecodePlan {
   bool persistent = false;
   /// Query tiles in shared memory: one per consumer for prefill, one for decode.
   int64_t qTiles() const { return prefill ? consumerWGs : 1; }
+  /// Bytes of one 64-row query tile (8-bit Q·Kᵀ: one byte per element).
+  int64_t qTileBytes() const { return 64 * headDim * (qk8() ? 1 : 2); }
   /// Sets of qTiles() query tiles: 2 with a persistent grid where shared memory allows — the
   /// consumers copy the next work item's queries (cp.async) into the other set while they work
   /// on the current item, so no item waits for its queries' DRAM round trip; 1 otherwise.
