@@ -2,7 +2,7 @@
 # What this file is: the GPU-machine half of the decode check and benchmark (the device has g++
 # and CUDA but none of our LLVM toolchain). It builds attn-bench from the checkout with g++, then
 #   1. correctness: every variant of .device/decode/variants over a shape grid (length 1, lengths
-#      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels);
+#      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels, V blocks of skewed magnitude);
 #   2. Table 3: the peer script (gpu_decode_anchor.py, Triton) and our int8 / fp8 / bf16 kernels
 #      on the same rows, in the same run;
 #   3. compute-sanitizer memcheck and racecheck on one shape per KV type (SANITIZE: other variants);
@@ -28,7 +28,8 @@ if [[ $STEPS == *check* ]]; then
   : > "$OUT/check.jsonl"; fails=0; runs=0
   for ptx in "$DIR"/variants/${VARIANTS:-*}.ptx; do
     for shape in "1 1 full gaussian" "3 1000 ragged gaussian" "2 4097 random outliers" \
-                 "1 300 full outliers" "512 77 ragged gaussian"; do
+                 "1 300 full outliers" "512 77 ragged gaussian" \
+                 "2 1500 ragged skewed"; do
       read -r B S L D <<< "$shape"
       # fp8 prefill also rounds P to e4m3 (3 mantissa bits), which the reference of the
       # quantized math (dequantized Q, K, V) does not: 5e-2, the issue's bound for fp8.

@@ -38,7 +38,7 @@ using namespace attn::bench;
 namespace {
 const char *kUsage =
     "usage: attn-bench KERNEL.ptx|KERNEL.cubin [--meta X.launch.json] --batch B --kv-len S\n"
-    "         [--seq-lens full|random|ragged] [--splits N|auto] [--data gaussian|outliers]\n"
+    "         [--seq-lens full|random|ragged] [--splits N|auto] [--data gaussian|outliers|skewed]\n"
     "         [--seed N] [--warmup N] [--iters N] [--no-time] [--check-only] [--dry-run]\n"
     "         [--tol-quant X] [--tol-unquant X] [--sm-count N]\n"
     "  --meta        launch metadata (default: KERNEL.launch.json)\n"
@@ -46,7 +46,8 @@ const char *kUsage =
     "  --q-len             the query length of a prefill kernel compiled with a dynamic one\n"
     "  --seq-lens    per-batch lengths, for kernels whose spec has seq_lens (default full)\n"
     "  --splits      split-KV count (default: the metadata's split_kv; 0/auto: selectSplitKv)\n"
-    "  --data        gaussian N(0,1), or outliers (4 channels of K and V scaled by 20)\n"
+    "  --data        gaussian N(0,1), outliers (4 channels of K and V scaled by 20), or skewed\n"
+    "                (outliers, and V's magnitude changing by 128-key block: x40, x0.01, 0)\n"
     "  --no-time, --check-only   check only, no timing\n"
     "  --dry-run     check arguments and metadata, print the launch plan; no GPU needed\n"
     "  --tol-quant   bound on rel_err_quant for PASS (default 1e-2)\n"
@@ -75,7 +76,7 @@ struct Options {
   int64_t batch = -2, kvLen = -2, qLen = -2; // -2: not given
   ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
   std::string splits; // "" = metadata
-  bool outliers = false;
+  bool outliers = false, skewed = false; // skewed implies outliers
   uint64_t seed = 0;
   int64_t warmup = 10, iters = 50;
   bool noTime = false, dryRun = false;
@@ -158,9 +159,10 @@ int parseOptions(int argc, char **argv, Options &o) {
       if (o.splits != "auto" && (!parseInt(o.splits, n) || n < 0 || n > 65535))
         return usageError("--splits takes auto or a count in 0..65535, got '" + o.splits + "'");
     } else if (a == "--data") {
-      if (!next(v) || (v != "gaussian" && v != "outliers"))
-        return usageError("--data takes gaussian or outliers");
-      o.outliers = v == "outliers";
+      if (!next(v) || (v != "gaussian" && v != "outliers" && v != "skewed"))
+        return usageError("--data takes gaussian, outliers or skewed");
+      o.outliers = v != "gaussian";
+      o.skewed = v == "skewed";
     } else if (a == "--seed") {
       int64_t s = 0;
       rc = intOpt(s, 0, INT64_MAX);
@@ -374,6 +376,15 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
     ref::scaleChannels(h.k.data(), rows, m.headDim, channels, 20.0f);
     ref::scaleChannels(h.v.data(), rows, m.headDim, channels, 20.0f);
   }
+  if (o.skewed) { // V tile scales 4000x apart, and all-zero blocks (the scale floor)
+    const size_t rowLen = size_t(m.kvHeads * m.headDim);
+    for (size_t row = 0; row < h.v.size() / rowLen; ++row) {
+      int64_t block = int64_t(row % size_t(p.kvLen)) / 128;
+      float f = block % 7 == 5 ? 0.0f : block % 4 == 1 ? 40.0f : block % 4 == 3 ? 0.01f : 1.0f;
+      for (size_t i = 0; i < rowLen; ++i)
+        h.v[row * rowLen + i] *= f;
+    }
+  }
   ref::quantizeKv(h.k.data(), kShape, p.kvType, p.kGran, h.kq, 0, p.asymmetric, p.unsignedCodes);
   ref::quantizeKv(h.v.data(), vShape, p.kvType, p.vGran, h.vq, 0, p.asymmetric, p.unsignedCodes);
   h.kDeq.resize(kv.elements());
@@ -527,7 +538,7 @@ int main(int argc, char **argv) {
       ", \"causal\": " + (m.causal ? "true" : "false") +
       ", \"alibi\": " + (m.alibi ? "true" : "false") +
       ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
-      ", \"data\": " + jsonString(o.outliers ? "outliers" : "gaussian");
+      ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
 
   if (o.dryRun) {
     p.smCount = o.smCount ? o.smCount : 132;

@@ -34,10 +34,13 @@ struct SoftmaxOut {
 /// Scales, masks, exponentiates one S tile and returns the new row state and the P fragments.
 /// With `rowF` (one factor per row: plan.rawRowMax) `acc` is unscaled: the row maximum is taken
 /// on it and scaled once, and each P is exp2(fma(S, f, −m)) — one FFMA where scaling every S
-/// first costs an FMUL and an FSUB.
+/// first costs an FMUL and an FSUB. With `log2R` (half-int8's per_block V: see vRefStep) every
+/// P is multiplied by r = 2^log2R ≤ 1 through exp2's argument and the row sums by `invR` = 1 / r,
+/// so that l still sums the P themselves.
 static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> acc,
                               Value scOff, Value tileStart, Value mOld[2], Value lOld[2],
-                              bool masked, bool packP, ArrayRef<Value> rowF) {
+                              bool masked, bool packP, ArrayRef<Value> rowF, Value log2R,
+                              Value invR) {
   const DecodePlan &p = c.p;
   int64_t nacc = p.tileN / 2;
   Value negInf = k.f32(-INFINITY);
@@ -93,7 +96,7 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
   bool perKeyV = p.hasScales() && !p.vTileScale();
   Value negM[2];
   for (int r = 0; r < 2; ++r)
-    negM[r] = k.fsub(k.f32(p.fp8 ? 8.0 : 0.0), mUse[r]);
+    negM[r] = k.fsub(log2R ? log2R : k.f32(p.fp8 ? 8.0 : 0.0), mUse[r]);
   for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
     Value vv2;
     if (perKeyV) {
@@ -102,15 +105,17 @@ static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<
     }
     for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
       int64_t r = accRow(i);
-      Value e = k.exp2(raw     ? k.fma(s[i], rowF[r], negM[r])
-                       : p.fp8 ? k.fadd(s[i], negM[r])
-                               : k.fsub(s[i], mUse[r]));
+      Value e = k.exp2(raw               ? k.fma(s[i], rowF[r], negM[r])
+                       : p.fp8 || log2R ? k.fadd(s[i], negM[r])
+                                         : k.fsub(s[i], mUse[r]));
       sumVals[r].push_back(e);
       pv[i] = perKeyV ? k.fmul(e, k.extract(vv2, i % 2)) : e;
     }
   }
-  for (int r = 0; r < 2; ++r)
-    o.l[r] = k.fma(lOld[r], o.alpha[r], tree(sumVals[r], false));
+  for (int r = 0; r < 2; ++r) {
+    Value sum = tree(sumVals[r], false);
+    o.l[r] = k.fma(lOld[r], o.alpha[r], invR ? k.fmul(sum, invR) : sum);
+  }
   // A fragment of k-step t: {S[8t], S[8t+1]}, {S[8t+2], S[8t+3]}, {S[8t+4], ...}, {S[8t+6], ...}.
   if (!packP)
     o.pWords = std::move(pv);
@@ -263,7 +268,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   // softmaxTile), then the scaled, masked softmax: {m0, m1, l0, l1, P words..., alpha0, alpha1},
   // or with `packP` false the nS P floats instead of the words.
   auto softmax = [&](SmallVector<Value> acc, const TileRef &t, Value mOld[2], Value lOld[2],
-                     bool packP = true) {
+                     bool packP = true, Value log2R = {}, Value invR = {}) {
     // One factor per row: the query scale, and with one K scale per tile (staged for key 0,
     // times softmax_scale · log2 e) that too; bf16: softmax_scale · log2 e. With
     // plan.rawRowMax softmaxTile applies it, else S is scaled here (then per key there).
@@ -306,11 +311,12 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
         needMask, types,
         [&] {
           return pack(
-              softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, true, packP, rowFactors));
+              softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, true, packP, rowFactors,
+                          log2R, invR));
         },
         [&] {
           return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, false, packP,
-                                  rowFactors));
+                                  rowFactors, log2R, invR));
         });
   };
   // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step — or, fp8
@@ -390,17 +396,42 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   auto vScaleOf = [&](const TileRef &t) {
     return k.load(k.f32(), sptr(k, c, k.add(t.scOff, p.tileN * 4)));
   };
-  // O *= alpha before tile t's P·V. plan.vTileScale: O is kept in units of the V scale (the
-  // P·V WGMMA cannot apply it). With one V scale per head or tensor the epilogue multiplies by
-  // it; with per_block scales (vTile) O is in units of the last tile added's, so alpha also
-  // carries s_v,prev / s_v,t — returns s_v,t, which rides at the end of the loop state — and
-  // the epilogue multiplies by the last tile's.
+  // plan.vTileScale: O is kept in units of a V scale (the P·V WGMMA cannot apply it). With one
+  // V scale per head or tensor the epilogue multiplies by it. With per_block scales (vTile) the
+  // scale O is in rides at the end of the loop state and the epilogue multiplies by the last:
+  //  - fp8: the last tile added's; alpha also carries s_v,prev / s_v,t (vScaleRatio). Its P
+  //    must not take a factor < 1 (e4m3 would round the row maximum's P, which 256 · P keeps
+  //    exact);
+  //  - half-int8 (vRef): s_ref, the largest tile scale so far. Tile t's P take r = s_v,t / s_ref
+  //    through exp2's argument (vRefStep, before the softmax) and O is rescaled by
+  //    s_ref,old / s_ref only when s_ref grows — on most tiles every alpha stays 1 and the
+  //    vote-skip below fires, where the ratio of two tiles' scales rescaled O on every tile.
   bool vTile = p.vTileScale() && !p.vScaleInEpilogue();
-  auto rescale = [&](SmallVector<Value> &o, Value alpha[2], const TileRef &t, Value svPrev) {
-    Value sv;
-    if (vTile) {
-      sv = vScaleOf(t);
-      Value ratio = k.fdiv(svPrev, sv);
+  bool vRef = vTile && !p.fp8;
+  struct VRef {
+    Value sRef, log2R, invR, ratioO;
+  };
+  auto vRefStep = [&](const TileRef &t, Value sRefOld) {
+    Value sv = vScaleOf(t);
+    // s_ref starts at 0 (lg2 −inf): the first tile sets it. d is NaN only for 0 / 0, where
+    // maxnum picks −24 and l stays the sum of the P.
+    Value grows = k.fcmp(LLVM::FCmpPredicate::ogt, sv, sRefOld);
+    Value lsv = k.log2(sv), lref = k.log2(sRefOld);
+    Value d = k.fmax(k.fsub(lsv, lref), k.f32(-24.0)); // log2 r, clamped: 2^-24 of O is noise
+    VRef v;
+    v.sRef = k.select(grows, sv, sRefOld);
+    v.ratioO = k.select(grows, k.exp2(k.fsub(lref, lsv)), k.f32(1.0));
+    v.log2R = k.select(grows, k.f32(0.0), d);
+    v.invR = k.select(grows, k.f32(1.0), k.exp2(k.fsub(k.f32(0.0), d)));
+    return v;
+  };
+  auto vScaleRatio = [&](const TileRef &t, Value svPrev, Value &sv) {
+    sv = vScaleOf(t);
+    return k.fdiv(svPrev, sv);
+  };
+  // O *= alpha (· ratio, the change of O's V-scale unit) before tile t's P·V.
+  auto rescale = [&](SmallVector<Value> &o, Value alpha[2], Value ratio) {
+    if (ratio) {
       alpha[0] = k.fmul(alpha[0], ratio);
       alpha[1] = k.fmul(alpha[1], ratio);
     }
@@ -412,7 +443,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     };
     if (!p.prefill) {
       o = scaled();
-      return sv;
+      return;
     }
     // Prefill: once the row maxima settle most tiles leave every alpha at exactly 1, so the
     // warp skips the multiplications (a warp-uniform branch; exact: x · 1 = x).
@@ -420,7 +451,6 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     Value moved = k.voteAny(k.bor(k.fcmp(LLVM::FCmpPredicate::une, alpha[0], one),
                                   k.fcmp(LLVM::FCmpPredicate::une, alpha[1], one)));
     o = k.ifThenElse(moved, TypeRange(ValueRange(o)), scaled, [&] { return o; });
-    return sv;
   };
 
   int64_t nWords = p.pv8() ? nS / 4 : nS / 2; // P's A-fragment words per tile
@@ -448,7 +478,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
           releaseK(t);
           waitV(t);
           Value m[2] = {negInf, negInf}, l[2] = {k.f32(0), k.f32(0)};
-          SmallVector<Value> sm = softmax(acc, t, m, l);
+          VRef vr = vRef ? vRefStep(t, k.f32(0)) : VRef();
+          SmallVector<Value> sm = softmax(acc, t, m, l, true, vr.log2R, vr.invR);
           SmallVector<Value> out(sm.begin(), sm.begin() + 4); // alpha: O is zero
           if (!p.pv8()) {
             out.append(sm.begin() + 4, sm.begin() + 4 + nWords);
@@ -457,7 +488,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
             out.append(words.begin(), words.end());
           }
           if (vTile)
-            out.push_back(vScaleOf(t));
+            out.push_back(vRef ? vr.sRef : vScaleOf(t));
           return out;
         },
         [&] {
@@ -506,16 +537,18 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       releaseK(t);
       waitV(t);
       Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
+      VRef vr = vRef ? vRefStep(t, st.back()) : VRef();
       // P_j stays in floats until P·V_{j−1} is done: its packed words are the next A operand
       // and share (through the loop phi) the registers P·V_{j−1} is reading — written any
       // earlier, ptxas serializes the WGMMAs.
-      SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false);
+      SmallVector<Value> sm = softmax(acc, t, mOld, lOld, /*packP=*/false, vr.log2R, vr.invR);
       k.wgmmaWait(0);
       releaseV(prev);
       if (p.fullI8)
         addPV(o, pv, SmallVector<Value>{st[st.size() - 2], st[st.size() - 1]});
       Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
-      Value sv = rescale(o, alpha, t, vTile ? st.back() : Value());
+      Value sv = vr.sRef;
+      rescale(o, alpha, vRef ? vr.ratioO : vTile ? vScaleRatio(t, st.back(), sv) : Value());
       SmallVector<Value> next(sm.begin(), sm.begin() + 4);
       next.append(o.begin(), o.end());
       if (p.pv8()) {
@@ -554,7 +587,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     Value first = p.prefill ? k.i32(0) : wg;
     int64_t step = p.prefill ? 1 : p.consumerWGs;
     if (vTile)
-      inits.push_back(k.f32(1));
+      inits.push_back(k.f32(vRef ? 0.0 : 1.0));
     fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
       TileRef t = tileRef(j);
       waitK(t);
@@ -563,11 +596,13 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       releaseK(t);
       waitV(t);
       Value mOld[2] = {st[0], st[1]}, lOld[2] = {st[2], st[3]};
-      SmallVector<Value> sm = softmax(acc, t, mOld, lOld);
+      VRef vr = vRef ? vRefStep(t, st.back()) : VRef();
+      SmallVector<Value> sm = softmax(acc, t, mOld, lOld, true, vr.log2R, vr.invR);
       SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
       int64_t nP = p.pv8() ? nS : nS / 2; // fp8, full_int8: P in floats
       Value alpha[2] = {sm[4 + nP], sm[5 + nP]};
-      Value sv = rescale(o, alpha, t, vTile ? st.back() : Value());
+      Value sv = vr.sRef;
+      rescale(o, alpha, vRef ? vr.ratioO : vTile ? vScaleRatio(t, st.back(), sv) : Value());
       SmallVector<Value> words = p.pv8() ? packP8(ArrayRef<Value>(sm).slice(4, nS))
                                          : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
       SmallVector<Value> pv = issuePV(o, ArrayRef<Value>(words).take_front(nWords), t);
@@ -654,7 +689,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       k.cmp(P::eq, c.numSplits, 1), TypeRange{},
       [&] {
         Value inv[2];
-        // O is in units of the V scale (vTile: the last tile's; fp8: l and O both hold 256 · P).
+        // O is in units of the V scale (vTile: fp8 the last tile's, half-int8 s_ref; fp8: l and O
+        // both hold 256 · P).
         Value num = vTile ? svLast : k.f32(1.0);
         if (p.vScaleInEpilogue()) // per_head or per_tensor: any key's scale
           num = k.loadInvariant(

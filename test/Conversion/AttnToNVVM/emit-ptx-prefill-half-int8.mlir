@@ -16,8 +16,9 @@
 
 // CHECK-LABEL: .entry pf_h8_block_prefill(
 // The consumers park their two query scales, then reload them per tile (prologue and loop);
-// per_block V: O's rescale carries the ratio of two tiles' V scales (one division per tile),
-// then the last P·V and the epilogue's two 1 / l.
+// per_block V: O is kept in units of the largest V tile scale so far (s_ref): per tile two lg2
+// give log2(s_v / s_ref) for exp2's argument before the softmax, no division in the loop — only
+// the epilogue's two s_ref / l.
 // The producer turns V's int8 codes into f16 (byte permute under the exponent of 1024, then
 // one f16x2 subtraction of 1152 per pair); P·V runs in f16.
 // CHECK: setmaxnreg.dec.sync.aligned.u32 40;
@@ -26,12 +27,18 @@
 // CHECK: setmaxnreg.inc.sync.aligned.u32 232;
 // CHECK: st.shared.v2.b32 {{\[}}[[SLOT:%rd[0-9]+\+[0-9]+]]{{\]}}
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8
+// CHECK-COUNT-2: lg2.approx.ftz.f32
 // CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+// CHECK-NOT: div.rn.f32
+// CHECK-COUNT-2: lg2.approx.ftz.f32
+// CHECK-NOT: div.rn.f32
 // CHECK: ld.shared.v2.b32 {{.*}}, {{\[}}[[SLOT]]{{\]}}
-// CHECK: div.rn.f32
+// CHECK-NOT: div.rn.f32
 // A tile that moves no row maximum (every alpha 1) skips O's rescale: one vote per tile.
+// CHECK-NOT: div.rn.f32
 // CHECK: vote.sync.any.pred
+// CHECK-NOT: div.rn.f32
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 // CHECK-COUNT-2: div.rn.f32
 // CHECK-NOT: div.rn.f32

@@ -153,6 +153,8 @@ def variants():
     # stages): without it.
     out.append(("pf_i8qh_gqa4_d128_q64_noov", "i8qh", 16, 4, 128, 64, False, False, True,
                 "prefill", "intra_wg_overlap = false, stages = 2"))
+    out.append(("pf_i8qb_mqa16_d128_q100_causal_noov", "i8qb", 16, 1, 128, 100, True, False, True,
+                "prefill", "intra_wg_overlap = false, stages = 2"))
     # fp8 (e4m3 GEMMs, V transposed by the producer): the default schedule (overlap and
     # pingpong), without pingpong, and without the overlap on two stages.
     for name, kv, (hq, hkv), sq, causal, alibi, lens, sched in [
@@ -181,6 +183,7 @@ def variants():
             ("pf_bf16_gqa4_d256_q65_causal_pers", "bf16", (16, 4), 256, 65, True, False, False, ""),
             ("pf_f8q_mqa16_d128_q100_causal_pers", "f8q", (16, 1), 128, 100, True, False, True, ""),
             ("pf_i8q_mha_d128_q129_causal_pers", "i8q", (4, 4), 128, 129, True, True, True, ""),
+            ("pf_i8qb_gqa4_d128_q300_pers", "i8qb", (16, 4), 128, 300, False, False, True, ""),
             ("pf_i8q_gqa4_d128_q64_ov_pers", "i8q", (16, 4), 128, 64, False, False, False,
              f", intra_wg_overlap = true, {roles}")]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill",
