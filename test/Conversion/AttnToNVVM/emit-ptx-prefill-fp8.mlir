@@ -4,6 +4,14 @@
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=launch | FileCheck %s --check-prefix=META
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
+// RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=VUNIT
+
+// fp8 keeps O in units of the last V tile's scale (half-int8's s_ref would put a factor below 1
+// on an e4m3 P): O's rescale divides the two tiles' scales before the vote, and no lg2.
+// VUNIT-NOT: lg2.approx
+// VUNIT: div.rn.f32
+// VUNIT: vote.sync.any.pred
+// VUNIT-NOT: lg2.approx
 
 // SCHED: mode = #attn.mode<fp8>
 // SCHED-SAME: tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 72>, consumer<warpgroups = 2, regs = 216>], pingpong = true, intra_wg_overlap = true
