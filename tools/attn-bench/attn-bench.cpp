@@ -47,7 +47,8 @@ const char *kUsage =
     "  --seq-lens    per-batch lengths, for kernels whose spec has seq_lens (default full)\n"
     "  --splits      split-KV count (default: the metadata's split_kv; 0/auto: selectSplitKv)\n"
     "  --data        gaussian N(0,1), outliers (4 channels of K and V scaled by 20), or skewed\n"
-    "                (outliers, and V's magnitude changing by 128-key block: x40, x0.01, 0)\n"
+    "                (outliers, and V's magnitude changing by 128-key block: x40, x0.01, 0 — the\n"
+    "                zero blocks' scales 0 or subnormal)\n"
     "  --no-time, --check-only   check only, no timing\n"
     "  --dry-run     check arguments and metadata, print the launch plan; no GPU needed\n"
     "  --tol-quant   bound on rel_err_quant for PASS (default 1e-2)\n"
@@ -380,13 +381,17 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
     const size_t rowLen = size_t(m.kvHeads * m.headDim);
     for (size_t row = 0; row < h.v.size() / rowLen; ++row) {
       int64_t block = int64_t(row % size_t(p.kvLen)) / 128;
-      float f = block % 7 == 5 ? 0.0f : block % 4 == 1 ? 40.0f : block % 4 == 3 ? 0.01f : 1.0f;
+      float f = block % 7 <= 1 ? 0.0f : block % 4 == 1 ? 40.0f : block % 4 == 3 ? 0.01f : 1.0f;
       for (size_t i = 0; i < rowLen; ++i)
         h.v[row * rowLen + i] *= f;
     }
   }
   ref::quantizeKv(h.k.data(), kShape, p.kvType, p.kGran, h.kq, 0, p.asymmetric, p.unsignedCodes);
   ref::quantizeKv(h.v.data(), vShape, p.kvType, p.vGran, h.vq, 0, p.asymmetric, p.unsignedCodes);
+  if (o.skewed) // the all-zero groups' scales (at the floor) become 0 and subnormal, alternately
+    for (size_t i = 0, n = 0; i < h.vq.scales.size(); ++i)
+      if (h.vq.scales[i] == ref::kMinScale)
+        h.vq.scales[i] = n++ % 2 ? 1e-40f : 0.0f;
   h.kDeq.resize(kv.elements());
   h.vDeq.resize(kv.elements());
   ref::dequantizeKv(h.kq, kShape, h.kDeq.data());

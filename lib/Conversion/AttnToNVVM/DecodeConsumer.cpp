@@ -14,6 +14,7 @@
 #include "DecodeKernelImpl.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -413,10 +414,12 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   };
   auto vRefStep = [&](const TileRef &t, Value sRefOld) {
     Value sv = vScaleOf(t);
-    // s_ref starts at 0 (lg2 −inf): the first tile sets it. d is NaN only for 0 / 0, where
-    // maxnum picks −24 and l stays the sum of the P.
+    // s_ref starts at 0: the first tile sets it (O is still 0, so the tiny ratioO is exact).
+    // The logarithms take at least the smallest normal float: lg2.approx.ftz would give −inf
+    // for 0 and for subnormal scales, and −inf − (−inf) is NaN.
     Value grows = k.fcmp(LLVM::FCmpPredicate::ogt, sv, sRefOld);
-    Value lsv = k.log2(sv), lref = k.log2(sRefOld);
+    Value tiny = k.f32(std::numeric_limits<float>::min());
+    Value lsv = k.log2(k.fmax(sv, tiny)), lref = k.log2(k.fmax(sRefOld, tiny));
     Value d = k.fmax(k.fsub(lsv, lref), k.f32(-24.0)); // log2 r, clamped: 2^-24 of O is noise
     VRef v;
     v.sRef = k.select(grows, sv, sRefOld);
@@ -425,9 +428,20 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     v.invR = k.select(grows, k.f32(1.0), k.exp2(k.fsub(k.f32(0.0), d)));
     return v;
   };
-  auto vScaleRatio = [&](const TileRef &t, Value svPrev, Value &sv) {
-    sv = vScaleOf(t);
-    return k.fdiv(svPrev, sv);
+  // fp8: O's unit becomes tile t's scale, unless that is below 2^-20 of the unit: then the
+  // tile is added in the current unit — exact for an all-zero block (a 0 or subnormal scale;
+  // the kernel runs flush-to-zero, so a subnormal one counts as 0), an overestimate only for
+  // nonzero codes under so small a scale. Where the unit stays the ratio is exactly 1 (the
+  // vote-skip needs it): no 0 / 0 and no division by 0, whatever the first tiles' scales;
+  // elsewhere an approximate division (2 ulp) is plenty.
+  auto vScaleRatio = [&](const TileRef &t, Value unitPrev, Value &unit) {
+    Value sv = vScaleOf(t);
+    sv = k.select(k.fcmp(LLVM::FCmpPredicate::oge, sv, k.f32(std::numeric_limits<float>::min())),
+                  sv, k.f32(0.0));
+    unit = k.select(k.fcmp(LLVM::FCmpPredicate::oge, sv, k.fmul(unitPrev, k.f32(0x1p-20))), sv,
+                    unitPrev);
+    return k.select(k.fcmp(LLVM::FCmpPredicate::oeq, unit, unitPrev), k.f32(1.0),
+                    k.fdivApprox(unitPrev, unit));
   };
   // O *= alpha (· ratio, the change of O's V-scale unit) before tile t's P·V.
   auto rescale = [&](SmallVector<Value> &o, Value alpha[2], Value ratio) {
@@ -487,8 +501,13 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
             SmallVector<Value> words = packP8(ArrayRef<Value>(sm).slice(4, nS));
             out.append(words.begin(), words.end());
           }
-          if (vTile)
-            out.push_back(vRef ? vr.sRef : vScaleOf(t));
+          if (vTile) { // O's unit (fp8: a subnormal first scale counts as 0, as in vScaleRatio)
+            Value sv = vScaleOf(t);
+            out.push_back(vRef ? vr.sRef
+                               : k.select(k.fcmp(LLVM::FCmpPredicate::oge, sv,
+                                                 k.f32(std::numeric_limits<float>::min())),
+                                          sv, k.f32(0.0)));
+          }
           return out;
         },
         [&] {
@@ -587,7 +606,7 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     Value first = p.prefill ? k.i32(0) : wg;
     int64_t step = p.prefill ? 1 : p.consumerWGs;
     if (vTile)
-      inits.push_back(k.f32(vRef ? 0.0 : 1.0));
+      inits.push_back(k.f32(0.0)); // the first tile sets O's unit (O is 0 until then)
     fin = k.forLoop(first, c.numTiles, step, inits, [&](Value j, ValueRange st) {
       TileRef t = tileRef(j);
       waitK(t);

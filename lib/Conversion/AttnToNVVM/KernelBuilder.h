@@ -90,6 +90,10 @@ public:
   Value sitofp(Value x) { return LLVM::SIToFPOp::create(b, loc, f32(), x); }
   /// 2^x with the special-function unit (ex2.approx.ftz.f32).
   Value exp2(Value x) { return intrinsic("llvm.nvvm.ex2.approx.ftz.f", f32(), {x}); }
+  /// x / y to about 2 ulp (div.approx.ftz.f32: a reciprocal and a multiply, no IEEE slow path).
+  Value fdivApprox(Value x, Value y) {
+    return intrinsic("llvm.nvvm.div.approx.ftz.f", f32(), {x, y});
+  }
   /// log2(x) with the special-function unit (lg2.approx.ftz.f32).
   Value log2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.ftz.f", f32(), {x}); }
   /// Packs two f32 into bf16x2 (round to nearest even): `lo` in bits 0–15; with `f16`, f16x2.

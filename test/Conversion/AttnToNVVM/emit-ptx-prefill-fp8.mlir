@@ -7,9 +7,11 @@
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=VUNIT
 
 // fp8 keeps O in units of the last V tile's scale (half-int8's s_ref would put a factor below 1
-// on an e4m3 P): O's rescale divides the two tiles' scales before the vote, and no lg2.
+// on an e4m3 P): O's rescale divides the two tiles' scales (approximately; exactly 1 where the
+// unit stays) before the vote, and no lg2.
 // VUNIT-NOT: lg2.approx
-// VUNIT: div.rn.f32
+// VUNIT: setp.ge.f32 {{.*}}, 0f00800000;
+// VUNIT: div.approx.ftz.f32
 // VUNIT: vote.sync.any.pred
 // VUNIT-NOT: lg2.approx
 
