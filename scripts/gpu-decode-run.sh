@@ -2,7 +2,8 @@
 # What this file is: the GPU-machine half of the decode check and benchmark (the device has g++
 # and CUDA but none of our LLVM toolchain). It builds attn-bench from the checkout with g++, then
 #   1. correctness: every variant of .device/decode/variants over a shape grid (length 1, lengths
-#      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels, V blocks of skewed magnitude);
+#      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels,
+#      V blocks of skewed magnitude and zero / subnormal scales);
 #   2. Table 3: the peer script (gpu_decode_anchor.py, Triton) and our int8 / fp8 / bf16 kernels
 #      on the same rows, in the same run;
 #   3. compute-sanitizer memcheck and racecheck on one shape per KV type (SANITIZE: other variants);

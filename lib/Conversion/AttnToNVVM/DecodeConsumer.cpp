@@ -434,10 +434,13 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
   // nonzero codes under so small a scale. Where the unit stays the ratio is exactly 1 (the
   // vote-skip needs it): no 0 / 0 and no division by 0, whatever the first tiles' scales;
   // elsewhere an approximate division (2 ulp) is plenty.
+  auto normalOrZero = [&](Value x) {
+    return k.select(
+        k.fcmp(LLVM::FCmpPredicate::oge, x, k.f32(std::numeric_limits<float>::min())), x,
+        k.f32(0.0));
+  };
   auto vScaleRatio = [&](const TileRef &t, Value unitPrev, Value &unit) {
-    Value sv = vScaleOf(t);
-    sv = k.select(k.fcmp(LLVM::FCmpPredicate::oge, sv, k.f32(std::numeric_limits<float>::min())),
-                  sv, k.f32(0.0));
+    Value sv = normalOrZero(vScaleOf(t));
     unit = k.select(k.fcmp(LLVM::FCmpPredicate::oge, sv, k.fmul(unitPrev, k.f32(0x1p-20))), sv,
                     unitPrev);
     return k.select(k.fcmp(LLVM::FCmpPredicate::oeq, unit, unitPrev), k.f32(1.0),
@@ -501,13 +504,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
             SmallVector<Value> words = packP8(ArrayRef<Value>(sm).slice(4, nS));
             out.append(words.begin(), words.end());
           }
-          if (vTile) { // O's unit (fp8: a subnormal first scale counts as 0, as in vScaleRatio)
-            Value sv = vScaleOf(t);
-            out.push_back(vRef ? vr.sRef
-                               : k.select(k.fcmp(LLVM::FCmpPredicate::oge, sv,
-                                                 k.f32(std::numeric_limits<float>::min())),
-                                          sv, k.f32(0.0)));
-          }
+          if (vTile) // O's unit (fp8: a subnormal first scale counts as 0, as in vScaleRatio)
+            out.push_back(vRef ? vr.sRef : normalOrZero(vScaleOf(t)));
           return out;
         },
         [&] {
