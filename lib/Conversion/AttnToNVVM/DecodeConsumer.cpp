@@ -446,6 +446,15 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     return k.select(k.fcmp(LLVM::FCmpPredicate::oeq, unit, unitPrev), k.f32(1.0),
                     k.fdivApprox(unitPrev, unit));
   };
+  // What O's rescale before tile t's P·V carries besides alpha — the change of O's V-scale
+  // unit, null without per_block V scales — and O's unit after it (`vr` from vRefStep).
+  auto unitRatio = [&](const VRef &vr, const TileRef &t, Value unitPrev, Value &unit) {
+    if (vRef) {
+      unit = vr.sRef;
+      return vr.ratioO;
+    }
+    return vTile ? vScaleRatio(t, unitPrev, unit) : Value();
+  };
   // O *= alpha (· ratio, the change of O's V-scale unit) before tile t's P·V.
   auto rescale = [&](SmallVector<Value> &o, Value alpha[2], Value ratio) {
     if (ratio) {
@@ -564,8 +573,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       if (p.fullI8)
         addPV(o, pv, SmallVector<Value>{st[st.size() - 2], st[st.size() - 1]});
       Value alpha[2] = {sm[4 + nS], sm[5 + nS]};
-      Value sv = vr.sRef;
-      rescale(o, alpha, vRef ? vr.ratioO : vTile ? vScaleRatio(t, st.back(), sv) : Value());
+      Value sv;
+      rescale(o, alpha, unitRatio(vr, t, st.back(), sv));
       SmallVector<Value> next(sm.begin(), sm.begin() + 4);
       next.append(o.begin(), o.end());
       if (p.pv8()) {
@@ -618,8 +627,8 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       SmallVector<Value> o(st.begin() + 4, st.begin() + 4 + nO);
       int64_t nP = p.pv8() ? nS : nS / 2; // fp8, full_int8: P in floats
       Value alpha[2] = {sm[4 + nP], sm[5 + nP]};
-      Value sv = vr.sRef;
-      rescale(o, alpha, vRef ? vr.ratioO : vTile ? vScaleRatio(t, st.back(), sv) : Value());
+      Value sv;
+      rescale(o, alpha, unitRatio(vr, t, st.back(), sv));
       SmallVector<Value> words = p.pv8() ? packP8(ArrayRef<Value>(sm).slice(4, nS))
                                          : SmallVector<Value>(sm.begin() + 4, sm.begin() + 4 + nP);
       SmallVector<Value> pv = issuePV(o, ArrayRef<Value>(words).take_front(nWords), t);
