@@ -13,7 +13,11 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
                                        tokens; fp8: e4m3 Q, K, V with per-block scales of
                                        128 tokens, both GEMMs in e4m3; full_int8: half-int8's
                                        inputs, both GEMMs in int8) and of cuDNN, the ratio,
-                                       and our relative error against SDPA's bf16 output
+                                       and our relative error against SDPA's bf16 output;
+                                       `*_had` modes: Q, K and V rotated by the Walsh–Hadamard
+                                       matrix before quantization (`hadamard` specs, O rotated
+                                       back in the kernel). DATA=outliers: 4 channels of K and V
+                                       ×20, as attn-bench --data outliers
 
 `build` needs attn-opt (ATTN_OPT) and the standard library only.
 """
@@ -96,6 +100,9 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
          "bf16_2cta_ov": (BF16, {"ctas_per_sm": 2, "tile_n": 64, "stages": 2,
                                  "intra_wg_overlap": True, "roles": [
              "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 1, regs = 216>"]})}
+# Rotated inputs (`hadamard`): each quantized mode's defaults on Q·H, K·H, V·H.
+for _m in ("half_int8", "half_int8_pb", "half_int8_vh", "fp8", "full_int8"):
+    MODES[_m + "_had"] = (dict(MODES[_m][0], hadamard=True), None)
 
 
 def build(args):
@@ -142,26 +149,45 @@ def run(args):
             torch.clamp(torch.round(xb / s), -127, 127).to(torch.int8)
         return codes.view(b_, s_, h_, d_), s[:, :, 0].contiguous()
 
+    def quantized(q, k, v):  # every mode's inputs from (possibly rotated) q, k, v
+        t = {}
+        t["qi"], t["qs"] = quant(q, (3,))
+        t["ki"], t["ks"] = quant(k, (3,))
+        t["vi"], t["vs"] = quant(v, (3,))
+        t["vh"], vhs = quant(v, (0, 1, 3))  # one scale per KV head: [1, 1, H] → [H]
+        t["vhs"] = vhs.reshape(-1).contiguous()
+        t["kb"], t["kbs"] = quant_block(k, fp8=False)
+        t["vb"], t["vbs"] = quant_block(v, fp8=False)
+        t["q8"], t["q8s"] = quant_block(q, fp8=True)
+        t["k8"], t["k8s"] = quant_block(k, fp8=True)
+        t["v8"], t["v8s"] = quant_block(v, fp8=True)
+        return t
+
+    had = torch.ones(1, 1, device="cuda")  # the normalized Walsh–Hadamard matrix of order D
+    while had.shape[0] < D:
+        had = torch.cat([torch.cat([had, had], 1), torch.cat([had, -had], 1)], 0)
+    had = had / D ** 0.5
+
+    data = os.environ.get("DATA", "gaussian")
     lines = []
     g = torch.Generator(device="cuda").manual_seed(0)
     for s, b in SHAPES:
         q = torch.randn(b, s, HQ, D, generator=g, device="cuda").to(torch.bfloat16)
-        k = torch.randn(b, s, HKV, D, generator=g, device="cuda").to(torch.bfloat16)
-        v = torch.randn(b, s, HKV, D, generator=g, device="cuda").to(torch.bfloat16)
-        qi, qs = quant(q, (3,))
-        ki, ks = quant(k, (3,))
-        vi, vs = quant(v, (3,))
-        vh, vhs = quant(v, (0, 1, 3))  # one scale per KV head: [1, 1, H] → [H]
-        vhs = vhs.reshape(-1).contiguous()
-        kb, kbs = quant_block(k, fp8=False)
-        vb, vbs = quant_block(v, fp8=False)
-        q8, q8s = quant_block(q, fp8=True)
-        k8, k8s = quant_block(k, fp8=True)
-        v8, v8s = quant_block(v, fp8=True)
+        k = torch.randn(b, s, HKV, D, generator=g, device="cuda")
+        v = torch.randn(b, s, HKV, D, generator=g, device="cuda")
+        if data == "outliers":  # the channels of ref::outlierChannels(D): (j·D/4 + 3) mod D
+            for c in [(j * D // 4 + 3) % D for j in range(4)]:
+                k[..., c] *= 20
+                v[..., c] *= 20
+        k, v = k.to(torch.bfloat16), v.to(torch.bfloat16)
+        plain = quantized(q, k, v)
+        rotated = None
+        if any(m.endswith("_had") for m in MODES if (Path(args.dir) / f"{name(s, m, False)}.ptx").exists()):
+            rotated = quantized(*((x.float() @ had) for x in (q, k, v)))
         qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
         for causal in (False, True):
             flops = 4 * b * HQ * s * s * D / (2 if causal else 1)
-            row = {"S": s, "B": b, "causal": causal}
+            row = {"S": s, "B": b, "causal": causal, "data": data}
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 f = lambda: torch.nn.functional.scaled_dot_product_attention(
                     qt, kt, vt, is_causal=causal, enable_gqa=True)
@@ -172,16 +198,22 @@ def run(args):
                 if not ptx.exists():  # modes not built (MODES at build time)
                     continue
                 kern = GpuDecodeKernel.from_files(ptx)
-                if MODES[mode][0] is BF16:
+                kw = dict(MODES[mode][0])
+                t = rotated if kw.pop("hadamard", False) else plain
+                if kw == BF16:
                     call = lambda: kern(q, k, v)
-                elif MODES[mode][0] is FP8:
-                    call = lambda: kern(q8, k8, v8, k8s, v8s, q_scale=q8s)
-                elif MODES[mode][0] is HALF_INT8_VH:
-                    call = lambda: kern(qi, ki, vh, ks, vhs, q_scale=qs)
-                elif MODES[mode][0] is HALF_INT8_PB:
-                    call = lambda: kern(qi, kb, vb, kbs, vbs, q_scale=qs)
+                elif kw == FP8:
+                    call = lambda: kern(t["q8"], t["k8"], t["v8"], t["k8s"], t["v8s"],
+                                        q_scale=t["q8s"])
+                elif kw == HALF_INT8_VH:
+                    call = lambda: kern(t["qi"], t["ki"], t["vh"], t["ks"], t["vhs"],
+                                        q_scale=t["qs"])
+                elif kw == HALF_INT8_PB:
+                    call = lambda: kern(t["qi"], t["kb"], t["vb"], t["kbs"], t["vbs"],
+                                        q_scale=t["qs"])
                 else:
-                    call = lambda: kern(qi, ki, vi, ks, vs, q_scale=qs)
+                    call = lambda: kern(t["qi"], t["ki"], t["vi"], t["ks"], t["vs"],
+                                        q_scale=t["qs"])
                 out = call().float()
                 ms = bench_ms(call)
                 row[f"{mode}_tflops"] = round(flops / ms / 1e9, 1)
@@ -189,7 +221,7 @@ def run(args):
                 row[f"{mode}_rel_err"] = float((out - ref).norm() / ref.norm())
             lines.append(row)
             print(json.dumps(row), flush=True)
-        del q, k, v, qi, ki, vi, vh, kb, vb, qt, kt, vt, q8, k8, v8
+        del q, k, v, qt, kt, vt, plain, rotated
     if args.out:
         Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in lines))
     return 0

@@ -419,6 +419,36 @@ TEST(Reference, ChunkedMatchesSinglePass) {
   EXPECT_EQ(nan, 0u);
 }
 
+TEST(Reference, HadamardRowsIsTheNormalizedSylvesterMatrix) {
+  // Row r of the identity becomes row r of H: H[r][c] = (−1)^popcount(r & c) / √8.
+  const int64_t d = 8;
+  std::vector<float> x(size_t(d * d), 0.0f);
+  for (int64_t r = 0; r < d; ++r)
+    x[size_t(r * d + r)] = 1.0f;
+  hadamardRows(x.data(), size_t(d), d);
+  for (int64_t r = 0; r < d; ++r)
+    for (int64_t c = 0; c < d; ++c)
+      EXPECT_FLOAT_EQ(x[size_t(r * d + c)],
+                      (__builtin_popcountll(uint64_t(r & c)) % 2 ? -1.0f : 1.0f) / std::sqrt(8.0f))
+          << r << ", " << c;
+  // An involution that keeps norms and dot products (Q·Kᵀ is unchanged by rotating both).
+  std::vector<float> a(128), b(128);
+  fillGaussian(a.data(), a.size(), 7, 1);
+  fillGaussian(b.data(), b.size(), 7, 2);
+  std::vector<float> ra = a, rb = b;
+  hadamardRows(ra.data(), 1, 128);
+  hadamardRows(rb.data(), 1, 128);
+  double dot = 0, rdot = 0;
+  for (size_t i = 0; i < 128; ++i) {
+    dot += double(a[i]) * b[i];
+    rdot += double(ra[i]) * rb[i];
+  }
+  EXPECT_NEAR(rdot, dot, 1e-4);
+  hadamardRows(ra.data(), 1, 128);
+  for (size_t i = 0; i < 128; ++i)
+    EXPECT_NEAR(ra[i], a[i], 1e-5);
+}
+
 TEST(Reference, RelativeErrorCountsNaN) {
   const float want[] = {3, 4, 1};
   const float got[] = {3, 4, NAN};

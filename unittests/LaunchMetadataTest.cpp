@@ -243,6 +243,18 @@ TEST(LaunchMetadata, WideBatchCompanion) {
             "field \"kernels[1].ctas_per_sm\" must be an integer in 1..4, got 5");
 }
 
+TEST(LaunchMetadata, HadamardIsOptional) {
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_FALSE(m.hadamard); // metadata before `hadamard`: unrotated inputs
+  std::string json = replaced(kGood, R"("alibi": false,)", R"("alibi": false, "hadamard": true,)");
+  ASSERT_TRUE(parseDecodeLaunch(json, m, error)) << error;
+  EXPECT_TRUE(m.hadamard);
+  EXPECT_EQ(parseError(replaced(kGood, R"("alibi": false,)", R"("alibi": false, "hadamard": 1,)")),
+            "field \"problem.hadamard\" must be a boolean, not a number");
+}
+
 TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {
   std::string json = replaced(kGood, R"("grid": ["num_splits", "groups", "batch"])",
                               R"("grid": [1, "groups", 7], "future": {"x": [null]})");

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -395,6 +396,23 @@ void attn::ref::scaleChannels(float *x, size_t rows, int64_t dim,
   for (size_t r = 0; r < rows; ++r)
     for (int64_t c : channels)
       x[r * size_t(dim) + size_t(c)] *= factor;
+}
+
+void attn::ref::hadamardRows(float *x, size_t rows, int64_t dim) {
+  assert(dim > 0 && (dim & (dim - 1)) == 0 && "hadamardRows needs a power of two");
+  const float norm = float(1.0 / std::sqrt(double(dim)));
+  for (size_t r = 0; r < rows; ++r) {
+    float *row = x + r * size_t(dim);
+    for (int64_t h = 1; h < dim; h *= 2)
+      for (int64_t i = 0; i < dim; i += 2 * h)
+        for (int64_t j = i; j < i + h; ++j) {
+          float a = row[j], b = row[j + h];
+          row[j] = a + b;
+          row[j + h] = a - b;
+        }
+    for (int64_t j = 0; j < dim; ++j)
+      row[j] *= norm;
+  }
 }
 
 bool attn::ref::parseSeqLenMode(const std::string &s, SeqLenMode &out) {

@@ -527,6 +527,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.str(*p, "problem", "out_dtype", out.outDtype, {"bf16"}) ||
       !r.boolean(*p, "problem", "causal", out.causal) ||
       !r.boolean(*p, "problem", "alibi", out.alibi) ||
+      (p->find("hadamard") && !r.boolean(*p, "problem", "hadamard", out.hadamard)) ||
       !r.boolean(*p, "problem", "seq_lens", out.seqLens))
     return false;
   if (out.qLen == 0 || (out.qLen < 0 && out.kind != "prefill")) {

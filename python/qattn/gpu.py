@@ -224,6 +224,9 @@ class GpuDecodeKernel(LaunchFiles):
     def __init__(self, ptx: str, meta: dict, path: str = ""):
         kind = self._take(ptx, meta, path, lambda k: k in ("decode", "prefill"), "decode / prefill")
         self.prefill = kind == "prefill"
+        # `hadamard` specs take Q, K and V rotated before quantization (qattn.quant.hadamard) and
+        # return the unrotated output: the caller rotates, the kernel cannot tell.
+        self.hadamard = bool(meta["problem"].get("hadamard", False))
         decodes = [k for k in meta["kernels"] if k["role"] == "decode"]
         self.kernels = {"decode": decodes[0]} if decodes else {}
         # The wide-batch companion (two CTAs per SM), launched when one split's CTAs exceed the

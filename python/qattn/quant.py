@@ -332,6 +332,24 @@ def fake_quantize(x: np.ndarray, dtype: str, granularity: Optional[str] = None,
     return dequantize(codes, s, granularity)
 
 
+def hadamard(x: np.ndarray) -> np.ndarray:
+    """x · H along the last axis, H the normalized Walsh–Hadamard matrix of that order (a power of
+    two; Sylvester order, H = Hᵀ = H⁻¹), in float32: the rotation ``hadamard`` attention specs take
+    on Q, K and V before they are quantized (incoherent processing; lib/Reference's
+    ``hadamardRows`` computes the same butterflies). ``hadamard(hadamard(x))`` gives x back."""
+    y = np.array(x, dtype=np.float32, copy=True)
+    d = y.shape[-1]
+    if d < 1 or d & (d - 1):
+        raise ValueError(f"hadamard needs a power-of-two last axis, got {d}")
+    h = 1
+    while h < d:
+        v = y.reshape(*y.shape[:-1], d // (2 * h), 2, h)
+        a, b = v[..., 0, :].copy(), v[..., 1, :].copy()
+        v[..., 0, :], v[..., 1, :] = a + b, a - b
+        h *= 2
+    return y * np.float32(1 / np.sqrt(d))
+
+
 def scale_bytes_per_token(heads: int, head_dim: int, granularity: str,
                           asymmetric: bool = False) -> float:
     """f32 scale (+ 1-byte zero point when asymmetric) storage per token of a [T, H, D] cache;

@@ -115,7 +115,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
               q_granularity: Optional[str] = None, v_granularity: Optional[str] = None,
               out_dtype: str = "bf16", causal: bool = False, mode: Optional[str] = None, target: Optional[str] = "sm_90a",
               schedule: Optional[Mapping[str, object]] = None, alibi: bool = False,
-              seq_lens: bool = False, symmetric: bool = True, name: str = "attention") -> Spec:
+              seq_lens: bool = False, symmetric: bool = True, hadamard: bool = False,
+              name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
 
     K and V use ``kv_dtype``; a quantized one (i8, ui8, f8E4M3FN, f8E5M2) gets ``k_scale``/``v_scale``
@@ -125,6 +126,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     (default: ``granularity``, e.g. ``"per_head"`` to scale O instead of P). ``alibi`` adds per-query-head slopes,
     ``seq_lens`` per-batch K/V lengths. ``symmetric=False`` makes K/V asymmetric: ``k_zero`` /
     ``v_zero`` operands of the scales' shape and the code type (i8 or ui8).
+    ``hadamard=True``: the caller passes Q, K and V rotated by the normalized Walsh–Hadamard matrix
+    along head_dim (``qattn.quant.hadamard``) before quantizing them; the kernel rotates O back.
     ``target=None`` leaves the target to ``compile(target=...)``.
     """
     _check_choice("attention kind", kind, ("decode", "prefill"))
@@ -146,6 +149,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     args = [("q", q_ty), ("k", kv_ty), ("v", kv_ty)]
     clauses: List[str] = []
     attrs: List[str] = ["causal"] if causal else []
+    if hadamard:
+        attrs.append("hadamard")
 
     if q_dtype not in UNQUANTIZED:
         qs_ty = _memref(scale_shape(q_gran, [B, Sq, Hq, D]), "f32")

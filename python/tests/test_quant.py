@@ -173,3 +173,21 @@ def test_round_scale_never_below(scale_dtype):
     assert (r <= s * (1 + ulp) * (1 + 1e-7)).all()
     exact = quant.round_scale(np.float32([0.5, 2.0]), scale_dtype)
     np.testing.assert_array_equal(exact, [0.5, 2.0])
+
+
+def test_hadamard_rotation():
+    # Rows of the identity become the rows of H: (−1)^popcount(r & c) / √8.
+    h = quant.hadamard(np.eye(8))
+    want = np.array([[(-1) ** bin(r & c).count("1") for c in range(8)] for r in range(8)]) / np.sqrt(8)
+    np.testing.assert_allclose(h, want, atol=1e-7)
+    # An involution that keeps dot products, so Q·Kᵀ is unchanged when both are rotated.
+    rng = np.random.default_rng(0)
+    q, k = rng.standard_normal((3, 5, 128)), rng.standard_normal((3, 7, 128))
+    np.testing.assert_allclose(quant.hadamard(quant.hadamard(q)), q, atol=1e-5)
+    np.testing.assert_allclose(quant.hadamard(q) @ quant.hadamard(k).swapaxes(1, 2),
+                               q @ k.swapaxes(1, 2), atol=1e-4)
+    # It spreads an outlier channel: the row's amax (which sets an int8 scale) drops.
+    k[..., 5] *= 20
+    assert np.abs(quant.hadamard(k)).max() < 0.5 * np.abs(k).max()
+    with pytest.raises(ValueError, match="power-of-two"):
+        quant.hadamard(np.ones((2, 96)))

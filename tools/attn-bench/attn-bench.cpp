@@ -358,10 +358,25 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
     h.qBits[i] = ref::floatToBf16(h.q[i]);
     h.q[i] = ref::bf16ToFloat(h.qBits[i]);
   }
-  h.qDeq = h.q;
+  // `hadamard` kernels take rotated inputs (x · H along head_dim) and rotate O back; the
+  // unquantized reference stays on the tensors as generated.
+  auto rotated = [&](const std::vector<float> &x) {
+    std::vector<float> r = x;
+    if (m.hadamard)
+      ref::hadamardRows(r.data(), r.size() / size_t(m.headDim), m.headDim);
+    return r;
+  };
+  std::vector<float> qIn = rotated(h.q);
+  if (m.hadamard && m.qDtype == "bf16")
+    for (size_t i = 0; i < qElems; ++i)
+      h.qBits[i] = ref::floatToBf16(qIn[i]);
+  h.qDeq = qIn;
+  if (m.qDtype == "bf16")
+    for (size_t i = 0; i < qElems; ++i)
+      h.qDeq[i] = ref::bf16ToFloat(h.qBits[i]);
   if (m.qDtype != "bf16") { // int8 / e4m3 per (batch, token, head) row or block, as K/V are
     const ref::KvShape qs{p.batch, p.qLen, m.qHeads, m.headDim, m.qBlockRows};
-    ref::quantizeKv(h.q.data(), qs, m.qDtype == "i8" ? ref::KvType::I8 : ref::KvType::F8E4M3,
+    ref::quantizeKv(qIn.data(), qs, m.qDtype == "i8" ? ref::KvType::I8 : ref::KvType::F8E4M3,
                     m.qQuant == "per_block" ? ref::Granularity::PerBlock
                                             : ref::Granularity::PerTokenHead,
                     h.qq);
@@ -386,8 +401,9 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
         h.v[row * rowLen + i] *= f;
     }
   }
-  ref::quantizeKv(h.k.data(), kShape, p.kvType, p.kGran, h.kq, 0, p.asymmetric, p.unsignedCodes);
-  ref::quantizeKv(h.v.data(), vShape, p.kvType, p.vGran, h.vq, 0, p.asymmetric, p.unsignedCodes);
+  std::vector<float> kIn = rotated(h.k), vIn = rotated(h.v);
+  ref::quantizeKv(kIn.data(), kShape, p.kvType, p.kGran, h.kq, 0, p.asymmetric, p.unsignedCodes);
+  ref::quantizeKv(vIn.data(), vShape, p.kvType, p.vGran, h.vq, 0, p.asymmetric, p.unsignedCodes);
   if (o.skewed) // the all-zero groups' scales (at the floor) become 0 and subnormal, alternately
     for (size_t i = 0, n = 0; i < h.vq.scales.size(); ++i)
       if (h.vq.scales[i] == ref::kMinScale)
@@ -413,6 +429,8 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   h.refUnquant.resize(qElems);
   ref::decodeReference(prob, h.qDeq.data(), h.kDeq.data(), h.vDeq.data(), h.seqLens.data(),
                        h.slopes.data(), h.refQuant.data());
+  if (m.hadamard) // the quantized math in the rotated basis, rotated back as the kernel does
+    ref::hadamardRows(h.refQuant.data(), qElems / size_t(m.headDim), m.headDim);
   ref::decodeReference(prob, h.q.data(), h.k.data(), h.v.data(), h.seqLens.data(), h.slopes.data(),
                        h.refUnquant.data());
   // Slots past each length hold NaN where the type has one: they must not reach P · V.
@@ -542,6 +560,7 @@ int main(int argc, char **argv) {
       ", \"zero_points\": " + (m.zeroPoints ? "true" : "false") +
       ", \"causal\": " + (m.causal ? "true" : "false") +
       ", \"alibi\": " + (m.alibi ? "true" : "false") +
+      ", \"hadamard\": " + (m.hadamard ? "true" : "false") +
       ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
       ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
 

@@ -118,6 +118,10 @@ std::vector<int64_t> outlierChannels(int64_t dim, int count = 4);
 /// Multiplies those channels of every row of x ([rows, dim]) by `factor`.
 void scaleChannels(float *x, size_t rows, int64_t dim, const std::vector<int64_t> &channels,
                    float factor);
+/// x ← x · H for every row of x ([rows, dim]): H the normalized Walsh–Hadamard matrix of order
+/// `dim` (a power of two; Sylvester order, H = Hᵀ = H⁻¹), the rotation of `hadamard` attention.
+/// Applying it twice gives x back (up to rounding).
+void hadamardRows(float *x, size_t rows, int64_t dim);
 
 enum class SeqLenMode { Full, Random, Ragged };
 bool parseSeqLenMode(const std::string &s, SeqLenMode &out);

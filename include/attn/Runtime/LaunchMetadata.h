@@ -95,6 +95,9 @@ struct DecodeLaunch {
   int64_t qBlockRows = 1, kBlockRows = 1, vBlockRows = 1;
   std::string outDtype; // "bf16"
   bool causal = false, alibi = false, seqLens = false;
+  /// Q, K and V are rotated by the normalized Walsh–Hadamard matrix along head_dim (the caller
+  /// rotates before quantizing; the kernel rotates O back). Optional in the JSON, default false.
+  bool hadamard = false;
   double softmaxScale = 0;
   // schedule
   int64_t packQHeads = 1, rowsPerCta = 1, groups = 1, tileN = 0, stages = 0, splitKv = 0;

@@ -234,6 +234,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     checkFp8Prefill(c, op, p);
   p.causal = op.getCausal();
   p.alibi = static_cast<bool>(op.getAlibi());
+  p.hadamard = op.getHadamard();
   p.seqLens = static_cast<bool>(op.getSeqLens());
   p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()
                                             : 1.0 / std::sqrt(static_cast<double>(p.headDim));

@@ -323,6 +323,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                                  {"out_dtype", "bf16"},
                                  {"causal", p.causal},
                                  {"alibi", p.alibi},
+                                 {"hadamard", p.hadamard},
                                  {"seq_lens", p.seqLens},
                                  {"softmax_scale", p.softmaxScale}}},
               {"schedule", Object{{"pack_q_heads", p.pack},

@@ -27,6 +27,31 @@ using P = LLVM::ICmpPredicate;
 
 static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
 
+/// O · H_D (the unnormalized Walsh–Hadamard matrix, `hadamard`: V was rotated) on the m64nD
+/// accumulator fragment `o`: one butterfly stage per bit of the column, (i / 4) · 8 + colBase +
+/// (i mod 2). Column bit 0 and bits 3.. are register bits 0 and 2.., a pair (a, b) → (a + b,
+/// a − b) in the thread; bits 1–2 are the lane's place in its quad, exchanged by shfl.xor, the
+/// upper lane keeping partner − own. The 1/√D that normalizes H is left to the row sums.
+static void hadamardFragment(KernelBuilder &k, const Frag &f, MutableArrayRef<Value> o) {
+  auto butterflies = [&](size_t bit) {
+    for (size_t i = 0; i < o.size(); ++i)
+      if (!(i & bit)) {
+        Value a = o[i], b = o[i | bit];
+        o[i] = k.fadd(a, b);
+        o[i | bit] = k.fsub(a, b);
+      }
+  };
+  butterflies(1);
+  for (size_t bit = 4; bit < o.size(); bit <<= 1)
+    butterflies(bit);
+  for (int64_t mask : {1, 2}) {
+    Value upper = k.cmp(P::ne, k.band(f.colBase, 2 * mask), 0);
+    Value sign = k.select(upper, k.f32(-1.0), k.f32(1.0));
+    for (Value &v : o)
+      v = k.fma(v, sign, k.shflXor(v, mask));
+  }
+}
+
 struct SoftmaxOut {
   Value m[2], l[2], alpha[2];
   SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments (or N/2 floats with packP false)
@@ -650,10 +675,16 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     }
   }
 
-  // Row sums are per thread until here: reduce over the quad that shares a row.
+  // Rotated V: O · H before anything else (merges and the epilogue are linear in O).
+  if (p.hadamard)
+    hadamardFragment(k, f, MutableArrayRef<Value>(fin).slice(4, nO));
+  // Row sums are per thread until here: reduce over the quad that shares a row (and, rotated,
+  // take H's 1/√D: O / l is all that leaves, partials and merges included).
   for (int r = 0; r < 2; ++r) {
     fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
     fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
+    if (p.hadamard)
+      fin[2 + r] = k.fmul(fin[2 + r], k.f32(std::sqrt(double(p.headDim))));
   }
   if (p.consumerWGs == 2 && !p.prefill)
     fin = mergeConsumers(k, c, wg, ct, fin);

@@ -78,6 +78,9 @@ struct DecodePlan {
   int64_t ctaTokens() const { return prefill ? qChunk * consumerWGs : qLen; }
   Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;
   bool causal = false, alibi = false, seqLens = false;
+  /// Q, K and V hold rotated rows (x·H, H the normalized Walsh–Hadamard matrix of order headDim):
+  /// the consumers multiply O by H before the epilogue (`hadamard` on attn.attention).
+  bool hadamard = false;
   double softmaxScale = 0.0;
   // Schedule.
   int64_t pack = 1, tileN = 128, stages = 2, splitKv = 0 /*0: auto*/;

@@ -303,3 +303,33 @@ func.func @pack_rows(%q: memref<2x32x16x64xbf16>, %k: memref<2x100x1x64xbf16>, %
   attn.attention decode ins(%q, %k, %v : memref<2x32x16x64xbf16>, memref<2x100x1x64xbf16>, memref<2x100x1x64xbf16>) outs(%o : memref<2x32x16x64xbf16>) {schedule = #attn.schedule<pack_q_heads = 4>}
   return
 }
+
+// -----
+
+func.func @hadamard_dv(%q: memref<2x1x8x64xi8>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x32xi8>, %qs: memref<2x1x8xf32>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x32xbf16>) {
+  // expected-error @+1 {{hadamard needs head_dim == head_dim_v, a static power of two ≥ 8, got [64, 32]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xi8>, memref<2x100x2x64xi8>, memref<2x100x2x32xi8>)
+      q_scale(%qs : memref<2x1x8xf32>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>)
+      outs(%o : memref<2x1x8x32xbf16>)
+      {hadamard, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @hadamard_pow2(%q: memref<2x1x8x96xbf16>, %k: memref<2x100x2x96xi8>, %v: memref<2x100x2x96xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %o: memref<2x1x8x96xbf16>) {
+  // expected-error @+1 {{hadamard needs head_dim == head_dim_v, a static power of two ≥ 8, got [96, 96]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x96xbf16>, memref<2x100x2x96xi8>, memref<2x100x2x96xi8>)
+      k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>)
+      outs(%o : memref<2x1x8x96xbf16>)
+      {hadamard, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @hadamard_bf16(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{hadamard rotates only what is quantized: k and v are 'bf16', which need no rotation}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {hadamard}
+  return
+}

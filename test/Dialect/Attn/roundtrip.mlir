@@ -35,7 +35,7 @@ func.func private @attrs() attributes {
 // CHECK-SAME: k_zero(%{{.*}} : memref<?x?x8xi32>) v_zero(%{{.*}} : memref<?x?x8xi32>)
 // CHECK-SAME: seq_lens(%{{.*}} : memref<?xi32>) alibi(%{{.*}} : memref<8xf32>)
 // CHECK-SAME: outs(%{{.*}} : memref<?x?x8x64xf32>)
-// CHECK-SAME: causal
+// CHECK-SAME: causal, hadamard
 func.func @full_int8_asym(%q: memref<?x?x8x64xi8>, %k: memref<?x?x8x64xui8>, %v: memref<?x?x8x64xui8>,
                           %qs: memref<?x?x8xf32>, %ks: memref<?x?x8xf32>, %vs: memref<?x?x8xf32>,
                           %kz: memref<?x?x8xi32>, %vz: memref<?x?x8xi32>, %l: memref<?xi32>,
@@ -44,7 +44,7 @@ func.func @full_int8_asym(%q: memref<?x?x8x64xi8>, %k: memref<?x?x8x64xui8>, %v:
       q_scale(%qs : memref<?x?x8xf32>) k_scale(%ks : memref<?x?x8xf32>) v_scale(%vs : memref<?x?x8xf32>)
       k_zero(%kz : memref<?x?x8xi32>) v_zero(%vz : memref<?x?x8xi32>) seq_lens(%l : memref<?xi32>)
       alibi(%a : memref<8xf32>) outs(%o : memref<?x?x8x64xf32>)
-      {causal, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<ui8, per_token_head, asymmetric>,
+      {causal, hadamard, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<ui8, per_token_head, asymmetric>,
        v_quant = #attn.quant<ui8, per_token_head, asymmetric>, target = #attn.target<sm_90a>}
   return
 }

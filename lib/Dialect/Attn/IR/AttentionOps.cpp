@@ -179,6 +179,14 @@ LogicalResult AttentionOp::verify() {
     if (!(x > 0) || !std::isfinite(x))
       return emitOpError() << "softmax_scale must be positive and finite, got " << x;
   }
+  if (getHadamard()) { // O is multiplied by H_D: square, a power of two, and worth rotating
+    if (ShapedType::isDynamic(d) || d != dv || d < 8 || !llvm::isPowerOf2_64(d))
+      return emitOpError() << "hadamard needs head_dim == head_dim_v, a static power of two ≥ 8, "
+                           << "got " << shapeStr({d, dv});
+    if (!getKQuantAttr() && !getVQuantAttr())
+      return emitOpError() << "hadamard rotates only what is quantized: k and v are "
+                           << kT.getElementType() << ", which need no rotation";
+  }
   return verifyScheduleForAttention(*this, getScheduleAttr(), target);
 }
 

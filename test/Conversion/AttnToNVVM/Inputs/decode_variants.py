@@ -10,7 +10,8 @@ half-int8 with int8 queries, *_ov with the overlap (i8qh: per_head V, its scale 
 rescale; i8qb: per_block K and V, one scale per tile; both by default with bf16's schedule);
 full_int8 (fi8q, fi8qb: per_block K/V);
 fp8 with e4m3 queries — f8q: per_block scales,
-f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid). Writes one
+f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid); *_had: Q, K and V
+rotated by the Walsh–Hadamard matrix (`hadamard`, O rotated back in the kernel). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -47,7 +48,7 @@ def scale_type(gran, s, h):
 
 
 def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="decode",
-         schedule=None):
+         schedule=None, hadamard=False):
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
     q = o.replace("bf16", "i8") if kv in I8Q else o
@@ -86,6 +87,8 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
     if alibi:
         args.append(f"%slopes: memref<{hq}xf32>")
         ops += f"      alibi(%slopes : memref<{hq}xf32>)\n"
+    if hadamard:
+        attrs.insert(0, "hadamard")
     if causal:
         attrs.insert(0, "causal")
     args.append(f"%o: {o}")
@@ -188,6 +191,25 @@ def variants():
              f", intra_wg_overlap = true, {roles}")]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill",
                     f"persistent = true{sched}"))
+    # `hadamard`: every quantized kind, decode (head_dim 64, 128, 256; split-KV) and prefill.
+    for name, kv, (hq, hkv), d, sq, causal, alibi, lens, kind, sched in [
+            ("i8_mqa16_d128_q3_had", "i8", (16, 1), 128, 3, True, False, True, "decode", None),
+            ("fp8_gqa8_d256_q2_had", "fp8", (32, 4), 256, 2, False, True, True, "decode", None),
+            ("i8q_gqa4_d128_q1_had", "i8q", (16, 4), 128, 1, False, False, False, "decode", None),
+            ("i8a_mha_d64_q2_had", "i8a", (8, 8), 64, 2, True, False, True, "decode", None),
+            ("pf_i8q_mha_d128_q129_causal_had", "i8q", (4, 4), 128, 129, True, True, True,
+             "prefill", None),
+            ("pf_i8qb_mqa16_d128_q100_causal_had", "i8qb", (16, 1), 128, 100, True, False, True,
+             "prefill", None),
+            ("pf_i8qb_gqa4_d128_q300_had", "i8qb", (16, 4), 128, 300, False, False, True,
+             "prefill", None),
+            ("pf_i8qb_gqa4_d128_q300_pers_had", "i8qb", (16, 4), 128, 300, False, False, True,
+             "prefill", "persistent = true"),
+            ("pf_f8q_gqa4_d128_q64_had", "f8q", (16, 4), 128, 64, False, True, False,
+             "prefill", None),
+            ("pf_fi8qb_gqa4_d128_q64_had", "fi8qb", (16, 4), 128, 64, False, False, False,
+             "prefill", None)]:
+        out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, kind, sched, True))
     return out
 
 

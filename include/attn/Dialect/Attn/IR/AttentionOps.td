@@ -25,6 +25,14 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     * `seq_lens` [B] i32: valid K/V length per batch element (the rest of Skv is ignored);
     * `alibi` [Hq] f32: ALiBi slopes, bias = −slope · (query position − key position);
     * `causal`: query i (the last Sq positions of the sequence) sees keys ≤ its position.
+    * `hadamard` (incoherent processing, as in FlashAttention-3's fp8 path and QuaRot): the
+      quantized operands hold `Q·H`, `K·H` and `V·H`, where H is the normalized D×D Walsh–Hadamard
+      matrix (Sylvester order, H·H = I), applied along head_dim before quantization (by
+      `attn.quantize.dynamic` / `attn.quantize.append` with `hadamard`, or by the caller).
+      Q·Kᵀ is unchanged by the rotation; the kernel multiplies O by H before it stores it, so
+      `out` is the attention of the unrotated tensors. The rotation spreads outlier channels over
+      all of head_dim, which per-token and per-block scales otherwise size to the outliers. Needs
+      D == Dv, a power of two, and a quantized K or V.
 
     `softmax_scale` defaults to 1/sqrt(D) (made explicit by `attn-normalize`). `mode` is inferred
     from the element types when absent: float K/V give `bf16`, fp8 K/V `fp8`, integer K/V
@@ -52,6 +60,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        Attn_In<Optional<MemRefRankOf<[F32], [1]>>, "ALiBi slopes per query head">:$alibi,
                        Attn_Out<Attn_Rank4, "output [B, Sq, Hq, Dv]">:$out,
                        UnitAttr:$causal,
+                       UnitAttr:$hadamard,
                        OptionalAttr<F32Attr>:$softmax_scale,
                        OptionalAttr<Attn_QuantAttr>:$q_quant,
                        OptionalAttr<Attn_QuantAttr>:$k_quant,
