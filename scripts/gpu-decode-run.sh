@@ -38,7 +38,8 @@ if [[ $STEPS == *check* ]]; then
       tol=1e-2; [[ $(basename "$ptx") == pf_f8* ]] && tol=5e-2
       # Rotated int8 kernels (`hadamard`) stay within 3e-2 of unquantized attention on every
       # shape, outlier channels included (docs/benchmarks/gpu-decode.md, session 22).
-      tolu=(); [[ $(basename "$ptx") == *_had.ptx && $(basename "$ptx") != *f8* ]] && tolu=(--tol-unquant 3e-2)
+      n=$(basename "$ptx"); tolu=()
+      [[ $n == *_had.ptx && $n != *f8* && $n != fp8* ]] && tolu=(--tol-unquant 3e-2)
       line=$(timeout $T $BENCH "$ptx" --batch "$B" --kv-len "$S" --seq-lens "$L" --data "$D" --check-only \
              --seed $((runs + 7)) --tol-quant $tol "${tolu[@]}" 2>&1)
       rc=$?; runs=$((runs + 1))

@@ -8,7 +8,8 @@ checked and measured, in three steps:
   gpu-quantize.py check DIR [--out F]        on the GPU: every variant × shapes (batch 1 × 1 token,
                                              appends that overflow the cache, batch 512, outlier
                                              channels, all-zero tokens, ±inf / NaN) against
-                                             qattn.quant bit for bit: codes, scales, zero points,
+                                             qattn.quant bit for bit (`hadamard` variants: of the
+                                             rotated rows): codes, scales, zero points,
                                              untouched rows; and each format's error bound
   gpu-quantize.py bench DIR [--out F]        on the GPU: append bandwidth beside a device-to-device
                                              copy in the same run (JSON lines)
@@ -58,6 +59,17 @@ def variants():
     for g, code, sym in [("per_token_head", "i8", True), ("per_group<64>", "i8", False),
                          ("per_token", "f8E4M3FN", True), ("per_block<1 x 128>", "ui8", False)]:
         v[f"dyn_{_slug(g)}_{code}"] = dict(op="dynamic", granularity=g, dtype=code, symmetric=sym)
+    # `hadamard` (rows rotated first): registers, lanes and — f32 at head_dim 256 — chunks.
+    v["app_had_per_token_head_i8"] = dict(op="append", granularity="per_token_head", hadamard=True)
+    v["app_had_per_token_ui8_asym"] = dict(op="append", granularity="per_token", dtype="ui8",
+                                           symmetric=False, hadamard=True)
+    v["app_had_d256_f32_e4m3"] = dict(op="append", granularity="per_block<1 x 256>",
+                                      head_dim=256, src_dtype="f32", dtype="f8E4M3FN",
+                                      hadamard=True)
+    v["app_had_d64_f16_per_head"] = dict(op="append", granularity="per_head", head_dim=64,
+                                         src_dtype="f16", hadamard=True)
+    v["dyn_had_per_token_head_i8"] = dict(op="dynamic", granularity="per_token_head",
+                                          hadamard=True)
     return v
 
 
@@ -130,6 +142,8 @@ def check(args):
                 x[2, 0, 0, 7], x[2, 0, 1, 9], x[2, 0, 0, 11] = np.inf, -np.inf, np.nan
             src = torch.from_numpy(x).to(src_dt[p["src_dtype"]]).cuda()
             vals = src.float().cpu().numpy()
+            if p.get("hadamard"):  # what the kernel quantizes: rotated rows, non-finite as 0
+                vals = quant.hadamard(np.where(np.isfinite(vals), vals, 0))
             if pos is None:
                 pos = list(rng.integers(0, cap - s + 1, size=b)) if k.append else None
             positions = torch.tensor(pos, dtype=torch.int32).cuda() if pos is not None else None
@@ -182,14 +196,16 @@ def check(args):
                     if not sym and not np.array_equal(got_z[bi, rows], rz[:len(rows)]):
                         bad.append(f"zeros b{bi}")
                 # The format's error bound on every finite input: half a step (a whole one when
-                # asymmetric: z is rounded too); e4m3: half its relative spacing.
+                # asymmetric: z is rounded too) — plus what x · (1/s), two f32 roundings, may move
+                # a value of up to 255 steps: 2^-22 of it (rotated rows, many near the top of the
+                # range, meet it); e4m3: half its relative spacing.
                 sc = static[0] if static is not None else got_s[bi, rows]
                 zp = None if sym else (static[1] if static is not None else got_z[bi, rows])
                 x = vals[bi, :len(rows)]
                 deq = quant.dequantize(gv, sc, gran, zeros=zp)
                 step = quant.dequantize(np.ones_like(gv), sc, gran)
                 bound = (np.maximum(step * 2.0 ** -10, np.abs(x) / 16) if code == "f8E4M3FN"
-                         else step * (0.5 if sym else 1.0))
+                         else step * (0.5 if sym else 1.0) + (np.abs(x) + 255 * step) * 2.0 ** -22)
                 fin = np.isfinite(x)
                 with np.errstate(divide="ignore", invalid="ignore"):
                     worst = float(np.max((np.abs(deq - x) / bound)[fin], initial=0))

@@ -212,13 +212,15 @@ SCALE_DTYPES = ("f32", "f16", "bf16")
 def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_dim: int,
              capacity: Dim = None, src_dtype: str = "bf16", dtype: str = "i8",
              granularity: str = "per_token_head", symmetric: bool = True,
-             scale_dtype: str = "f32", target: Optional[str] = None,
+             scale_dtype: str = "f32", hadamard: bool = False, target: Optional[str] = None,
              name: str = "quantize") -> Spec:
     """A spec with one ``attn.quantize.append`` (``op="append"``: ``tokens`` new tokens per batch
     element written into a cache of ``capacity`` tokens at per-batch positions) or
     ``attn.quantize.dynamic`` (``op="dynamic"``: a [B, S, H, D] tensor quantized in place of
     shape) op. ``dtype`` is the code type (i8, ui8 — asymmetric only — or f8E4M3FN); asymmetric
-    schemes get a ``zeros`` operand of the scales' shape."""
+    schemes get a ``zeros`` operand of the scales' shape. ``hadamard=True`` rotates each head's row
+    by the Walsh–Hadamard matrix before quantizing it (the inputs of an ``attention(...,
+    hadamard=True)``)."""
     _check_choice("quantize op", op, ("append", "dynamic"))
     _check_choice("src_dtype", src_dtype, SRC_DTYPES)
     _check_choice("dtype", dtype, CODE_DTYPES)
@@ -237,7 +239,8 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
     quant = f"#attn.quant<{dtype}, {granularity.strip()}"
     quant += ("" if symmetric else ", asymmetric") + \
         ("" if scale_dtype == "f32" else f", scale = {scale_dtype}") + ">"
-    attrs = [f"quant = {quant}"] + ([f"target = #attn.target<{target}>"] if target else [])
+    attrs = [f"quant = {quant}"] + (["hadamard"] if hadamard else []) + \
+        ([f"target = #attn.target<{target}>"] if target else [])
     args = [("src", src_ty)] + ([("pos", _memref([B], "i32"))] if op == "append" else [])
     args += [("dst", dst_ty), ("scales", s_ty)] + ([] if symmetric else [("zeros", z_ty)])
     signature = ", ".join(f"%{a}: {t}" for a, t in args)

@@ -143,14 +143,16 @@ def test_append_matches_numpy(gran, code, sym):
 
 def assert_within_bound(x, codes, sc, zp, gran, code, sym):
     """The format's error bound, element by element on the finite inputs: half a step (a whole
-    one when asymmetric: the zero point is rounded too); e4m3: half its relative spacing."""
+    one when asymmetric: the zero point is rounded too) plus what the two f32 roundings of
+    x · (1/s) may move a value of up to 255 steps (2^-22 of it); e4m3: half its relative
+    spacing."""
     deq = quant.dequantize(codes, sc, gran, zeros=zp)
     step = quant.dequantize(np.ones_like(codes), sc, gran)
     fin = np.isfinite(x)
     if code == "f8E4M3FN":
         bound = np.maximum(step * 2.0 ** -10, np.abs(x) / 16)
     else:
-        bound = step * (0.5 if sym else 1.0)
+        bound = step * (0.5 if sym else 1.0) + (np.abs(x) + 255 * step) * 2.0 ** -22
     assert (np.abs(deq - x)[fin] <= bound[fin] * (1 + 1e-5)).all()
 
 
@@ -242,3 +244,55 @@ def test_scalar_isa_with_half_types():
         c, s, _ = reference(vals[b], "i8", True, "per_group<32>", "f16")
         np.testing.assert_array_equal(cache[b, :S], c)
         np.testing.assert_array_equal(scales[b, :S].astype(np.float32), s)
+
+
+@pytest.mark.parametrize("op", ["append", "dynamic"])
+def test_hadamard_matches_numpy(op):
+    """`hadamard`: each head's row rotated (qattn.quant.hadamard; non-finite inputs as 0) before
+    it is quantized, bit for bit, for whole-row granularities of every format and a static one."""
+    rng = np.random.default_rng(11)
+    x = make_data(rng)
+    for gran, code, sym, src_dtype in [("per_token_head", "i8", True, "f32"),
+                                       ("per_token", "ui8", False, "bf16"),
+                                       ("per_block<1 x 128>", "f8E4M3FN", True, "f16"),
+                                       ("per_head", "i8", True, "f32")]:
+        if op == "dynamic" and gran in STATIC:
+            continue
+        src, vals = to_src(x, src_dtype)
+        rotated = quant.hadamard(np.where(np.isfinite(vals), vals, 0))
+        rows = S if op == "dynamic" else CAP
+        lib = qattn.build(qattn.quantize(op, batch=B, tokens=S, capacity=None if op == "dynamic" else CAP,
+                                         heads=H, head_dim=D, src_dtype=src_dtype, dtype=code,
+                                         granularity=gran, symmetric=sym, hadamard=True,
+                                         target=host_isa()))
+        dst = np.zeros((B, rows, H, D), np_dtype(code))
+        sshape = tuple(qattn.spec.scale_shape(gran, [B, rows, H, D]))
+        static = None
+        if gran in STATIC:
+            static = static_params(rotated.reshape(B * S, H, D), code, sym, gran, "f32")
+            scales = scale_array(static[0], "f32")
+        else:
+            scales = np.zeros(sshape, np.float32)
+        zeros = None if sym else np.zeros(sshape, np_dtype(code))
+        args = [src] + ([np.zeros(B, np.int32)] if op == "append" else []) + [dst, scales]
+        lib.quantize(*(args + ([] if sym else [zeros])))
+        for b in range(B):
+            ref_c, ref_s, ref_z = reference(rotated[b], code, sym, gran, "f32", static)
+            np.testing.assert_array_equal(code_values(dst[b, :S], code), ref_c,
+                                          err_msg=f"{op} {gran} {code}: codes of batch {b}")
+            if gran not in STATIC:
+                np.testing.assert_array_equal(scales[b, :S], ref_s)
+                if not sym:
+                    np.testing.assert_array_equal(zeros[b, :S], ref_z)
+        # Dequantized and rotated back, batch 0 is its input up to the format's error.
+        sc = static[0] if gran in STATIC else scales[0, :S]
+        zp = None if sym else zeros[0, :S]
+        back = quant.hadamard(quant.dequantize(code_values(dst[0, :S], code), sc, gran, zeros=zp))
+        assert np.abs(back - vals[0]).max() < 0.05 * np.abs(vals[0]).max(), (op, gran, code)
+
+
+def test_hadamard_needs_whole_rows():
+    spec = qattn.quantize("dynamic", batch=2, tokens=1, heads=H, head_dim=D,
+                          granularity="per_group<32>", hadamard=True, target=host_isa())
+    with pytest.raises(CompileError, match="whole rows"):
+        qattn.build(spec)

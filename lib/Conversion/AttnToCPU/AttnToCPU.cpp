@@ -154,11 +154,11 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
         })
         .Case([&](QuantizeAppendOp o) {
           return emitQuantize(b, o.getSrc(), o.getPositions(), o.getCache(), o.getScales(),
-                              o.getZeros(), o.getQuant());
+                              o.getZeros(), o.getQuant(), o.getHadamard());
         })
         .Case([&](QuantizeDynamicOp o) {
           return emitQuantize(b, o.getSrc(), Value(), o.getDst(), o.getScales(), o.getZeros(),
-                              o.getQuant());
+                              o.getQuant(), o.getHadamard());
         })
         .Case([&](QuantizeMLAAppendOp o) {
           return emitQuantizeMLA(b, o.getSrc(), o.getPositions(), o.getCache(), o.getHeadDimV(),

@@ -69,9 +69,9 @@ LogicalResult emitAttention(ImplicitLocOpBuilder &b, const ISA &isa, PQAttention
                             Value query, Value codebooks, Value codes, Value values, Value vScale,
                             Value length, Value out);
 /// attn.quantize.append (`positions` given) or attn.quantize.dynamic (`positions` null, `dst` of
-/// the source's shape): scalar loops (Quantize.cpp).
+/// the source's shape): scalar loops (Quantize.cpp). `hadamard`: rows rotated first.
 LogicalResult emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
-                           Value scales, Value zeros, QuantAttr quant);
+                           Value scales, Value zeros, QuantAttr quant, bool hadamard);
 /// attn.quantize.mla_append: new MLA tokens into the FP8 byte format (Quantize.cpp).
 LogicalResult emitQuantizeMLA(ImplicitLocOpBuilder &b, Value src, Value positions, Value cache,
                               int64_t dv, int64_t rope, int64_t tile);

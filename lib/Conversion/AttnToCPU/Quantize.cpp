@@ -7,7 +7,9 @@
 // arithmetic is qattn.quant's (docs/QuantSchemes.md), the same as the GPU kernels
 // (AttnToNVVM/QuantizeKernel.cpp): x · (1/s) rounded half away from zero and clamped, or rounded to
 // e4m3 (ties to even, saturating at ±448, done here in integer arithmetic since LLVM has no fp8).
-// Non-finite inputs: NaN quantizes as 0, ±inf saturate, neither enters a scale. Appended tokens
+// Non-finite inputs: NaN quantizes as 0, ±inf saturate, neither enters a scale. With `hadamard`
+// each head's row is first rotated (x·H, the normalized Walsh–Hadamard matrix, qattn.quant.hadamard's
+// butterflies in the same order) into a scratch row, non-finite inputs as 0. Appended tokens
 // whose cache position falls outside [0, capacity) are not written. Also attn.quantize.mla_append:
 // the same tile arithmetic (e4m3, 1 x C tiles) written into FlashMLA's byte format.
 //
@@ -115,7 +117,7 @@ static void forEachAppendedRow(
 }
 
 LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
-                                Value scales, Value zeros, QuantAttr quant) {
+                                Value scales, Value zeros, QuantAttr quant, bool hadamard) {
   Type f32 = b.getF32Type(), i8 = b.getI8Type();
   Type code = quant.getElementType();
   FailureOr<int64_t> h = staticDim(b, src, 2, "head count"), d = staticDim(b, src, 3, "head_dim");
@@ -180,9 +182,51 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
     return arith::SelectOp::create(nb, fin, x, zeroF);
   };
 
+  // `hadamard`: the token's row, rotated head by head, in a scratch row the groups then read.
+  Value scratch = hadamard ? memref::AllocaOp::create(b, MemRefType::get({s.rowElems()}, f32))
+                                 .getResult()
+                           : Value();
+  auto rotateRow = [&](ImplicitLocOpBuilder &nb, Value srcTok) {
+    Value base = arith::MulIOp::create(nb, srcTok, rowElems);
+    forLoop(nb, idx(nb, 0), rowElems, 1, [&](ImplicitLocOpBuilder &b5, Value e) {
+      Value x = finiteOr0(b5, loadX(b5, arith::AddIOp::create(b5, base, e)));
+      memref::StoreOp::create(b5, x, scratch, ValueRange{e});
+    });
+    // Stage h pairs (j, j + h), j = (k / h) · 2h + k mod h for k < D/2 in every head's row.
+    const int64_t d = s.headDim;
+    for (int64_t h = 1; h < d; h *= 2)
+      forLoop(nb, idx(nb, 0), idx(nb, s.rowElems() / 2), 1, [&](ImplicitLocOpBuilder &b5, Value i) {
+        Value k = arith::RemUIOp::create(b5, i, idx(b5, d / 2));
+        Value rowBase = arith::MulIOp::create(b5, arith::DivUIOp::create(b5, i, idx(b5, d / 2)),
+                                              idx(b5, d));
+        Value j = arith::AddIOp::create(
+            b5, rowBase,
+            mulAdd(b5, arith::DivUIOp::create(b5, k, idx(b5, h)), idx(b5, 2 * h),
+                   arith::RemUIOp::create(b5, k, idx(b5, h))));
+        Value j2 = arith::AddIOp::create(b5, j, idx(b5, h));
+        Value x = memref::LoadOp::create(b5, scratch, ValueRange{j});
+        Value y = memref::LoadOp::create(b5, scratch, ValueRange{j2});
+        memref::StoreOp::create(b5, arith::AddFOp::create(b5, x, y), scratch, ValueRange{j});
+        memref::StoreOp::create(b5, arith::SubFOp::create(b5, x, y), scratch, ValueRange{j2});
+      });
+    Value norm = floatConst(nb, f32, static_cast<float>(1.0 / std::sqrt(double(d))));
+    forLoop(nb, idx(nb, 0), rowElems, 1, [&](ImplicitLocOpBuilder &b5, Value e) {
+      Value x = memref::LoadOp::create(b5, scratch, ValueRange{e});
+      memref::StoreOp::create(b5, arith::MulFOp::create(b5, x, norm), scratch, ValueRange{e});
+    });
+  };
+  // Element e of group g (at `inRow` of the token's row): the source's, or the rotated row's.
+  auto value = [&](ImplicitLocOpBuilder &nb, Value srcBase, Value inRow, Value e) -> Value {
+    if (scratch)
+      return memref::LoadOp::create(nb, scratch, ValueRange{arith::AddIOp::create(nb, inRow, e)});
+    return loadX(nb, arith::AddIOp::create(nb, srcBase, e));
+  };
+
   forEachAppendedRow(b, positions, batch, newTokens, capacity, [&](ImplicitLocOpBuilder &b3,
                                                                   Value bi, Value ti, Value row) {
         Value srcTok = mulAdd(b3, bi, newTokens, ti), dstTok = mulAdd(b3, bi, capacity, row);
+        if (scratch)
+          rotateRow(b3, srcTok);
         forLoop(b3, idx(b3, 0), idx(b3, s.groupsPerToken()), 1, [&](ImplicitLocOpBuilder &b4,
                                                                    Value g) {
           Value inRow = arith::MulIOp::create(b4, g, groupElems);
@@ -195,7 +239,7 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
                 b4, idx(b4, 0), groupElems, idx(b4, 1), ValueRange{mn, mx},
                 [&](OpBuilder &o, Location l2, Value e, ValueRange acc) {
                   ImplicitLocOpBuilder nb(l2, o);
-                  Value x = finiteOr0(nb, loadX(nb, arith::AddIOp::create(nb, srcBase, e)));
+                  Value x = finiteOr0(nb, value(nb, srcBase, inRow, e));
                   Value lo = s.asym ? arith::MinNumFOp::create(nb, acc[0], x).getResult()
                                     : acc[0];
                   Value hi = s.asym ? arith::MaxNumFOp::create(nb, acc[1], x).getResult()
@@ -228,7 +272,7 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
               zp = zeroAsF32(b4, memref::LoadOp::create(b4, zp1, ValueRange{at}));
           }
           forLoop(b4, idx(b4, 0), groupElems, 1, [&](ImplicitLocOpBuilder &b5, Value e) {
-            Value x = loadX(b5, arith::AddIOp::create(b5, srcBase, e));
+            Value x = value(b5, srcBase, inRow, e);
             Value sc = scale, z = zp;
             if (!sc) { // per_channel [H, D]: element (g, e) of the head's row
               Value at = arith::AddIOp::create(b5, inRow, e);

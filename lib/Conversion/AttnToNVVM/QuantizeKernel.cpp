@@ -7,7 +7,9 @@
 // any group is reduced; a group's amax (or min/max) is reduced across its lanes with shuffles, and
 // one lane writes the scale (and zero point). The arithmetic is qattn.quant's
 // (docs/QuantSchemes.md) with the kernel policy for non-finite inputs: NaN quantizes as 0, ±inf
-// saturate, and neither enters a scale.
+// saturate, and neither enters a scale. With `hadamard` each head's row is rotated first
+// (qattn.quant.hadamard's butterflies, in its order: in registers and by shfl.xor across the
+// group's lanes), non-finite inputs as 0.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,12 +56,14 @@ FailureOr<QuantizePlan> mlir::attn::nvvm::planQuantize(Operation *op) {
     srcT = a.getSrc().getType();
     dstT = a.getCache().getType();
     q = a.getQuant();
+    p.hadamard = a.getHadamard();
   } else {
     auto d = cast<QuantizeDynamicOp>(op);
     p.append = false;
     srcT = d.getSrc().getType();
     dstT = d.getDst().getType();
     q = d.getQuant();
+    p.hadamard = d.getHadamard();
   }
   if (srcT.isDynamicDim(2) || srcT.isDynamicDim(3)) {
     fail() << "a dynamic head count or head_dim (only batch and token counts may be dynamic)";
@@ -193,6 +197,35 @@ void mlir::attn::nvvm::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUM
                                   : LLVM::FPExtOp::create(b, loc, k.f32(), stored).getResult();
   };
 
+  // `hadamard`: x ← x·H on each head's row of D, non-finite values as 0 first. Element e of the
+  // group is x[j] with e = (sub + (j / V) · L) · V + j mod V: a butterfly over an element bit
+  // below V pairs registers, one over the next log2 L bits the lanes (shfl.xor; the upper lane
+  // keeps partner − own, exactly a − b), one above registers j / V apart — bit by bit upwards as
+  // qattn.quant.hadamard goes, so the values agree to the last bit.
+  auto rotate = [&](SmallVector<Value> &xs) {
+    for (Value &v : xs)
+      v = k.select(k.fcmp(FP::olt, fabs(v), inf), v, zero);
+    for (int64_t bit = 1; bit < p.headDim; bit *= 2) {
+      if (bit >= V && bit < V * L) {
+        int64_t mask = bit / V;
+        Value sign = k.select(k.cmp(P::ne, k.band(sub, mask), 0), k.f32(-1.0), k.f32(1.0));
+        for (Value &v : xs)
+          v = k.fma(v, sign, k.shflXor(v, mask));
+        continue;
+      }
+      size_t jbit = size_t(bit < V ? bit : bit / L);
+      for (size_t j = 0; j < xs.size(); ++j)
+        if (!(j & jbit)) {
+          Value a = xs[j], c = xs[j | jbit];
+          xs[j] = k.fadd(a, c);
+          xs[j | jbit] = k.fsub(a, c);
+        }
+    }
+    Value norm = k.f32(static_cast<float>(1.0 / std::sqrt(double(p.headDim))));
+    for (Value &v : xs)
+      v = k.fmul(v, norm);
+  };
+
   for (Slot &s : slots) {
     // f32 values as loaded (x) and with NaN → 0 (xc, what the codes are made of). The reductions
     // read x through a finiteness test, which NaN fails too.
@@ -204,6 +237,10 @@ void mlir::attn::nvvm::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUM
         x.push_back(v);
         xc.push_back(k.select(k.fcmp(FP::uno, v, v), zero, v));
       }
+    }
+    if (p.hadamard) {
+      rotate(x);
+      xc = x;
     }
     auto elemIndex = [&](int64_t j) { // element of the group held in x[j]
       return k.add(k.mul(k.add(sub, (j / V) * L), V), j % V);
@@ -334,6 +371,7 @@ std::string mlir::attn::nvvm::quantizeLaunchJSON(const QuantizePlan &p) {
                          {"src_dtype", src}, {"code_dtype", code},
                          {"granularity", p.granText},
                          {"symmetric", !p.asym}, {"dynamic_scales", p.dynamicScales()},
+                         {"hadamard", p.hadamard},
                          {"scale_dtype", p.scale == QScale::F32   ? "f32"
                                          : p.scale == QScale::F16 ? "f16"
                                                                   : "bf16"}}},

@@ -30,6 +30,9 @@ struct QuantizePlan {
   QSrc src = QSrc::BF16;
   QCode code = QCode::I8;
   bool asym = false;
+  /// Each head's row rotated by the Walsh–Hadamard matrix before quantizing (`hadamard`; the
+  /// verifier makes every scale group whole rows).
+  bool hadamard = false;
   /// Scales are computed in f32 and stored (and used) rounded to this type.
   QScale scale = QScale::F32;
   Granularity gran = Granularity::per_token_head;

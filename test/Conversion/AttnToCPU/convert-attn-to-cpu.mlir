@@ -118,6 +118,26 @@ func.func @dynamic_e4m3(%x: memref<2x3x4x128xf32>, %c: memref<2x3x4x128xf8E4M3FN
 
 // -----
 
+// attn.quantize.dynamic with `hadamard`: the token's row (4 heads × 128) copied with non-finite
+// values as 0 into a scratch row, seven butterfly stages (pairs h = 1 … 64 apart) of adds and
+// subtracts, × 1/√128, and the groups read the scratch row instead of the source.
+// AVX2-LABEL: func.func @dynamic_hadamard
+// AVX2: memref.alloca() : memref<512xf32>
+// AVX2-COUNT-7: arith.subf {{.*}} : f32
+// AVX2: arith.constant 0.0883883461 : f32
+// AVX2: arith.mulf
+// AVX2: memref.load %{{.*}} : memref<512xf32>
+// AVX2: math.absf
+func.func @dynamic_hadamard(%x: memref<2x3x4x128xbf16>, %c: memref<2x3x4x128xi8>,
+                            %s: memref<2x3x4xf32>) {
+  attn.quantize.dynamic ins(%x : memref<2x3x4x128xbf16>)
+      outs(%c, %s : memref<2x3x4x128xi8>, memref<2x3x4xf32>)
+      {quant = #attn.quant<i8, per_token_head>, hadamard}
+  return
+}
+
+// -----
+
 // attn.quantize.mla_append: per 1 x 128 tile an amax over the finite values, the f32 scale
 // written as 4 bytes, the e4m3 codes of x · (1/s); then the RoPE values rounded to bf16 as 2
 // bytes each — all into the token's row of the byte cache (rows outside it skipped).

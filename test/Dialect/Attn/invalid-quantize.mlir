@@ -127,3 +127,19 @@ func.func @mla_positions(%x: memref<2x1x576xf16>, %p: memref<3xi32>, %c: memref<
   attn.quantize.mla_append ins(%x : memref<2x1x576xf16>) positions(%p : memref<3xi32>) outs(%c : memref<2x10x656xi8>) {head_dim_v = 512, rope_dim = 64, kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>}
   return
 }
+
+// -----
+
+func.func @hadamard_group(%x: memref<2x1x4x64xbf16>, %p: memref<2xi32>, %c: memref<2x100x4x64xi8>, %s: memref<2x100x4x2xf32>) {
+  // expected-error @+1 {{hadamard mixes all 64 elements of a head's row: its scale groups must hold whole rows (per_token, per_token_head, per_block<1 x c> with c a multiple of head_dim, or a static granularity)}}
+  attn.quantize.append ins(%x : memref<2x1x4x64xbf16>) positions(%p : memref<2xi32>) outs(%c, %s : memref<2x100x4x64xi8>, memref<2x100x4x2xf32>) {quant = #attn.quant<i8, per_group<32>>, hadamard}
+  return
+}
+
+// -----
+
+func.func @hadamard_dim(%x: memref<2x3x4x96xf32>, %q: memref<2x3x4x96xi8>, %s: memref<2x3x4xf32>) {
+  // expected-error @+1 {{hadamard needs a static head_dim that is a power of two ≥ 8, got 96}}
+  attn.quantize.dynamic ins(%x : memref<2x3x4x96xf32>) outs(%q, %s : memref<2x3x4x96xi8>, memref<2x3x4xf32>) {quant = #attn.quant<i8, per_token_head>, hadamard}
+  return
+}

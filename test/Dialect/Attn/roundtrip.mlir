@@ -76,3 +76,10 @@ func.func @pq_int8_values(%q: memref<4x64xf32>, %cb: memref<1x64x16x1xf32>, %c: 
       {pq = #attn.pq<dsub = 1>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<neon>}
   return
 }
+
+// CHECK-LABEL: func.func @quantize_hadamard
+// CHECK: attn.quantize.dynamic {{.*}} {hadamard, quant = #attn.quant<i8, per_token_head, symmetric>}
+func.func @quantize_hadamard(%x: memref<?x?x4x128xbf16>, %q: memref<?x?x4x128xi8>, %s: memref<?x?x4xf32>) {
+  attn.quantize.dynamic ins(%x : memref<?x?x4x128xbf16>) outs(%q, %s : memref<?x?x4x128xi8>, memref<?x?x4xf32>) {quant = #attn.quant<i8, per_token_head>, hadamard}
+  return
+}

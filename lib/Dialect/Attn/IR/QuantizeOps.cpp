@@ -13,6 +13,25 @@ using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::vutil;
 
+/// `hadamard` on a quantize op: each head's row of D (a power of two) is rotated, so a scale
+/// group must hold whole rows.
+static LogicalResult verifyHadamard(Operation *op, MemRefType srcT, QuantAttr quant) {
+  int64_t d = srcT.getDimSize(3);
+  if (ShapedType::isDynamic(d) || d < 8 || !llvm::isPowerOf2_64(d))
+    return op->emitOpError() << "hadamard needs a static head_dim that is a power of two ≥ 8, got "
+                             << (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d));
+  Granularity g = quant.getGranularity();
+  bool wholeRows = g == Granularity::per_group ? false
+                   : g == Granularity::per_block ? quant.getBlockCols() % d == 0
+                                                 : true;
+  if (!wholeRows)
+    return op->emitOpError() << "hadamard mixes all " << d
+                             << " elements of a head's row: its scale groups must hold whole "
+                                "rows (per_token, per_token_head, per_block<1 x c> with c a "
+                                "multiple of head_dim, or a static granularity)";
+  return success();
+}
+
 LogicalResult QuantizeAppendOp::verify() {
   auto srcT = getSrc().getType(), cacheT = getCache().getType();
   QuantAttr quant = getQuant();
@@ -37,6 +56,8 @@ LogicalResult QuantizeAppendOp::verify() {
     return emitOpError() << "per_block<" << quant.getBlockRows() << "x" << quant.getBlockCols()
                          << "> cannot be appended token by token: a block's scale depends on "
                             "tokens not yet appended";
+  if (getHadamard() && failed(verifyHadamard(*this, srcT, quant)))
+    return failure();
   return verifyScaleOperands(*this, "cache", cacheT.getShape(), quant, "quant", getScales(),
                              "scales", getZeros(), "zeros");
 }
@@ -55,6 +76,8 @@ LogicalResult QuantizeDynamicOp::verify() {
     return emitOpError() << "dynamic quantization needs a token-local granularity (per_token, "
                             "per_token_head, per_group<g> or per_block<1xc>), got "
                          << stringifyGranularity(quant.getGranularity());
+  if (getHadamard() && failed(verifyHadamard(*this, srcT, quant)))
+    return failure();
   return verifyScaleOperands(*this, "dst", dstT.getShape(), quant, "quant", getScales(),
                              "scales", getZeros(), "zeros");
 }

@@ -21,6 +21,13 @@ def Attn_QuantizeAppendOp : Attn_Op<"quantize.append"> {
     scales of the new tokens and write them. Static granularities (per_tensor, per_head,
     per_channel) read calibrated scales. `per_block<r x c>` with r > 1 is rejected: a block's
     scale would depend on tokens not yet appended.
+
+    `hadamard`: each head's row of D is rotated, x ← x·H with H the normalized Walsh–Hadamard
+    matrix of order D (a power of two), before its scale and codes are computed — the K/V side
+    of `attn.attention` with `hadamard`. Non-finite inputs become 0 before the rotation (a
+    rotated ±inf or NaN would reach every element of the row). The scale groups must hold whole
+    head rows (per_token, per_token_head, per_block<1 x c> with c a multiple of D, or the static
+    granularities).
   }];
   let arguments = (ins Attn_In<Attn_Rank4, "new tokens [B, Snew, H, D]">:$src,
                        Attn_In<MemRefRankOf<[I32], [1]>, "append position per batch">:$positions,
@@ -28,6 +35,7 @@ def Attn_QuantizeAppendOp : Attn_Op<"quantize.append"> {
                        Attn_InOut<AnyMemRef, "scales">:$scales,
                        Attn_InOut<Optional<AnyMemRef>, "zero points">:$zeros,
                        Attn_QuantAttr:$quant,
+                       UnitAttr:$hadamard,
                        OptionalAttr<Attn_TargetAttr>:$target);
   let assemblyFormat = [{
     `ins` `(` $src `:` type($src) `)` `positions` `(` $positions `:` type($positions) `)`
@@ -45,13 +53,15 @@ def Attn_QuantizeDynamicOp : Attn_Op<"quantize.dynamic"> {
     * `scales`: the scheme's scale shape; `zeros` for asymmetric schemes
 
     Only token-local granularities are dynamic: per_token, per_token_head, per_group<g>,
-    per_block<1 x c>.
+    per_block<1 x c>. `hadamard` rotates each head's row first, as for `attn.quantize.append`
+    (the Q side of `attn.attention` with `hadamard`).
   }];
   let arguments = (ins Attn_In<Attn_Rank4, "activations [B, S, H, D]">:$src,
                        Attn_Out<Attn_Rank4, "quantized activations">:$dst,
                        Attn_Out<AnyMemRef, "scales">:$scales,
                        Attn_Out<Optional<AnyMemRef>, "zero points">:$zeros,
                        Attn_QuantAttr:$quant,
+                       UnitAttr:$hadamard,
                        OptionalAttr<Attn_TargetAttr>:$target);
   let assemblyFormat = [{
     `ins` `(` $src `:` type($src) `)`
