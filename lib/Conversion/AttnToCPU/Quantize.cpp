@@ -192,24 +192,25 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
       Value x = finiteOr0(b5, loadX(b5, arith::AddIOp::create(b5, base, e)));
       memref::StoreOp::create(b5, x, scratch, ValueRange{e});
     });
-    // Stage h pairs (j, j + h), j = (k / h) · 2h + k mod h for k < D/2 in every head's row.
-    const int64_t d = s.headDim;
-    for (int64_t h = 1; h < d; h *= 2)
+    // Stage `span` pairs (j, j + span), j = (i' / span) · 2 span + i' mod span for i' < D/2 in
+    // every head's row (i = row · D/2 + i').
+    const int64_t dim = s.headDim;
+    for (int64_t span = 1; span < dim; span *= 2)
       forLoop(nb, idx(nb, 0), idx(nb, s.rowElems() / 2), 1, [&](ImplicitLocOpBuilder &b5, Value i) {
-        Value k = arith::RemUIOp::create(b5, i, idx(b5, d / 2));
-        Value rowBase = arith::MulIOp::create(b5, arith::DivUIOp::create(b5, i, idx(b5, d / 2)),
-                                              idx(b5, d));
+        Value within = arith::RemUIOp::create(b5, i, idx(b5, dim / 2));
+        Value rowBase = arith::MulIOp::create(
+            b5, arith::DivUIOp::create(b5, i, idx(b5, dim / 2)), idx(b5, dim));
         Value j = arith::AddIOp::create(
             b5, rowBase,
-            mulAdd(b5, arith::DivUIOp::create(b5, k, idx(b5, h)), idx(b5, 2 * h),
-                   arith::RemUIOp::create(b5, k, idx(b5, h))));
-        Value j2 = arith::AddIOp::create(b5, j, idx(b5, h));
+            mulAdd(b5, arith::DivUIOp::create(b5, within, idx(b5, span)), idx(b5, 2 * span),
+                   arith::RemUIOp::create(b5, within, idx(b5, span))));
+        Value j2 = arith::AddIOp::create(b5, j, idx(b5, span));
         Value x = memref::LoadOp::create(b5, scratch, ValueRange{j});
         Value y = memref::LoadOp::create(b5, scratch, ValueRange{j2});
         memref::StoreOp::create(b5, arith::AddFOp::create(b5, x, y), scratch, ValueRange{j});
         memref::StoreOp::create(b5, arith::SubFOp::create(b5, x, y), scratch, ValueRange{j2});
       });
-    Value norm = floatConst(nb, f32, static_cast<float>(1.0 / std::sqrt(double(d))));
+    Value norm = floatConst(nb, f32, static_cast<float>(1.0 / std::sqrt(double(dim))));
     forLoop(nb, idx(nb, 0), rowElems, 1, [&](ImplicitLocOpBuilder &b5, Value e) {
       Value x = memref::LoadOp::create(b5, scratch, ValueRange{e});
       memref::StoreOp::create(b5, arith::MulFOp::create(b5, x, norm), scratch, ValueRange{e});
