@@ -33,23 +33,11 @@ static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
 /// a − b) in the thread; bits 1–2 are the lane's place in its quad, exchanged by shfl.xor, the
 /// upper lane keeping partner − own. The 1/√D that normalizes H is left to the row sums.
 static void hadamardFragment(KernelBuilder &k, const Frag &f, MutableArrayRef<Value> o) {
-  auto butterflies = [&](size_t bit) {
-    for (size_t i = 0; i < o.size(); ++i)
-      if (!(i & bit)) {
-        Value a = o[i], b = o[i | bit];
-        o[i] = k.fadd(a, b);
-        o[i | bit] = k.fsub(a, b);
-      }
-  };
-  butterflies(1);
+  k.butterflies(o, 1);
   for (size_t bit = 4; bit < o.size(); bit <<= 1)
-    butterflies(bit);
-  for (int64_t mask : {1, 2}) {
-    Value upper = k.cmp(P::ne, k.band(f.colBase, 2 * mask), 0);
-    Value sign = k.select(upper, k.f32(-1.0), k.f32(1.0));
-    for (Value &v : o)
-      v = k.fma(v, sign, k.shflXor(v, mask));
-  }
+    k.butterflies(o, bit);
+  for (int64_t mask : {1, 2})
+    k.laneButterflies(o, mask, k.cmp(P::ne, k.band(f.colBase, 2 * mask), 0));
 }
 
 struct SoftmaxOut {

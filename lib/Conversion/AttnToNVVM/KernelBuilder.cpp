@@ -56,6 +56,21 @@ Value KernelBuilder::shflXor(Value v, int64_t mask) {
                               NVVM::ShflKind::bfly, UnitAttr());
 }
 
+void KernelBuilder::butterflies(MutableArrayRef<Value> xs, size_t bit) {
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!(i & bit)) {
+      Value a = xs[i], c = xs[i | bit];
+      xs[i] = fadd(a, c);
+      xs[i | bit] = fsub(a, c);
+    }
+}
+
+void KernelBuilder::laneButterflies(MutableArrayRef<Value> xs, int64_t mask, Value upper) {
+  Value sign = select(upper, f32(-1.0), f32(1.0));
+  for (Value &v : xs)
+    v = fma(v, sign, shflXor(v, mask));
+}
+
 Value KernelBuilder::shflIdx(Value v, Value lane) {
   return NVVM::ShflOp::create(b, loc, v.getType(), i32(-1), v, lane, i32(0x1f), NVVM::ShflKind::idx,
                               UnitAttr());

@@ -155,6 +155,13 @@ public:
     return LLVM::AddressOfOp::create(b, loc, ptr(kShared), symbol);
   }
 
+  // Walsh–Hadamard butterflies (`hadamard` kernels): a pair (a, b) becomes (a + b, a − b).
+  /// Over the pairs (xs[i], xs[i | bit]) of one thread, for every i without `bit`.
+  void butterflies(MutableArrayRef<Value> xs, size_t bit);
+  /// Across lanes `mask` apart (shfl.xor): the lane where `upper` (i1) holds is b and keeps
+  /// partner − own, exactly a − b (an FMA by −1 is exact); the other keeps own + partner.
+  void laneButterflies(MutableArrayRef<Value> xs, int64_t mask, Value upper);
+
   // Warp and CTA synchronization.
   Value shflXor(Value v, int64_t mask);
   /// bar.warp.sync over the whole warp.

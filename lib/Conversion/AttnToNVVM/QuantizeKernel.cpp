@@ -206,20 +206,10 @@ void mlir::attn::nvvm::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUM
     for (Value &v : xs)
       v = k.select(k.fcmp(FP::olt, fabs(v), inf), v, zero);
     for (int64_t bit = 1; bit < p.headDim; bit *= 2) {
-      if (bit >= V && bit < V * L) {
-        int64_t mask = bit / V;
-        Value sign = k.select(k.cmp(P::ne, k.band(sub, mask), 0), k.f32(-1.0), k.f32(1.0));
-        for (Value &v : xs)
-          v = k.fma(v, sign, k.shflXor(v, mask));
-        continue;
-      }
-      size_t jbit = size_t(bit < V ? bit : bit / L);
-      for (size_t j = 0; j < xs.size(); ++j)
-        if (!(j & jbit)) {
-          Value a = xs[j], c = xs[j | jbit];
-          xs[j] = k.fadd(a, c);
-          xs[j | jbit] = k.fsub(a, c);
-        }
+      if (bit >= V && bit < V * L)
+        k.laneButterflies(xs, bit / V, k.cmp(P::ne, k.band(sub, bit / V), 0));
+      else
+        k.butterflies(xs, size_t(bit < V ? bit : bit / L));
     }
     Value norm = k.f32(static_cast<float>(1.0 / std::sqrt(double(p.headDim))));
     for (Value &v : xs)
