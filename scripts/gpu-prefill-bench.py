@@ -132,7 +132,9 @@ def run(args):
     sys.path.insert(0, str(ROOT / "python"))
     import torch
     from torch.nn.attention import SDPBackend, sdpa_kernel
+    import numpy as np
     from qattn.gpu import GpuDecodeKernel
+    from qattn.quant import hadamard
 
     def bench_ms(fn):
         return time_ms(torch, fn, iters=5, reps=3, warmup=1)
@@ -163,10 +165,8 @@ def run(args):
         t["v8"], t["v8s"] = quant_block(v, fp8=True)
         return t
 
-    had = torch.ones(1, 1, device="cuda")  # the normalized Walsh–Hadamard matrix of order D
-    while had.shape[0] < D:
-        had = torch.cat([torch.cat([had, had], 1), torch.cat([had, -had], 1)], 0)
-    had = had / D ** 0.5
+    # The normalized Walsh–Hadamard matrix of order D: qattn's rotation of the identity's rows.
+    had = torch.from_numpy(hadamard(np.eye(D, dtype=np.float32))).cuda()
 
     data = os.environ.get("DATA", "gaussian")
     lines = []
