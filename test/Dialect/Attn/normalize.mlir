@@ -57,3 +57,57 @@ func.func @gpu_pq(%k: memref<1x1x64xf32>, %cb: memref<1x64x16x1xf32>, %c: memref
   attn.pq.encode ins(%k, %cb : memref<1x1x64xf32>, memref<1x64x16x1xf32>) offset(%p) outs(%c : memref<1x4x64x16xui8>) {pq = #attn.pq<dsub = 1>}
   return
 }
+
+// -----
+
+// A quantize op and the attention reading what it wrote disagree on the rotation: a warning at
+// the attention, a note at the quantize op (the rows may be rotated elsewhere, so not an error).
+func.func @rotated_k_plain_attention(%xk: memref<1x64x1x128xbf16>, %pos: memref<1xi32>,
+    %q: memref<1x64x16x128xi8>, %k: memref<1x64x1x128xi8>, %v: memref<1x64x1x128xi8>,
+    %qs: memref<1x64x16xf32>, %ks: memref<1x64x1xf32>, %vs: memref<1x64x1xf32>, %o: memref<1x64x16x128xbf16>) {
+  // expected-note @+1 {{the attn.quantize.append writing 'k'}}
+  attn.quantize.append ins(%xk : memref<1x64x1x128xbf16>) positions(%pos : memref<1xi32>)
+      outs(%k, %ks : memref<1x64x1x128xi8>, memref<1x64x1xf32>) {quant = #attn.quant<i8, per_token_head>, hadamard}
+  // expected-warning @+1 {{'k' is written rotated by attn.quantize.append {hadamard}, but this attention has no `hadamard`}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x64x16x128xi8>, memref<1x64x1x128xi8>, memref<1x64x1x128xi8>)
+      q_scale(%qs : memref<1x64x16xf32>) k_scale(%ks : memref<1x64x1xf32>) v_scale(%vs : memref<1x64x1xf32>)
+      outs(%o : memref<1x64x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @plain_q_rotated_attention(%xq: memref<1x64x16x128xbf16>,
+    %q: memref<1x64x16x128xi8>, %k: memref<1x64x1x128xi8>, %v: memref<1x64x1x128xi8>,
+    %qs: memref<1x64x16xf32>, %ks: memref<1x64x1xf32>, %vs: memref<1x64x1xf32>, %o: memref<1x64x16x128xbf16>) {
+  // expected-note @+1 {{the attn.quantize.dynamic writing 'q'}}
+  attn.quantize.dynamic ins(%xq : memref<1x64x16x128xbf16>)
+      outs(%q, %qs : memref<1x64x16x128xi8>, memref<1x64x16xf32>) {quant = #attn.quant<i8, per_token_head>}
+  // expected-warning @+1 {{this attention has `hadamard` (its q, k and v hold rotated rows), but 'q' is written unrotated by attn.quantize.dynamic}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x64x16x128xi8>, memref<1x64x1x128xi8>, memref<1x64x1x128xi8>)
+      q_scale(%qs : memref<1x64x16xf32>) k_scale(%ks : memref<1x64x1xf32>) v_scale(%vs : memref<1x64x1xf32>)
+      outs(%o : memref<1x64x16x128xbf16>)
+      {hadamard, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @rotated_everywhere
+// Q, K and V rotated by their quantize ops and by the attention: no diagnostic.
+func.func @rotated_everywhere(%xq: memref<1x64x16x128xbf16>, %xk: memref<1x64x1x128xbf16>, %pos: memref<1xi32>,
+    %q: memref<1x64x16x128xi8>, %k: memref<1x64x1x128xi8>, %v: memref<1x64x1x128xi8>,
+    %qs: memref<1x64x16xf32>, %ks: memref<1x64x1xf32>, %vs: memref<1x64x1xf32>, %o: memref<1x64x16x128xbf16>) {
+  attn.quantize.dynamic ins(%xq : memref<1x64x16x128xbf16>)
+      outs(%q, %qs : memref<1x64x16x128xi8>, memref<1x64x16xf32>) {quant = #attn.quant<i8, per_token_head>, hadamard}
+  attn.quantize.append ins(%xk : memref<1x64x1x128xbf16>) positions(%pos : memref<1xi32>)
+      outs(%k, %ks : memref<1x64x1x128xi8>, memref<1x64x1xf32>) {quant = #attn.quant<i8, per_token_head>, hadamard}
+  attn.quantize.append ins(%xk : memref<1x64x1x128xbf16>) positions(%pos : memref<1xi32>)
+      outs(%v, %vs : memref<1x64x1x128xi8>, memref<1x64x1xf32>) {quant = #attn.quant<i8, per_token_head>, hadamard}
+  attn.attention prefill ins(%q, %k, %v : memref<1x64x16x128xi8>, memref<1x64x1x128xi8>, memref<1x64x1x128xi8>)
+      q_scale(%qs : memref<1x64x16xf32>) k_scale(%ks : memref<1x64x1xf32>) v_scale(%vs : memref<1x64x1xf32>)
+      outs(%o : memref<1x64x16x128xbf16>)
+      {hadamard, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}

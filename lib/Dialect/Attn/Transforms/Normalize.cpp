@@ -1,8 +1,9 @@
 //===- Normalize.cpp - the attn-normalize pass ----------------------------===//
 //
 // What this file is: `attn-normalize` — writes every default of a spec explicitly (mode inferred
-// from element types, softmax_scale = 1/sqrt(D), target from the pass option) and fails on ops
-// that still lack what a lowering needs.
+// from element types, softmax_scale = 1/sqrt(D), target from the pass option), fails on ops
+// that still lack what a lowering needs, and warns where a quantize op's rotation (`hadamard`)
+// disagrees with the attention that reads what it wrote.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +24,35 @@ namespace mlir::attn {
 
 using namespace mlir;
 using namespace mlir::attn;
+
+/// A quantize op writing an attention's q, k or v (the same SSA memref) that rotates its rows
+/// (`hadamard`) where the attention does not, or the reverse, gives a wrong Q·Kᵀ or O — unless
+/// the rows were rotated elsewhere (a rotation folded into projection weights), which the spec
+/// cannot show. So a warning, at the attention, with a note at the quantize op.
+static void warnRotationMismatch(AttentionOp a) {
+  std::pair<StringRef, Value> operands[] = {{"q", a.getQ()}, {"k", a.getK()}, {"v", a.getV()}};
+  for (auto [name, v] : operands)
+    for (Operation *user : v.getUsers()) {
+      std::optional<bool> rotates;
+      if (auto ap = dyn_cast<QuantizeAppendOp>(user); ap && ap.getCache() == v)
+        rotates = ap.getHadamard();
+      else if (auto d = dyn_cast<QuantizeDynamicOp>(user); d && d.getDst() == v)
+        rotates = d.getHadamard();
+      if (!rotates || *rotates == a.getHadamard())
+        continue;
+      InFlightDiagnostic w = a.emitWarning();
+      if (*rotates)
+        w << "'" << name << "' is written rotated by " << user->getName()
+          << " {hadamard}, but this attention has no `hadamard`: it takes its rows unrotated "
+             "(add `hadamard` here, or drop it there, unless the other operands are rotated "
+             "elsewhere)";
+      else
+        w << "this attention has `hadamard` (its q, k and v hold rotated rows), but '" << name
+          << "' is written unrotated by " << user->getName()
+          << " (add `hadamard` there, unless its input is rotated already)";
+      w.attachNote(user->getLoc()) << "the " << user->getName() << " writing '" << name << "'";
+    }
+}
 
 namespace {
 struct NormalizePass : public attn::impl::AttnNormalizeBase<NormalizePass> {
@@ -60,6 +90,7 @@ struct NormalizePass : public attn::impl::AttnNormalizeBase<NormalizePass> {
       };
       llvm::TypeSwitch<Operation *>(op)
           .Case([&](AttentionOp a) {
+            warnRotationMismatch(a);
             if (!a.getModeAttr())
               if (FailureOr<Mode> m = a.getEffectiveMode(); succeeded(m))
                 a.setModeAttr(ModeAttr::get(&getContext(), *m));

@@ -15,7 +15,10 @@ def AttnNormalize : Pass<"attn-normalize", "ModuleOp"> {
   let description = [{
     For every attn op: infers `mode` from the element types, writes `softmax_scale = 1/sqrt(D)`
     when absent, and sets the `target` from the pass option when the op has none. Fails with a
-    located error when an op still has no target — the lowering passes need one.
+    located error when an op still has no target — the lowering passes need one. Warns where an
+    `attn.quantize.append` / `.dynamic` writing an attention's q, k or v memref rotates its rows
+    (`hadamard`) and the attention does not, or the reverse (rows rotated elsewhere — folded into
+    weights — are invisible to the spec, so this is not an error).
 
     Example: `attn-opt --attn-normalize="target=sm_90a" spec.mlir`.
   }];
