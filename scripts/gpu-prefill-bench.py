@@ -100,6 +100,12 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
          "bf16_2cta_ov": (BF16, {"ctas_per_sm": 2, "tile_n": 64, "stages": 2,
                                  "intra_wg_overlap": True, "roles": [
              "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 1, regs = 216>"]})}
+# Three consumer warpgroups (192 query rows per CTA) without the overlap, two stages: the
+# per-CTA fixed cost spread over 1.5 times the rows (session 23).
+W3 = {"stages": 2, "intra_wg_overlap": False, "pingpong": False}
+MODES.update({
+    "bf16_w3": (BF16, dict(W3, roles=["producer<warpgroups = 1, regs = 32>",
+                                      "consumer<warpgroups = 3, regs = 160>"]))})
 # Rotated inputs (`hadamard`): each quantized mode's defaults on Q·H, K·H, V·H.
 for _m in ("half_int8", "half_int8_pb", "half_int8_vh", "fp8", "full_int8"):
     MODES[_m + "_had"] = (dict(MODES[_m][0], hadamard=True), None)

@@ -255,8 +255,8 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "one register budget per consumer warpgroup (decode and prefill consumers take "
                 "one consumer entry)";
   else if (!prod || !cons || prod.getWarpgroups() < 1 || prod.getWarpgroups() > 2 ||
-           cons.getWarpgroups() < 1 || cons.getWarpgroups() > 2)
-    c.fail() << "warp roles other than one or two producer and one or two consumer warpgroups";
+           cons.getWarpgroups() < 1 || cons.getWarpgroups() > 3)
+    c.fail() << "warp roles other than one or two producer and one to three consumer warpgroups";
   else {
     p.producerRegs = prod.getRegs();
     p.consumerRegs = cons.getRegs();
@@ -290,6 +290,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "clusters or crossover";
   if (p.persistent && !p.prefill)
     c.fail() << "a persistent grid for decode (prefill only: decode's grid is its KV splits)";
+  if (p.consumerWGs == 3 && (!p.prefill || p.overlap || p.persistent))
+    c.fail() << "three consumer warpgroups for "
+             << (!p.prefill ? "decode" : p.overlap ? "intra_wg_overlap" : "a persistent grid")
+             << " (prefill only, without the overlap or the persistent grid: each warpgroup "
+                "owns a query tile and all three run over every key tile)";
   if (p.pingpong && p.consumerWGs != 2)
     c.fail() << "pingpong with " << p.consumerWGs
              << " consumer warpgroup(s) (two take turns issuing their WGMMAs)";

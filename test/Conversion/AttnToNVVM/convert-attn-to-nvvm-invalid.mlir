@@ -182,13 +182,51 @@ func.func @too_much_smem(%q: memref<?x1x8x256xbf16>, %k: memref<?x?x1x256xi8>, %
 
 // -----
 
+func.func @four_consumers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
+                          %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: warp roles other than one or two producer and one to three consumer warpgroups}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 4, regs = 112>]>}
+  return
+}
+
+// -----
+
+// Three consumer warpgroups: prefill only (decode merges exactly two), without the overlap or
+// the persistent grid.
 func.func @three_consumers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
                            %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: warp roles other than one or two producer and one or two consumer warpgroups}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: three consumer warpgroups for decode}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
       outs(%o : memref<?x1x8x128xbf16>)
       {target = #attn.target<sm_90a>,
        schedule = #attn.schedule<roles = [producer<warpgroups = 1, regs = 24>, consumer<warpgroups = 3, regs = 160>]>}
+  return
+}
+
+// -----
+
+func.func @three_consumers_overlap(%q: memref<?x300x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>,
+                                   %o: memref<?x300x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: three consumer warpgroups for intra_wg_overlap}}
+  attn.attention prefill ins(%q, %k, %v : memref<?x300x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>)
+      outs(%o : memref<?x300x8x128xbf16>)
+      {target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<intra_wg_overlap = true, pingpong = false, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>]>}
+  return
+}
+
+// -----
+
+func.func @three_consumers_persistent(%q: memref<?x300x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>,
+                                      %o: memref<?x300x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: three consumer warpgroups for a persistent grid}}
+  attn.attention prefill ins(%q, %k, %v : memref<?x300x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>)
+      outs(%o : memref<?x300x8x128xbf16>)
+      {target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<persistent = true, intra_wg_overlap = false, pingpong = false, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>]>}
   return
 }
 

@@ -74,14 +74,22 @@ func.func @dynamic(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: m
 
 // -----
 
-// Prefill: a 64-row Q tile per consumer warpgroup (two), bf16: intra-warpgroup overlap on three
-// stages with pingpong between the consumers, one producer warpgroup that only issues TMA loads.
+// Prefill: a 64-row Q tile per consumer warpgroup. bf16 up to head_dim 128: three consumers (192
+// rows per CTA) of 160 registers on two stages, no overlap, one producer warpgroup that only
+// issues TMA loads. A spec that fixes a field of FA3's schedule (the persistent grid, the
+// overlap) gets that schedule: two consumers with the overlap on three stages and pingpong.
 // CHECK-LABEL: func.func @prefill
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = true, intra_wg_overlap = true, persistent = true>
 // CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = true, intra_wg_overlap = true, persistent = false>
 func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>, %v: memref<2x1024x1x128xbf16>,
                    %o: memref<2x1024x16x128xbf16>) {
   attn.attention prefill ins(%q, %k, %v : memref<2x1024x16x128xbf16>, memref<2x1024x1x128xbf16>, memref<2x1024x1x128xbf16>)
       outs(%o : memref<2x1024x16x128xbf16>) {causal, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%q, %k, %v : memref<2x1024x16x128xbf16>, memref<2x1024x1x128xbf16>, memref<2x1024x1x128xbf16>)
+      outs(%o : memref<2x1024x16x128xbf16>) {causal, target = #attn.target<sm_90a>, schedule = #attn.schedule<persistent = true>}
+  attn.attention prefill ins(%q, %k, %v : memref<2x1024x16x128xbf16>, memref<2x1024x1x128xbf16>, memref<2x1024x1x128xbf16>)
+      outs(%o : memref<2x1024x16x128xbf16>) {causal, target = #attn.target<sm_90a>, schedule = #attn.schedule<intra_wg_overlap = true>}
   return
 }
 

@@ -134,9 +134,19 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // refuses it when a spec asks).
       if (qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "prefill scheduling needs static head counts";
+      // bf16 up to head_dim 128: three consumer warpgroups of 160 registers (192 query rows per
+      // CTA) on two stages, without the overlap — 1.5 times the rows over each CTA's fixed cost
+      // and a third softmax stream beside the tensor cores: measured 0.98–1.16× cuDNN on the
+      // H100 Table-1/2 shapes against 0.85–1.05× for two consumers with FA3's overlap and
+      // pingpong (docs/benchmarks/gpu-prefill.md, session 23). Unless the spec fixed a field of
+      // that other schedule. (8-bit Q·Kᵀ spills at 152 registers; 256 holds O in 128.)
+      bool threeConsumers = shape.kvElemBytes == 2 && !shape.int8QK && !shape.fp8 &&
+                            shape.headDim <= 128 && !f.roles && !f.intraWgOverlap &&
+                            !f.pingpong && !(f.persistent && f.persistent.getValue()) &&
+                            (f.stages == 0 || f.stages == 2);
       AttentionShape oneToken = shape;
       oneToken.qLen = 1;
-      oneToken.queryTiles = shape.headDim <= 128 ? 2 : 1; // a query tile per consumer
+      oneToken.queryTiles = threeConsumers ? 3 : shape.headDim <= 128 ? 2 : 1; // one a consumer
       DecodeSchedule d = selectDecodeSchedule(oneToken, gpu);
       Fields::fill(f.packQHeads, d.packQHeads);
       Fields::fill(f.tileM, 64);
@@ -167,7 +177,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
           decodeSharedBytes(shape, f.tileN, 3, /*directK=*/shape.int8QK) <= kMaxSharedBytesSm90;
       // A spec's own choice stands.
       bool overlap = f.intraWgOverlap ? f.intraWgOverlap.getValue()
-                                      : bf16 && threeFit && (!f.stages || f.stages >= 3);
+                                      : !threeConsumers && bf16 && threeFit &&
+                                            (!f.stages || f.stages >= 3);
       Fields::fill(f.stages, overlap && bf16 && threeFit ? 3 : d.stages);
       if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto)
         f.splitKv = 1;
@@ -176,7 +187,9 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // Half-int8 with the overlap reads K from the stages and converts only V: one producer
       // warpgroup as well (with two of 56 and consumers of 200 the consumers spill).
       // fp8 and full_int8 transpose V in their one producer warpgroup.
-      if (shape.headDim <= 128 && shape.pv8())
+      if (threeConsumers)
+        f.fillRoles(ctx, 32, 3, 160, 1); // 32 + 3 · 160 = 4 · 128
+      else if (shape.headDim <= 128 && shape.pv8())
         f.fillRoles(ctx, 72, 2, 216, 1);
       else if (shape.headDim <= 128 && (shape.kvElemBytes == 2 || (shape.int8QK && overlap)))
         f.fillRoles(ctx, 40, 2, 232, 1);
