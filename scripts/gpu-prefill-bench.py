@@ -106,6 +106,8 @@ W3 = {"stages": 2, "intra_wg_overlap": False, "pingpong": False}
 MODES.update({
     "bf16_w3": (BF16, dict(W3, roles=["producer<warpgroups = 1, regs = 32>",
                                       "consumer<warpgroups = 3, regs = 160>"]))})
+for _m, _kw in (("half_int8_pb", HALF_INT8_PB), ("half_int8", HALF_INT8), ("fp8", FP8)):
+    MODES[_m + "_w3"] = (_kw, MODES["bf16_w3"][1])
 # Rotated inputs (`hadamard`): each quantized mode's defaults on Q·H, K·H, V·H.
 for _m in ("half_int8", "half_int8_pb", "half_int8_vh", "fp8", "full_int8"):
     MODES[_m + "_had"] = (dict(MODES[_m][0], hadamard=True), None)

@@ -110,9 +110,12 @@ struct TileChunks {
     pt = p.producerThreads();
     rowStep = pt / chunksPerRow;
     n = p.tileN * chunksPerRow / pt;
-    row0 = k.udiv(c.tid, chunksPerRow);
-    Value colChunk = k.urem(c.tid, chunksPerRow); // 16-byte chunk of the stage row
-    src0 = k.add(stageOff, k.mul(c.tid, 16));
+    // A producer of 32 registers (three consumer warpgroups) recomputes its addresses per tile:
+    // hoisted out of the tile loop they spill.
+    Value tid = p.producerRegs <= 32 ? k.tidXHere() : c.tid;
+    row0 = k.udiv(tid, chunksPerRow);
+    Value colChunk = k.urem(tid, chunksPerRow); // 16-byte chunk of the stage row
+    src0 = k.add(stageOff, k.mul(tid, 16));
     // First bf16 chunk (8 elements) this thread writes: element column colChunk·16/e. Copying
     // int8 K for the s8 WGMMA keeps the bytes: chunk colChunk of a 128-byte row.
     outChunk0 = copyBytes ? colChunk : k.udiv(k.mul(colChunk, 16), 8 * e);
@@ -174,7 +177,7 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   // the loads then overlap (ptxas keeps shared loads behind earlier shared stores it cannot
   // tell apart). Two at a time fit the producer's 56 registers without spilling; with zero
   // points (a staged constant per row) only one does.
-  const int64_t kBatch = zeroOff < 0 ? 2 : 1;
+  const int64_t kBatch = zeroOff < 0 && c.p.producerRegs > 32 ? 2 : 1;
   for (int64_t it0 = 0; it0 < t.n; it0 += kBatch) {
     SmallVector<Value> v4s, magics;
     for (int64_t it = it0; it < std::min(t.n, it0 + kBatch); ++it) {

@@ -5,6 +5,7 @@
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=launch | FileCheck %s --check-prefix=META
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=VUNIT
+// RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=SS
 
 // fp8 keeps O in units of the last V tile's scale (half-int8's s_ref would put a factor below 1
 // on an e4m3 P): O's rescale divides the two tiles' scales (approximately; exactly 1 where the
@@ -15,8 +16,11 @@
 // VUNIT: vote.sync.any.pred
 // VUNIT-NOT: lg2.approx
 
+// Q·Kᵀ: A (Q) and B (K, read where TMA put it) both from shared memory descriptors.
+// SS: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 {{.*}}}, %rd{{[0-9]+}}, %rd{{[0-9]+}}, p, 1, 1;
+
 // SCHED: mode = #attn.mode<fp8>
-// SCHED-SAME: tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 72>, consumer<warpgroups = 2, regs = 216>], pingpong = true, intra_wg_overlap = true
+// SCHED-SAME: tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false
 
 // CHECK: .entry pf_fp8_prefill(
 // The prologue loads the first tile only (its K and V: two TMA copies) beside the query rows;
@@ -24,16 +28,15 @@
 // CHECK-COUNT-2: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // CHECK-NOT: cp.async.bulk.tensor
 // CHECK: bar.sync 0;
-// CHECK: setmaxnreg.dec.sync.aligned.u32 72;
+// CHECK: setmaxnreg.dec.sync.aligned.u32 32;
 // CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // The producer's 4 × 4 byte transposes of V (selectors computed per lane), stored as Vᵀ rows.
 // CHECK: prmt.b32 {{.*}}, %r{{[0-9]+}};
 // CHECK: st.shared.v4.b32
-// CHECK: setmaxnreg.inc.sync.aligned.u32 216;
+// CHECK: setmaxnreg.inc.sync.aligned.u32 160;
 // Each k-step's descriptor is the tile's first one plus the step's offset in 16-byte units (the
 // address field never carries): one instruction per step, no shift or mask.
 // CHECK: or.b64 {{%rd[0-9]+}}, [[QLO:%rd[0-9]+]], 4611686293305360384;
-// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3
 // CHECK: or.b64 {{%rd[0-9]+}}, [[QLO]], 4611686293305360386;
 // CHECK: cvt.rn.satfinite.e4m3x2.f32
 // The P·V WGMMA: A (P) from four registers, B (Vᵀ) K-major (no transpose immediate).
