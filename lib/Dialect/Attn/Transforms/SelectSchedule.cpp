@@ -129,21 +129,20 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
         f.fillRoles(ctx, 96, 1, 240);
     } else {
       // Prefill runs the decode kernel's structure over query chunks (docs/Schedules.md): query
-      // heads of a KV head packed as for one token, pack · chunk = 64 rows per CTA, one split.
-      // FA3's persistent grid is not implemented yet, so the default turns it off (the lowering
-      // refuses it when a spec asks).
+      // heads of a KV head packed as for one token, pack · chunk = 64 rows per consumer
+      // warpgroup, one split. FA3's persistent grid is opt-in (measured no faster).
       if (qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "prefill scheduling needs static head counts";
       // bf16 and fp8 up to head_dim 128: three consumer warpgroups of 160 registers (192 query
       // rows per CTA) and a producer of 32 on two stages, without the overlap — 1.5 times the
       // rows over each CTA's fixed cost and a third softmax stream beside the tensor cores.
-      // Measured on the H100 Table-1/2 shapes against two consumers with FA3's overlap and
-      // pingpong (docs/benchmarks/gpu-prefill.md, session 23): bf16 0.98–1.18× cuDNN against
-      // 0.85–1.08×, fp8 1.06–1.41× against 0.97–1.23× (its 32-register producer spills ~130
-      // bytes in V's transpose). Unless the spec fixed a field of that other schedule.
-      // Half-int8 takes it on request (per_block 0.88–1.17× against 0.84–1.08×), not by
-      // default: its consumers spill 12–140 bytes at 160 registers. full_int8's s32 P·V product
-      // and head_dim 256's O do not fit.
+      // Measured on the H100 Table-1/2 shapes in one call against two consumers with FA3's
+      // overlap and pingpong (docs/benchmarks/gpu-prefill.md, session 23): bf16 0.98–1.16×
+      // cuDNN against 0.85–1.06×, fp8 1.06–1.42× against 0.97–1.26× (its 32-register producer
+      // spills ~130 bytes in V's transpose). Unless the spec fixed a field of that other
+      // schedule. Half-int8 takes it on request (per_block 0.88–1.17× against 0.84–1.11×), not
+      // by default: its consumers spill 12–140 bytes at 160 registers, and it is not yet
+      // grid-checked on the GPU. full_int8's s32 P·V product and head_dim 256's O do not fit.
       bool threeConsumers = (shape.kvElemBytes == 2 || shape.fp8) && !shape.int8QK &&
                             shape.headDim <= 128 && !f.roles && !f.intraWgOverlap &&
                             !f.pingpong && !(f.persistent && f.persistent.getValue()) &&

@@ -3,7 +3,8 @@
 `attn-opt --emit=ptx` and assembles it with `ptxas -arch=sm_90a -v`; fails on any error, on
 register spills in the attention (decode or prefill) kernel (persistent-grid variants: more than
 32 bytes; fp8 prefill on three consumer warpgroups: more than 160 bytes, its 32-register
-producer's V transpose), and on WGMMAs ptxas serializes. Usage: assemble_variants.py ATTN_OPT PTXAS WORKDIR."""
+producer's V transpose), and on WGMMAs ptxas serializes.
+Usage: assemble_variants.py ATTN_OPT PTXAS WORKDIR."""
 import os
 import re
 import subprocess
