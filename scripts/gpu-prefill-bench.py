@@ -102,12 +102,10 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
              "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 1, regs = 216>"]})}
 # Three consumer warpgroups (192 query rows per CTA) without the overlap, two stages: the
 # per-CTA fixed cost spread over 1.5 times the rows (session 23).
-W3 = {"stages": 2, "intra_wg_overlap": False, "pingpong": False}
-MODES.update({
-    "bf16_w3": (BF16, dict(W3, roles=["producer<warpgroups = 1, regs = 32>",
-                                      "consumer<warpgroups = 3, regs = 160>"]))})
-for _m, _kw in (("half_int8_pb", HALF_INT8_PB), ("half_int8", HALF_INT8), ("fp8", FP8)):
-    MODES[_m + "_w3"] = (_kw, MODES["bf16_w3"][1])
+W3 = {"stages": 2, "intra_wg_overlap": False, "pingpong": False,
+      "roles": ["producer<warpgroups = 1, regs = 32>", "consumer<warpgroups = 3, regs = 160>"]}
+for _m in ("bf16", "half_int8_pb", "half_int8", "fp8"):
+    MODES[_m + "_w3"] = (MODES[_m][0], W3)
 # Rotated inputs (`hadamard`): each quantized mode's defaults on Q·H, K·H, V·H.
 for _m in ("half_int8", "half_int8_pb", "half_int8_vh", "fp8", "full_int8"):
     MODES[_m + "_had"] = (dict(MODES[_m][0], hadamard=True), None)

@@ -109,6 +109,10 @@ struct DecodePlan {
   /// The kernel merges any cluster of its splits (checked at 2, 3 and 8).
   static constexpr int64_t kMaxClusterSplits = 2;
   int64_t producerThreads() const { return 128 * producerWGs; }
+  /// A producer of at most 32 registers (three consumer warpgroups): it recomputes its chunk
+  /// addresses per tile and converts one chunk at a time — hoisted addresses and two chunks in
+  /// flight spill it.
+  bool leanProducer() const { return producerRegs <= 32; }
   int64_t threads() const { return 128 * (producerWGs + consumerWGs); }
 
   int64_t groupSize() const { return qHeads / kvHeads; }

@@ -110,9 +110,7 @@ struct TileChunks {
     pt = p.producerThreads();
     rowStep = pt / chunksPerRow;
     n = p.tileN * chunksPerRow / pt;
-    // A producer of 32 registers (three consumer warpgroups) recomputes its addresses per tile:
-    // hoisted out of the tile loop they spill.
-    Value tid = p.producerRegs <= 32 ? k.tidXHere() : c.tid;
+    Value tid = p.leanProducer() ? k.tidXHere() : c.tid; // read per tile, not hoisted
     row0 = k.udiv(tid, chunksPerRow);
     Value colChunk = k.urem(tid, chunksPerRow); // 16-byte chunk of the stage row
     src0 = k.add(stageOff, k.mul(tid, 16));
@@ -176,8 +174,8 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   // The thread's chunks are loaded kBatch at a time before any of them is converted and stored:
   // the loads then overlap (ptxas keeps shared loads behind earlier shared stores it cannot
   // tell apart). Two at a time fit the producer's 56 registers without spilling; with zero
-  // points (a staged constant per row) only one does.
-  const int64_t kBatch = zeroOff < 0 && c.p.producerRegs > 32 ? 2 : 1;
+  // points (a staged constant per row), or in a lean producer, only one does.
+  const int64_t kBatch = zeroOff < 0 && !c.p.leanProducer() ? 2 : 1;
   for (int64_t it0 = 0; it0 < t.n; it0 += kBatch) {
     SmallVector<Value> v4s, magics;
     for (int64_t it = it0; it < std::min(t.n, it0 + kBatch); ++it) {

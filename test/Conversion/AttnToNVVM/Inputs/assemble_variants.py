@@ -5,6 +5,7 @@ register spills in the attention (decode or prefill) kernel (persistent-grid var
 32 bytes; fp8 prefill on three consumer warpgroups: more than 160 bytes, its 32-register
 producer's V transpose), and on WGMMAs ptxas serializes.
 Usage: assemble_variants.py ATTN_OPT PTXAS WORKDIR."""
+import json
 import os
 import re
 import subprocess
@@ -41,7 +42,9 @@ def one(v):
     # The persistent grid (opt-in; measured slower than one CTA per work item but on the short
     # causal rows) keeps the work-item loop's state across the consumers' loop: a few words.
     allowed = PERSISTENT_SPILL_BYTES if "_pers" in name else 0
-    if name.startswith("pf_f8") and '"consumer_warpgroups": 3' in open(ptx + ".launch.json").read():
+    with open(ptx + ".launch.json") as f:
+        consumers = json.load(f)["schedule"]["consumer_warpgroups"]
+    if name.startswith("pf_f8") and consumers == 3:
         allowed = FP8_THREE_CONSUMER_SPILL_BYTES
     if m and int(m.group(1)) > allowed:
         return f"{name}: the attention kernel spills {m.group(1)} bytes (allowed: {allowed})"
