@@ -2,8 +2,8 @@
 """What this file is: compiles every decode variant of decode_variants.py with
 `attn-opt --emit=ptx` and assembles it with `ptxas -arch=sm_90a -v`; fails on any error, on
 register spills in the attention (decode or prefill) kernel (persistent-grid variants: more than
-32 bytes; fp8 prefill on three consumer warpgroups: more than 160 bytes, its 32-register
-producer's V transpose), and on WGMMAs ptxas serializes.
+32 bytes; fp8 and half-int8 prefill on three consumer warpgroups: more than 160 bytes), and on
+WGMMAs ptxas serializes.
 Usage: assemble_variants.py ATTN_OPT PTXAS WORKDIR."""
 import json
 import os
@@ -20,8 +20,10 @@ PERSISTENT_SPILL_BYTES = 32
 # fp8 prefill's default three consumer warpgroups leave the producer 32 registers: its V
 # transpose (16 words in flight) spills 124–140 bytes, all in the producer (cuobjdump -sass: no
 # STL after the consumers' setmaxnreg) — and still runs 10–15% faster than two consumers
-# (docs/benchmarks/gpu-prefill.md, session 23).
-FP8_THREE_CONSUMER_SPILL_BYTES = 160
+# (docs/benchmarks/gpu-prefill.md, session 23). Half-int8 on three consumers (opt-in) spills 4–140
+# bytes, mostly values parked once across the tile loop; per tile, its per_block kernels reload
+# 0–4 words and store 0–2 (scripts/bench/sass_spills.py, docs/benchmarks/gpu-prefill.md session 24).
+THREE_CONSUMER_SPILL_BYTES = 160
 os.makedirs(work, exist_ok=True)
 
 
@@ -44,8 +46,8 @@ def one(v):
     allowed = PERSISTENT_SPILL_BYTES if "_pers" in name else 0
     with open(ptx + ".launch.json") as f:
         consumers = json.load(f)["schedule"]["consumer_warpgroups"]
-    if name.startswith("pf_f8") and consumers == 3:
-        allowed = FP8_THREE_CONSUMER_SPILL_BYTES
+    if name.startswith(("pf_f8", "pf_i8q")) and consumers == 3:
+        allowed = THREE_CONSUMER_SPILL_BYTES
     if m and int(m.group(1)) > allowed:
         return f"{name}: the attention kernel spills {m.group(1)} bytes (allowed: {allowed})"
     if "C7513" in r.stderr:  # "wgmma.mma_async instructions are serialized due to ..."
@@ -59,6 +61,6 @@ for e in errors:
     print("ERROR", e)
 print(f"{len(decode_variants.variants()) - len(errors)} of {len(decode_variants.variants())} "
       "decode variants assembled for sm_90a without spills (persistent grid: at most "
-      f"{PERSISTENT_SPILL_BYTES} bytes; fp8 prefill's three-consumer producer: at most "
-      f"{FP8_THREE_CONSUMER_SPILL_BYTES}) or serialized WGMMAs")
+      f"{PERSISTENT_SPILL_BYTES} bytes; fp8 and half-int8 prefill on three consumers: at most "
+      f"{THREE_CONSUMER_SPILL_BYTES}) or serialized WGMMAs")
 sys.exit(1 if errors else 0)
