@@ -404,4 +404,12 @@ TEST(LaunchMetadata, QuantizedQueriesAndBlockScales) {
             "q_quant \"none\")");
   EXPECT_NE(parseError(replaced(fp8, R"("k_block_rows": 256)", R"("k_block_rows": 0)")), "");
   EXPECT_NE(parseError(replaced(fp8, R"("q_dtype": "f8E4M3FN")", R"("q_dtype": "f8E5M2")")), "");
+  // int8 queries with one scale per token for all its heads (q_scale [B, S]).
+  std::string perToken = replaced(kGood, R"("kv_dtype": "i8",)",
+                                  R"("kv_dtype": "i8", "q_dtype": "i8", "q_quant": "per_token",)");
+  ASSERT_TRUE(parseDecodeLaunch(perToken, m, error)) << error;
+  EXPECT_EQ(m.qDtype, "i8");
+  EXPECT_EQ(m.qQuant, "per_token");
+  EXPECT_NE(parseError(replaced(perToken, R"("q_quant": "per_token")", R"("q_quant": "per_head")")),
+            "");
 }

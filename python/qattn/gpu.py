@@ -335,8 +335,8 @@ class GpuDecodeKernel(LaunchFiles):
             raise KernelArgumentError("k_zero / v_zero given, but the cache is symmetric")
         ptrs["q_scale"] = 0
         if q_quantized:
-            q_shape = ((b, blocks(sq, "q_block_rows"), hq, 1)
-                       if p.get("q_quant") == "per_block" else (b, sq, hq))
+            q_shape = {"per_block": (b, blocks(sq, "q_block_rows"), hq, 1),
+                       "per_token": (b, sq)}.get(p.get("q_quant"), (b, sq, hq))
             if q_scale is None:
                 raise KernelArgumentError(f"q_scale ({list(q_shape)} float32) is required: the "
                                           f"spec has {q_dtype} queries")

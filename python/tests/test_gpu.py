@@ -32,6 +32,11 @@ CASES = {
     "i8q_gqa": dict(q_len=2, q_heads=16, kv_heads=2, head_dim=128, kv_dtype="i8",
                     granularity="per_token_head", q_dtype="i8", q_granularity="per_token_head",
                     causal=True, seq_lens=True),
+    # int8 queries with one scale per token for all its heads (q_scale [B, S]); GQA 8:1 at q_len 4
+    # puts two tokens in a consumer thread's two rows
+    "i8qt_gqa": dict(q_len=4, q_heads=32, kv_heads=4, head_dim=128, kv_dtype="i8",
+                     granularity="per_token", q_dtype="i8", q_granularity="per_token",
+                     causal=True, seq_lens=True),
     # asymmetric caches: zero points folded into the producer's conversion (k̂ − z exact in bf16)
     "i8asym_gqa": dict(q_len=2, q_heads=8, kv_heads=2, head_dim=128, kv_dtype="i8",
                        granularity="per_token_head", symmetric=False, seq_lens=True),
@@ -46,6 +51,9 @@ CASES = {
     "prefill_i8q_mqa": dict(kind="prefill", q_len=33, q_heads=16, kv_heads=1, head_dim=128,
                             kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                             q_granularity="per_token_head"),
+    "prefill_i8qt_gqa": dict(kind="prefill", q_len=77, q_heads=16, kv_heads=4, head_dim=128,
+                             kv_dtype="i8", granularity="per_token", q_dtype="i8",
+                             q_granularity="per_token", causal=True),
     # fp8 prefill: both GEMMs on e4m3 tensor cores, one scale per block of 128 tokens of a head
     # (queries: 64), P rounded to e4m3
     "prefill_fp8_mqa": dict(kind="prefill", q_len=100, q_heads=16, kv_heads=1, head_dim=128,
@@ -65,11 +73,13 @@ SHAPES = {  # (batch, kv_len, splits)
     "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3), (1, 4096, "auto")],  # 32: wide
     "fp8_gqa": [(3, 257, "auto"), (16, 2048, 1)],
     "bf16_mha": [(2, 1, "auto"), (2, 777, 2)],
-    "i8q_gqa": [(5, 1500, "auto"), (1, 33, 1), (70, 300, "auto")],  # 140 CTAs: the 2-CTA kernel
+    "i8q_gqa": [(5, 1500, "auto"), (1, 33, 1), (70, 300, "auto")],
+    "i8qt_gqa": [(3, 1000, "auto"), (2, 300, 2)],  # 140 CTAs: the 2-CTA kernel
     "i8asym_gqa": [(3, 1000, "auto"), (1, 1, 1), (2, 300, 2)],
     "u8asym_mqa": [(4, 777, "auto"), (2, 64, 1)],
     "prefill_gqa_causal": [(3, 70, "auto"), (2, 300, 1), (1, 5, "auto")],
     "prefill_i8q_mqa": [(2, 500, "auto")],
+    "prefill_i8qt_gqa": [(2, 500, "auto"), (3, 77, "auto")],
     "prefill_dyn_mha": [(2, 300, "auto", 200), (1, 90, "auto", 129), (3, 10, "auto", 1)],
     "prefill_fp8_mqa": [(2, 300, "auto"), (1, 100, "auto")],
     "prefill_persistent": [(3, 500, "auto"), (1, 64, "auto")],

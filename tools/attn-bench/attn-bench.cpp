@@ -377,8 +377,9 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   if (m.qDtype != "bf16") { // int8 / e4m3 per (batch, token, head) row or block, as K/V are
     const ref::KvShape qs{p.batch, p.qLen, m.qHeads, m.headDim, m.qBlockRows};
     ref::quantizeKv(qIn.data(), qs, m.qDtype == "i8" ? ref::KvType::I8 : ref::KvType::F8E4M3,
-                    m.qQuant == "per_block" ? ref::Granularity::PerBlock
-                                            : ref::Granularity::PerTokenHead,
+                    m.qQuant == "per_block"   ? ref::Granularity::PerBlock
+                    : m.qQuant == "per_token" ? ref::Granularity::PerToken
+                                              : ref::Granularity::PerTokenHead,
                     h.qq);
     ref::dequantizeKv(h.qq, qs, h.qDeq.data());
   }

@@ -86,7 +86,7 @@ struct DecodeLaunch {
   int64_t qChunk = 1; // query tokens per CTA (q_len for decode)
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 0, kvLen = -1;
   std::string qDtype = "bf16"; // "bf16", "i8" or "f8E4M3FN" (prefill; parameter q_scale)
-  std::string qQuant;          // "none" (bf16), "per_token_head" or "per_block"
+  std::string qQuant;          // "none" (bf16), "per_token_head", "per_token" or "per_block"
   std::string kvDtype;         // "i8", "ui8" (asymmetric only), "f8E4M3FN", "bf16"
   bool zeroPoints = false;     // asymmetric K/V: parameters k_zero / v_zero (code-typed)
   std::string kQuant, vQuant;  // "per_token_head", "per_token", "per_head", "per_tensor",

@@ -124,9 +124,13 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     // half_int8 with int8 queries: Q·Kᵀ on int8 tensor cores, S scaled by s_q · s_k.
     p.qI8 = true;
     QuantAttr qq = op.getQQuantAttr();
-    if (!op.getQScale() || !qq || qq.getGranularity() != Granularity::per_token_head ||
+    if (!op.getQScale() || !qq ||
+        (qq.getGranularity() != Granularity::per_token_head &&
+         qq.getGranularity() != Granularity::per_token) ||
         qq.isAsymmetric() || !qq.getScaleType().isF32())
-      c.fail() << "int8 queries other than symmetric per_token_head with f32 scales";
+      c.fail() << "int8 queries other than symmetric per_token_head or per_token with f32 scales";
+    else
+      p.qPerToken = qq.getGranularity() == Granularity::per_token;
     if (!kT.getElementType().isSignlessInteger(8))
       c.fail() << "int8 queries with a " << kT.getElementType() << " K cache (int8 K only)";
     if (p.headDim != 128)
@@ -189,7 +193,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
                   "decode is bound by the cache's bytes: use half_int8)";
     if (!p.qI8)
       c.fail() << "mode full_int8 with " << qT.getElementType()
-               << " queries (int8 queries with per_token_head q_scale)";
+               << " queries (int8 queries with per_token_head or per_token q_scale)";
   }
   if (p.prefill && succeeded(mode)) {
     // Prefill modes name the GEMMs' arithmetic: only what the kernel does is accepted.

@@ -165,10 +165,11 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
                            k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
     }
     head[r] = k.add(c.headBase, k.urem(row, p.pack));
-    if (p.qk8()) { // q_scale[b, qi / qBlock, head] (qBlock 1: per_token_head)
+    if (p.qk8()) { // q_scale[b, qi / qBlock, head] (qBlock 1: per_token_head); per_token [b, qi]
       Value blocks =
           p.qBlock == 1 ? c.mulQLen(k, c.bIdx) : k.mul(c.bIdx, k.ceilDiv(c.qLen(k), p.qBlock));
-      Value idx = k.add(k.mul(k.add(blocks, k.udiv(qi[r], p.qBlock)), p.qHeads), head[r]);
+      Value token = k.add(blocks, p.qBlock == 1 ? qi[r] : k.udiv(qi[r], p.qBlock));
+      Value idx = p.qPerToken ? token : k.add(k.mul(token, p.qHeads), head[r]);
       qScale[r] = k.loadInvariant(k.f32(), k.gep(c.qScale, k.mul(k.sext64(idx), int64_t(4))));
       if (p.parkQScales()) // this thread's own slots: reloaded per tile (softmax)
         k.store(qScale[r], sptr(k, c, k.add(k.mul(ctAll, 8), c.sm.qScales + 4 * r)));

@@ -49,6 +49,9 @@ struct DecodePlan {
   /// Tokens per scale of per_block<r x D> granularities (1 otherwise): queries (fp8, else
   /// per_token_head), K and V.
   int64_t qBlock = 1, kBlock = 1, vBlock = 1;
+  /// int8 queries with one scale per token for all its heads (per_token: q_scale [B, S]; else
+  /// [B, S, Hq] or per_block's [B, ceil(S/r), Hq, 1]).
+  bool qPerToken = false;
   /// Prefill: the q_len query tokens are cut into chunks of `qChunk` tokens (pack · qChunk ≤ 64
   /// rows, one WGMMA tile); one CTA per (consumerWGs chunks, group, batch): each consumer
   /// warpgroup owns one chunk's query tile and both run over every key tile the CTA's queries

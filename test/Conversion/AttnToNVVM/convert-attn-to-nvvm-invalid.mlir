@@ -343,14 +343,14 @@ func.func @q_i8_d64(%q: memref<?x1x8x64xi8>, %qs: memref<?x1x8xf32>, %k: memref<
 
 // -----
 
-func.func @q_i8_per_token(%q: memref<?x1x8x128xi8>, %qs: memref<?x1xf32>, %k: memref<?x?x1x128xi8>,
-                          %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
-                          %o: memref<?x1x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: int8 queries other than symmetric per_token_head with f32 scales}}
+func.func @q_i8_per_tensor(%q: memref<?x1x8x128xi8>, %qs: memref<1xf32>, %k: memref<?x?x1x128xi8>,
+                           %v: memref<?x?x1x128xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                           %o: memref<?x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: int8 queries other than symmetric per_token_head or per_token with f32 scales}}
   attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
-      q_scale(%qs : memref<?x1xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      q_scale(%qs : memref<1xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
       outs(%o : memref<?x1x8x128xbf16>)
-      {q_quant = #attn.quant<i8, per_token>, k_quant = #attn.quant<i8, per_token_head>,
+      {q_quant = #attn.quant<i8, per_tensor>, k_quant = #attn.quant<i8, per_token_head>,
        v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
   return
 }

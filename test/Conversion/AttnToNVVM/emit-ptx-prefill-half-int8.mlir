@@ -47,12 +47,22 @@
 // CHECK-COUNT-2: div.rn.f32
 // CHECK-NOT: div.rn.f32
 // CHECK-LABEL: .entry pf_h8_token_prefill(
+// per_token query scales (q_scale [B, S], vLLM's dynamic activation scales): one scale for all
+// the heads of a token, loaded at b · S + token — both rows of a consumer thread, which belong to
+// one token, share the load — and parked as with per_token_head.
+// CHECK-LABEL: .entry pf_h8_qtoken_prefill(
+// CHECK: setmaxnreg.inc.sync.aligned.u32
+// CHECK: ld.global.nc.b32 [[QS:%r[0-9]+]],
+// CHECK-NOT: ld.global.nc.b32
+// CHECK: st.shared.v2.b32 {{\[}}%rd{{[0-9]+}}+{{[0-9]+}}{{\]}}, {[[QS]], [[QS]]}
 
 // META: "k_quant": "per_block",
 // META: "mode": "half_int8",
 // META: "v_quant": "per_block",
 // META: "k_quant": "per_token_head",
 // META: "v_quant": "per_head",
+// META: "q_quant": "per_token_head",
+// META: "q_quant": "per_token",
 
 func.func @pf_h8_block(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
                        %qs: memref<?x?x16xf32>, %ks: memref<?x?x1x1xf32>, %vs: memref<?x?x1x1xf32>,
@@ -88,5 +98,18 @@ func.func @pf_h8_token(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: 
       outs(%o : memref<?x?x16x128xbf16>)
       {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
        v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @pf_h8_qtoken(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                        %qs: memref<?x?xf32>, %ks: memref<?x?xf32>, %vs: memref<1xf32>,
+                        %o: memref<?x?x16x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x?x16x128xi8>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      q_scale(%qs : memref<?x?xf32>) k_scale(%ks : memref<?x?xf32>) v_scale(%vs : memref<1xf32>)
+      outs(%o : memref<?x?x16x128xbf16>)
+      {causal, q_quant = #attn.quant<i8, per_token>, k_quant = #attn.quant<i8, per_token>,
+       v_quant = #attn.quant<i8, per_tensor>, target = #attn.target<sm_90a>}
   return
 }

@@ -3,7 +3,8 @@
 (i8 per_token_head, f8E4M3FN per_token, bf16) x head ratio (MQA 16:1, GQA 8:1 and 4:1, MHA 1:1) x
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
 q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), and asymmetric
-caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), and prefill
+caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), int8
+queries with one scale per token (i8qt: per_token Q and K, per_tensor V), and prefill
 (pf_*: the same kernel over query chunks; bf16 — by default on three consumer warpgroups (*_w3:
 that schedule written out; half-int8's *_w3 ask for it), *_nopp with FA3's intra-warpgroup overlap but no pingpong, *_noov
 with neither, *_ov2 with the overlap on two stages —, and
@@ -31,8 +32,11 @@ KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": 
       "fi8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<128x128>")),
       # half-int8 prefill with one V scale per tile (and one K scale per tile: i8qb).
       "i8qh": ("i8", ("per_token_head", "per_token_head", "per_head")),
-      "i8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<256x128>"))}
-I8Q = ("i8q", "fi8q", "fi8qb", "i8qh", "i8qb")  # int8 queries
+      "i8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<256x128>")),
+      # int8 queries with one scale per token for all its heads (vLLM's dynamic activation
+      # scales), per_token K, one V scale: the tutorial's half-int8 spec.
+      "i8qt": ("i8", ("per_token", "per_token", "per_tensor"))}
+I8Q = ("i8q", "fi8q", "fi8qb", "i8qh", "i8qb", "i8qt")  # int8 queries
 ASYM = ("i8a", "u8a")
 
 
@@ -44,6 +48,8 @@ def scale_type(gran, s, h):
         return f"memref<?x{s}x{h}xf32>"
     if gran == "per_head":
         return f"memref<{h}xf32>"
+    if gran == "per_tensor":
+        return "memref<1xf32>"
     rows = int(gran[len("per_block<"):].split("x")[0])  # per_block<r x D>: [B, ceil(s/r), h, 1]
     return f"memref<?x{'?' if s == '?' else -(-s // rows)}x{h}x1xf32>"
 
@@ -109,6 +115,9 @@ def variants():
         sq = (3, 2, 4, 1)[i]
         out.append((f"i8q_{rname}_d128_q{sq}", "i8q", hq, hkv, 128, sq, i % 2 == 0, i == 1, i != 3))
     out.append(("i8q_mqa16_d128_q8_causal", "i8q", 16, 1, 128, 8, True, False, True))
+    # per_token query scales: GQA 8:1 at q_len 4 packs 8 heads of 4 tokens, so a consumer
+    # thread's two rows (r, r + 8) belong to different tokens.
+    out.append(("i8qt_gqa8_d128_q4_causal", "i8qt", 32, 4, 128, 4, True, True, True))
     # Two CTAs per SM (one producer + one consumer warpgroup, tile_n 64).
     out.append(("i8q_mqa16_d128_q3_2cta", "i8q", 16, 1, 128, 3, True, False, True, "decode",
                 "ctas_per_sm = 2"))
@@ -179,6 +188,12 @@ def variants():
                 "prefill", "intra_wg_overlap = false, stages = 2"))
     out.append(("pf_i8qb_mqa16_d128_q100_causal_noov", "i8qb", 16, 1, 128, 100, True, False, True,
                 "prefill", "intra_wg_overlap = false, stages = 2"))
+    # per_token query scales (the tutorial's spec): its schedule (overlap and pingpong on two
+    # stages), and the default on GQA 4:1 (two tokens per 8 rows).
+    out.append(("pf_i8qt_mqa16_d128_q100_causal_ov", "i8qt", 16, 1, 128, 100, True, False, True,
+                "prefill", "intra_wg_overlap = true, pingpong = true, stages = 2, "
+                + roles))
+    out.append(("pf_i8qt_gqa4_d128_q77", "i8qt", 16, 4, 128, 77, False, True, False, "prefill"))
     # fp8 (e4m3 GEMMs, V transposed by the producer): the default schedule (overlap and
     # pingpong), without pingpong, and without the overlap on two stages.
     for name, kv, (hq, hkv), sq, causal, alibi, lens, sched in [
