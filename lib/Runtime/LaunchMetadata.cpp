@@ -510,8 +510,8 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.integer(*p, "problem", "kv_len", -1, kI32Max, out.kvLen) ||
       (p->find("q_dtype") &&
        !r.str(*p, "problem", "q_dtype", out.qDtype, {"bf16", "i8", "f8E4M3FN"})) ||
-      (p->find("q_quant") &&
-       !r.str(*p, "problem", "q_quant", out.qQuant, {"none", "per_token_head", "per_token", "per_block"})) ||
+      (p->find("q_quant") && !r.str(*p, "problem", "q_quant", out.qQuant,
+                                    {"none", "per_token_head", "per_token", "per_block"})) ||
       (p->find("q_block_rows") &&
        !r.integer(*p, "problem", "q_block_rows", 1, kI32Max, out.qBlockRows)) ||
       (p->find("k_block_rows") &&

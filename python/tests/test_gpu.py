@@ -73,8 +73,8 @@ SHAPES = {  # (batch, kv_len, splits)
     "i8_mqa_causal": [(4, 1000, "auto"), (1, 1, 1), (2, 4096, 3), (1, 4096, "auto")],  # 32: wide
     "fp8_gqa": [(3, 257, "auto"), (16, 2048, 1)],
     "bf16_mha": [(2, 1, "auto"), (2, 777, 2)],
-    "i8q_gqa": [(5, 1500, "auto"), (1, 33, 1), (70, 300, "auto")],
-    "i8qt_gqa": [(3, 1000, "auto"), (2, 300, 2)],  # 140 CTAs: the 2-CTA kernel
+    "i8q_gqa": [(5, 1500, "auto"), (1, 33, 1), (70, 300, "auto")],  # 140 CTAs: the 2-CTA kernel
+    "i8qt_gqa": [(3, 1000, "auto"), (2, 300, 2)],
     "i8asym_gqa": [(3, 1000, "auto"), (1, 1, 1), (2, 300, 2)],
     "u8asym_mqa": [(4, 777, "auto"), (2, 64, 1)],
     "prefill_gqa_causal": [(3, 70, "auto"), (2, 300, 1), (1, 5, "auto")],
