@@ -13,6 +13,7 @@ cuobjdump is not in the Debian CUDA toolkit here; PyPI has it (docs/Device.md):
   pip download --no-deps -d /tmp/w nvidia-cuda-cuobjdump && unzip -o /tmp/w/*.whl -d /tmp/w
   export PATH=/tmp/w/nvidia/cu13/bin:$PATH
 """
+import collections
 import re
 import subprocess
 import sys
@@ -45,17 +46,20 @@ def spills(ins):
             loops.append((int(m.group(1), 16), a))
     dealloc = next((a for a, t in ins if "USETMAXREG.DEALLOC" in t), None)
     alloc = next((a for a, t in ins if "USETMAXREG.TRY_ALLOC" in t), None)
-    out = {}
+
+    def role(a):
+        if dealloc is None:
+            return "kernel"
+        if a < dealloc:
+            return "prologue"
+        return "producer" if alloc is None or a < alloc else "consumer"
+
+    out = collections.Counter()
     for a, t in ins:
-        if not re.search(r"\b(STL|LDL)\b", t):
-            continue
-        if dealloc is None or a < dealloc:
-            role = "prologue" if dealloc is not None else "kernel"
-        else:
-            role = "producer" if alloc is None or a < alloc else "consumer"
-        where = "loop" if any(lo <= a <= hi for lo, hi in loops) else "cold"
-        key = (role, where, "st" if t.startswith("STL") or " STL" in t else "ld")
-        out[key] = out.get(key, 0) + 1
+        m = re.search(r"\b(STL|LDL)\b", t)
+        if m:
+            where = "loop" if any(lo <= a <= hi for lo, hi in loops) else "cold"
+            out[(role(a), where, "st" if m.group(1) == "STL" else "ld")] += 1
     return out
 
 

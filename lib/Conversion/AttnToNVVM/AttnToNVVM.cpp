@@ -58,8 +58,10 @@ static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
       (qq.getGranularity() != Granularity::per_token_head && !qBlock))
     c.fail() << "f8E4M3FN queries other than per_token_head or per_block<r x head_dim> with f32 "
                 "q_scale";
-  else if (qBlock)
+  else if (qBlock) {
+    p.qGran = Granularity::per_block;
     p.qBlock = qq.getBlockRows();
+  }
   if (!isa<Float8E4M3FNType>(op.getK().getType().getElementType()))
     c.fail() << "f8E4M3FN queries with a " << op.getK().getType().getElementType()
              << " K cache (f8E4M3FN K and V)";
@@ -130,7 +132,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
         qq.isAsymmetric() || !qq.getScaleType().isF32())
       c.fail() << "int8 queries other than symmetric per_token_head or per_token with f32 scales";
     else
-      p.qPerToken = qq.getGranularity() == Granularity::per_token;
+      p.qGran = qq.getGranularity();
     if (!kT.getElementType().isSignlessInteger(8))
       c.fail() << "int8 queries with a " << kT.getElementType() << " K cache (int8 K only)";
     if (p.headDim != 128)

@@ -308,10 +308,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
                                  {"q_dtype", p.qI8   ? "i8"
                                              : p.fp8 ? "f8E4M3FN"
                                                      : "bf16"},
-                                 {"q_quant", !p.qk8()       ? "none"
-                                             : p.qBlock > 1 ? "per_block"
-                                             : p.qPerToken  ? "per_token"
-                                                            : "per_token_head"},
+                                 {"q_quant", p.qk8() ? stringifyGranularity(p.qGran) : "none"},
                                  {"q_block_rows", p.qBlock},
                                  {"head_dim", p.headDim},
                                  {"kv_len", p.kvLen},

@@ -165,11 +165,9 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
                            k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
     }
     head[r] = k.add(c.headBase, k.urem(row, p.pack));
-    if (p.qk8()) { // q_scale[b, qi / qBlock, head] (qBlock 1: per_token_head); per_token [b, qi]
-      Value blocks =
-          p.qBlock == 1 ? c.mulQLen(k, c.bIdx) : k.mul(c.bIdx, k.ceilDiv(c.qLen(k), p.qBlock));
-      Value token = k.add(blocks, p.qBlock == 1 ? qi[r] : k.udiv(qi[r], p.qBlock));
-      Value idx = p.qPerToken ? token : k.add(k.mul(token, p.qHeads), head[r]);
+    if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq]
+      Value idx =
+          scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r], qi[r], p.qBlock);
       qScale[r] = k.loadInvariant(k.f32(), k.gep(c.qScale, k.mul(k.sext64(idx), int64_t(4))));
       if (p.parkQScales()) // this thread's own slots: reloaded per tile (softmax)
         k.store(qScale[r], sptr(k, c, k.add(k.mul(ctAll, 8), c.sm.qScales + 4 * r)));

@@ -131,8 +131,12 @@ void clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct, ArrayRef<Value> 
 
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
-/// Index (in f32 elements) of the K/V scale of key `token` for a granularity (per_block:
-/// `blockRows` tokens of a head share one, [B, ceil(kv_len / r), H]); DecodeProducer.cpp.
+/// Index (in f32 elements) of the scale of (batch `b`, `token`, `head`) of a [B, len, heads]
+/// operand for a granularity (per_block: `blockRows` tokens of a head share one, [B, ceil(len /
+/// r), heads]); DecodeProducer.cpp.
+Value scaleIndex(KernelBuilder &k, Granularity g, Value b, Value len, int64_t heads, Value head,
+                 Value token, int64_t blockRows = 1);
+/// The K/V scale of key `token` of this CTA's batch element and KV head.
 Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t blockRows = 1);
 /// Thread 0, in the prologue of a kernel without a persistent grid: the TMA loads of the first
 /// `stages` tiles (decode) or of the first tile (prefill, whose first Q·Kᵀ waits for the query

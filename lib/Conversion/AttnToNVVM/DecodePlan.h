@@ -46,12 +46,11 @@ struct DecodePlan {
   /// P·V on 8-bit tensor cores (fp8, full_int8): K read from the TMA stage, V transposed into
   /// one-byte Vᵀ buffers (keys permuted to match P's register fragment).
   bool pv8() const { return fp8 || fullI8; }
-  /// Tokens per scale of per_block<r x D> granularities (1 otherwise): queries (fp8, else
-  /// per_token_head), K and V.
+  /// Tokens per scale of per_block<r x D> granularities (1 otherwise): queries (fp8), K and V.
   int64_t qBlock = 1, kBlock = 1, vBlock = 1;
-  /// int8 queries with one scale per token for all its heads (per_token: q_scale [B, S]; else
-  /// [B, S, Hq] or per_block's [B, ceil(S/r), Hq, 1]).
-  bool qPerToken = false;
+  /// The query scales' granularity (qk8): per_token_head [B, S, Hq], per_token [B, S] (int8
+  /// queries) or per_block [B, ceil(S/r), Hq, 1] (fp8).
+  Granularity qGran = Granularity::per_token_head;
   /// Prefill: the q_len query tokens are cut into chunks of `qChunk` tokens (pack · qChunk ≤ 64
   /// rows, one WGMMA tile); one CTA per (consumerWGs chunks, group, batch): each consumer
   /// warpgroup owns one chunk's query tile and both run over every key tile the CTA's queries

@@ -240,22 +240,27 @@ static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOf
   }
 }
 
-Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token,
-                                   int64_t blockRows) {
+Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Granularity g, Value b, Value len,
+                                   int64_t heads, Value head, Value token, int64_t blockRows) {
   switch (g) {
   case Granularity::per_token_head:
-    return k.add(k.mul(k.add(k.mul(c.bIdx, c.kvLen), token), c.p.kvHeads), c.hkv);
+    return k.add(k.mul(k.add(k.mul(b, len), token), heads), head);
   case Granularity::per_block: {
-    Value blocks = k.mul(c.bIdx, k.ceilDiv(c.kvLen, blockRows));
-    return k.add(k.mul(k.add(blocks, k.udiv(token, blockRows)), c.p.kvHeads), c.hkv);
+    Value blocks = k.mul(b, k.ceilDiv(len, blockRows));
+    return k.add(k.mul(k.add(blocks, k.udiv(token, blockRows)), heads), head);
   }
   case Granularity::per_token:
-    return k.add(k.mul(c.bIdx, c.kvLen), token);
+    return k.add(k.mul(b, len), token);
   case Granularity::per_head:
-    return c.hkv;
+    return head;
   default:
     return k.i32(0);
   }
+}
+
+Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token,
+                                   int64_t blockRows) {
+  return scaleIndex(k, g, c.bIdx, c.kvLen, c.p.kvHeads, c.hkv, token, blockRows);
 }
 
 /// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid) and,
