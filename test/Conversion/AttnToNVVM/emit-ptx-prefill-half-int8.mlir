@@ -1,7 +1,10 @@
-// --emit=ptx of half_int8 prefill specs (P·V in f16) whose V scale is one per key tile
-// (per_block rows a multiple of tile_n, per_head): scheduled like bf16 (overlap, pingpong, three stages, one
-// producer warpgroup), V's scale folded into O's rescale instead of multiplying every P, and
-// each consumer thread's query scales parked in shared memory and reloaded per tile.
+// --emit=ptx of half_int8 prefill specs (P·V in f16). By default half-int8 is scheduled like
+// bf16 and fp8: three consumer warpgroups of 160 registers and a producer of 32 on two stages,
+// without the overlap. With FA3's intra-warpgroup overlap asked for, a V scale that is one per key
+// tile (per_block rows a multiple of tile_n, per_head) gets bf16's two-consumer schedule
+// (pingpong, three stages, one producer warpgroup), V's scale folded into O's rescale instead of
+// multiplying every P, and each consumer thread's query scales parked in shared memory and
+// reloaded per tile.
 // RUN: attn-opt %s -split-input-file --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
 // RUN: attn-opt %s -split-input-file --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s
 // RUN: attn-opt %s -split-input-file --attn-normalize --attn-select-schedule --emit=launch | FileCheck %s --check-prefix=META
@@ -10,9 +13,11 @@
 // SCHED: tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = true, intra_wg_overlap = true
 // SCHED-LABEL: func.func @pf_h8_vhead(
 // SCHED: stages = 3, {{.*}}pingpong = true, intra_wg_overlap = true
-// A V scale per key keeps the previous default (no overlap).
+// The default: three consumers.
 // SCHED-LABEL: func.func @pf_h8_token(
-// SCHED: stages = 2, {{.*}}pingpong = false, intra_wg_overlap = false
+// SCHED: tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false
+// SCHED-LABEL: func.func @pf_h8_qtoken(
+// SCHED: stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false
 
 // CHECK-LABEL: .entry pf_h8_block_prefill(
 // The consumers park their two query scales, then reload them per tile (prologue and loop);
@@ -49,12 +54,12 @@
 // CHECK-LABEL: .entry pf_h8_token_prefill(
 // per_token query scales (q_scale [B, S], vLLM's dynamic activation scales): one scale for all
 // the heads of a token, loaded at b · S + token — both rows of a consumer thread, which belong to
-// one token, share the load — and parked as with per_token_head.
+// one token, share the load — before the first Q·Kᵀ.
 // CHECK-LABEL: .entry pf_h8_qtoken_prefill(
-// CHECK: setmaxnreg.inc.sync.aligned.u32
+// CHECK: setmaxnreg.inc.sync.aligned.u32 160;
 // CHECK: ld.global.nc.b32 [[QS:%r[0-9]+]],
 // CHECK-NOT: ld.global.nc.b32
-// CHECK: st.shared.v2.b32 {{\[}}%rd{{[0-9]+}}+{{[0-9]+}}{{\]}}, {[[QS]], [[QS]]}
+// CHECK: wgmma.mma_async.sync.aligned.m64n128k32.s32.s8.s8
 
 // META: "k_quant": "per_block",
 // META: "mode": "half_int8",
@@ -71,7 +76,8 @@ func.func @pf_h8_block(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: 
       q_scale(%qs : memref<?x?x16xf32>) k_scale(%ks : memref<?x?x1x1xf32>) v_scale(%vs : memref<?x?x1x1xf32>)
       outs(%o : memref<?x?x16x128xbf16>)
       {causal, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_block<128x128>>,
-       v_quant = #attn.quant<i8, per_block<256x128>>, target = #attn.target<sm_90a>}
+       v_quant = #attn.quant<i8, per_block<256x128>>, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<intra_wg_overlap = true>}
   return
 }
 
@@ -84,7 +90,8 @@ func.func @pf_h8_vhead(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: 
       q_scale(%qs : memref<?x?x16xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<1xf32>)
       outs(%o : memref<?x?x16x128xbf16>)
       {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
-       v_quant = #attn.quant<i8, per_head>, target = #attn.target<sm_90a>}
+       v_quant = #attn.quant<i8, per_head>, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<intra_wg_overlap = true>}
   return
 }
 

@@ -133,17 +133,19 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // warpgroup, one split. FA3's persistent grid is opt-in (measured no faster).
       if (qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "prefill scheduling needs static head counts";
-      // bf16 and fp8 up to head_dim 128: three consumer warpgroups of 160 registers (192 query
-      // rows per CTA) and a producer of 32 on two stages, without the overlap — 1.5 times the
-      // rows over each CTA's fixed cost and a third softmax stream beside the tensor cores.
-      // Measured on the H100 Table-1/2 shapes in one call against two consumers with FA3's
-      // overlap and pingpong (docs/benchmarks/gpu-prefill.md, session 23): bf16 0.98–1.16×
-      // cuDNN against 0.85–1.06×, fp8 1.06–1.42× against 0.97–1.26× (its 32-register producer
-      // spills ~130 bytes in V's transpose). Unless the spec fixed a field of that other
-      // schedule. Half-int8 takes it on request (per_block 0.88–1.17× against 0.84–1.11×), not
-      // by default: its consumers spill 12–140 bytes at 160 registers, and it is not yet
-      // grid-checked on the GPU. full_int8's s32 P·V product and head_dim 256's O do not fit.
-      bool threeConsumers = (shape.kvElemBytes == 2 || shape.fp8) && !shape.int8QK &&
+      // bf16, fp8 and half-int8 up to head_dim 128: three consumer warpgroups of 160 registers
+      // (192 query rows per CTA) and a producer of 32 on two stages, without the overlap — 1.5
+      // times the rows over each CTA's fixed cost and a third softmax stream beside the tensor
+      // cores. Measured on the H100 Table-1/2 shapes in one call against two consumers with
+      // FA3's overlap and pingpong (docs/benchmarks/gpu-prefill.md, sessions 23 and 25): bf16
+      // 0.98–1.16× cuDNN against 0.85–1.06×, fp8 1.06–1.42× against 0.97–1.26× (its
+      // 32-register producer spills ~130 bytes in V's transpose), half-int8 per_block
+      // 0.89–1.17× against 0.85–1.08× and per-token 0.83–1.06× against 0.70–0.82× (its
+      // consumers spill 4–140 bytes, at most 3 reloads per tile on the benchmark's kernels).
+      // Unless the spec fixed a field of that other schedule. full_int8's s32 P·V product and
+      // head_dim 256's O do not fit.
+      bool threeConsumers = (shape.kvElemBytes == 2 || shape.fp8 ||
+                             (shape.int8QK && !shape.pv8())) &&
                             shape.headDim <= 128 && !f.roles && !f.intraWgOverlap &&
                             !f.pingpong && !(f.persistent && f.persistent.getValue()) &&
                             (f.stages == 0 || f.stages == 2);

@@ -20,7 +20,7 @@ PERSISTENT_SPILL_BYTES = 32
 # fp8 prefill's default three consumer warpgroups leave the producer 32 registers: its V
 # transpose (16 words in flight) spills 124–140 bytes, all in the producer (cuobjdump -sass: no
 # STL after the consumers' setmaxnreg) — and still runs 10–15% faster than two consumers
-# (docs/benchmarks/gpu-prefill.md, session 23). Half-int8 on three consumers (opt-in) spills 4–140
+# (docs/benchmarks/gpu-prefill.md, session 23). Half-int8 on three consumers (its default since session 25) spills 4–140
 # bytes, mostly values parked once across the tile loop; per tile, its per_block kernels reload
 # 0–4 words and store 0–2 (scripts/bench/sass_spills.py, docs/benchmarks/gpu-prefill.md session 24).
 THREE_CONSUMER_SPILL_BYTES = 160

@@ -6,10 +6,10 @@ q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), 
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), int8
 queries with one scale per token (i8qt: per_token Q and K, per_tensor V), and prefill
 (pf_*: the same kernel over query chunks; bf16 — by default on three consumer warpgroups (*_w3:
-that schedule written out; half-int8's *_w3 ask for it), *_nopp with FA3's intra-warpgroup overlap but no pingpong, *_noov
+that schedule written out), *_nopp with FA3's intra-warpgroup overlap but no pingpong, *_noov
 with neither, *_ov2 with the overlap on two stages —, and
-half-int8 with int8 queries, *_ov with the overlap (i8qh: per_head V, its scale folded into O's
-rescale; i8qb: per_block K and V, one scale per tile; both by default with bf16's schedule);
+half-int8 with int8 queries, also on three consumers by default, *_ov with the overlap (i8qh:
+per_head V, its scale folded into O's rescale; i8qb: per_block K and V, one scale per tile);
 full_int8 (fi8q, fi8qb: per_block K/V);
 fp8 with e4m3 queries — f8q: per_block scales,
 f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid); *_had: Q, K and V
@@ -164,17 +164,12 @@ def variants():
             ("pf_bf16_mha_d128_q200_causal_w3", (8, 8), 128, 200, True, False, True),
             ("pf_bf16_gqa8_d64_q130_causal_w3", (32, 4), 64, 130, True, True, False)]:
         out.append((name, "bf16", hq, hkv, d, sq, causal, alibi, lens, "prefill", w3))
-    # Half-int8 on three consumers (opt-in: faster on the H100's Table-1/2 shapes, session 23),
-    # over the shapes the two-consumer half-int8 variants cover: per_block K and V (i8qb) with
-    # and without ALiBi and rotation, per-token (i8q), per_head V (i8qh).
-    for name, kv, (hq, hkv), sq, causal, alibi, lens, had in [
-            ("pf_i8qb_mqa16_d128_q100_causal_w3", "i8qb", (16, 1), 100, True, False, True, False),
-            ("pf_i8qb_mha_d128_q129_causal_w3", "i8qb", (4, 4), 129, True, True, True, False),
-            ("pf_i8qb_gqa4_d128_q300_w3_had", "i8qb", (16, 4), 300, False, False, True, True),
-            ("pf_i8q_mqa16_d128_q100_causal_w3", "i8q", (16, 1), 100, True, False, True, False),
-            ("pf_i8q_mha_d128_q129_causal_w3", "i8q", (4, 4), 129, True, True, True, False),
-            ("pf_i8qh_gqa4_d128_q64_w3", "i8qh", (16, 4), 64, False, False, True, False)]:
-        out.append((name, kv, hq, hkv, 128, sq, causal, alibi, lens, "prefill", w3, had))
+    # Half-int8 defaults to three consumers too (session 25): the shapes its other variants do
+    # not cover — per_block K and V on MQA 16:1, causal, and per_head V on GQA 4:1.
+    for name, kv, (hq, hkv), sq, causal, alibi, lens in [
+            ("pf_i8qb_mqa16_d128_q100_causal", "i8qb", (16, 1), 100, True, False, True),
+            ("pf_i8qh_gqa4_d128_q64", "i8qh", (16, 4), 64, False, False, True)]:
+        out.append((name, kv, hq, hkv, 128, sq, causal, alibi, lens, "prefill"))
     # half-int8 with the overlap: one producer warpgroup (it converts only V; 40 registers), consumers of 232.
     roles = "roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>]"
     for name, (hq, hkv), sq, causal, alibi, lens in [
@@ -182,8 +177,7 @@ def variants():
             ("pf_i8q_gqa4_d128_q64_ov", (16, 4), 64, False, True, False)]:
         out.append((name, "i8q", hq, hkv, 128, sq, causal, alibi, lens, "prefill",
                     f"intra_wg_overlap = true, {roles}"))
-    # half-int8 with one V scale per tile defaults to bf16's schedule (overlap, pingpong, three
-    # stages): without it.
+    # half-int8 on two consumers without the overlap (the default before session 25).
     out.append(("pf_i8qh_gqa4_d128_q64_noov", "i8qh", 16, 4, 128, 64, False, False, True,
                 "prefill", "intra_wg_overlap = false, stages = 2"))
     out.append(("pf_i8qb_mqa16_d128_q100_causal_noov", "i8qb", 16, 1, 128, 100, True, False, True,
