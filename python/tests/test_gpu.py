@@ -54,6 +54,10 @@ CASES = {
     "prefill_i8qt_gqa": dict(kind="prefill", q_len=77, q_heads=16, kv_heads=4, head_dim=128,
                              kv_dtype="i8", granularity="per_token", q_dtype="i8",
                              q_granularity="per_token", causal=True),
+    # int8 queries at head_dim 64 (two s8 K-steps per Q·Kᵀ), GQA 4:1, causal, ragged lengths
+    "prefill_i8q_d64": dict(kind="prefill", q_len=70, q_heads=8, kv_heads=2, head_dim=64,
+                            kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
+                            q_granularity="per_token_head", causal=True, seq_lens=True),
     # fp8 prefill: both GEMMs on e4m3 tensor cores, one scale per block of 128 tokens of a head
     # (queries: 64), P rounded to e4m3
     "prefill_fp8_mqa": dict(kind="prefill", q_len=100, q_heads=16, kv_heads=1, head_dim=128,
@@ -80,6 +84,7 @@ SHAPES = {  # (batch, kv_len, splits)
     "prefill_gqa_causal": [(3, 70, "auto"), (2, 300, 1), (1, 5, "auto")],
     "prefill_i8q_mqa": [(2, 500, "auto")],
     "prefill_i8qt_gqa": [(2, 500, "auto"), (3, 77, "auto")],
+    "prefill_i8q_d64": [(3, 70, "auto"), (2, 300, 1)],
     "prefill_dyn_mha": [(2, 300, "auto", 200), (1, 90, "auto", 129), (3, 10, "auto", 1)],
     "prefill_fp8_mqa": [(2, 300, "auto"), (1, 100, "auto")],
     "prefill_persistent": [(3, 500, "auto"), (1, 64, "auto")],

@@ -135,8 +135,8 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
       p.qGran = qq.getGranularity();
     if (!kT.getElementType().isSignlessInteger(8))
       c.fail() << "int8 queries with a " << kT.getElementType() << " K cache (int8 K only)";
-    if (p.headDim != 128)
-      c.fail() << "int8 queries with head_dim " << p.headDim << " (128 only)";
+    if (p.headDim != 64 && p.headDim != 128)
+      c.fail() << "int8 queries with head_dim " << p.headDim << " (64 or 128)";
   } else if (isa<Float8E4M3FNType>(qT.getElementType())) {
     // fp8 prefill: both GEMMs on e4m3 tensor cores (checkFp8Prefill checks the rest).
     p.fp8 = true;
@@ -301,6 +301,12 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << (!p.prefill ? "decode" : p.overlap ? "intra_wg_overlap" : "a persistent grid")
              << " (prefill only, without the overlap or the persistent grid: each warpgroup "
                 "owns a query tile and all three run over every key tile)";
+  // K read from the TMA stage (kDirect) is one 128-byte swizzled row per key: 128 bytes of D.
+  if (p.qI8 && p.kDirect() && p.headDim != 128)
+    c.fail() << (p.fullI8 ? "full_int8" : "intra_wg_overlap with int8 queries") << " at head_dim "
+             << p.headDim
+             << " (128 only: the consumers read K from the TMA stage, one 128-byte swizzle row "
+                "per key)";
   if (p.pingpong && p.consumerWGs != 2)
     c.fail() << "pingpong with " << p.consumerWGs
              << " consumer warpgroup(s) (two take turns issuing their WGMMAs)";

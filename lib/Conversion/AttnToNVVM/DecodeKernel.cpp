@@ -33,7 +33,6 @@ DecodePlan::Smem DecodePlan::smem() const {
   Smem m;
   int64_t off = 0;
   m.q = off;
-  int64_t qkBytes = qk8() ? 1 : 2; // 8-bit Q·Kᵀ: Q tile (and K buffers) in 8 bits
   off += qBuffers * qTiles() * qTileBytes();
   m.stage = off;
   m.stageStride = alignUp(2 * stageTileBytes(), 1024);
@@ -43,7 +42,7 @@ DecodePlan::Smem DecodePlan::smem() const {
   m.scales = off;
   m.nConv = convBufs();
   if (m.nConv) { // conversion buffers (K unless read from the stage, then bf16 V) and scales
-    m.convV = kDirect() ? 0 : tileN * headDim * qkBytes;
+    m.convV = kDirect() ? 0 : tileN * qkRowBytes(); // 8-bit Q·Kᵀ: K in 8 bits
     m.convStride = m.convV + tileN * headDim * (pv8() ? 1 : 2); // V: bf16, or 8-bit Vᵀ
     off += m.nConv * m.convStride;
     m.scales = off;

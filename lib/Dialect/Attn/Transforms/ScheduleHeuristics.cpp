@@ -39,9 +39,11 @@ int64_t mlir::attn::decodeSharedBytes(const AttentionShape &s, int64_t tileN, in
   directK = directK || s.pv8();
   int64_t vBytes = s.pv8() ? 1 : 2;
   int64_t bufs = direct ? 0 : directK ? 3 : 2;
-  int64_t bytes = s.queryBuffers * s.queryTiles * 64 * s.headDim * qkBytes; // packed queries
+  // A row of Q (and of copied K) spans at least one 128-byte swizzle row (8-bit head_dim 64).
+  int64_t qkRow = std::max<int64_t>(128, s.headDim * qkBytes);
+  int64_t bytes = s.queryBuffers * s.queryTiles * 64 * qkRow; // packed queries
   bytes += stages * alignUp(2 * tileN * s.headDim * s.kvElemBytes, 1024); // K+V stages (TMA)
-  bytes += bufs * tileN * s.headDim * ((directK ? 0 : qkBytes) + vBytes); // (K +) V buffers
+  bytes += bufs * tileN * ((directK ? 0 : qkRow) + s.headDim * vBytes); // (K +) V buffers
   bytes += bufs * 2 * tileN * 4;                                          // K and V scales
   if (s.zeroPoints)
     bytes += 2 * tileN * 4; // K and V zero points

@@ -2,7 +2,7 @@
 """What this file is: the grid of decode variants the sm_90a lowering must assemble — every KV type
 (i8 per_token_head, f8E4M3FN per_token, bf16) x head ratio (MQA 16:1, GQA 8:1 and 4:1, MHA 1:1) x
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
-q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128), and asymmetric
+q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128; a few at 64), and asymmetric
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), int8
 queries with one scale per token (i8qt: per_token Q and K, per_tensor V), and prefill
 (pf_*: the same kernel over query chunks; bf16 — by default on three consumer warpgroups (*_w3:
@@ -33,10 +33,11 @@ KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": 
       # half-int8 prefill with one V scale per tile (and one K scale per tile: i8qb).
       "i8qh": ("i8", ("per_token_head", "per_token_head", "per_head")),
       "i8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<256x128>")),
+      "i8qb64": ("i8", ("per_token_head", "per_block<128x64>", "per_block<256x64>")),
       # int8 queries with one scale per token for all its heads (vLLM's dynamic activation
       # scales), per_token K, one V scale: the tutorial's half-int8 spec.
       "i8qt": ("i8", ("per_token", "per_token", "per_tensor"))}
-I8Q = ("i8q", "fi8q", "fi8qb", "i8qh", "i8qb", "i8qt")  # int8 queries
+I8Q = ("i8q", "fi8q", "fi8qb", "i8qh", "i8qb", "i8qb64", "i8qt")  # int8 queries
 ASYM = ("i8a", "u8a")
 
 
@@ -240,6 +241,18 @@ def variants():
             ("pf_fi8qb_gqa4_d128_q64_had", "fi8qb", (16, 4), 128, 64, False, False, False,
              "prefill", None)]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, kind, sched, True))
+    # int8 queries at head_dim 64 (session 25): Q and the copied K in 128-byte swizzle rows half
+    # filled, two s8 K-steps per Q·Kᵀ; decode, and prefill on the default three consumers.
+    for name, kv, (hq, hkv), sq, causal, alibi, lens, kind, had in [
+            ("i8q_gqa8_d64_q3", "i8q", (32, 4), 3, True, False, True, "decode", False),
+            ("pf_i8q_gqa4_d64_q100_causal", "i8q", (16, 4), 100, True, True, True, "prefill", False),
+            ("pf_i8qb64_mqa16_d64_q77", "i8qb64", (16, 1), 77, False, False, True, "prefill", False),
+            ("pf_i8qh_gqa8_d64_q130_causal", "i8qh", (32, 4), 130, True, False, True, "prefill",
+             False),
+            ("pf_i8qt_mha_d64_q129_causal", "i8qt", (8, 8), 129, True, False, False, "prefill",
+             False),
+            ("pf_i8q_mqa16_d64_q100_had", "i8q", (16, 1), 100, False, False, True, "prefill", True)]:
+        out.append((name, kv, hq, hkv, 64, sq, causal, alibi, lens, kind, None, had))
     return out
 
 
