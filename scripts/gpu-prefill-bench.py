@@ -17,7 +17,8 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
                                        `*_had` modes: Q, K and V rotated by the Walsh–Hadamard
                                        matrix before quantization (`hadamard` specs, O rotated
                                        back in the kernel). DATA=outliers: 4 channels of K and V
-                                       ×20, as attn-bench --data outliers
+                                       ×20, as attn-bench --data outliers. HEAD_DIM=64 (build
+                                       and run): the same rows at head_dim 64
 
 `build` needs attn-opt (ATTN_OPT) and the standard library only.
 """
@@ -30,7 +31,8 @@ from pathlib import Path
 from gpu_bench_common import ROOT, run_main, spec_module, time_ms
 
 SHAPES = [(1024, 32), (2048, 16), (4096, 8), (8192, 4), (16384, 2), (32768, 1)]
-HQ, HKV, D = 16, 1, 128
+HQ, HKV = 16, 1
+D = int(os.environ.get("HEAD_DIM", "128"))  # the Table-1/2 shapes are 128; HEAD_DIM=64 for d64
 
 
 def name(s, mode, causal):
@@ -44,10 +46,10 @@ def name(s, mode, causal):
 BF16 = dict(kv_dtype="bf16")
 HALF_INT8 = dict(kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
                  q_granularity="per_token_head")
-FP8 = dict(kv_dtype="f8E4M3FN", granularity="per_block<128x128>", q_dtype="f8E4M3FN")
+FP8 = dict(kv_dtype="f8E4M3FN", granularity=f"per_block<128x{D}>", q_dtype="f8E4M3FN")
 FULL_INT8 = dict(HALF_INT8, mode="full_int8")
 HALF_INT8_VH = dict(HALF_INT8, v_granularity="per_head")  # the seed's design: s_v scales O
-HALF_INT8_PB = dict(HALF_INT8, granularity="per_block<128x128>")  # one K and V scale per tile
+HALF_INT8_PB = dict(HALF_INT8, granularity=f"per_block<128x{D}>")  # one K and V scale per tile
 OV1P = {"intra_wg_overlap": True, "roles": [
     "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 2, regs = 232>"]}
 MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None),

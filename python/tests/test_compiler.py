@@ -40,13 +40,13 @@ def test_emit_ptx_decode(repo_root):
     assert "cp.async.bulk.tensor.4d" in ptx
 
 
-# fp8 prefill at head_dim 64: valid attn, but no lowering (its e4m3 GEMMs take 128-byte key rows).
-FP8_D64 = """func.func @fp8_d64(%q: memref<1x256x8x64xf8E4M3FN>, %k: memref<1x256x8x64xf8E4M3FN>,
-                   %v: memref<1x256x8x64xf8E4M3FN>, %qs: memref<1x256x8xf32>,
-                   %ks: memref<1x256x8xf32>, %vs: memref<8xf32>, %o: memref<1x256x8x64xbf16>) {
-  attn.attention prefill ins(%q, %k, %v : memref<1x256x8x64xf8E4M3FN>, memref<1x256x8x64xf8E4M3FN>, memref<1x256x8x64xf8E4M3FN>)
+# fp8 prefill at head_dim 256: valid attn, but no lowering (fp8 takes head_dim 64 or 128).
+FP8_D256 = """func.func @fp8_d256(%q: memref<1x256x8x256xf8E4M3FN>, %k: memref<1x256x8x256xf8E4M3FN>,
+                   %v: memref<1x256x8x256xf8E4M3FN>, %qs: memref<1x256x8xf32>,
+                   %ks: memref<1x256x8xf32>, %vs: memref<8xf32>, %o: memref<1x256x8x256xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<1x256x8x256xf8E4M3FN>, memref<1x256x8x256xf8E4M3FN>, memref<1x256x8x256xf8E4M3FN>)
       q_scale(%qs : memref<1x256x8xf32>) k_scale(%ks : memref<1x256x8xf32>) v_scale(%vs : memref<8xf32>)
-      outs(%o : memref<1x256x8x64xbf16>)
+      outs(%o : memref<1x256x8x256xbf16>)
       {q_quant = #attn.quant<f8E4M3FN, per_token_head>, k_quant = #attn.quant<f8E4M3FN, per_token_head>,
        v_quant = #attn.quant<f8E4M3FN, per_head>, target = #attn.target<sm_90a>}
   return
@@ -56,10 +56,10 @@ FP8_D64 = """func.func @fp8_d64(%q: memref<1x256x8x64xf8E4M3FN>, %k: memref<1x25
 
 def test_emit_ptx_not_supported():
     with pytest.raises(qattn.CompileError) as info:
-        qattn.compile(FP8_D64, emit="ptx")
+        qattn.compile(FP8_D256, emit="ptx")
     err = info.value
     assert "not supported yet" in str(err)
-    assert any("not supported yet" in d.message and "head_dim 64" in d.message and d.line == 4
+    assert any("not supported yet" in d.message and "head_dim 256" in d.message and d.line == 4
                for d in err.errors)
     assert err.returncode == 1 and "not supported yet" in err.stderr
 

@@ -63,6 +63,10 @@ CASES = {
     "prefill_fp8_mqa": dict(kind="prefill", q_len=100, q_heads=16, kv_heads=1, head_dim=128,
                             kv_dtype="f8E4M3FN", granularity="per_block<128x128>",
                             q_dtype="f8E4M3FN", q_granularity="per_block<64x128>", causal=True),
+    # the same at head_dim 64 (K in 64-byte swizzled rows, V in plain ones), GQA 4:1
+    "prefill_fp8_d64": dict(kind="prefill", q_len=77, q_heads=16, kv_heads=4, head_dim=64,
+                            kv_dtype="f8E4M3FN", granularity="per_block<128x64>",
+                            q_dtype="f8E4M3FN", q_granularity="per_block<64x64>", causal=True),
     # full_int8 prefill: both GEMMs on int8 tensor cores, P quantized to u8 per row and tile
     "prefill_full_int8_gqa": dict(kind="prefill", q_len=77, q_heads=16, kv_heads=4, head_dim=128,
                                   kv_dtype="i8", granularity="per_token_head", q_dtype="i8",
@@ -87,6 +91,7 @@ SHAPES = {  # (batch, kv_len, splits)
     "prefill_i8q_d64": [(3, 70, "auto"), (2, 300, 1)],
     "prefill_dyn_mha": [(2, 300, "auto", 200), (1, 90, "auto", 129), (3, 10, "auto", 1)],
     "prefill_fp8_mqa": [(2, 300, "auto"), (1, 100, "auto")],
+    "prefill_fp8_d64": [(3, 77, "auto"), (2, 500, "auto")],
     "prefill_persistent": [(3, 500, "auto"), (1, 64, "auto")],
     "prefill_full_int8_gqa": [(2, 300, "auto"), (1, 77, "auto")],
 }

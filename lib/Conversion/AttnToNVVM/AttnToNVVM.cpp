@@ -65,9 +65,8 @@ static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
   if (!isa<Float8E4M3FNType>(op.getK().getType().getElementType()))
     c.fail() << "f8E4M3FN queries with a " << op.getK().getType().getElementType()
              << " K cache (f8E4M3FN K and V)";
-  if (p.headDim != 128)
-    c.fail() << "fp8 prefill with head_dim " << p.headDim
-             << " (128 only: one 128-byte swizzle row per key)";
+  if (p.headDim != 64 && p.headDim != 128)
+    c.fail() << "fp8 prefill with head_dim " << p.headDim << " (64 or 128)";
 }
 
 /// A decode kernel whose batch is known only at launch may run more than one wave of CTAs: where
@@ -301,12 +300,6 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << (!p.prefill ? "decode" : p.overlap ? "intra_wg_overlap" : "a persistent grid")
              << " (prefill only, without the overlap or the persistent grid: each warpgroup "
                 "owns a query tile and all three run over every key tile)";
-  // K read from the TMA stage (kDirect) is one 128-byte swizzled row per key: 128 bytes of D.
-  if (p.qI8 && p.kDirect() && p.headDim != 128)
-    c.fail() << (p.fullI8 ? "full_int8" : "intra_wg_overlap with int8 queries") << " at head_dim "
-             << p.headDim
-             << " (128 only: the consumers read K from the TMA stage, one 128-byte swizzle row "
-                "per key)";
   if (p.pingpong && p.consumerWGs != 2)
     c.fail() << "pingpong with " << p.consumerWGs
              << " consumer warpgroup(s) (two take turns issuing their WGMMAs)";

@@ -184,8 +184,13 @@ struct DecodePlan {
   bool parkQScales() const { return kDirect() && qI8 && !pv8(); }
   /// Columns of one TMA box (64 bf16 = one 128-byte swizzle span when direct) and the swizzles.
   int64_t tmaBoxColumns() const { return directKV() ? 64 : headDim; }
-  int64_t kSwizzleBytes() const { return directKV() || kDirect() ? 128 : 0; }
-  int64_t vSwizzleBytes() const { return directKV() || pv8() ? 128 : 0; }
+  /// K read from the stage by the 8-bit WGMMA (kDirect) takes one swizzle row per key: 128 bytes
+  /// at head_dim 128, 64 at 64 (SWIZZLE_64B). An 8-bit V transposed by the producer (pv8) comes
+  /// 128-byte swizzled at head_dim 128 and in plain 64-byte rows at 64.
+  int64_t kSwizzleBytes() const {
+    return directKV() ? 128 : kDirect() ? std::min<int64_t>(128, headDim) : 0;
+  }
+  int64_t vSwizzleBytes() const { return directKV() || (pv8() && headDim == 128) ? 128 : 0; }
   /// Floats of one split's partial (O, m, l), padded to 4 so every O row stays 16-byte aligned
   /// for the combine's vector loads.
   int64_t workspaceFloatsPerSplit() const {

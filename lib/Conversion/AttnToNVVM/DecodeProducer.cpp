@@ -193,7 +193,8 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
 }
 
 /// fp8 and full_int8 (plan.pv8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte
-/// swizzled by TMA) into Vᵀ (128 rows of tileN keys, 128-byte swizzled: the K-major B of the
+/// swizzled by TMA; at head_dim 64 plain rows of 64 bytes) into Vᵀ (head_dim rows of tileN
+/// keys, 128-byte swizzled: the K-major B of the
 /// 8-bit P·V WGMMA), permuting the keys within each 16-key group to match P's A fragment: the
 /// thread with S columns {2t, 2t+1, 2t+8, 2t+9} of a 16-key group holds A columns 4t..4t+3, so
 /// Vᵀ row n's bytes 4t..4t+3 of 16-byte chunk g are V[16g + {2t, 2t+1, 2t+8, 2t+9}][n]. With
@@ -205,6 +206,10 @@ static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOf
                           bool masked) {
   const DecodePlan &p = c.p;
   int64_t warps = p.producerThreads() / 32, groups = p.tileN / 16;
+  // head_dim 64: half a warp covers a group's dimensions, so a warp takes two groups at once
+  // (lane / 16 picks one) from V's plain 64-byte rows.
+  bool half = p.headDim == 64;
+  int64_t perWarp = half ? 2 : 1;
   // The thread's addresses are recomputed per tile (a few integer ops) rather than held across
   // the tile loop: hoisted, they spill the producer's registers.
   Value tid = k.tidXHere();
@@ -212,14 +217,21 @@ static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOf
   Value rot = k.band(k.lshr(lane, 1), 3);
   Value srcCol = k.band(lane, 3); // word within the source's 16-byte chunk
   Value srcChunk = k.lshr(lane, 2);
-  for (int64_t it = 0; it < groups / warps; ++it) {
+  Value sub = half ? k.lshr(lane, 4) : Value();
+  if (half)
+    lane = k.band(lane, 15); // the lane's dimensions 4·lane .. 4·lane + 3
+  for (int64_t it = 0; it < groups / (warps * perWarp); ++it) {
     Value g = k.add(warp, it * warps);
+    if (half)
+      g = k.add(k.mul(g, 2), sub);
     SmallVector<Value> w(16);
     for (int64_t kappa = 0; kappa < 16; ++kappa) {
       Value key = k.add(k.mul(g, 16), kappa);
-      // Stage byte (key, 4·lane): chunk (lane/4) XOR (key mod 8) of the 128-byte row.
-      Value off = k.add(k.mul(key, 128),
-                        k.add(k.shl(k.bxor(srcChunk, k.band(key, 7)), 4), k.shl(srcCol, 2)));
+      // Stage byte (key, 4·lane): chunk (lane/4) XOR (key mod 8) of the 128-byte row; at
+      // head_dim 64 word lane of the plain 64-byte row.
+      Value off = half ? k.add(k.mul(key, 64), k.shl(lane, 2))
+                       : k.add(k.mul(key, 128), k.add(k.shl(k.bxor(srcChunk, k.band(key, 7)), 4),
+                                                      k.shl(srcCol, 2)));
       w[kappa] = k.load(k.i32(), sptr(k, c, k.add(stageOff, off)));
       if (masked)
         w[kappa] = k.select(k.cmp(P::slt, key, rowsValid), w[kappa], k.i32(0));

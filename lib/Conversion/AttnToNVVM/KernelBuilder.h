@@ -237,6 +237,9 @@ public:
   /// masks and 64-bit arithmetic per k-step.
   Value wgmmaDescriptorLo(Value sharedAddress, int64_t lbo);
   Value wgmmaDescriptorAt(Value lo, int64_t byteOffset, int64_t sbo, bool swizzle128 = true);
+  /// The same with a 64-byte swizzle (layout type 2: rows of 64 bytes, 8-row atoms of 512, as
+  /// TMA's SWIZZLE_64B writes them).
+  Value wgmmaDescriptorSw64At(Value lo, int64_t byteOffset, int64_t sbo);
 
   /// D (+)= A·B with A and B in shared memory (descriptors); bf16 inputs, f32 accumulators.
   /// `acc` holds N/2 f32 per thread; with `accumulate` false the old values are ignored.

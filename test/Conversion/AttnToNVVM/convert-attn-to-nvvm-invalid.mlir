@@ -111,14 +111,15 @@ func.func @prefill_fp8_bf16_q(%q: memref<1x128x8x64xbf16>, %k: memref<1x128x8x64
 
 // -----
 
-// fp8 prefill reads one 128-byte swizzle row per key: head_dim 128.
-func.func @prefill_fp8_d64(%q: memref<1x128x8x64xf8E4M3FN>, %k: memref<1x128x8x64xf8E4M3FN>, %v: memref<1x128x8x64xf8E4M3FN>,
+// fp8 prefill takes head_dim 64 or 128.
+func.func @prefill_fp8_d256(%q: memref<1x128x8x256xf8E4M3FN>, %k: memref<1x128x8x256xf8E4M3FN>, %v: memref<1x128x8x256xf8E4M3FN>,
                            %qs: memref<1x128x8xf32>, %ks: memref<1x128x8xf32>, %vs: memref<8xf32>,
-                           %o: memref<1x128x8x64xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: fp8 prefill with head_dim 64 (128 only: one 128-byte swizzle row per key)}}
-  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x64xf8E4M3FN>, memref<1x128x8x64xf8E4M3FN>, memref<1x128x8x64xf8E4M3FN>)
+                           %o: memref<1x128x8x256xbf16>) {
+  // expected-error @+2 {{not supported yet by convert-attn-to-nvvm: fp8 prefill with head_dim 256 (64 or 128)}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: fp8 prefill with tile_n 64 (128 only)}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x256xf8E4M3FN>, memref<1x128x8x256xf8E4M3FN>, memref<1x128x8x256xf8E4M3FN>)
       q_scale(%qs : memref<1x128x8xf32>) k_scale(%ks : memref<1x128x8xf32>) v_scale(%vs : memref<8xf32>)
-      outs(%o : memref<1x128x8x64xbf16>)
+      outs(%o : memref<1x128x8x256xbf16>)
       {q_quant = #attn.quant<f8E4M3FN, per_token_head>, k_quant = #attn.quant<f8E4M3FN, per_token_head>,
        v_quant = #attn.quant<f8E4M3FN, per_head>, target = #attn.target<sm_90a>}
   return
@@ -328,38 +329,16 @@ func.func @u8_cache(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xui8>, %v: m
 
 // -----
 
-// int8 queries at head_dim 64: the consumers read K from a copy in 128-byte rows (half of each
-// filled), not from the TMA stage, so FA3's overlap (which reads the stage) is refused there.
-func.func @q_i8_d64_overlap(%q: memref<?x?x8x64xi8>, %qs: memref<?x?x8xf32>, %k: memref<?x?x1x64xi8>,
-                            %v: memref<?x?x1x64xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
-                            %o: memref<?x?x8x64xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: intra_wg_overlap with int8 queries at head_dim 64 (128 only: the consumers read K from the TMA stage, one 128-byte swizzle row per key)}}
-  attn.attention prefill ins(%q, %k, %v : memref<?x?x8x64xi8>, memref<?x?x1x64xi8>, memref<?x?x1x64xi8>)
-      q_scale(%qs : memref<?x?x8xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
-      outs(%o : memref<?x?x8x64xbf16>)
+// int8 queries take head_dim 64 or 128.
+func.func @q_i8_d256(%q: memref<?x1x8x256xi8>, %qs: memref<?x1x8xf32>, %k: memref<?x?x1x256xi8>,
+                     %v: memref<?x?x1x256xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
+                     %o: memref<?x1x8x256xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: int8 queries with head_dim 256 (64 or 128)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x256xi8>, memref<?x?x1x256xi8>, memref<?x?x1x256xi8>)
+      q_scale(%qs : memref<?x1x8xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x1x8x256xbf16>)
       {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
-       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>,
-       schedule = #attn.schedule<pack_q_heads = 8, split_kv = 1, tile_m = 64, tile_n = 128, stages = 3,
-         roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>],
-         pingpong = false, intra_wg_overlap = true, persistent = false>}
-  return
-}
-
-// -----
-
-func.func @full_i8_d64(%q: memref<?x?x8x64xi8>, %qs: memref<?x?x8xf32>, %k: memref<?x?x1x64xi8>,
-                       %v: memref<?x?x1x64xi8>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
-                       %o: memref<?x?x8x64xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: full_int8 at head_dim 64 (128 only: the consumers read K from the TMA stage, one 128-byte swizzle row per key)}}
-  attn.attention prefill ins(%q, %k, %v : memref<?x?x8x64xi8>, memref<?x?x1x64xi8>, memref<?x?x1x64xi8>)
-      q_scale(%qs : memref<?x?x8xf32>) k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
-      outs(%o : memref<?x?x8x64xbf16>)
-      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
-       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>,
-       mode = #attn.mode<full_int8>,
-       schedule = #attn.schedule<pack_q_heads = 8, split_kv = 1, tile_m = 64, tile_n = 128, stages = 2,
-         roles = [producer<warpgroups = 1, regs = 72>, consumer<warpgroups = 2, regs = 216>],
-         pingpong = false, intra_wg_overlap = false, persistent = false>}
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
   return
 }
 

@@ -24,6 +24,9 @@ PERSISTENT_SPILL_BYTES = 32
 # bytes, mostly values parked once across the tile loop; per tile, its per_block kernels reload
 # 0–4 words and store 0–2 (scripts/bench/sass_spills.py, docs/benchmarks/gpu-prefill.md session 24).
 THREE_CONSUMER_SPILL_BYTES = 160
+# Half-int8 with FA3's overlap at head_dim 64 parks one word: stored in the prologue, reloaded
+# once per tile by the consumers and twice by the producer (sass_spills.py, session 25).
+OVERLAP_D64_SPILL_BYTES = 4
 os.makedirs(work, exist_ok=True)
 
 
@@ -48,6 +51,8 @@ def one(v):
         consumers = json.load(f)["schedule"]["consumer_warpgroups"]
     if name.startswith(("pf_f8", "pf_i8q")) and consumers == 3:
         allowed = THREE_CONSUMER_SPILL_BYTES
+    if "_d64_" in name and name.endswith("_ov"):
+        allowed = OVERLAP_D64_SPILL_BYTES
     if m and int(m.group(1)) > allowed:
         return f"{name}: the attention kernel spills {m.group(1)} bytes (allowed: {allowed})"
     if "C7513" in r.stderr:  # "wgmma.mma_async instructions are serialized due to ..."
@@ -62,5 +67,6 @@ for e in errors:
 print(f"{len(decode_variants.variants()) - len(errors)} of {len(decode_variants.variants())} "
       "decode variants assembled for sm_90a without spills (persistent grid: at most "
       f"{PERSISTENT_SPILL_BYTES} bytes; fp8 and half-int8 prefill on three consumers: at most "
-      f"{THREE_CONSUMER_SPILL_BYTES}) or serialized WGMMAs")
+      f"{THREE_CONSUMER_SPILL_BYTES}; half-int8 with the overlap at head_dim 64: "
+      f"{OVERLAP_D64_SPILL_BYTES}) or serialized WGMMAs")
 sys.exit(1 if errors else 0)

@@ -2,7 +2,7 @@
 """What this file is: the grid of decode variants the sm_90a lowering must assemble — every KV type
 (i8 per_token_head, f8E4M3FN per_token, bf16) x head ratio (MQA 16:1, GQA 8:1 and 4:1, MHA 1:1) x
 head_dim (64, 128, 256), with q_len, causal, ALiBi and seq_lens varied across the grid, plus
-q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128; a few at 64), and asymmetric
+q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128; a few at 64, as for fp8 and full_int8), and asymmetric
 caches (i8a: i8 with per_token_head zero points; u8a: ui8 with per_token zero points), int8
 queries with one scale per token (i8qt: per_token Q and K, per_tensor V), and prefill
 (pf_*: the same kernel over query chunks; bf16 — by default on three consumer warpgroups (*_w3:
@@ -34,10 +34,13 @@ KV = {"i8": ("i8", "per_token_head"), "fp8": ("f8E4M3FN", "per_token"), "bf16": 
       "i8qh": ("i8", ("per_token_head", "per_token_head", "per_head")),
       "i8qb": ("i8", ("per_token_head", "per_block<128x128>", "per_block<256x128>")),
       "i8qb64": ("i8", ("per_token_head", "per_block<128x64>", "per_block<256x64>")),
+      # head_dim 64 forms of f8q and fi8qb
+      "f8q64": ("f8E4M3FN", ("per_block<64x64>", "per_block<128x64>", "per_block<256x64>")),
+      "fi8qb64": ("i8", ("per_token_head", "per_block<128x64>", "per_block<128x64>")),
       # int8 queries with one scale per token for all its heads (vLLM's dynamic activation
       # scales), per_token K, one V scale: the tutorial's half-int8 spec.
       "i8qt": ("i8", ("per_token", "per_token", "per_tensor"))}
-I8Q = ("i8q", "fi8q", "fi8qb", "i8qh", "i8qb", "i8qb64", "i8qt")  # int8 queries
+I8Q = ("i8q", "fi8q", "fi8qb", "fi8qb64", "i8qh", "i8qb", "i8qb64", "i8qt")  # int8 queries
 ASYM = ("i8a", "u8a")
 
 
@@ -253,6 +256,21 @@ def variants():
              False),
             ("pf_i8q_mqa16_d64_q100_had", "i8q", (16, 1), 100, False, False, True, "prefill", True)]:
         out.append((name, kv, hq, hkv, 64, sq, causal, alibi, lens, kind, None, had))
+    # K read from the TMA stage at head_dim 64 (64-byte swizzle; fp8 and full_int8 transpose V
+    # from plain 64-byte rows): fp8 on its default three consumers, with rotation, on the
+    # persistent grid; full_int8; half-int8 with FA3's overlap.
+    for name, kv, (hq, hkv), sq, causal, alibi, lens, sched, had in [
+            ("pf_f8q64_mqa16_d64_q100_causal", "f8q64", (16, 1), 100, True, False, True, None,
+             False),
+            ("pf_f8qt_mha_d64_q129_causal", "f8qt", (8, 8), 129, True, False, True, None, False),
+            ("pf_f8q64_gqa8_d64_q130_had", "f8q64", (32, 4), 130, False, False, True, None, True),
+            ("pf_f8q64_mqa16_d64_q100_causal_pers", "f8q64", (16, 1), 100, True, False, True,
+             "persistent = true", False),
+            ("pf_fi8q_gqa4_d64_q77_causal", "fi8q", (16, 4), 77, True, False, True, None, False),
+            ("pf_fi8qb64_mqa16_d64_q100", "fi8qb64", (16, 1), 100, False, True, True, None, False),
+            ("pf_i8q_mqa16_d64_q100_causal_ov", "i8q", (16, 1), 100, True, False, True,
+             "intra_wg_overlap = true", False)]:
+        out.append((name, kv, hq, hkv, 64, sq, causal, alibi, lens, "prefill", sched, had))
     return out
 
 
