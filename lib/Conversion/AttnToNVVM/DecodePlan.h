@@ -71,11 +71,11 @@ struct DecodePlan {
   bool persistent = false;
   /// Query tiles in shared memory: one per consumer for prefill, one for decode.
   int64_t qTiles() const { return prefill ? consumerWGs : 1; }
-  /// Bytes of one 64-row query tile (8-bit Q·Kᵀ: one byte per element).
   /// Bytes of one row of a Q·Kᵀ operand in shared memory (the query tile, K copied or
   /// converted by the producer): head_dim elements, and at least one 128-byte swizzle row — an
   /// 8-bit head_dim of 64 fills half of each row, and the WGMMAs read only that half.
   int64_t qkRowBytes() const { return std::max<int64_t>(128, headDim * (qk8() ? 1 : 2)); }
+  /// Bytes of one 64-row query tile.
   int64_t qTileBytes() const { return 64 * qkRowBytes(); }
   /// Sets of qTiles() query tiles: 2 with a persistent grid where shared memory allows — the
   /// consumers copy the next work item's queries (cp.async) into the other set while they work
