@@ -295,11 +295,10 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "clusters or crossover";
   if (p.persistent && !p.prefill)
     c.fail() << "a persistent grid for decode (prefill only: decode's grid is its KV splits)";
-  if (p.consumerWGs == 3 && (!p.prefill || p.overlap || p.persistent))
-    c.fail() << "three consumer warpgroups for "
-             << (!p.prefill ? "decode" : p.overlap ? "intra_wg_overlap" : "a persistent grid")
-             << " (prefill only, without the overlap or the persistent grid: each warpgroup "
-                "owns a query tile and all three run over every key tile)";
+  if (p.consumerWGs == 3 && (!p.prefill || p.overlap))
+    c.fail() << "three consumer warpgroups for " << (!p.prefill ? "decode" : "intra_wg_overlap")
+             << " (prefill only, without the overlap: each warpgroup owns a query tile and all "
+                "three run over every key tile)";
   if (p.pingpong && p.consumerWGs != 2)
     c.fail() << "pingpong with " << p.consumerWGs
              << " consumer warpgroup(s) (two take turns issuing their WGMMAs)";

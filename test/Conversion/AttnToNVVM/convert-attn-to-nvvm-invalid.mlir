@@ -195,8 +195,7 @@ func.func @four_consumers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>
 
 // -----
 
-// Three consumer warpgroups: prefill only (decode merges exactly two), without the overlap or
-// the persistent grid.
+// Three consumer warpgroups: prefill only (decode merges exactly two), without the overlap.
 func.func @three_consumers(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: memref<?x?x1x128xbf16>,
                            %o: memref<?x1x8x128xbf16>) {
   // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: three consumer warpgroups for decode}}
@@ -216,18 +215,6 @@ func.func @three_consumers_overlap(%q: memref<?x300x8x128xbf16>, %k: memref<?x?x
       outs(%o : memref<?x300x8x128xbf16>)
       {target = #attn.target<sm_90a>,
        schedule = #attn.schedule<intra_wg_overlap = true, pingpong = false, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>]>}
-  return
-}
-
-// -----
-
-func.func @three_consumers_persistent(%q: memref<?x300x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>,
-                                      %o: memref<?x300x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: three consumer warpgroups for a persistent grid}}
-  attn.attention prefill ins(%q, %k, %v : memref<?x300x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>)
-      outs(%o : memref<?x300x8x128xbf16>)
-      {target = #attn.target<sm_90a>,
-       schedule = #attn.schedule<persistent = true, intra_wg_overlap = false, pingpong = false, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>]>}
   return
 }
 

@@ -95,6 +95,46 @@ func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>
 
 // -----
 
+// Non-causal fp8 and half-int8 prefill with one K and one V scale per key tile: the three
+// consumers on FA3's persistent grid. Causal, or a scale per key, or bf16: one CTA per item.
+// CHECK-LABEL: func.func @prefill_persistent_default
+// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
+// CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+func.func @prefill_persistent_default(%q8: memref<2x1024x16x128xf8E4M3FN>, %k8: memref<2x1024x1x128xf8E4M3FN>,
+    %v8: memref<2x1024x1x128xf8E4M3FN>, %qs8: memref<2x16x16x1xf32>, %ks8: memref<2x8x1x1xf32>,
+    %qi: memref<2x1024x16x128xi8>, %ki: memref<2x1024x1x128xi8>, %vi: memref<2x1024x1x128xi8>,
+    %qsi: memref<2x1024x16xf32>, %ksb: memref<2x8x1x1xf32>, %kst: memref<2x1024x1xf32>,
+    %qb: memref<2x1024x16x128xbf16>, %kb: memref<2x1024x1x128xbf16>, %o: memref<2x1024x16x128xbf16>) {
+  attn.attention prefill ins(%q8, %k8, %v8 : memref<2x1024x16x128xf8E4M3FN>, memref<2x1024x1x128xf8E4M3FN>, memref<2x1024x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<2x16x16x1xf32>) k_scale(%ks8 : memref<2x8x1x1xf32>) v_scale(%ks8 : memref<2x8x1x1xf32>)
+      outs(%o : memref<2x1024x16x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%q8, %k8, %v8 : memref<2x1024x16x128xf8E4M3FN>, memref<2x1024x1x128xf8E4M3FN>, memref<2x1024x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<2x16x16x1xf32>) k_scale(%ks8 : memref<2x8x1x1xf32>) v_scale(%ks8 : memref<2x8x1x1xf32>)
+      outs(%o : memref<2x1024x16x128xbf16>)
+      {causal, q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%qi, %ki, %vi : memref<2x1024x16x128xi8>, memref<2x1024x1x128xi8>, memref<2x1024x1x128xi8>)
+      q_scale(%qsi : memref<2x1024x16xf32>) k_scale(%ksb : memref<2x8x1x1xf32>) v_scale(%ksb : memref<2x8x1x1xf32>)
+      outs(%o : memref<2x1024x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_block<128x128>>,
+       v_quant = #attn.quant<i8, per_block<128x128>>, mode = #attn.mode<half_int8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%qi, %ki, %vi : memref<2x1024x16x128xi8>, memref<2x1024x1x128xi8>, memref<2x1024x1x128xi8>)
+      q_scale(%qsi : memref<2x1024x16xf32>) k_scale(%kst : memref<2x1024x1xf32>) v_scale(%kst : memref<2x1024x1xf32>)
+      outs(%o : memref<2x1024x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, mode = #attn.mode<half_int8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%qb, %kb, %kb : memref<2x1024x16x128xbf16>, memref<2x1024x1x128xbf16>, memref<2x1024x1x128xbf16>)
+      outs(%o : memref<2x1024x16x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
 // MLA: FP8 cache and 128 heads -> crossover on a 2-CTA cluster; a dense cache gets no crossover.
 // CHECK-LABEL: func.func @mla
 // CHECK: schedule = #attn.schedule<pack_q_heads = 64, tile_m = 64, tile_n = 64, stages = 2, roles = [producer<warpgroups = 1, regs = 120>, consumer<warpgroups = 1, regs = 216>, consumer<warpgroups = 1, regs = 168>], cluster = [2, 1, 1], crossover = true>

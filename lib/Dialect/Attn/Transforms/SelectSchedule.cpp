@@ -211,7 +211,18 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
           consumers += r.getWarpgroups();
       Fields::fill(f.pingpong, ctx, overlap && bf16 && consumers == 2);
       Fields::fill(f.intraWgOverlap, ctx, overlap);
-      Fields::fill(f.persistent, ctx, false);
+      // fp8 and half-int8 on three consumers, non-causal, with one K and one V scale per key
+      // tile: FA3's persistent grid (one CTA per SM walks the work items; the producer runs
+      // ahead into the next item and the consumers copy its queries during the current one).
+      // Measured on the H100 Table-1/2 shapes, two repetitions in one call
+      // (docs/benchmarks/gpu-prefill.md, session 25): fp8 +1.7–4.4%, half-int8 per_block
+      // +0.3–7.9% on every non-causal row; causal rows lose up to 4% (the one-CTA grid launches
+      // the heaviest chunks first), half-int8 with per-key scales 2–6% (its consumers spill
+      // more), and bf16 gains nothing.
+      bool persistentDefault = threeConsumers && !op.getCausal() &&
+                               (shape.fp8 || (shape.int8QK && !shape.pv8())) &&
+                               tileScaled(op.getKQuantAttr()) && tileScaled(op.getVQuantAttr());
+      Fields::fill(f.persistent, ctx, persistentDefault);
     }
     // The spec's fields and the defaults together may not fit (e.g. ctas_per_sm 3 with the
     // default warp roles): say so on the op.
