@@ -130,7 +130,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
     } else {
       // Prefill runs the decode kernel's structure over query chunks (docs/Schedules.md): query
       // heads of a KV head packed as for one token, pack · chunk = 64 rows per consumer
-      // warpgroup, one split. FA3's persistent grid is opt-in (measured no faster).
+      // warpgroup, one split. FA3's persistent grid: see persistentDefault below.
       if (qT.isDynamicDim(2) || kT.isDynamicDim(2))
         return op.emitOpError() << "prefill scheduling needs static head counts";
       // bf16, fp8 and half-int8 up to head_dim 128: three consumer warpgroups of 160 registers
