@@ -20,9 +20,10 @@ PERSISTENT_SPILL_BYTES = 32
 # fp8 prefill's default three consumer warpgroups leave the producer 32 registers: its V
 # transpose (16 words in flight) spills 124–140 bytes, all in the producer (cuobjdump -sass: no
 # STL after the consumers' setmaxnreg) — and still runs 10–15% faster than two consumers
-# (docs/benchmarks/gpu-prefill.md, session 23). Half-int8 on three consumers (its default since session 25) spills 4–140
-# bytes, mostly values parked once across the tile loop; per tile, its per_block kernels reload
-# 0–4 words and store 0–2 (scripts/bench/sass_spills.py, docs/benchmarks/gpu-prefill.md session 24).
+# (docs/benchmarks/gpu-prefill.md, session 23). Half-int8 on three consumers (its default since
+# session 25) spills 4–140 bytes, mostly values parked once across the tile loop; per tile, its
+# per_block kernels reload 0–4 words and store 0–2 (scripts/bench/sass_spills.py,
+# docs/benchmarks/gpu-prefill.md session 24).
 THREE_CONSUMER_SPILL_BYTES = 160
 # The persistent grid on three consumers (fp8 and half-int8's non-causal default since session
 # 25) adds the work-item loop's state to the consumers: 6–11 words stored once, 7–34 reloads in
@@ -56,7 +57,8 @@ def one(v):
     consumers = meta["schedule"]["consumer_warpgroups"]
     persistent = meta["kernels"][0]["grid"][0] == "persistent_ctas"
     if name.startswith(("pf_f8", "pf_i8q")) and consumers == 3:
-        allowed = THREE_CONSUMER_PERSISTENT_SPILL_BYTES if persistent else THREE_CONSUMER_SPILL_BYTES
+        allowed = (THREE_CONSUMER_PERSISTENT_SPILL_BYTES if persistent
+                   else THREE_CONSUMER_SPILL_BYTES)
     if "_d64_" in name and name.endswith("_ov"):
         allowed = OVERLAP_D64_SPILL_BYTES
     if m and int(m.group(1)) > allowed:
@@ -73,7 +75,8 @@ for e in errors:
 print(f"{len(decode_variants.variants()) - len(errors)} of {len(decode_variants.variants())} "
       "decode variants assembled for sm_90a without spills (persistent grid: at most "
       f"{PERSISTENT_SPILL_BYTES} bytes; fp8 and half-int8 prefill on three consumers: at most "
-      f"{THREE_CONSUMER_SPILL_BYTES}, with the persistent grid {THREE_CONSUMER_PERSISTENT_SPILL_BYTES}; "
+      f"{THREE_CONSUMER_SPILL_BYTES}, with the persistent grid "
+      f"{THREE_CONSUMER_PERSISTENT_SPILL_BYTES}; "
       "half-int8 with the overlap at head_dim 64: "
       f"{OVERLAP_D64_SPILL_BYTES}) or serialized WGMMAs")
 sys.exit(1 if errors else 0)
