@@ -6,8 +6,8 @@ q_len 1..8 on one shape, int8 queries (i8q: Q·Kᵀ on s8 WGMMA, head_dim 128; a
 for fp8 and full_int8), and asymmetric caches (i8a: i8 with per_token_head zero points; u8a: ui8
 with per_token zero points), int8 queries with one scale per token (i8qt: per_token Q and K,
 per_tensor V), and prefill (pf_*: the same kernel over query chunks; bf16 — by default on three
-consumer warpgroups (*_w3: that schedule written out), *_nopp with FA3's intra-warpgroup overlap but no pingpong, *_noov
-with neither, *_ov2 with the overlap on two stages —, and
+consumer warpgroups (*_w3: that schedule written out), *_nopp with FA3's intra-warpgroup
+overlap but no pingpong, *_noov with neither, *_ov2 with the overlap on two stages —, and
 half-int8 with int8 queries, also on three consumers by default, *_ov with the overlap (i8qh:
 per_head V, its scale folded into O's rescale; i8qb: per_block K and V, one scale per tile);
 full_int8 (fi8q, fi8qb: per_block K/V);
