@@ -204,7 +204,8 @@ struct Plan {
   int64_t batch = 0, kvLen = 0, qLen = 0, numSplits = 1, smCount = 0;
   ref::KvType kvType = ref::KvType::I8;
   bool asymmetric = false, unsignedCodes = false; // zero points; ui8 codes
-  ref::Granularity kGran = ref::Granularity::None, vGran = ref::Granularity::None;
+  ref::Granularity qGran = ref::Granularity::None, kGran = ref::Granularity::None,
+                   vGran = ref::Granularity::None;
   ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
   unsigned decodeGrid[3] = {1, 1, 1}, combineGrid[3] = {1, 1, 1};
   size_t workspaceFloats = 0;
@@ -262,8 +263,9 @@ bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::str
     return false;
   }
   if (!ref::parseKvType(p.unsignedCodes ? "i8" : m.kvDtype, p.kvType) ||
-      !ref::parseGranularity(m.kQuant, p.kGran) || !ref::parseGranularity(m.vQuant, p.vGran)) {
-    why = "unsupported kv_dtype/k_quant/v_quant in the metadata";
+      !ref::parseGranularity(m.qQuant, p.qGran) || !ref::parseGranularity(m.kQuant, p.kGran) ||
+      !ref::parseGranularity(m.vQuant, p.vGran)) {
+    why = "unsupported kv_dtype/q_quant/k_quant/v_quant in the metadata";
     return false;
   }
   p.seqLens = m.seqLens ? o.seqLens : ref::SeqLenMode::Full;
@@ -377,10 +379,7 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   if (m.qDtype != "bf16") { // int8 / e4m3 per (batch, token, head) row or block, as K/V are
     const ref::KvShape qs{p.batch, p.qLen, m.qHeads, m.headDim, m.qBlockRows};
     ref::quantizeKv(qIn.data(), qs, m.qDtype == "i8" ? ref::KvType::I8 : ref::KvType::F8E4M3,
-                    m.qQuant == "per_block"   ? ref::Granularity::PerBlock
-                    : m.qQuant == "per_token" ? ref::Granularity::PerToken
-                                              : ref::Granularity::PerTokenHead,
-                    h.qq);
+                    p.qGran, h.qq);
     ref::dequantizeKv(h.qq, qs, h.qDeq.data());
   }
   h.k.resize(kv.elements());

@@ -258,13 +258,15 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     if (p.qk8()) {
       // int8 / fp8: one 128-byte swizzle atom per row, 32 columns (bytes) of D per step; S in
       // s32 (int8) or f32 (e4m3).
-      // K read from the stage at head_dim 64: 64-byte rows, TMA's 64-byte swizzle.
+      // K read from the stage at head_dim 64: 64-byte rows, TMA's 64-byte swizzle (8-row atoms
+      // of 512 bytes).
       bool kSw64 = kFromStage && p.kSwizzleBytes() == 64;
+      auto kLayout = kSw64 ? KernelBuilder::WgmmaLayout::Swizzle64
+                           : KernelBuilder::WgmmaLayout::Swizzle128;
       Value qLo = k.wgmmaDescriptorLo(qAddr, 16), kLo = k.wgmmaDescriptorLo(t.kAddr, 16);
       for (int64_t kk = 0; kk < p.headDim / 32; ++kk) {
         Value da = k.wgmmaDescriptorAt(qLo, kk * 32, 1024);
-        Value db = kSw64 ? k.wgmmaDescriptorSw64At(kLo, kk * 32, 512)
-                         : k.wgmmaDescriptorAt(kLo, kk * 32, 1024);
+        Value db = k.wgmmaDescriptorAt(kLo, kk * 32, kSw64 ? 512 : 1024, kLayout);
         acc = k.wgmmaSS8(acc, da, db, p.tileN, /*accumulate=*/kk > 0, /*fp8=*/p.fp8);
       }
     } else {

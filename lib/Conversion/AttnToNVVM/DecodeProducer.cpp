@@ -215,11 +215,16 @@ static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOf
   Value tid = k.tidXHere();
   Value lane = k.band(tid, 31), warp = k.lshr(tid, 5);
   Value rot = k.band(k.lshr(lane, 1), 3);
-  Value srcCol = k.band(lane, 3); // word within the source's 16-byte chunk
-  Value srcChunk = k.lshr(lane, 2);
-  Value sub = half ? k.lshr(lane, 4) : Value();
-  if (half)
-    lane = k.band(lane, 15); // the lane's dimensions 4·lane .. 4·lane + 3
+  // head_dim 128: the source word of lane l is word l mod 4 of 16-byte chunk l / 4; at 64 lane
+  // l mod 16 of group 2g + l / 16 (both: the lane's dimensions 4·lane .. 4·lane + 3).
+  Value srcCol, srcChunk, sub;
+  if (half) {
+    sub = k.lshr(lane, 4);
+    lane = k.band(lane, 15);
+  } else {
+    srcCol = k.band(lane, 3);
+    srcChunk = k.lshr(lane, 2);
+  }
   for (int64_t it = 0; it < groups / (warps * perWarp); ++it) {
     Value g = k.add(warp, it * warps);
     if (half)

@@ -168,29 +168,23 @@ void KernelBuilder::tmaLoad(Value dst, Value map, ValueRange coords, Value bar) 
 }
 
 Value KernelBuilder::wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo,
-                                     bool swizzle128) {
-  return wgmmaDescriptorAt(wgmmaDescriptorLo(sharedAddress, lbo), 0, sbo, swizzle128);
+                                     WgmmaLayout layout) {
+  return wgmmaDescriptorAt(wgmmaDescriptorLo(sharedAddress, lbo), 0, sbo, layout);
 }
 
 // Bits 0–13: address >> 4; 16–29: leading byte offset >> 4; 32–45: stride byte offset >> 4;
-// 62–63: layout type (1 = 128-byte swizzle, 2 = 64-byte swizzle, 0 = interleave). Base offset
-// (49–51) is 0: swizzled tiles are 1024-aligned.
+// 62–63: layout type (WgmmaLayout). Base offset (49–51) is 0: swizzled tiles are 1024-aligned.
 Value KernelBuilder::wgmmaDescriptorLo(Value sharedAddress, int64_t lbo) {
   return bor(band(lshr(sharedAddress, 4), 0x3FFF), i32(int32_t((lbo >> 4) & 0x3FFF) << 16));
 }
 
 Value KernelBuilder::wgmmaDescriptorAt(Value lo, int64_t byteOffset, int64_t sbo,
-                                       bool swizzle128) {
+                                       WgmmaLayout layout) {
   assert(byteOffset % 16 == 0 && "WGMMA descriptors address 16-byte units");
   if (byteOffset)
     lo = add(lo, byteOffset >> 4);
-  uint64_t high = (uint64_t(sbo >> 4) & 0x3FFF) << 32 | uint64_t(swizzle128 ? 1 : 0) << 62;
+  uint64_t high = (uint64_t(sbo >> 4) & 0x3FFF) << 32 | static_cast<uint64_t>(layout) << 62;
   return bor(zext64(lo), i64(static_cast<int64_t>(high)));
-}
-
-Value KernelBuilder::wgmmaDescriptorSw64At(Value lo, int64_t byteOffset, int64_t sbo) {
-  Value interleave = wgmmaDescriptorAt(lo, byteOffset, sbo, /*swizzle128=*/false);
-  return bor(interleave, i64(static_cast<int64_t>(uint64_t(2) << 62)));
 }
 
 Type KernelBuilder::accStructType(int64_t n, Type field) {

@@ -227,19 +227,21 @@ public:
   /// generic pointer to the grid-constant parameter) into shared memory, completing on `bar`.
   void tmaLoad(Value dst, Value map, ValueRange coords, Value bar);
 
-  /// A WGMMA shared-memory matrix descriptor with 128-byte swizzling, or (`swizzle128` false)
-  /// the unswizzled "interleave" layout of 8-row × 16-byte core matrices.
-  Value wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo, bool swizzle128 = true);
+  /// The layout field (bits 62–63) of a WGMMA descriptor: the unswizzled "interleave" layout
+  /// of 8-row × 16-byte core matrices, or rows of 128 (64) bytes in 8-row swizzle atoms, as TMA's
+  /// SWIZZLE_128B (SWIZZLE_64B) writes them.
+  enum class WgmmaLayout : uint64_t { Interleave = 0, Swizzle128 = 1, Swizzle64 = 2 };
+  /// A WGMMA shared-memory matrix descriptor.
+  Value wgmmaDescriptor(Value sharedAddress, int64_t lbo, int64_t sbo,
+                        WgmmaLayout layout = WgmmaLayout::Swizzle128);
   /// The low word of such a descriptor (address >> 4, leading byte offset >> 4), computed once
   /// per tile; wgmmaDescriptorAt adds a k-step's byte offset to its address field in 32 bits and
   /// joins a constant high word. A shared address stays under 2^18 bytes, so the address field
   /// never carries: exactly wgmmaDescriptor(address + offset), in one add instead of the shift,
   /// masks and 64-bit arithmetic per k-step.
   Value wgmmaDescriptorLo(Value sharedAddress, int64_t lbo);
-  Value wgmmaDescriptorAt(Value lo, int64_t byteOffset, int64_t sbo, bool swizzle128 = true);
-  /// The same with a 64-byte swizzle (layout type 2: rows of 64 bytes, 8-row atoms of 512, as
-  /// TMA's SWIZZLE_64B writes them).
-  Value wgmmaDescriptorSw64At(Value lo, int64_t byteOffset, int64_t sbo);
+  Value wgmmaDescriptorAt(Value lo, int64_t byteOffset, int64_t sbo,
+                          WgmmaLayout layout = WgmmaLayout::Swizzle128);
 
   /// D (+)= A·B with A and B in shared memory (descriptors); bf16 inputs, f32 accumulators.
   /// `acc` holds N/2 f32 per thread; with `accumulate` false the old values are ignored.

@@ -348,7 +348,7 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
     // matrices of 8 tokens × 8 columns; the next 8 tokens 128 bytes on (LBO), the next 8
     // columns kB·16 (SBO).
     Value a = k.add(c.addr(k, 0), k.add(bufOff, k.mul(half, halfV / 8 * kB * 16)));
-    return k.wgmmaDescriptor(k.add(a, kk * 16 * 16), 128, kB * 16, /*swizzle128=*/false);
+    return k.wgmmaDescriptor(k.add(a, kk * 16 * 16), 128, kB * 16, KernelBuilder::WgmmaLayout::Interleave);
   };
 
   SmallVector<Value> zeros(nO, k.f32(0));
@@ -367,7 +367,7 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
           // swizzle) is derived from a swizzled descriptor of K's address minus the distance —
           // which depends on the buffer, so the 36 Q descriptors are not hoisted out of the loop
           // into (spilled) registers.
-          Value kDesc = k.wgmmaDescriptor(kAddr, kB * 16, 128, /*swizzle128=*/false);
+          Value kDesc = k.wgmmaDescriptor(kAddr, kB * 16, 128, KernelBuilder::WgmmaLayout::Interleave);
           Value qFrom = k.sub(k.wgmmaDescriptor(kAddr, 16, 1024),
                               k.zext64(k.lshr(k.sub(kAddr, qAddr), 4)));
           k.wgmmaFence();

@@ -144,8 +144,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // consumers spill 4–140 bytes, at most 3 reloads per tile on the benchmark's kernels).
       // Unless the spec fixed a field of that other schedule. full_int8's s32 P·V product and
       // head_dim 256's O do not fit.
-      bool threeConsumers = (shape.kvElemBytes == 2 || shape.fp8 ||
-                             (shape.int8QK && !shape.pv8())) &&
+      bool fp8OrHalfInt8 = shape.fp8 || (shape.int8QK && !shape.pv8());
+      bool threeConsumers = (shape.kvElemBytes == 2 || fp8OrHalfInt8) &&
                             shape.headDim <= 128 && !f.roles && !f.intraWgOverlap &&
                             !f.pingpong && !(f.persistent && f.persistent.getValue()) &&
                             (f.stages == 0 || f.stages == 2);
@@ -219,8 +219,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // +0.3–7.9% on every non-causal row; causal rows lose up to 4% (the one-CTA grid launches
       // the heaviest chunks first), half-int8 with per-key scales 2–6% (its consumers spill
       // more), and bf16 gains nothing.
-      bool persistentDefault = threeConsumers && !op.getCausal() &&
-                               (shape.fp8 || (shape.int8QK && !shape.pv8())) &&
+      bool persistentDefault = threeConsumers && fp8OrHalfInt8 && !op.getCausal() &&
                                tileScaled(op.getKQuantAttr()) && tileScaled(op.getVQuantAttr());
       Fields::fill(f.persistent, ctx, persistentDefault);
     }
