@@ -734,6 +734,44 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       k.syncWarp();
     }
   };
+  // The persistent grid: O leaves as 16-byte stores straight from registers. The four threads
+  // of a quad hold columns 2t, 2t + 1 of every 8-column chunk of their row; a 4 × 4 transpose
+  // over the quad (two shfl.xor stages, 2 shuffles each per four chunks) gives thread t all
+  // of chunk 4g + t, so each warp store writes whole 32-byte sectors (no smem, no barrier).
+  auto storeQuads = [&](const Value inv[2]) {
+    Value t = k.lshr(f.colBase, 1); // lane mod 4
+    Value hi2 = k.cmp(P::ne, k.band(t, 2), k.i32(0)), hi1 = k.cmp(P::ne, k.band(t, 1), k.i32(0));
+    int64_t groups = p.headDim / 32; // four 8-column chunks each
+    for (int r = 0; r < 2; ++r) {
+      SmallVector<Value> vecs;
+      for (int64_t g = 0; g < groups; ++g) {
+        Value a[4];
+        for (int64_t cc = 0; cc < 4; ++cc) {
+          int64_t i = (4 * g + cc) * 4 + 2 * r; // accCol(i) = chunk · 8 + colBase, row r
+          a[cc] = k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
+        }
+        // a[c] of thread t is M[t][c]; afterwards a[s] = M[s][t] (blocks of 2 × 2, then within).
+        for (int64_t kk = 0; kk < 2; ++kk) {
+          Value recv = k.shflXor(k.select(hi2, a[kk], a[kk + 2]), 2);
+          a[kk + 2] = k.select(hi2, a[kk + 2], recv);
+          a[kk] = k.select(hi2, recv, a[kk]);
+        }
+        for (int64_t kk = 0; kk < 4; kk += 2) {
+          Value recv = k.shflXor(k.select(hi1, a[kk], a[kk + 1]), 1);
+          a[kk + 1] = k.select(hi1, a[kk + 1], recv);
+          a[kk] = k.select(hi1, recv, a[kk]);
+        }
+        vecs.push_back(k.vector({a[0], a[1], a[2], a[3]}));
+      }
+      k.ifThen(rowOk[r], [&] {
+        Value base64 = outRowOffset(k, c, qi[r], head[r]);
+        for (int64_t g = 0; g < groups; ++g) {
+          Value col = k.mul(k.add(t, 4 * g), 8);
+          k.store(vecs[g], k.gep(c.out, k.add(base64, k.mul(k.sext64(col), int64_t(2)))), 16);
+        }
+      });
+    }
+  };
   k.ifThenElse(
       k.cmp(P::eq, c.numSplits, 1), TypeRange{},
       [&] {
@@ -750,6 +788,10 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
                             k.f32(0));
         if (p.prefill && !p.persistent) { // (persistent: its item loop would spill 100 bytes)
           storeStaged(inv);
+          return SmallVector<Value>();
+        }
+        if (p.prefill) {
+          storeQuads(inv);
           return SmallVector<Value>();
         }
         for (int r = 0; r < 2; ++r) {

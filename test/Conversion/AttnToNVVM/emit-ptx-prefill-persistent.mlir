@@ -19,8 +19,12 @@
 // CHECK-DAG: bar.sync {{.*}}, 128;
 // CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
 // CHECK: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// The epilogue stores O word by word (staging it through the query tile spills in the item
-// loop): no 16-byte row chunks.
+// The epilogue: a 4 × 4 transpose of bf16 pairs over each quad (shfl.xor 2, then 1) gives each
+// thread whole 8-column chunks, stored as 16 bytes — 4 chunks of 2 rows per thread at
+// head_dim 128 — with no staging through shared memory (which spills in the item loop).
+// CHECK: shfl.sync.bfly.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 2, 31, -1;
+// CHECK: shfl.sync.bfly.b32 {{%r[0-9]+}}, {{%r[0-9]+}}, 1, 31, -1;
+// CHECK-COUNT-8: st.global.v4.b32 [{{%rd[0-9]+}}{{(\+[0-9]+)?}}], {
 // CHECK-NOT: st.global.v4.b32
 
 // The first item's queries, then (every item) the wait for its copies, the fence that makes
