@@ -110,6 +110,7 @@ for _m in ("bf16", "half_int8_pb", "half_int8", "fp8"):
     MODES[_m + "_w3"] = (MODES[_m][0], W3)
     MODES[_m + "_w3s3"] = (MODES[_m][0], dict(W3, stages=3))  # the same on three stages
     MODES[_m + "_w3pers"] = (MODES[_m][0], dict(W3, persistent=True))
+    MODES[_m + "_w3s3pers"] = (MODES[_m][0], dict(W3, stages=3, persistent=True))
 # Rotated inputs (`hadamard`): each quantized mode's defaults on Q·H, K·H, V·H.
 for _m in ("half_int8", "half_int8_pb", "half_int8_vh", "fp8", "full_int8"):
     MODES[_m + "_had"] = (dict(MODES[_m][0], hadamard=True), None)

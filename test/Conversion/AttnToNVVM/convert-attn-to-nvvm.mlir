@@ -247,7 +247,8 @@ func.func @mqa_u8_asym(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xui8>, %
 // Prefill: the same kernel over query chunks — each consumer warpgroup owns a 64-row query tile
 // of 64 / pack_q_heads tokens (MHA: 64; bf16's three consumers: a CTA of 192), all run over every
 // key tile; grid x = the CTAs' chunks, one split and no combine kernel; with causal, a CTA stops
-// at the tile holding its last query's diagonal.
+// at the tile holding its last query's diagonal (4000 queries: over the 2048 keys up to which
+// bf16 takes the persistent grid).
 // CHECK-LABEL: llvm.func @mha_prefill_prefill(
 // CHECK-SAME: \22block\22: [\0A        512,
 // CHECK-SAME: \22grid\22: [\0A        \22q_chunks\22,
@@ -257,10 +258,10 @@ func.func @mqa_u8_asym(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xui8>, %
 // CHECK-SAME: \22rows_per_cta\22: 192,
 // CHECK-SAME: \22split_kv\22: 1,
 // CHECK-NOT: llvm.func @mha_prefill_combine
-func.func @mha_prefill(%q: memref<?x1000x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>,
-                       %o: memref<?x1000x8x128xbf16>) {
-  attn.attention prefill ins(%q, %k, %v : memref<?x1000x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>)
-      outs(%o : memref<?x1000x8x128xbf16>) {causal, target = #attn.target<sm_90a>}
+func.func @mha_prefill(%q: memref<?x4000x8x128xbf16>, %k: memref<?x?x8x128xbf16>, %v: memref<?x?x8x128xbf16>,
+                       %o: memref<?x4000x8x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<?x4000x8x128xbf16>, memref<?x?x8x128xbf16>, memref<?x?x8x128xbf16>)
+      outs(%o : memref<?x4000x8x128xbf16>) {causal, target = #attn.target<sm_90a>}
   return
 }
 

@@ -1,9 +1,10 @@
 // RUN: attn-opt %s --attn-select-schedule -split-input-file -verify-diagnostics | FileCheck %s
 // RUN: attn-opt %s --attn-select-schedule=num-sms=16 -split-input-file -verify-diagnostics | FileCheck %s --check-prefix=SM16
 // attn-select-schedule: decode packs query heads into the 64-row tile and splits K/V to fill
-// the SMs; prefill gets the same structure over query chunks (bf16: FA3's intra-warpgroup overlap
-// on three stages and pingpong; persistent grid off: not implemented yet); MLA gets crossover on
-// FP8 caches with 128 heads.
+// the SMs; prefill gets the same structure over query chunks (bf16, fp8 and half-int8: three
+// consumer warpgroups, on FA3's persistent grid by the rule of @prefill_persistent_default;
+// FA3's intra-warpgroup overlap and pingpong where a spec fixes one of their fields); MLA gets
+// crossover on FP8 caches with 128 heads.
 
 // Table-3 row ctx 8192 × batch 16: 16 heads × 3 tokens = 48 rows -> pack 16; 16 CTAs on 132 SMs
 // -> 8 splits (floor(132 / 16): one wave); on 16 SMs no split is needed.
@@ -76,10 +77,11 @@ func.func @dynamic(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x1x128xbf16>, %v: m
 
 // Prefill: a 64-row Q tile per consumer warpgroup. bf16 up to head_dim 128: three consumers (192
 // rows per CTA) of 160 registers on two stages, no overlap, one producer warpgroup that only
-// issues TMA loads. A spec that fixes a field of FA3's schedule (the persistent grid, the
-// overlap) gets that schedule: two consumers with the overlap on three stages and pingpong.
+// issues TMA loads (at 1024 keys on the persistent grid: see @prefill_persistent_default). A
+// spec that fixes a field of FA3's schedule (the persistent grid, the overlap) gets that
+// schedule: two consumers with the overlap on three stages and pingpong.
 // CHECK-LABEL: func.func @prefill
-// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
 // CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = true, intra_wg_overlap = true, persistent = true>
 // CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 1, tile_m = 64, tile_n = 128, stages = 3, roles = [producer<warpgroups = 1, regs = 40>, consumer<warpgroups = 2, regs = 232>], pingpong = true, intra_wg_overlap = true, persistent = false>
 func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>, %v: memref<2x1024x1x128xbf16>,
@@ -95,14 +97,13 @@ func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>
 
 // -----
 
-// Non-causal fp8 and half-int8 prefill with one K and one V scale per key tile: the three
-// consumers on FA3's persistent grid. Causal, or a scale per key, or bf16: one CTA per item.
-// CHECK-LABEL: func.func @prefill_persistent_default
-// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
-// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
-// CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
-// CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
-// CHECK: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// The three consumers' persistent grid (FA3's; one CTA per SM walks the work items) by the
+// number of keys (kv_len, else q_len where static): non-causal fp8 and half-int8 with one K and
+// one V scale per key tile at any length; the same, causal, up to 4096 keys; anything else up to
+// 2048. At 1024 keys every one of them takes it.
+// CHECK-LABEL: func.func @prefill_persistent_default(
+// CHECK-COUNT-5: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
+// CHECK-NOT: persistent = false
 func.func @prefill_persistent_default(%q8: memref<2x1024x16x128xf8E4M3FN>, %k8: memref<2x1024x1x128xf8E4M3FN>,
     %v8: memref<2x1024x1x128xf8E4M3FN>, %qs8: memref<2x16x16x1xf32>, %ks8: memref<2x8x1x1xf32>,
     %qi: memref<2x1024x16x128xi8>, %ki: memref<2x1024x1x128xi8>, %vi: memref<2x1024x1x128xi8>,
@@ -130,6 +131,70 @@ func.func @prefill_persistent_default(%q8: memref<2x1024x16x128xf8E4M3FN>, %k8: 
        v_quant = #attn.quant<i8, per_token_head>, mode = #attn.mode<half_int8>, target = #attn.target<sm_90a>}
   attn.attention prefill ins(%qb, %kb, %kb : memref<2x1024x16x128xbf16>, memref<2x1024x1x128xbf16>, memref<2x1024x1x128xbf16>)
       outs(%o : memref<2x1024x16x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// At 8192 keys: one CTA per item for causal fp8, half-int8 with a scale per key, and bf16.
+// CHECK-LABEL: func.func @prefill_persistent_long
+// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
+// CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+func.func @prefill_persistent_long(%q8: memref<2x8192x16x128xf8E4M3FN>, %k8: memref<2x8192x1x128xf8E4M3FN>,
+    %v8: memref<2x8192x1x128xf8E4M3FN>, %qs8: memref<2x128x16x1xf32>, %ks8: memref<2x64x1x1xf32>,
+    %qi: memref<2x8192x16x128xi8>, %ki: memref<2x8192x1x128xi8>, %vi: memref<2x8192x1x128xi8>,
+    %qsi: memref<2x8192x16xf32>, %ksb: memref<2x64x1x1xf32>, %kst: memref<2x8192x1xf32>,
+    %qb: memref<2x8192x16x128xbf16>, %kb: memref<2x8192x1x128xbf16>, %o: memref<2x8192x16x128xbf16>) {
+  attn.attention prefill ins(%q8, %k8, %v8 : memref<2x8192x16x128xf8E4M3FN>, memref<2x8192x1x128xf8E4M3FN>, memref<2x8192x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<2x128x16x1xf32>) k_scale(%ks8 : memref<2x64x1x1xf32>) v_scale(%ks8 : memref<2x64x1x1xf32>)
+      outs(%o : memref<2x8192x16x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%q8, %k8, %v8 : memref<2x8192x16x128xf8E4M3FN>, memref<2x8192x1x128xf8E4M3FN>, memref<2x8192x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<2x128x16x1xf32>) k_scale(%ks8 : memref<2x64x1x1xf32>) v_scale(%ks8 : memref<2x64x1x1xf32>)
+      outs(%o : memref<2x8192x16x128xbf16>)
+      {causal, q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%qi, %ki, %vi : memref<2x8192x16x128xi8>, memref<2x8192x1x128xi8>, memref<2x8192x1x128xi8>)
+      q_scale(%qsi : memref<2x8192x16xf32>) k_scale(%ksb : memref<2x64x1x1xf32>) v_scale(%ksb : memref<2x64x1x1xf32>)
+      outs(%o : memref<2x8192x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_block<128x128>>,
+       v_quant = #attn.quant<i8, per_block<128x128>>, mode = #attn.mode<half_int8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%qi, %ki, %vi : memref<2x8192x16x128xi8>, memref<2x8192x1x128xi8>, memref<2x8192x1x128xi8>)
+      q_scale(%qsi : memref<2x8192x16xf32>) k_scale(%kst : memref<2x8192x1xf32>) v_scale(%kst : memref<2x8192x1xf32>)
+      outs(%o : memref<2x8192x16x128xbf16>)
+      {q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, mode = #attn.mode<half_int8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%qb, %kb, %kb : memref<2x8192x16x128xbf16>, memref<2x8192x1x128xbf16>, memref<2x8192x1x128xbf16>)
+      outs(%o : memref<2x8192x16x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// Keys unknown (q_len and kv_len dynamic): the persistent grid for non-causal fp8 only.
+// CHECK-LABEL: func.func @prefill_persistent_dynamic
+// CHECK: mode = #attn.mode<fp8>, {{.*}}persistent = true>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}persistent = false>
+// CHECK: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+func.func @prefill_persistent_dynamic(%q8: memref<?x?x16x128xf8E4M3FN>, %k8: memref<?x?x1x128xf8E4M3FN>,
+    %qs8: memref<?x?x16x1xf32>, %ks8: memref<?x?x1x1xf32>, %qb: memref<?x?x16x128xbf16>,
+    %kb: memref<?x?x1x128xbf16>, %o: memref<?x?x16x128xbf16>) {
+  attn.attention prefill ins(%q8, %k8, %k8 : memref<?x?x16x128xf8E4M3FN>, memref<?x?x1x128xf8E4M3FN>, memref<?x?x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<?x?x16x1xf32>) k_scale(%ks8 : memref<?x?x1x1xf32>) v_scale(%ks8 : memref<?x?x1x1xf32>)
+      outs(%o : memref<?x?x16x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%q8, %k8, %k8 : memref<?x?x16x128xf8E4M3FN>, memref<?x?x1x128xf8E4M3FN>, memref<?x?x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<?x?x16x1xf32>) k_scale(%ks8 : memref<?x?x1x1xf32>) v_scale(%ks8 : memref<?x?x1x1xf32>)
+      outs(%o : memref<?x?x16x128xbf16>)
+      {causal, q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%qb, %kb, %kb : memref<?x?x16x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
+      outs(%o : memref<?x?x16x128xbf16>) {target = #attn.target<sm_90a>}
   return
 }
 

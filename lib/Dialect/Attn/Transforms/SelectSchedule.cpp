@@ -211,16 +211,28 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
           consumers += r.getWarpgroups();
       Fields::fill(f.pingpong, ctx, overlap && bf16 && consumers == 2);
       Fields::fill(f.intraWgOverlap, ctx, overlap);
-      // fp8 and half-int8 on three consumers, non-causal, with one K and one V scale per key
-      // tile: FA3's persistent grid (one CTA per SM walks the work items; the producer runs
-      // ahead into the next item and the consumers copy its queries during the current one).
-      // Measured on the H100 Table-1/2 shapes, two repetitions in one call
-      // (docs/benchmarks/gpu-prefill.md, session 25): fp8 +1.7–4.4%, half-int8 per_block
-      // +0.3–7.9% on every non-causal row; causal rows lose up to 4% (the one-CTA grid launches
-      // the heaviest chunks first), half-int8 with per-key scales 2–6% (its consumers spill
-      // more), and bf16 gains nothing.
-      bool persistentDefault = threeConsumers && fp8OrHalfInt8 && !op.getCausal() &&
-                               tileScaled(op.getKQuantAttr()) && tileScaled(op.getVQuantAttr());
+      // FA3's persistent grid on three consumers (one CTA per SM walks the work items; the
+      // producer runs ahead into the next item and the consumers copy its queries during the
+      // current one): it pays a work item's fixed cost (first tile, epilogue) inside one
+      // resident CTA, and gives up the block scheduler's dynamic balance of causal items of
+      // unequal length. Measured on the H100 Table-1/2 shapes, two repetitions in one call
+      // against one CTA per item (docs/benchmarks/gpu-prefill.md, sessions 25 and 26):
+      // - fp8 and half-int8 with one K and one V scale per key tile, non-causal: +0.3–7.9% on
+      //   every row — the default at any length;
+      // - the same, causal: +4 to +15% up to 4096 keys, even or −1 to −4% from 8192;
+      // - bf16 and half-int8 with per-key scales: +0.5 to +10% up to 2048 keys (causal or
+      //   not), −1 to −4% from 4096.
+      // Keys: kv_len where static, else q_len (self-attention prefill); unknown: one CTA per
+      // item except for the first case.
+      int64_t keys = shape.kvLen != AttentionShape::kDynamicExtent ? shape.kvLen : shape.qLen;
+      auto keysAtMost = [&](int64_t n) {
+        return keys != AttentionShape::kDynamicExtent && keys <= n;
+      };
+      bool kvTileScaled = tileScaled(op.getKQuantAttr()) && tileScaled(op.getVQuantAttr());
+      bool persistentDefault =
+          threeConsumers &&
+          ((fp8OrHalfInt8 && kvTileScaled && (!op.getCausal() || keysAtMost(4096))) ||
+           keysAtMost(2048));
       Fields::fill(f.persistent, ctx, persistentDefault);
     }
     // The spec's fields and the defaults together may not fit (e.g. ctas_per_sm 3 with the

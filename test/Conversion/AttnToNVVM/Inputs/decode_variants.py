@@ -12,7 +12,8 @@ half-int8 with int8 queries, also on three consumers by default, *_ov with the o
 per_head V, its scale folded into O's rescale; i8qb: per_block K and V, one scale per tile);
 full_int8 (fi8q, fi8qb: per_block K/V);
 fp8 with e4m3 queries — f8q: per_block scales,
-f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid); *_had: Q, K and V
+f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid, *_one with one CTA
+per work item); *_had: Q, K and V
 rotated by the Walsh–Hadamard matrix (`hadamard`, O rotated back in the kernel). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
@@ -225,6 +226,15 @@ def variants():
              f", intra_wg_overlap = true, {roles}")]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill",
                     f"persistent = true{sched}"))
+    # Since session 26 the three-consumer default is the persistent grid up to 2048 keys (4096
+    # for causal fp8 and tile-scaled half-int8), so the static q_len of the variants above picks
+    # it: one CTA per item on three consumers, written out.
+    for name, kv, (hq, hkv), sq, causal, alibi, lens in [
+            ("pf_f8q_mqa16_d128_q100_causal_one", "f8q", (16, 1), 100, True, False, True),
+            ("pf_i8qb_mqa16_d128_q100_causal_one", "i8qb", (16, 1), 100, True, False, True),
+            ("pf_i8qt_gqa4_d128_q77_one", "i8qt", (16, 4), 77, False, True, False)]:
+        out.append((name, kv, hq, hkv, 128, sq, causal, alibi, lens, "prefill",
+                    "persistent = false"))
     # `hadamard`: every quantized kind, decode (head_dim 64, 128, 256; split-KV) and prefill.
     for name, kv, (hq, hkv), d, sq, causal, alibi, lens, kind, sched in [
             ("i8_mqa16_d128_q3_had", "i8", (16, 1), 128, 3, True, False, True, "decode", None),
