@@ -219,9 +219,9 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // against one CTA per item (docs/benchmarks/gpu-prefill.md, sessions 25 and 26):
       // - fp8 and half-int8 with one K and one V scale per key tile, non-causal: +0.3–7.9% on
       //   every row — the default at any length;
-      // - the same, causal: +4 to +15% up to 4096 keys, even or −1 to −4% from 8192;
+      // - the same, causal: +1.5 to +15% up to 4096 keys, even or −1 to −4% from 8192;
       // - bf16 and half-int8 with per-key scales: +0.5 to +10% up to 2048 keys (causal or
-      //   not), −1 to −4% from 4096.
+      //   not), −2 to +1% at 4096, −1 to −7% beyond.
       // Keys: kv_len where static, else q_len (self-attention prefill); unknown: one CTA per
       // item except for the first case.
       int64_t keys = shape.kvLen != AttentionShape::kDynamicExtent ? shape.kvLen : shape.qLen;
