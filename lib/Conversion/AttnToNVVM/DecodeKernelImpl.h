@@ -1,9 +1,10 @@
 //===- DecodeKernelImpl.h - what the decode kernel's parts share -*- C++ -*-===//
 //
 // What this file is: the state the producer (DecodeProducer.cpp), the consumers
-// (DecodeConsumer.cpp) and the kernel frame (DecodeKernel.cpp) of `<name>_decode` share — the
-// kernel's values (Ctx), shared-memory addressing and the 128-byte swizzle — and the producer's
-// and consumers' entry points. Private to this folder.
+// (DecodeConsumer.cpp; their output stores DecodeStore.cpp, their merges DecodeMerge.cpp) and
+// the kernel frame (DecodeKernel.cpp) of `<name>_decode` share — the kernel's values (Ctx),
+// shared-memory addressing and the 128-byte swizzle — and the producer's and consumers' entry
+// points. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
@@ -128,6 +129,12 @@ void storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef<Value> fin, const
 /// producers) take part; warpgroup 0 writes its share of the merged output.
 void clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct, ArrayRef<Value> fin,
                   const Value rowOk[2], const Value qi[2], const Value head[2], const Frag &f);
+
+/// One split's finished O (times inv[r] per row) to `out` as bf16 (DecodeStore.cpp): rows
+/// rowOk; prefill also uses the warpgroup's query tile (wg) and first token (qBase).
+void storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Value inv[2],
+                 const Value rowOk[2], const Value qi[2], const Value head[2], Value qBase,
+                 const Frag &f);
 
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);

@@ -13,8 +13,8 @@ per_head V, its scale folded into O's rescale; i8qb: per_block K and V, one scal
 full_int8 (fi8q, fi8qb: per_block K/V);
 fp8 with e4m3 queries — f8q: per_block scales,
 f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid, *_one with one CTA
-per work item); *_had: Q, K and V
-rotated by the Walsh–Hadamard matrix (`hadamard`, O rotated back in the kernel). Writes one
+per work item); *_had: Q, K and V rotated by the Walsh–Hadamard matrix (`hadamard`, O rotated
+back in the kernel). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
