@@ -202,9 +202,14 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
 /// 16-key group (16 conflict-free 4-byte loads, three prmt per output word) and writes four
 /// 16-byte chunks — in an order rotated by (l / 2) mod 4 so that each quarter-warp's stores hit
 /// eight distinct chunks.
+static void transposeTileMatrices(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
+                                  Value rowsValid, bool masked);
+
 static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
                           bool masked) {
   const DecodePlan &p = c.p;
+  if (p.headDim == 128)
+    return transposeTileMatrices(k, c, stageOff, convOff, rowsValid, masked);
   int64_t warps = p.producerThreads() / 32, groups = p.tileN / 16;
   // head_dim 64: half a warp covers a group's dimensions, so a warp takes two groups at once
   // (lane / 16 picks one) from V's plain 64-byte rows.
@@ -253,6 +258,66 @@ static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOf
       Value n = k.add(k.shl(lane, 2), d); // Vᵀ row (dimension)
       Value dst = k.add(k.mul(n, 128), k.shl(k.bxor(g, k.band(n, 7)), 4));
       k.store(k.vector(out), sptr(k, c, k.add(convOff, dst)), 16);
+    }
+  }
+}
+
+/// head_dim 128: the same Vᵀ by FA3's fp8 route, ldmatrix.trans / prmt / stmatrix. Per warp and
+/// 16-key group g, four steps J each take chunks 2J, 2J + 1 (dimensions 32J .. 32J + 31):
+/// - one `ldmatrix.x4.trans` of the matrices (keys 8h .. 8h + 7, chunk 2J + jl), matrix
+///   2jl + h: lane l gets, of each, keys 2(l mod 4) and 2(l mod 4) + 1 at dimensions 2(l / 4) and
+///   2(l / 4) + 1 of the chunk;
+/// - two prmt per chunk pair the halves: selector 0x6420 gives the even dimension's word (keys
+///   2t, 2t + 1, 2t + 8, 2t + 9 with t = l mod 4 — P's fragment order), 0x7531 the odd one;
+/// - one `stmatrix.x4` writes the four words, matrix row p (lane p of the quad rows) being
+///   dimension 2p + e of the chunk. Lanes of rows p ≥ 4 swap the two selectors (e = 1 for
+///   matrix 0 and 2), so each matrix's eight rows cover all residues mod 8 of the swizzle:
+///   conflict-free stores, as the loads are (eight keys, eight chunk positions).
+/// Group g = warp + warps · it: its 2048-byte stage offset is an add, its Vᵀ chunk an XOR on
+/// the lane's precomputed address (the bits are disjoint); J is an XOR on the stage address and
+/// an add of 4096 on Vᵀ's. With `masked`, each word's bytes of keys at or past `rowsValid`
+/// become zeros.
+static void transposeTileMatrices(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
+                                  Value rowsValid, bool masked) {
+  const DecodePlan &p = c.p;
+  int64_t warps = p.producerThreads() / 32, groups = p.tileN / 16;
+  assert(groups % warps == 0 && llvm::isPowerOf2_64(warps) && "groups split evenly over warps");
+  Value tid = k.tidXHere();
+  Value lane = k.band(tid, 31), warp = k.lshr(tid, 5);
+  Value row = k.band(lane, 7), mat = k.lshr(lane, 3);
+  Value h = k.band(mat, 1), jl = k.lshr(mat, 1);
+  // ldmatrix: this lane's row is key 16·warp + 8h + row, chunk jl (J = 0) at position jl ^ row.
+  Value ldOff = k.add(k.add(stageOff, k.shl(warp, 11)),
+                      k.bor(k.add(k.shl(h, 10), k.shl(row, 7)), k.shl(k.bxor(jl, row), 4)));
+  // stmatrix: this lane's row is Vᵀ row n = 16 jl + 2 row + e (J = 0), chunk warp.
+  Value e = k.bxor(k.lshr(row, 2), h);
+  Value n = k.add(k.add(k.shl(jl, 4), k.shl(row, 1)), e);
+  Value stOff = k.add(k.add(convOff, k.shl(n, 7)), k.shl(k.bxor(warp, k.band(n, 7)), 4));
+  // Rows p ≥ 4 of the fragment (lanes 16..31) take the odd dimension into matrices 0 and 2.
+  Value selA = k.add(k.mul(k.lshr(lane, 4), 0x1111), 0x6420);
+  Value selB = k.bxor(selA, k.i32(0x1111));
+  for (int64_t it = 0; it < groups / warps; ++it) {
+    Value mask;
+    if (masked) {
+      // Keys 16g + 2t + {0, 1, 8, 9} of this lane's words: bytes 0..3.
+      Value g = k.add(warp, it * warps);
+      Value left = k.sub(rowsValid, k.add(k.shl(g, 4), k.shl(k.band(lane, 3), 1)));
+      mask = k.i32(0);
+      int64_t firstKey[4] = {0, 1, 8, 9};
+      for (int64_t b = 0; b < 4; ++b)
+        mask = k.bor(mask, k.select(k.cmp(P::sgt, left, k.i32(firstKey[b])),
+                                    k.i32(int64_t(0xFF) << (8 * b)), k.i32(0)));
+    }
+    Value st = it == 0 ? stOff : k.bxor(stOff, k.i32(16 * warps * it));
+    for (int64_t J = 0; J < 4; ++J) {
+      Value ld = k.add(J == 0 ? ldOff : k.bxor(ldOff, k.i32(32 * J)), 2048 * warps * it);
+      SmallVector<Value, 4> r = k.ldmatrixX4Trans(sptr(k, c, ld));
+      SmallVector<Value, 4> w = {k.prmt(r[0], r[1], selA), k.prmt(r[0], r[1], selB),
+                                 k.prmt(r[2], r[3], selA), k.prmt(r[2], r[3], selB)};
+      if (masked)
+        for (Value &x : w)
+          x = k.band(x, mask);
+      k.stmatrixX4(sptr(k, c, k.add(st, 4096 * J)), w);
     }
   }
 }

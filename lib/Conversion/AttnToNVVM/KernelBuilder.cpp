@@ -37,6 +37,15 @@ void KernelBuilder::intrinsicVoid(StringRef name, ValueRange args) {
   LLVM::CallIntrinsicOp::create(b, loc, b.getStringAttr(name), args);
 }
 
+SmallVector<Value, 4> KernelBuilder::ldmatrixX4Trans(Value p) {
+  Type t = LLVM::LLVMStructType::getLiteral(b.getContext(), {i32(), i32(), i32(), i32()});
+  Value s = intrinsic("llvm.nvvm.ldmatrix.sync.aligned.m8n8.x4.trans.b16", t, {p});
+  SmallVector<Value, 4> out;
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, loc, s, i));
+  return out;
+}
+
 Value KernelBuilder::packBF16x2(Value lo, Value hi, bool f16) {
   Type half = f16 ? Type(b.getF16Type()) : Type(b.getBF16Type());
   Value bf = LLVM::FPTruncOp::create(b, loc, VectorType::get({2}, half), vector({lo, hi}));

@@ -104,6 +104,16 @@ public:
     return intrinsic("llvm.nvvm.prmt", i32(), {a, bv, selector});
   }
 
+  /// `ldmatrix.sync.aligned.m8n8.x4.trans.b16` from shared `p` (lanes 8i..8i+7 give matrix i's
+  /// row addresses): the lane's word of each of the four matrices.
+  SmallVector<Value, 4> ldmatrixX4Trans(Value p);
+  /// `stmatrix.sync.aligned.m8n8.x4.b16` of `words` (matrix i's fragment) to shared `p`.
+  void stmatrixX4(Value p, ValueRange words) {
+    SmallVector<Value> args = {p};
+    args.append(words.begin(), words.end());
+    intrinsicVoid("llvm.nvvm.stmatrix.sync.aligned.m8n8.x4.b16", args);
+  }
+
   // Calls of LLVM/NVVM intrinsics that have no dialect op.
   Value intrinsic(StringRef name, Type result, ValueRange args);
   void intrinsicVoid(StringRef name, ValueRange args);

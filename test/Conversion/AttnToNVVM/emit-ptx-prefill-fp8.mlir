@@ -1,6 +1,7 @@
 // --emit=ptx of an fp8 prefill spec: both GEMMs on e4m3 tensor cores (Q·Kᵀ with A and B in
-// shared memory, P·V with P packed to e4m3 in registers), V transposed by the producer with byte
-// permutes, and launch metadata naming the per_block scales and the 128-byte swizzles.
+// shared memory, P·V with P packed to e4m3 in registers), V transposed by the producer (matrix
+// loads, byte permutes, matrix stores), and launch metadata naming the per_block scales and the
+// 128-byte swizzles.
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=launch | FileCheck %s --check-prefix=META
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
@@ -30,9 +31,11 @@
 // CHECK: bar.sync 0;
 // CHECK: setmaxnreg.dec.sync.aligned.u32 32;
 // CHECK: cp.async.bulk.tensor.4d.shared::cta.global.tile.mbarrier::complete_tx::bytes
-// The producer's 4 × 4 byte transposes of V (selectors computed per lane), stored as Vᵀ rows.
+// The producer's transpose of V: 16-bit transposing matrix loads of the stage, byte permutes
+// pairing the two 8-key halves (selectors per lane), matrix stores of Vᵀ rows.
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK: prmt.b32 {{.*}}, %r{{[0-9]+}};
-// CHECK: st.shared.v4.b32
+// CHECK: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK: setmaxnreg.inc.sync.aligned.u32 160;
 // Each k-step's descriptor is the tile's first one plus the step's offset in 16-byte units (the
 // address field never carries): one instruction per step, no shift or mask.

@@ -12,9 +12,11 @@
 
 // CHECK: .entry pf_fi8_prefill(
 // CHECK: setmaxnreg.dec.sync.aligned.u32 72;
-// The producer's 4 × 4 byte transposes of V, stored as Vᵀ rows.
+// The producer's transpose of V: 16-bit transposing matrix loads of the stage, byte permutes
+// pairing the two 8-key halves (selectors per lane), matrix stores of Vᵀ rows.
+// CHECK: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // CHECK: prmt.b32 {{.*}}, %r{{[0-9]+}};
-// CHECK: st.shared.v4.b32
+// CHECK: stmatrix.sync.aligned.m8n8.x4.shared.b16
 // CHECK: setmaxnreg.inc.sync.aligned.u32 216;
 // P's row scale (255 / its maximum), then its u8 words.
 // CHECK: mov.b32 [[C255:%r[0-9]+]], 0f437F0000;

@@ -100,9 +100,12 @@ func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>
 // The three consumers' persistent grid (FA3's; one CTA per SM walks the work items) by the
 // number of keys (kv_len, else q_len where static): non-causal fp8 and half-int8 with one K and
 // one V scale per key tile at any length; the same, causal, up to 4096 keys; anything else up to
-// 2048. At 1024 keys every one of them takes it.
+// 2048. At 1024 keys every one of them takes it. fp8 at head_dim 128 (V transposed by
+// ldmatrix / stmatrix) has its own rule: the persistent grid on three stages up to 2048 keys,
+// 4096 non-causal (see @prefill_fp8_4096).
 // CHECK-LABEL: func.func @prefill_persistent_default(
-// CHECK-COUNT-5: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
+// CHECK-COUNT-2: mode = #attn.mode<fp8>, {{.*}}stages = 3, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
+// CHECK-COUNT-3: stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
 // CHECK-NOT: persistent = false
 func.func @prefill_persistent_default(%q8: memref<2x1024x16x128xf8E4M3FN>, %k8: memref<2x1024x1x128xf8E4M3FN>,
     %v8: memref<2x1024x1x128xf8E4M3FN>, %qs8: memref<2x16x16x1xf32>, %ks8: memref<2x8x1x1xf32>,
@@ -136,10 +139,11 @@ func.func @prefill_persistent_default(%q8: memref<2x1024x16x128xf8E4M3FN>, %k8: 
 
 // -----
 
-// At 8192 keys: one CTA per item for causal fp8, half-int8 with a scale per key, and bf16.
+// At 8192 keys: one CTA per item (on two stages) for fp8, causal or not, half-int8 with a scale
+// per key, and bf16.
 // CHECK-LABEL: func.func @prefill_persistent_long
-// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
-// CHECK: mode = #attn.mode<fp8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
 // CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
 // CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
 // CHECK: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
@@ -175,10 +179,11 @@ func.func @prefill_persistent_long(%q8: memref<2x8192x16x128xf8E4M3FN>, %k8: mem
 
 // -----
 
-// Keys unknown (q_len and kv_len dynamic): the persistent grid for non-causal fp8 only.
+// Keys unknown (q_len and kv_len dynamic): the persistent grid (three stages) for non-causal fp8
+// only.
 // CHECK-LABEL: func.func @prefill_persistent_dynamic
-// CHECK: mode = #attn.mode<fp8>, {{.*}}persistent = true>
-// CHECK: mode = #attn.mode<fp8>, {{.*}}persistent = false>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 3, {{.*}}persistent = true>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, {{.*}}persistent = false>
 // CHECK: consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
 func.func @prefill_persistent_dynamic(%q8: memref<?x?x16x128xf8E4M3FN>, %k8: memref<?x?x1x128xf8E4M3FN>,
     %qs8: memref<?x?x16x1xf32>, %ks8: memref<?x?x1x1xf32>, %qb: memref<?x?x16x128xbf16>,
@@ -195,6 +200,43 @@ func.func @prefill_persistent_dynamic(%q8: memref<?x?x16x128xf8E4M3FN>, %k8: mem
        v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
   attn.attention prefill ins(%qb, %kb, %kb : memref<?x?x16x128xbf16>, memref<?x?x1x128xbf16>, memref<?x?x1x128xbf16>)
       outs(%o : memref<?x?x16x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// fp8 at 4096 keys: non-causal on the persistent grid (three stages), causal one CTA per item
+// (two). A spec that fixes the stages keeps them; head_dim 64 (the producer's prmt transpose)
+// keeps the rule of the other tile-scaled modes (persistent, causal too, on two stages).
+// CHECK-LABEL: func.func @prefill_fp8_4096
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 3, {{.*}}persistent = true>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, {{.*}}persistent = false>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, {{.*}}persistent = true>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], {{.*}}persistent = true>
+func.func @prefill_fp8_4096(%q8: memref<1x4096x16x128xf8E4M3FN>, %k8: memref<1x4096x1x128xf8E4M3FN>,
+    %qs8: memref<1x64x16x1xf32>, %ks8: memref<1x32x1x1xf32>, %o: memref<1x4096x16x128xbf16>,
+    %q6: memref<1x4096x16x64xf8E4M3FN>, %k6: memref<1x4096x1x64xf8E4M3FN>, %o6: memref<1x4096x16x64xbf16>) {
+  attn.attention prefill ins(%q8, %k8, %k8 : memref<1x4096x16x128xf8E4M3FN>, memref<1x4096x1x128xf8E4M3FN>, memref<1x4096x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<1x64x16x1xf32>) k_scale(%ks8 : memref<1x32x1x1xf32>) v_scale(%ks8 : memref<1x32x1x1xf32>)
+      outs(%o : memref<1x4096x16x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%q8, %k8, %k8 : memref<1x4096x16x128xf8E4M3FN>, memref<1x4096x1x128xf8E4M3FN>, memref<1x4096x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<1x64x16x1xf32>) k_scale(%ks8 : memref<1x32x1x1xf32>) v_scale(%ks8 : memref<1x32x1x1xf32>)
+      outs(%o : memref<1x4096x16x128xbf16>)
+      {causal, q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
+  attn.attention prefill ins(%q8, %k8, %k8 : memref<1x4096x16x128xf8E4M3FN>, memref<1x4096x1x128xf8E4M3FN>, memref<1x4096x1x128xf8E4M3FN>)
+      q_scale(%qs8 : memref<1x64x16x1xf32>) k_scale(%ks8 : memref<1x32x1x1xf32>) v_scale(%ks8 : memref<1x32x1x1xf32>)
+      outs(%o : memref<1x4096x16x128xbf16>)
+      {q_quant = #attn.quant<f8E4M3FN, per_block<64x128>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x128>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x128>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>,
+       schedule = #attn.schedule<stages = 2>}
+  attn.attention prefill ins(%q6, %k6, %k6 : memref<1x4096x16x64xf8E4M3FN>, memref<1x4096x1x64xf8E4M3FN>, memref<1x4096x1x64xf8E4M3FN>)
+      q_scale(%qs8 : memref<1x64x16x1xf32>) k_scale(%ks8 : memref<1x32x1x1xf32>) v_scale(%ks8 : memref<1x32x1x1xf32>)
+      outs(%o6 : memref<1x4096x16x64xbf16>)
+      {causal, q_quant = #attn.quant<f8E4M3FN, per_block<64x64>>, k_quant = #attn.quant<f8E4M3FN, per_block<128x64>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<128x64>>, mode = #attn.mode<fp8>, target = #attn.target<sm_90a>}
   return
 }
 

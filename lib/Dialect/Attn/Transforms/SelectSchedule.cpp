@@ -145,6 +145,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // Unless the spec fixed a field of that other schedule. full_int8's s32 P·V product and
       // head_dim 256's O do not fit.
       bool fp8OrHalfInt8 = shape.fp8 || (shape.int8QK && !shape.pv8());
+      bool specStages = f.stages != 0;
       bool threeConsumers = (shape.kvElemBytes == 2 || fp8OrHalfInt8) &&
                             shape.headDim <= 128 && !f.roles && !f.intraWgOverlap &&
                             !f.pingpong && !(f.persistent && f.persistent.getValue()) &&
@@ -228,12 +229,29 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       auto keysAtMost = [&](int64_t n) {
         return keys != AttentionShape::kDynamicExtent && keys <= n;
       };
+      // fp8 at head_dim 128, whose producer transposes V with ldmatrix / stmatrix (session
+      // 27): the producer keeps ahead, and what was the consumers' wait for Vᵀ became its wait
+      // for TMA. Measured against one CTA per item on two stages and the persistent grid on
+      // two: the persistent grid on three stages is +1 to +4% up to 2048 keys (causal or not)
+      // and +0 to +3% at 4096 non-causal; one CTA per item is +2 to +8% from 4096 causal and
+      // 8192 non-causal. Keys unknown: non-causal takes the persistent grid (one CTA per item
+      // loses 10% at 1024 keys, the persistent grid 0–3% beyond 8192).
+      bool fp8Matrices = shape.fp8 && shape.headDim == 128;
       bool kvTileScaled = tileScaled(op.getKQuantAttr()) && tileScaled(op.getVQuantAttr());
       bool persistentDefault =
           threeConsumers &&
-          ((fp8OrHalfInt8 && kvTileScaled && (!op.getCausal() || keysAtMost(4096))) ||
-           keysAtMost(2048));
+          (fp8Matrices
+               ? (op.getCausal() ? keysAtMost(2048)
+                                 : keys == AttentionShape::kDynamicExtent || keysAtMost(4096))
+               : (fp8OrHalfInt8 && kvTileScaled && (!op.getCausal() || keysAtMost(4096))) ||
+                     keysAtMost(2048));
       Fields::fill(f.persistent, ctx, persistentDefault);
+      if (fp8Matrices && threeConsumers && f.persistent.getValue() && !specStages) {
+        AttentionShape two = oneToken;
+        two.queryBuffers = 2;
+        if (decodeSharedBytes(two, f.tileN, 3) <= kMaxSharedBytesSm90)
+          f.stages = 3;
+      }
     }
     // The spec's fields and the defaults together may not fit (e.g. ctas_per_sm 3 with the
     // default warp roles): say so on the op.
