@@ -504,15 +504,80 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
   });
 }
 
+/// The persistent grid's refill after tile j (kDirect, stages ≥ 3): the consumers release a
+/// stage once their Q·Kᵀ read its K, and a leader that waited for that inside its warp would
+/// hold the warp's share of the next transposes — and at the producer barrier the whole
+/// producer — behind the slowest consumer (ncu: a third of the producer's samples at that
+/// barrier, the consumers waiting for Vᵀ on 43% of tiles, fp8 at 1024 keys). So the leader
+/// issues the next tile j + 1 if not yet issued (waiting: the producer needs it next), then the
+/// tiles after it, up to `stages` − 1 ahead, while their stages are free (mbarrier test_wait),
+/// stopping at the first that is not. At a work item's start it issues tile 0 only
+/// (buildProducer), so the next item's loads never wait for the previous item's last Q·Kᵀ.
+/// `issued` counts the item's tiles issued before; returns it after (leader's; others carry it).
+static Value refillAhead(KernelBuilder &k, Ctx &c, Value isLeader, Value j, Value issued) {
+  const DecodePlan &p = c.p;
+  auto emptyBar = [&](Value t, Value &slot, Value &phase, Value &reused) {
+    Value g = c.ring(k, t);
+    slot = k.urem(g, p.stages);
+    phase = k.band(k.add(k.udiv(g, p.stages), 1), 1); // of the use g − stages
+    reused = k.cmp(P::sge, g, k.i32(p.stages));
+    return sptr(k, c, k.add(k.mul(slot, 8), c.sm.emptyStage(0, p.stages)));
+  };
+  SmallVector<Type> i32 = {k.i32()};
+  return k.ifThenElse(
+              isLeader, i32,
+              [&] {
+                Value next = k.add(j, 1);
+                Value must = k.band(k.cmp(P::slt, issued, k.add(next, 1)),
+                                    k.cmp(P::slt, next, c.numTiles));
+                k.ifThen(must, [&] {
+                  Value slot, phase, reused;
+                  Value bar = emptyBar(next, slot, phase, reused);
+                  k.ifThen(reused, [&] { k.mbarrierWait(bar, phase); });
+                  issueTile(k, c, slot, k.add(c.tile0, next));
+                });
+                Value n = k.select(must, k.add(next, 1), issued);
+                Value go = k.i32(1), limit = k.smin(c.numTiles, k.add(j, p.stages));
+                for (int64_t i = 0; i < p.stages - 2; ++i) {
+                  Value ok = k.band(k.cmp(P::ne, go, 0), k.cmp(P::slt, n, limit));
+                  go = k.ifThenElse(
+                            ok, i32,
+                            [&] {
+                              Value slot, phase, reused;
+                              Value bar = emptyBar(n, slot, phase, reused);
+                              Value free =
+                                  k.select(reused, k.mbarrierTestWait(bar, phase), k.i32(1));
+                              k.ifThen(k.cmp(P::ne, free, 0),
+                                       [&] { issueTile(k, c, slot, k.add(c.tile0, n)); });
+                              return SmallVector<Value>{free};
+                            },
+                            [&] { return SmallVector<Value>{k.i32(0)}; })
+                           .front();
+                  n = k.add(n, go);
+                }
+                return SmallVector<Value>{n};
+              },
+              [&] { return SmallVector<Value>{issued}; })
+      .front();
+}
+
 void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   const DecodePlan &p = c.p;
   if (p.directKV())
     return buildDirectProducer(k, c);
   Value isLeader = k.cmp(P::eq, c.tid, 0);
+  // A persistent grid whose consumers read K from the stages, on three stages or more: the
+  // leader refills without blocking its warp (refillAhead); the item's first tile here.
+  bool ahead = c.tileBase && p.kDirect() && p.stages >= 3;
   // The rest of the first `stages` tiles (all of them with a persistent grid).
-  k.ifThen(isLeader, [&] { fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p), p.stages); });
+  k.ifThen(isLeader, [&] {
+    fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p), ahead ? 1 : p.stages);
+  });
   double kFactor = p.softmaxScale * kLog2e;
   SmallVector<Value> sc0 = loadScales(k, c, k.add(k.mul(c.tile0, p.tileN), c.tid));
+  size_t nScales = sc0.size();
+  if (ahead)
+    sc0.push_back(k.i32(1)); // tiles of the item issued so far
   k.forLoop(k.i32(0), c.numTiles, 1, sc0, [&](Value j, ValueRange carried) {
     Value g = c.ring(k, j);
     Value s = k.urem(g, p.stages);
@@ -573,6 +638,10 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
     // instead, whose K the consumers released long ago (the loads still lead by stages − 1
     // tiles; with one stage there is no previous one to refill).
     k.barrier(1, p.producerThreads());
+    if (ahead) {
+      scN.push_back(refillAhead(k, c, isLeader, j, carried[nScales]));
+      return scN;
+    }
     bool lag = p.kDirect() && p.stages > 1; // refill the stage of tile u = j − 1, else of j
     Value u = lag ? k.add(j, -1) : j, next = k.add(u, p.stages);
     Value go = lag ? k.band(isLeader, k.cmp(P::sge, u, k.i32(0))) : isLeader;

@@ -136,6 +136,16 @@ void KernelBuilder::mbarrierWait(Value bar, Value parity) {
   NVVM::MBarrierTryWaitParityOp::create(b, loc, bar, parity, i32(0));
 }
 
+Value KernelBuilder::mbarrierTestWait(Value bar, Value parity) {
+  return LLVM::InlineAsmOp::create(
+             b, loc, i32(), ValueRange{sharedAddr(bar), parity},
+             "{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [$1], $2; "
+             "selp.u32 $0, 1, 0, p; }",
+             "=r,r,r,~{memory}", /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(), ArrayAttr())
+      .getResult(0);
+}
+
 void KernelBuilder::asmVoid(StringRef ptx, StringRef constraints, ValueRange operands) {
   LLVM::InlineAsmOp::create(b, loc, TypeRange{}, operands, ptx, constraints,
                             /*has_side_effects=*/true, /*is_align_stack=*/false,

@@ -207,6 +207,8 @@ public:
   void mbarrierArrive(Value bar);
   void mbarrierArriveExpectTx(Value bar, int64_t bytes);
   void mbarrierWait(Value bar, Value parity);
+  /// i32 1 if the phase of `parity` of `bar` completed, else 0 (mbarrier.test_wait: no waiting).
+  Value mbarrierTestWait(Value bar, Value parity);
 
   // Thread-block clusters and distributed shared memory (32-bit shared-window addresses).
   /// This CTA's rank in its cluster.
