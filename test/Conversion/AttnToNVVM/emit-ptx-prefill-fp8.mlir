@@ -7,6 +7,17 @@
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=SCHED
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=VUNIT
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=SS
+// RUN: attn-opt %s --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=NOREFILL
+// RUN: sed 's/{causal, /{/' %s | attn-opt --attn-normalize --attn-select-schedule | FileCheck %s --check-prefix=PSCHED
+// RUN: sed 's/{causal, /{/' %s | attn-opt --attn-normalize --attn-select-schedule --emit=ptx | FileCheck %s --check-prefix=REFILL
+
+// Non-causal (keys unknown): the persistent grid on three stages. Its producer's leader waits
+// for the next tile's stage, and only tests (mbarrier.test_wait) those of the tiles after it;
+// one CTA per item (the causal spec) has no such test.
+// PSCHED: stages = 3, {{.*}}persistent = true>
+// REFILL: .entry pf_fp8_prefill(
+// REFILL: mbarrier.test_wait.parity.shared::cta.b64
+// NOREFILL-NOT: mbarrier.test_wait
 
 // fp8 keeps O in units of the last V tile's scale (half-int8's s_ref would put a factor below 1
 // on an e4m3 P): O's rescale divides the two tiles' scales (approximately; exactly 1 where the
