@@ -100,9 +100,8 @@ func.func @prefill(%q: memref<2x1024x16x128xbf16>, %k: memref<2x1024x1x128xbf16>
 // The three consumers' persistent grid (FA3's; one CTA per SM walks the work items) by the
 // number of keys (kv_len, else q_len where static): non-causal fp8 and half-int8 with one K and
 // one V scale per key tile at any length; the same, causal, up to 4096 keys; anything else up to
-// 2048. At 1024 keys every one of them takes it. fp8 at head_dim 128 (V transposed by
-// ldmatrix / stmatrix) has its own rule: the persistent grid on three stages up to 2048 keys,
-// 4096 non-causal (see @prefill_fp8_4096).
+// 2048. At 1024 keys every one of them takes it; fp8 at head_dim 128 with tile scales on three
+// stages.
 // CHECK-LABEL: func.func @prefill_persistent_default(
 // CHECK-COUNT-2: mode = #attn.mode<fp8>, {{.*}}stages = 3, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
 // CHECK-COUNT-3: stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
@@ -139,10 +138,10 @@ func.func @prefill_persistent_default(%q8: memref<2x1024x16x128xf8E4M3FN>, %k8: 
 
 // -----
 
-// At 8192 keys: one CTA per item (on two stages) for fp8, causal or not, half-int8 with a scale
-// per key, and bf16.
+// At 8192 keys: one CTA per item (on two stages) for causal fp8, half-int8 with a scale per
+// key, and bf16; non-causal fp8 keeps the persistent grid on three stages.
 // CHECK-LABEL: func.func @prefill_persistent_long
-// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 3, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
 // CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
 // CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = true>
 // CHECK: mode = #attn.mode<half_int8>, {{.*}}consumer<warpgroups = 3, regs = 160>], pingpong = false, intra_wg_overlap = false, persistent = false>
@@ -205,12 +204,11 @@ func.func @prefill_persistent_dynamic(%q8: memref<?x?x16x128xf8E4M3FN>, %k8: mem
 
 // -----
 
-// fp8 at 4096 keys: non-causal on the persistent grid (three stages), causal one CTA per item
-// (two). A spec that fixes the stages keeps them; head_dim 64 (the producer's prmt transpose)
-// keeps the rule of the other tile-scaled modes (persistent, causal too, on two stages).
+// fp8 at 4096 keys, head_dim 128: the persistent grid on three stages, causal or not. A spec
+// that fixes the stages keeps them; head_dim 64 (the producer's prmt transpose) stays on two.
 // CHECK-LABEL: func.func @prefill_fp8_4096
 // CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 3, {{.*}}persistent = true>
-// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, {{.*}}persistent = false>
+// CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 3, {{.*}}persistent = true>
 // CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, {{.*}}persistent = true>
 // CHECK: mode = #attn.mode<fp8>, {{.*}}stages = 2, roles = [producer<warpgroups = 1, regs = 32>, consumer<warpgroups = 3, regs = 160>], {{.*}}persistent = true>
 func.func @prefill_fp8_4096(%q8: memref<1x4096x16x128xf8E4M3FN>, %k8: memref<1x4096x1x128xf8E4M3FN>,

@@ -229,23 +229,21 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       auto keysAtMost = [&](int64_t n) {
         return keys != AttentionShape::kDynamicExtent && keys <= n;
       };
-      // fp8 at head_dim 128, whose producer transposes V with ldmatrix / stmatrix (session
-      // 27): the producer keeps ahead, and what was the consumers' wait for Vᵀ became its wait
-      // for TMA. Measured against one CTA per item on two stages and the persistent grid on
-      // two: the persistent grid on three stages is +1 to +4% up to 2048 keys (causal or not)
-      // and +0 to +3% at 4096 non-causal; one CTA per item is +2 to +8% from 4096 causal and
-      // 8192 non-causal. Keys unknown: non-causal takes the persistent grid (one CTA per item
-      // loses 10% at 1024 keys, the persistent grid 0–3% beyond 8192).
-      bool fp8Matrices = shape.fp8 && shape.headDim == 128;
       bool kvTileScaled = tileScaled(op.getKQuantAttr()) && tileScaled(op.getVQuantAttr());
       bool persistentDefault =
           threeConsumers &&
-          (fp8Matrices
-               ? (op.getCausal() ? keysAtMost(2048)
-                                 : keys == AttentionShape::kDynamicExtent || keysAtMost(4096))
-               : (fp8OrHalfInt8 && kvTileScaled && (!op.getCausal() || keysAtMost(4096))) ||
-                     keysAtMost(2048));
+          ((fp8OrHalfInt8 && kvTileScaled && (!op.getCausal() || keysAtMost(4096))) ||
+           keysAtMost(2048));
       Fields::fill(f.persistent, ctx, persistentDefault);
+      // fp8 at head_dim 128 with tile scales on the persistent grid: three stages. Its producer
+      // transposes V with ldmatrix / stmatrix (session 27) and keeps ahead of the consumers, so
+      // its loads may lead by two tiles (refilled without blocking: DecodeProducer.cpp). Measured
+      // on the H100 Table-1/2 shapes, each comparison in one call (docs/benchmarks/
+      // gpu-prefill.md, session 27): against two stages (before that refill) +0.6 to +7.6% up to
+      // 4096 keys, +3.6 to +7.1% non-causal from 8192, and the refill added +0.4 to +2.8%; with
+      // it, against one CTA per item +2.5 to +5.2% non-causal from 8192, 0 to +1.8% causal at
+      // 4096, −3.5 to +0.1% causal from 8192 (where the rule above keeps one CTA per item).
+      bool fp8Matrices = shape.fp8 && shape.headDim == 128 && kvTileScaled;
       if (fp8Matrices && threeConsumers && f.persistent.getValue() && !specStages) {
         AttentionShape two = oneToken;
         two.queryBuffers = 2;
