@@ -192,56 +192,28 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
   }
 }
 
-/// fp8 and full_int8 (plan.pv8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte
-/// swizzled by TMA; at head_dim 64 plain rows of 64 bytes) into Vᵀ (head_dim rows of tileN
-/// keys, 128-byte swizzled: the K-major B of the
-/// 8-bit P·V WGMMA), permuting the keys within each 16-key group to match P's A fragment: the
-/// thread with S columns {2t, 2t+1, 2t+8, 2t+9} of a 16-key group holds A columns 4t..4t+3, so
-/// Vᵀ row n's bytes 4t..4t+3 of 16-byte chunk g are V[16g + {2t, 2t+1, 2t+8, 2t+9}][n]. With
-/// `masked`, keys at or past `rowsValid` become zeros. Lane l takes dimensions 4l..4l+3 of a
-/// 16-key group (16 conflict-free 4-byte loads, three prmt per output word) and writes four
-/// 16-byte chunks — in an order rotated by (l / 2) mod 4 so that each quarter-warp's stores hit
-/// eight distinct chunks.
-static void transposeTileMatrices(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
-                                  Value rowsValid, bool masked);
-
-static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
-                          bool masked) {
+/// head_dim 64: lane l mod 16 of a half warp takes dimensions 4l .. 4l + 3 of a 16-key group
+/// (lane / 16 picks one of the warp's two groups) from V's plain 64-byte rows: 16 conflict-free
+/// 4-byte loads, three prmt per output word, four 16-byte chunks written in an order rotated by
+/// (l / 2) mod 4 so that each quarter-warp's stores hit eight distinct chunks.
+static void transposeTilePrmt(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
+                              Value rowsValid, bool masked) {
   const DecodePlan &p = c.p;
-  if (p.headDim == 128)
-    return transposeTileMatrices(k, c, stageOff, convOff, rowsValid, masked);
   int64_t warps = p.producerThreads() / 32, groups = p.tileN / 16;
-  // head_dim 64: half a warp covers a group's dimensions, so a warp takes two groups at once
-  // (lane / 16 picks one) from V's plain 64-byte rows.
-  bool half = p.headDim == 64;
-  int64_t perWarp = half ? 2 : 1;
   // The thread's addresses are recomputed per tile (a few integer ops) rather than held across
   // the tile loop: hoisted, they spill the producer's registers.
   Value tid = k.tidXHere();
   Value lane = k.band(tid, 31), warp = k.lshr(tid, 5);
   Value rot = k.band(k.lshr(lane, 1), 3);
-  // head_dim 128: the source word of lane l is word l mod 4 of 16-byte chunk l / 4; at 64 lane
-  // l mod 16 of group 2g + l / 16 (both: the lane's dimensions 4·lane .. 4·lane + 3).
-  Value srcCol, srcChunk, sub;
-  if (half) {
-    sub = k.lshr(lane, 4);
-    lane = k.band(lane, 15);
-  } else {
-    srcCol = k.band(lane, 3);
-    srcChunk = k.lshr(lane, 2);
-  }
-  for (int64_t it = 0; it < groups / (warps * perWarp); ++it) {
-    Value g = k.add(warp, it * warps);
-    if (half)
-      g = k.add(k.mul(g, 2), sub);
+  Value sub = k.lshr(lane, 4);
+  lane = k.band(lane, 15);
+  for (int64_t it = 0; it < groups / (warps * 2); ++it) {
+    Value g = k.add(k.mul(k.add(warp, it * warps), 2), sub);
     SmallVector<Value> w(16);
     for (int64_t kappa = 0; kappa < 16; ++kappa) {
       Value key = k.add(k.mul(g, 16), kappa);
-      // Stage byte (key, 4·lane): chunk (lane/4) XOR (key mod 8) of the 128-byte row; at
-      // head_dim 64 word lane of the plain 64-byte row.
-      Value off = half ? k.add(k.mul(key, 64), k.shl(lane, 2))
-                       : k.add(k.mul(key, 128), k.add(k.shl(k.bxor(srcChunk, k.band(key, 7)), 4),
-                                                      k.shl(srcCol, 2)));
+      // Stage byte (key, 4·lane): word `lane` of the plain 64-byte row.
+      Value off = k.add(k.mul(key, 64), k.shl(lane, 2));
       w[kappa] = k.load(k.i32(), sptr(k, c, k.add(stageOff, off)));
       if (masked)
         w[kappa] = k.select(k.cmp(P::slt, key, rowsValid), w[kappa], k.i32(0));
@@ -262,8 +234,8 @@ static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOf
   }
 }
 
-/// head_dim 128: the same Vᵀ by FA3's fp8 route, ldmatrix.trans / prmt / stmatrix. Per warp and
-/// 16-key group g, four steps J each take chunks 2J, 2J + 1 (dimensions 32J .. 32J + 31):
+/// head_dim 128: Vᵀ (transposeTile) by FA3's fp8 route, ldmatrix.trans / prmt / stmatrix. Per warp
+/// and 16-key group g, four steps J each take chunks 2J, 2J + 1 (dimensions 32J .. 32J + 31):
 /// - one `ldmatrix.x4.trans` of the matrices (keys 8h .. 8h + 7, chunk 2J + jl), matrix
 ///   2jl + h: lane l gets, of each, keys 2(l mod 4) and 2(l mod 4) + 1 at dimensions 2(l / 4) and
 ///   2(l / 4) + 1 of the chunk;
@@ -320,6 +292,20 @@ static void transposeTileMatrices(KernelBuilder &k, Ctx &c, Value stageOff, Valu
       k.stmatrixX4(sptr(k, c, k.add(st, 4096 * J)), w);
     }
   }
+}
+
+/// fp8 and full_int8 (plan.pv8): transposes one V stage tile (tileN keys × 128 bytes, 128-byte
+/// swizzled by TMA; at head_dim 64 plain rows of 64 bytes) into Vᵀ (head_dim rows of tileN
+/// keys, 128-byte swizzled: the K-major B of the 8-bit P·V WGMMA), permuting the keys within
+/// each 16-key group to match P's A fragment: the thread with S columns {2t, 2t+1, 2t+8, 2t+9}
+/// of a 16-key group holds A columns 4t..4t+3, so Vᵀ row n's bytes 4t..4t+3 of 16-byte chunk g
+/// are V[16g + {2t, 2t+1, 2t+8, 2t+9}][n]. With `masked`, keys at or past `rowsValid` become
+/// zeros.
+static void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
+                          bool masked) {
+  if (c.p.headDim == 128)
+    return transposeTileMatrices(k, c, stageOff, convOff, rowsValid, masked);
+  transposeTilePrmt(k, c, stageOff, convOff, rowsValid, masked);
 }
 
 Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Granularity g, Value b, Value len,
@@ -507,10 +493,10 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
 /// The persistent grid's refill after tile j (kDirect, stages ≥ 3): the consumers release a
 /// stage once their Q·Kᵀ read its K, and a leader that waited for that inside its warp would
 /// hold the warp's share of the next transposes — and at the producer barrier the whole
-/// producer — behind the slowest consumer (ncu: a third of the producer's samples at that
-/// barrier, the consumers waiting for Vᵀ on 43% of tiles, fp8 at 1024 keys). So the leader
-/// issues the next tile j + 1 if not yet issued (waiting: the producer needs it next), then the
-/// tiles after it, up to `stages` − 1 ahead, while their stages are free (mbarrier test_wait),
+/// producer — behind the slowest consumer (ncu, fp8 at 1024 keys: 29% of the producer's samples
+/// at that barrier, the consumers' waits for Vᵀ retrying 113 K times over 264 K tiles). So the
+/// leader issues the next tile j + 1 if not yet issued (waiting: the producer needs it next), then
+/// the tiles after it, up to `stages` − 1 ahead, while their stages are free (mbarrier test_wait),
 /// stopping at the first that is not. At a work item's start it issues tile 0 only
 /// (buildProducer), so the next item's loads never wait for the previous item's last Q·Kᵀ.
 /// `issued` counts the item's tiles issued before; returns it after (leader's; others carry it).
@@ -569,7 +555,8 @@ void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
   // A persistent grid whose consumers read K from the stages, on three stages or more: the
   // leader refills without blocking its warp (refillAhead); the item's first tile here.
   bool ahead = c.tileBase && p.kDirect() && p.stages >= 3;
-  // The rest of the first `stages` tiles (all of them with a persistent grid).
+  // The rest of the first `stages` tiles (all of them with a persistent grid; with `ahead` only
+  // the first).
   k.ifThen(isLeader, [&] {
     fillPipeline(k, c, c.tileBase ? 0 : prologueTiles(p), ahead ? 1 : p.stages);
   });
