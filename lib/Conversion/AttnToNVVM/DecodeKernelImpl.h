@@ -118,6 +118,11 @@ inline Value outRowOffset(KernelBuilder &k, Ctx &c, Value qi, Value head) {
   return k.mul(k.sext64(rowBase), c.p.headDim * 2);
 }
 
+/// The output address of bf16 column `col` in the row at byte offset `rowOffset` (outRowOffset).
+inline Value outAt(KernelBuilder &k, Ctx &c, Value rowOffset, Value col) {
+  return k.gep(c.out, k.add(rowOffset, k.mul(k.sext64(col), int64_t(2))));
+}
+
 /// Merges of partial (m0, m1, l0, l1, O...) states (DecodeMerge.cpp). Two decode consumer
 /// warpgroups over disjoint tiles: returns warpgroup 0's merged state.
 SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Value ct,

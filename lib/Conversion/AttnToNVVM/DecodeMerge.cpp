@@ -143,8 +143,7 @@ void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct
           k.ifThen(k.cmp(P::eq, k.urem(k.i32(g), n), rank), [&] {
             int64_t i = 4 * g + 2 * r; // accRow(i) == r
             Value w = k.packBF16x2(k.fmul(acc[4 + i], inv), k.fmul(acc[5 + i], inv));
-            Value col = k.add(f.colBase, g * 8);
-            k.store(w, k.gep(c.out, k.add(base64, k.mul(k.sext64(col), int64_t(2)))));
+            k.store(w, outAt(k, c, base64, k.add(f.colBase, g * 8)));
           });
       });
     }

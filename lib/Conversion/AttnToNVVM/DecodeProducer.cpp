@@ -384,6 +384,13 @@ static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value b
   }
 }
 
+/// The empty barrier of stage `slot`, which ring position g fills, and the parity of the phase
+/// that completes when the consumers release its previous use g − stages.
+static std::pair<Value, Value> previousUse(KernelBuilder &k, Ctx &c, Value g, Value slot) {
+  Value phase = k.band(k.add(k.udiv(g, c.p.stages), 1), 1);
+  return {sptr(k, c, k.add(k.mul(slot, 8), c.sm.emptyStage(0, c.p.stages))), phase};
+}
+
 /// The stage that tile s (< stages) of the work item fills. With a persistent grid the ring runs
 /// on from earlier items: a stage the consumers read (bf16, kDirect's K) is waited for until they
 /// released its previous tile.
@@ -395,8 +402,8 @@ static Value fillSlot(KernelBuilder &k, Ctx &c, Value s) {
   Value slot = k.urem(g, p.stages);
   if (p.directKV() || p.kDirect())
     k.ifThen(k.cmp(P::sge, g, k.i32(p.stages)), [&] {
-      Value phase = k.band(k.add(k.udiv(g, p.stages), 1), 1); // of the use g − stages
-      k.mbarrierWait(sptr(k, c, k.add(k.mul(slot, 8), c.sm.emptyStage(0, p.stages))), phase);
+      auto [bar, phase] = previousUse(k, c, g, slot);
+      k.mbarrierWait(bar, phase);
     });
   return slot;
 }
@@ -502,49 +509,34 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
 /// `issued` counts the item's tiles issued before; returns it after (leader's; others carry it).
 static Value refillAhead(KernelBuilder &k, Ctx &c, Value isLeader, Value j, Value issued) {
   const DecodePlan &p = c.p;
-  auto emptyBar = [&](Value t, Value &slot, Value &phase, Value &reused) {
-    Value g = c.ring(k, t);
-    slot = k.urem(g, p.stages);
-    phase = k.band(k.add(k.udiv(g, p.stages), 1), 1); // of the use g − stages
-    reused = k.cmp(P::sge, g, k.i32(p.stages));
-    return sptr(k, c, k.add(k.mul(slot, 8), c.sm.emptyStage(0, p.stages)));
+  // Issues tile t if its stage is free now; i32 1 if it did.
+  auto tryIssue = [&](Value t) {
+    Value g = c.ring(k, t), slot = k.urem(g, p.stages);
+    auto [bar, phase] = previousUse(k, c, g, slot);
+    Value free = k.select(k.cmp(P::sge, g, k.i32(p.stages)), k.mbarrierTestWait(bar, phase),
+                          k.i32(1));
+    k.ifThen(k.cmp(P::ne, free, 0), [&] { issueTile(k, c, slot, k.add(c.tile0, t)); });
+    return SmallVector<Value>{free};
   };
   SmallVector<Type> i32 = {k.i32()};
-  return k.ifThenElse(
-              isLeader, i32,
-              [&] {
-                Value next = k.add(j, 1);
-                Value must = k.band(k.cmp(P::slt, issued, k.add(next, 1)),
-                                    k.cmp(P::slt, next, c.numTiles));
-                k.ifThen(must, [&] {
-                  Value slot, phase, reused;
-                  Value bar = emptyBar(next, slot, phase, reused);
-                  k.ifThen(reused, [&] { k.mbarrierWait(bar, phase); });
-                  issueTile(k, c, slot, k.add(c.tile0, next));
-                });
-                Value n = k.select(must, k.add(next, 1), issued);
-                Value go = k.i32(1), limit = k.smin(c.numTiles, k.add(j, p.stages));
-                for (int64_t i = 0; i < p.stages - 2; ++i) {
-                  Value ok = k.band(k.cmp(P::ne, go, 0), k.cmp(P::slt, n, limit));
-                  go = k.ifThenElse(
-                            ok, i32,
-                            [&] {
-                              Value slot, phase, reused;
-                              Value bar = emptyBar(n, slot, phase, reused);
-                              Value free =
-                                  k.select(reused, k.mbarrierTestWait(bar, phase), k.i32(1));
-                              k.ifThen(k.cmp(P::ne, free, 0),
-                                       [&] { issueTile(k, c, slot, k.add(c.tile0, n)); });
-                              return SmallVector<Value>{free};
-                            },
-                            [&] { return SmallVector<Value>{k.i32(0)}; })
-                           .front();
-                  n = k.add(n, go);
-                }
-                return SmallVector<Value>{n};
-              },
-              [&] { return SmallVector<Value>{issued}; })
-      .front();
+  auto leader = [&] {
+    Value next = k.add(j, 1);
+    Value must =
+        k.band(k.cmp(P::slt, issued, k.add(next, 1)), k.cmp(P::slt, next, c.numTiles));
+    k.ifThen(must, [&] { issueTile(k, c, fillSlot(k, c, next), k.add(c.tile0, next)); });
+    Value n = k.select(must, k.add(next, 1), issued);
+    Value go = k.i32(1), limit = k.smin(c.numTiles, k.add(j, p.stages));
+    for (int64_t i = 0; i < p.stages - 2; ++i) {
+      Value ok = k.band(k.cmp(P::ne, go, 0), k.cmp(P::slt, n, limit));
+      go = k.ifThenElse(
+                ok, i32, [&] { return tryIssue(n); },
+                [&] { return SmallVector<Value>{k.i32(0)}; })
+               .front();
+      n = k.add(n, go);
+    }
+    return SmallVector<Value>{n};
+  };
+  return k.ifThenElse(isLeader, i32, leader, [&] { return SmallVector<Value>{issued}; }).front();
 }
 
 void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {

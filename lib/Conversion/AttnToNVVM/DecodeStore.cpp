@@ -14,6 +14,12 @@ using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using P = LLVM::ICmpPredicate;
 
+/// O's accumulator pair i, i + 1 (row r) times the row's 1 / l, as bf16x2.
+static Value normalizedPair(KernelBuilder &k, ArrayRef<Value> o, const Value inv[2], int64_t i,
+                            int r) {
+  return k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
+}
+
 // Prefill without the persistent grid: O leaves through this warpgroup's query tile, which no
 // WGMMA reads any more. Each warp writes its 16 rows there in the tile's swizzled layout
 // (conflict-free 4-byte stores from the accumulator fragment), then reads them back as 16-byte
@@ -39,7 +45,7 @@ static void storeStaged(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, c
       if (chunk / perPass != pass)
         continue;
       int r = accRow(i);
-      Value w = k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
+      Value w = normalizedPair(k, o, inv, i, r);
       Value off = k.add(swizzledChunk(k, f.r[r], k.i32(chunk % perPass), 64), k.shl(f.colBase, 1));
       k.store(w, sptr(k, c, k.add(tile, off)));
     }
@@ -55,8 +61,7 @@ static void storeStaged(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, c
       k.ifThen(ok, [&] {
         Value head = k.add(c.headBase, k.urem(row, p.pack));
         Value col = k.add(k.mul(cc, 8), pass * perPass * 8);
-        Value at = k.add(outRowOffset(k, c, tok, head), k.mul(k.sext64(col), int64_t(2)));
-        k.store(v, k.gep(c.out, at), 16);
+        k.store(v, outAt(k, c, outRowOffset(k, c, tok, head), col), 16);
       });
     }
     k.syncWarp();
@@ -80,7 +85,7 @@ static void storeQuads(KernelBuilder &k, Ctx &c, ArrayRef<Value> o, const Value 
       Value a[4];
       for (int64_t cc = 0; cc < 4; ++cc) {
         int64_t i = (4 * g + cc) * 4 + 2 * r; // accCol(i) = chunk · 8 + colBase, row r
-        a[cc] = k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
+        a[cc] = normalizedPair(k, o, inv, i, r);
       }
       // a[c] of thread t is M[t][c]; afterwards a[s] = M[s][t] (blocks of 2 × 2, then within).
       for (int64_t kk = 0; kk < 2; ++kk) {
@@ -99,7 +104,7 @@ static void storeQuads(KernelBuilder &k, Ctx &c, ArrayRef<Value> o, const Value 
       Value base64 = outRowOffset(k, c, qi[r], head[r]);
       for (int64_t g = 0; g < groups; ++g) {
         Value col = k.mul(k.add(t, 4 * g), 8);
-        k.store(vecs[g], k.gep(c.out, k.add(base64, k.mul(k.sext64(col), int64_t(2)))), 16);
+        k.store(vecs[g], outAt(k, c, base64, col), 16);
       }
     });
   }
@@ -119,9 +124,8 @@ void mlir::attn::nvvm::storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<
       for (int64_t i = 0; i < int64_t(o.size()); i += 2) {
         if (accRow(i) != r)
           continue;
-        Value w = k.packBF16x2(k.fmul(o[i], inv[r]), k.fmul(o[i + 1], inv[r]));
-        Value col = k.add(f.colBase, (i / 4) * 8);
-        k.store(w, k.gep(c.out, k.add(base64, k.mul(k.sext64(col), int64_t(2)))));
+        Value w = normalizedPair(k, o, inv, i, r);
+        k.store(w, outAt(k, c, base64, k.add(f.colBase, (i / 4) * 8)));
       }
     });
   }
