@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Renders scripts/bench-cpu JSON lines as the markdown tables of docs/benchmarks/cpu-nomad.md.
+"""Renders one scripts/bench-cpu run (JSON lines) as Markdown tables, to read a new run quickly.
+
+The tables of docs/benchmarks/cpu-nomad.md come from scripts/charts.py (scripts/charts/cpu_nomad.py).
 
 Usage: summarize_cpu.py RESULTS.jsonl [--isa-ratio avx512:avx2]
 """
