@@ -44,7 +44,7 @@ def build_ptx(attn_opt, name, src, ptx, ptxas=None, passes=()):
 def time_ms(torch, fn, iters=20, reps=5, warmup=3):
     """Median over `reps` of the mean GPU time (ms) of `iters` back-to-back calls of `fn`. The GPU
     first sleeps while the host queues them all, so host-side launch overhead (Python argument
-    checks, ctypes) is not counted — only what the GPU spends (docs/Device.md)."""
+    checks, ctypes) is not counted — only what the GPU spends (docs/Hopper.md, "Timing")."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(warmup):
         fn()

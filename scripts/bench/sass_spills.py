@@ -9,7 +9,7 @@ this tells a value parked once across the tile loop (cold) from one reloaded on 
   ptxas -arch=sm_90a K.ptx -o K.cubin
   python3 scripts/bench/sass_spills.py K.cubin [K2.cubin ...]
 
-cuobjdump is not in the Debian CUDA toolkit here; PyPI has it (docs/Device.md):
+cuobjdump is not in the Debian CUDA toolkit; PyPI has it (docs/Hopper.md):
   pip download --no-deps -d /tmp/w nvidia-cuda-cuobjdump && unzip -o /tmp/w/*.whl -d /tmp/w
   export PATH=/tmp/w/nvidia/cu13/bin:$PATH
 """
