@@ -1,6 +1,7 @@
 // NoMAD-Attention decode on a CPU with AVX2: keys are product-quantized (dsub = 1: 128
-// sub-quantizers of 16 centroids each for head_dim 128), one new key is encoded into the blocked,
-// transposed 4-bit code cache, and 4 query heads (GQA 4:1) attend by in-register table lookups.
+// sub-quantizers of 16 centroids each for head_dim 128), one new key is encoded into
+// the block-major, transposed 4-bit code cache, and 4 query heads (GQA 4:1) attend by in-register
+// table lookups.
 func.func @nomad_step(%key: memref<1x2x128xf32>, %codebooks: memref<2x128x16x1xf32>,
                       %codes: memref<2x512x128x16xui8>, %pos: index,
                       %q: memref<8x128xf32>, %values: memref<16384x2x128xf16>, %len: index,

@@ -3,7 +3,7 @@
 // and `attn.quantize.dynamic` with `hadamard` for Q); `hadamard` here makes the kernel rotate O
 // back, so `o` is the attention of the unrotated tensors. Per-(token, head) int8 scales then fit
 // the bulk of each row rather than its outliers: with ×20 outlier channels the error against
-// unquantized attention drops from 5–10% to 1.5–2.7% (docs/benchmarks/gpu-prefill.md, session 22).
+// unquantized attention drops from 5–10% to 1.5–2.7% (docs/benchmarks/gpu-prefill.md).
 func.func @prefill_rotated(%q: memref<?x?x16x128xi8>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
                            %qs: memref<?x?x16xf32>, %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>,
                            %o: memref<?x?x16x128xbf16>) {

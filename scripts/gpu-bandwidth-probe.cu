@@ -12,7 +12,7 @@
 //          (cp.async.bulk.tensor: 4-D [d, heads, seq, batch] with boxes [128, 1, 128, 1], or 2-D
 //          [d, batch * seq] with boxes [128, rows]; u8, no swizzle, L2 promotion 256 B).
 // Each CTA reads a contiguous 1/grid of the buffer, as a decode CTA reads its batch's K and V.
-// Prints one JSON line per configuration. docs/benchmarks/gpu-decode.md (session 14) has the
+// Prints one JSON line per configuration. docs/benchmarks/gpu-decode.md has the
 // results and the command:
 //   nvcc -O3 -arch=sm_90a -o /tmp/bwprobe scripts/gpu-bandwidth-probe.cu -lcuda && /tmp/bwprobe
 #include <cuda.h>

@@ -2,10 +2,10 @@
 # What this file is: builds, on the development machine, everything the GPU machine runs for the
 # decode kernels: PTX + launch metadata of every variant of the grid
 # (test/Conversion/AttnToNVVM/Inputs/decode_variants.py) and of the Table-3 benchmark specs
-# (examples/bench/), into DIR (default .device/decode, git-ignored; carry it with the run).
+# (examples/bench/), into DIR (default build/gpu-decode, git-ignored; carry it with the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DIR=${1:-.device/decode}
+DIR=${1:-build/gpu-decode}
 ATTN_OPT=${ATTN_OPT:-build/bin/attn-opt}
 rm -rf "$DIR" && mkdir -p "$DIR/variants" "$DIR/bench"
 python3 test/Conversion/AttnToNVVM/Inputs/decode_variants.py "$DIR/variants" >/dev/null

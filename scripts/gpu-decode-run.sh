@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What this file is: the GPU-machine half of the decode check and benchmark (the device has g++
 # and CUDA but none of our LLVM toolchain). It builds attn-bench from the checkout with g++, then
-#   1. correctness: every variant of .device/decode/variants over a shape grid (length 1, lengths
+#   1. correctness: every variant of build/gpu-decode/variants over a shape grid (length 1, lengths
 #      not a multiple of the tile, ragged per-batch lengths, batch 1 and 512, outlier channels,
 #      V blocks of skewed magnitude and zero / subnormal scales; rotated int8 variants also
 #      within 3e-2 of unquantized attention on Gaussian and outlier data);
@@ -15,7 +15,7 @@
 # Usage: scripts/gpu-decode-run.sh [DIR] [OUT]   (DIR from scripts/gpu-decode-build.sh)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-DIR=${1:-.device/decode}
+DIR=${1:-build/gpu-decode}
 OUT=${2:-${OUT:-/tmp/attn-out}}
 STEPS=${STEPS:-check,table3,sanitize}
 mkdir -p "$OUT"
@@ -34,12 +34,12 @@ if [[ $STEPS == *check* ]]; then
                  "2 1500 ragged skewed"; do
       read -r B S L D <<< "$shape"
       # fp8 prefill also rounds P to e4m3 (3 mantissa bits), which the reference of the
-      # quantized math (dequantized Q, K, V) does not: 5e-2, the issue's bound for fp8.
+      # quantized math (dequantized Q, K, V) does not: 5e-2, the fp8 bound.
       tol=1e-2; [[ $(basename "$ptx") == pf_f8* ]] && tol=5e-2
       # Rotated int8 kernels (`hadamard`) stay within 3e-2 of unquantized attention on Gaussian
-      # data and with outlier channels (docs/benchmarks/gpu-decode.md, session 22). V blocks of
+      # data and with outlier channels (docs/benchmarks/gpu-decode.md). V blocks of
       # skewed magnitude test the scale handling, against the quantized math only: per_block and
-      # per_tensor V scales there reach 3.0–3.2e-2 (docs/benchmarks/gpu-prefill.md, session 25).
+      # per_tensor V scales there reach 3.0–3.2e-2 (docs/benchmarks/gpu-prefill.md).
       n=$(basename "$ptx"); tolu=()
       [[ $n == *_had.ptx && $n != *f8* && $n != fp8* && $D != skewed ]] && tolu=(--tol-unquant 3e-2)
       line=$(timeout $T $BENCH "$ptx" --batch "$B" --kv-len "$S" --seq-lens "$L" --data "$D" --check-only \

@@ -103,7 +103,7 @@ MODES = {"bf16": (BF16, None), "half_int8": (HALF_INT8, None), "fp8": (FP8, None
                                  "intra_wg_overlap": True, "roles": [
              "producer<warpgroups = 1, regs = 40>", "consumer<warpgroups = 1, regs = 216>"]})}
 # Three consumer warpgroups (192 query rows per CTA) without the overlap, two stages: the
-# per-CTA fixed cost spread over 1.5 times the rows (session 23).
+# per-CTA fixed cost spread over 1.5 times the rows.
 W3 = {"stages": 2, "intra_wg_overlap": False, "pingpong": False,
       "roles": ["producer<warpgroups = 1, regs = 32>", "consumer<warpgroups = 3, regs = 160>"]}
 for _m in ("bf16", "half_int8_pb", "half_int8", "fp8"):

@@ -10,7 +10,7 @@ codebooks of one layer as a float32 array of shape [H, S, C, dsub] (H = KV heads
 - ``train_codebooks(keys, dsub)`` learns the codebooks of one layer from its keys [T, H, D]:
   k-means++ initialisation, then Lloyd iterations, all (head, sub-quantizer) pairs at once.
 - ``encode(keys, codebooks)`` gives the nearest-centroid codes [T, H, S]: a reference for what
-  ``attn.pq.encode`` computes (f32 squared distances, lowest index on ties), without its blocked,
+  ``attn.pq.encode`` computes (f32 squared distances, lowest index on ties), without its block-major,
   nibble-packed code layout. ``inertia(keys, codebooks)`` is the total squared quantization error.
 - ``save_codebooks`` / ``load_codebooks`` write and read the codebooks of every layer of a model.
 
@@ -57,7 +57,7 @@ _CHUNK_ELEMENTS = 1 << 16  # ~0.5 MiB of float64: cache-sized blocks are fastest
 
 
 # --------------------------------------------------------------------------------------------
-# Shared helpers
+# Shared utilities
 # --------------------------------------------------------------------------------------------
 
 
@@ -136,7 +136,7 @@ def encode(keys: Any, codebooks: Any) -> np.ndarray:
 
     Returns uint8 codes [T, H, S]. This is the arithmetic of ``attn.pq.encode``: keys and
     codebooks in float32, squared L2 distance accumulated over the dsub components in order, the
-    lowest centroid index on ties. (The op additionally writes the codes into the blocked,
+    lowest centroid index on ties. (The op additionally writes the codes into the block-major,
     transposed code cache; this returns them unpacked.)
     """
     k = _as_keys(keys, np.float32)

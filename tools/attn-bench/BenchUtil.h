@@ -1,6 +1,6 @@
-//===- BenchUtil.h - small helpers of attn-bench --------------------*- C++ -*-===//
+//===- BenchUtil.h - small utilities of attn-bench ------------------*- C++ -*-===//
 //
-// What this file is: attn-bench's helpers that know nothing of kernels: JSON text of strings,
+// What this file is: attn-bench's utilities that know nothing of kernels: JSON text of strings,
 // numbers and grids, file and host-memory queries. Header-only, so the GPU machine still builds
 // attn-bench from its one .cpp with g++.
 //

@@ -1,7 +1,7 @@
 //===- Passes.h - attn conversions ------------------------------*- C++ -*-===//
 //
 // What this file is: declarations (generated from Passes.td) of the conversions out of the attn
-// dialect, and the helper that lowers a converted module the rest of the way to the LLVM dialect.
+// dialect, and the function that lowers a converted module the rest of the way to the LLVM dialect.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_CONVERSION_PASSES_H

@@ -1,7 +1,7 @@
 //===- Emit.h - turning a lowered module into an artifact -------*- C++ -*-===//
 //
 // What this file is: the plumbing behind `attn-opt --emit=...`: the artifact kinds and the entry
-// point that produces one from a module. Each kind is filled by the issue that lowers to it; until
+// point that produces one from a module. Each kind is filled by the lowering that produces it; until
 // then a spec that asks for it is refused with a "not supported yet" diagnostic on its op.
 //
 //===----------------------------------------------------------------------===//

@@ -25,7 +25,7 @@ static Value normalizedPair(KernelBuilder &k, ArrayRef<Value> o, const Value inv
 // (conflict-free 4-byte stores from the accumulator fragment), then reads them back as 16-byte
 // chunks and stores whole 128-byte row segments — 4 times fewer global stores than one word
 // per store, and no half-written sectors, whose drain held the warps at exit
-// (docs/benchmarks/gpu-prefill.md, session 19). An 8-bit query tile holds half of O's row: two
+// (docs/benchmarks/gpu-prefill.md). An 8-bit query tile holds half of O's row: two
 // passes.
 static void storeStaged(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Value inv[2],
                         Value qBase, const Frag &f) {

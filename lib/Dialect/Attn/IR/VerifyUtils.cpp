@@ -1,4 +1,4 @@
-//===- VerifyUtils.cpp - helpers shared by the attn op verifiers ----------===//
+//===- VerifyUtils.cpp - checks shared by the attn op verifiers -----------===//
 //
 // What this file is: the implementation of VerifyUtils.h — shape agreement and the scale /
 // zero-point checks every quantized operand goes through.

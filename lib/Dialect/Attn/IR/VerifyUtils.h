@@ -1,4 +1,4 @@
-//===- VerifyUtils.h - helpers shared by the attn op verifiers --*- C++ -*-===//
+//===- VerifyUtils.h - checks shared by the attn op verifiers ---*- C++ -*-===//
 //
 // What this file is: the checks every op family repeats — shapes that may hold dynamic extents,
 // "operand X must be [..]" messages, and the scale / zero-point operands a quantization scheme

@@ -137,7 +137,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // (192 query rows per CTA) and a producer of 32 on two stages, without the overlap — 1.5
       // times the rows over each CTA's fixed cost and a third softmax stream beside the tensor
       // cores. Measured on the H100 Table-1/2 shapes in one call against two consumers with
-      // FA3's overlap and pingpong (docs/benchmarks/gpu-prefill.md, sessions 23 and 25): bf16
+      // FA3's overlap and pingpong (docs/benchmarks/gpu-prefill.md): bf16
       // 0.98–1.16× cuDNN against 0.85–1.06×, fp8 1.06–1.42× against 0.97–1.26× (its
       // 32-register producer spills ~130 bytes in V's transpose), half-int8 per_block
       // 0.89–1.17× against 0.85–1.08× and per-token 0.83–1.06× against 0.70–0.82× (its
@@ -217,7 +217,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // current one): it pays a work item's fixed cost (first tile, epilogue) inside one
       // resident CTA, and gives up the block scheduler's dynamic balance of causal items of
       // unequal length. Measured on the H100 Table-1/2 shapes, two repetitions in one call
-      // against one CTA per item (docs/benchmarks/gpu-prefill.md, sessions 25 and 26):
+      // against one CTA per item (docs/benchmarks/gpu-prefill.md):
       // - fp8 and half-int8 with one K and one V scale per key tile, non-causal: +0.3–7.9% on
       //   every row — the default at any length;
       // - the same, causal: +1.5 to +15% up to 4096 keys, even or −1 to −4% from 8192;
@@ -236,10 +236,10 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
            keysAtMost(2048));
       Fields::fill(f.persistent, ctx, persistentDefault);
       // fp8 at head_dim 128 with tile scales on the persistent grid: three stages. Its producer
-      // transposes V with ldmatrix / stmatrix (session 27) and keeps ahead of the consumers, so
+      // transposes V with ldmatrix / stmatrix and keeps ahead of the consumers, so
       // its loads may lead by two tiles (refilled without blocking: DecodeProducer.cpp). Measured
       // on the H100 Table-1/2 shapes, each comparison in one call (docs/benchmarks/
-      // gpu-prefill.md, session 27): against two stages (before that refill) +0.6 to +7.6% up to
+      // gpu-prefill.md): against two stages (before that refill) +0.6 to +7.6% up to
       // 4096 keys, +3.6 to +7.1% non-causal from 8192, and the refill added +0.4 to +2.8%; with
       // it, against one CTA per item +2.5 to +5.2% non-causal from 8192, 0 to +1.8% causal at
       // 4096, −3.5 to +0.1% causal from 8192 (where the rule above keeps one CTA per item).

@@ -20,17 +20,17 @@ PERSISTENT_SPILL_BYTES = 32
 # fp8 prefill's default three consumer warpgroups leave the producer 32 registers: its V
 # transpose (16 words in flight) spills 124–140 bytes, all in the producer (cuobjdump -sass: no
 # STL after the consumers' setmaxnreg) — and still runs 10–15% faster than two consumers
-# (docs/benchmarks/gpu-prefill.md, session 23). Half-int8 on three consumers (its default since
-# session 25) spills 4–140 bytes, mostly values parked once across the tile loop; per tile, its
+# (docs/benchmarks/gpu-prefill.md). Half-int8 on three consumers (also its default)
+# spills 4–140 bytes, mostly values parked once across the tile loop; per tile, its
 # per_block kernels reload 0–4 words and store 0–2 (scripts/bench/sass_spills.py,
-# docs/benchmarks/gpu-prefill.md session 24).
+# docs/benchmarks/gpu-prefill.md).
 THREE_CONSUMER_SPILL_BYTES = 160
-# The persistent grid on three consumers (fp8 and half-int8's non-causal default since session
-# 25) adds the work-item loop's state to the consumers: 6–11 words stored once, 7–34 reloads in
+# The persistent grid on three consumers (fp8 and half-int8's non-causal default)
+# adds the work-item loop's state to the consumers: 6–11 words stored once, 7–34 reloads in
 # the item and tile loops (sass_spills.py); with fp8's producer spills and rotation 164 bytes.
 THREE_CONSUMER_PERSISTENT_SPILL_BYTES = 192
 # Half-int8 with FA3's overlap at head_dim 64 parks one word: stored in the prologue, reloaded
-# once per tile by the consumers and twice by the producer (sass_spills.py, session 25).
+# once per tile by the consumers and twice by the producer (sass_spills.py).
 OVERLAP_D64_SPILL_BYTES = 4
 os.makedirs(work, exist_ok=True)
 
@@ -54,7 +54,7 @@ def one(v):
     consumers = meta["schedule"]["consumer_warpgroups"]
     persistent = meta["kernels"][0]["grid"][0] == "persistent_ctas"
     # The persistent grid keeps the work-item loop's state across the consumers' loop: a few
-    # words (bf16 on three consumers, its default up to 2048 keys since session 26: 0–16 bytes).
+    # words (bf16 on three consumers, its default up to 2048 keys: 0–16 bytes).
     allowed = PERSISTENT_SPILL_BYTES if persistent else 0
     if name.startswith(("pf_f8", "pf_i8q")) and consumers == 3:
         allowed = (THREE_CONSUMER_PERSISTENT_SPILL_BYTES if persistent

@@ -161,7 +161,7 @@ def variants():
             ("pf_bf16_gqa8_d64_q130_causal_nopp", (32, 4), 64, 130, True, True, False)]:
         out.append((name, "bf16", hq, hkv, d, sq, causal, alibi, lens, "prefill", "pingpong = false"))
     # Three consumer warpgroups (192 query rows per CTA; no overlap, two stages): the default for
-    # bf16 and fp8 since session 23, written out.
+    # bf16 and fp8, written out.
     w3 = ("intra_wg_overlap = false, pingpong = false, stages = 2, roles = [producer<warpgroups = 1, "
           "regs = 32>, consumer<warpgroups = 3, regs = 160>]")
     for name, (hq, hkv), d, sq, causal, alibi, lens in [
@@ -169,7 +169,7 @@ def variants():
             ("pf_bf16_mha_d128_q200_causal_w3", (8, 8), 128, 200, True, False, True),
             ("pf_bf16_gqa8_d64_q130_causal_w3", (32, 4), 64, 130, True, True, False)]:
         out.append((name, "bf16", hq, hkv, d, sq, causal, alibi, lens, "prefill", w3))
-    # Half-int8 defaults to three consumers too (session 25): the shapes its other variants do
+    # Half-int8 defaults to three consumers too: the shapes its other variants do
     # not cover — per_block K and V on MQA 16:1, causal, and per_head V on GQA 4:1.
     for name, kv, (hq, hkv), sq, causal, alibi, lens in [
             ("pf_i8qb_mqa16_d128_q100_causal", "i8qb", (16, 1), 100, True, False, True),
@@ -182,7 +182,7 @@ def variants():
             ("pf_i8q_gqa4_d128_q64_ov", (16, 4), 64, False, True, False)]:
         out.append((name, "i8q", hq, hkv, 128, sq, causal, alibi, lens, "prefill",
                     f"intra_wg_overlap = true, {roles}"))
-    # half-int8 on two consumers without the overlap (the default before session 25).
+    # half-int8 on two consumers without the overlap (FA3's schedule, on request).
     out.append(("pf_i8qh_gqa4_d128_q64_noov", "i8qh", 16, 4, 128, 64, False, False, True,
                 "prefill", "intra_wg_overlap = false, stages = 2"))
     out.append(("pf_i8qb_mqa16_d128_q100_causal_noov", "i8qb", 16, 1, 128, 100, True, False, True,
@@ -226,7 +226,7 @@ def variants():
              f", intra_wg_overlap = true, {roles}")]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "prefill",
                     f"persistent = true{sched}"))
-    # Since session 26 the three-consumer default is the persistent grid up to 2048 keys (4096
+    # The three-consumer default is the persistent grid up to 2048 keys (4096
     # for causal fp8 and tile-scaled half-int8), so the static q_len of the variants above picks
     # it: one CTA per item on three consumers, written out.
     for name, kv, (hq, hkv), sq, causal, alibi, lens in [
@@ -254,7 +254,7 @@ def variants():
             ("pf_fi8qb_gqa4_d128_q64_had", "fi8qb", (16, 4), 128, 64, False, False, False,
              "prefill", None)]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, kind, sched, True))
-    # int8 queries at head_dim 64 (session 25): Q and the copied K in 128-byte swizzle rows half
+    # int8 queries at head_dim 64: Q and the copied K in 128-byte swizzle rows half
     # filled, two s8 K-steps per Q·Kᵀ; decode, and prefill on the default three consumers.
     for name, kv, (hq, hkv), sq, causal, alibi, lens, kind, had in [
             ("i8q_gqa8_d64_q3", "i8q", (32, 4), 3, True, False, True, "decode", False),
