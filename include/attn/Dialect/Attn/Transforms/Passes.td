@@ -33,12 +33,20 @@ def AttnSelectSchedule : Pass<"attn-select-schedule", "ModuleOp"> {
   let summary = "Fill missing schedule fields (packing, split-KV, tiles, stages, roles, cluster)";
   let description = [{
     Decides every schedule field the spec left out with the heuristic documented in
-    docs/Schedules.md (and unit-tested in unittests/ScheduleHeuristicsTest.cpp):
+    docs/Schedules.md (unit-tested in unittests/ScheduleHeuristicsTest.cpp; the defaults stated
+    here are checked against the pass by test/Docs/schedule-defaults.test):
 
     * decode: pack the query heads of one KV head into the 64-row WGMMA tile (the largest divisor
       of Hq/Hkv whose rows fit), then split the K/V sequence until the grid covers the SMs
       (`num-sms`), at most one split per `tile_n` keys;
-    * prefill: 128-row Q tiles on two consumer warpgroups, one producer warpgroup;
+    * prefill: one 64-row query tile per consumer warpgroup and one K/V split. bf16, fp8 and
+      half-int8 up to head_dim 128 run three consumer warpgroups (192 query rows per CTA) beside
+      one producer warpgroup on two stages, on FA3's persistent grid up to 2048 keys (fp8 and
+      half-int8 with one K and one V scale per key tile: at any length without `causal`, up to
+      4096 keys with it; fp8 at head_dim 128 then on three stages); full_int8 runs two consumer
+      warpgroups, head_dim 256 one. A spec that fixes `roles`, `intra_wg_overlap`, `pingpong`
+      or `persistent = true` gets two consumer warpgroups instead (bf16: with FA3's
+      intra-warpgroup overlap and pingpong on three stages);
     * MLA decode: 64 query heads per CTA, crossover on a 2-CTA cluster when Hq is a multiple of 128
       and the cache is FP8.
 
