@@ -2,7 +2,8 @@
 # What this file is: builds, on the development machine, everything the GPU machine runs for the
 # decode kernels: PTX + launch metadata of every variant of the grid
 # (test/Conversion/AttnToNVVM/Inputs/decode_variants.py) and of the Table-3 benchmark specs
-# (examples/bench/), into DIR (default build/gpu-decode, git-ignored; carry it with the run).
+# (examples/bench/), and the headers attn-bench builds with there, into DIR (default
+# build/gpu-decode, git-ignored; carry it with the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DIR=${1:-build/gpu-decode}
@@ -21,5 +22,7 @@ for B in 256 128 64 32 16 8 4 2 ${STATIC_BATCHES:-}; do
     > "$DIR/bench/table3_i8qs_b$B.mlir"
   "$ATTN_OPT" "$DIR/bench/table3_i8qs_b$B.mlir" --emit=ptx -o "$DIR/bench/table3_i8qs_b$B.ptx"
 done
+# attn-bench's header-only dependencies (libcli11-dev, nlohmann-json3-dev), for its g++ build there.
+mkdir -p "$DIR/include" && cp -r /usr/include/CLI /usr/include/nlohmann "$DIR/include/"
 cp ../shared/bench/gpu_decode_anchor.py "$DIR/" 2>/dev/null || true
 echo "built $(ls "$DIR"/*/*.ptx | wc -l) kernels into $DIR"

@@ -21,9 +21,11 @@ STEPS=${STEPS:-check,table3,sanitize}
 mkdir -p "$OUT"
 BENCH=/tmp/attn-bench
 T=${T:-60}  # seconds per run: a hung kernel must not eat the whole call
-g++ -O2 -std=c++17 -I include -I /usr/local/cuda/include lib/Runtime/*.cpp \
+# CLI11 and nlohmann-json (header-only) come from DIR/include: gpu-decode-build.sh copies them
+# from this machine's Debian packages.
+g++ -O2 -std=c++17 -I include -I "$DIR/include" -I /usr/local/cuda/include lib/Runtime/*.cpp \
     lib/Reference/DecodeReference.cpp lib/Dialect/Attn/Transforms/ScheduleHeuristics.cpp \
-    tools/attn-bench/attn-bench.cpp -ldl -lpthread -o $BENCH || exit 2
+    tools/attn-bench/*.cpp -ldl -lpthread -o $BENCH || exit 2
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 
 if [[ $STEPS == *check* ]]; then

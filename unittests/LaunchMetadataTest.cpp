@@ -1,8 +1,9 @@
 //===- LaunchMetadataTest.cpp - tests of the JSON / launch metadata reader -===//
 //
-// What this file is: unit tests of attn/Runtime/LaunchMetadata.h: the JSON parser (escapes,
-// numbers, literals, error positions) and the decode `*.launch.json` reader (the example of
-// docs/GPUDecode.md, missing / mistyped / inconsistent fields, grid symbols).
+// What this file is: unit tests of attn/Runtime/LaunchMetadata.h: strict JSON (escapes, numbers,
+// malformed input with its position, duplicate keys, nesting), the bounded file reader and the
+// decode `*.launch.json` reader (the example of docs/GPUDecode.md, missing / mistyped /
+// inconsistent fields, grid symbols).
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <fstream>
 #include <string>
 
 using namespace attn::rt;
@@ -54,64 +57,59 @@ std::string parseError(const std::string &json) {
 }
 } // namespace
 
-TEST(Json, ValuesAndEscapes) {
-  JsonValue v;
+TEST(LaunchMetadata, StringsAndNumbersFollowJson) {
+  // Escapes (incl. a surrogate pair) decode to UTF-8; an integer may be written as 1.0 or 1e0.
+  std::string esc = replaced(kGood, R"("name": "f_decode")", R"("name": "f_\u00e9\ud83d\ude00")");
+  esc = replaced(esc, R"("arch": 90)", R"("arch": 9.0e1)");
+  DecodeLaunch m;
   std::string error;
-  ASSERT_TRUE(
-      parseJson(R"( {"a": [1, -1, 2.5e3, -0.125, 0], "s": "q\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00",
-                          "t": true, "f": false, "n": null, "o": {}, "e": []} )",
-                v, error))
-      << error;
-  ASSERT_EQ(v.kind, JsonValue::Object);
-  const JsonValue *a = v.find("a");
-  ASSERT_TRUE(a && a->kind == JsonValue::Array && a->array.size() == 5);
-  EXPECT_EQ(a->array[0].number, 1);
-  EXPECT_EQ(a->array[1].number, -1);
-  EXPECT_EQ(a->array[2].number, 2500);
-  EXPECT_EQ(a->array[3].number, -0.125);
-  EXPECT_EQ(v.find("s")->string, "q\"\\/\b\f\n\r\t\xc3\xa9\xf0\x9f\x98\x80");
-  EXPECT_TRUE(v.find("t")->boolean);
-  EXPECT_EQ(v.find("f")->kind, JsonValue::Bool);
-  EXPECT_FALSE(v.find("f")->boolean);
-  EXPECT_EQ(v.find("n")->kind, JsonValue::Null);
-  EXPECT_EQ(v.find("o")->kind, JsonValue::Object);
-  EXPECT_EQ(v.find("e")->kind, JsonValue::Array);
-  EXPECT_EQ(v.find("missing"), nullptr);
+  ASSERT_TRUE(parseDecodeLaunch(esc, m, error)) << error;
+  EXPECT_EQ(m.kernels[0].name, "f_\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_EQ(m.arch, 90);
+  EXPECT_EQ(parseError(replaced(kGood, R"("arch": 90)", R"("arch": 90.5)")),
+            "field \"arch\" must be an integer in 10..1000, got 90.5");
 }
 
-TEST(Json, ErrorsSayWhatAndWhere) {
+TEST(LaunchMetadata, MalformedJsonSaysWhatAndWhere) {
   struct Case {
     const char *text, *message;
   } cases[] = {
-      {"{\"a\": 1,}", "line 1, column 9: expected a string key"},
-      {"[1, 2", "expected ',' or ']'"},
-      {"{\"a\" 1}", "expected ':' after the key \"a\""},
-      {"\"abc", "unterminated string"},
-      {"\"a\\x\"", "unknown escape '\\x'"},
-      {"\"\\u12g4\"", "bad hex digit"},
-      {"\"\\udc00\"", "lone low surrogate"},
-      {"01", "leading zeros"},
-      {"-", "expected digits"},
-      {"1.", "expected digits after '.'"},
-      {"1e", "exponent"},
-      {"1e999", "out of range"},
-      {"tru", "unexpected character 't'"},
-      {"{} x", "unexpected text after the JSON value"},
-      {"{\"a\": 1, \"a\": 2}", "duplicate key \"a\""},
+      {"{\"a\": 1,}", "line 1, column 9: syntax error while parsing object key"},
+      {"[1, 2", "unexpected end of input; expected ']'"},
+      {"{\"a\" 1}", "expected ':'"},
+      {"\"abc", "missing closing quote"},
+      {"\"a\\x\"", "forbidden character after backslash"},
+      {"\"\\u12g4\"", "'\\u' must be followed by 4 hex digits"},
+      {"\"\\udc00\"", "surrogate U+DC00..U+DFFF must follow U+D800..U+DBFF"},
+      {"{\"a\": \"\x01\"}", "control character U+0001"},
+      {"01", "line 1, column 2"},
+      {"-", "expected digit after '-'"},
+      {"1.", "expected digit after '.'"},
+      {"1e", "after exponent"},
+      {"1e999", "number overflow parsing '1e999'"},
+      {"tru", "invalid literal"},
+      {"{} x", "expected end of input"},
+      {"{\"a\": 1} // comment", "line 1, column 10"},
       {"", "unexpected end of input"},
-      {"\n\n  [nul]", "line 3, column 4"},
+      {"\n\n  [nul]", "line 3, column "},
+      {"{\"a\": 1, \"a\": 2}", "duplicate key \"a\" at the top level"},
+      {R"({"p": {"k": [1, {"b": 1, "b": 2}]}})", "duplicate key \"b\" in \"p.k[1]\""},
   };
   for (const Case &c : cases) {
-    JsonValue v;
-    std::string error;
-    EXPECT_FALSE(parseJson(c.text, v, error)) << c.text;
+    std::string error = parseError(c.text);
+    EXPECT_EQ(error.rfind("malformed JSON: ", 0), 0u) << c.text << " -> " << error;
     EXPECT_NE(error.find(c.message), std::string::npos) << c.text << " -> " << error;
   }
-  // Deep nesting is refused, not a stack overflow.
-  JsonValue v;
-  std::string error;
-  EXPECT_FALSE(parseJson(std::string(100000, '['), v, error));
-  EXPECT_NE(error.find("nested deeper"), std::string::npos) << error;
+  // A duplicate key inside the real document is refused, not silently overwritten.
+  EXPECT_EQ(parseError(replaced(kGood, R"("arch": 90)", R"("arch": 90, "arch": 80)")),
+            "malformed JSON: duplicate key \"arch\" at the top level");
+  EXPECT_EQ(parseError(replaced(kGood, R"("tile_n": 128)", R"("tile_n": 128, "tile_n": 64)")),
+            "malformed JSON: duplicate key \"tile_n\" in \"schedule\"");
+  // Deep nesting is refused, not a stack overflow (closed or not).
+  EXPECT_EQ(parseError(std::string(100000, '[')),
+            "malformed JSON: JSON nested deeper than 256 levels");
+  EXPECT_EQ(parseError(std::string(300, '[') + std::string(300, ']')),
+            "malformed JSON: JSON nested deeper than 256 levels");
 }
 
 TEST(LaunchMetadata, ReadsTheDocumentedExample) {
@@ -296,7 +294,9 @@ TEST(LaunchMetadata, MissingAndMistypedFields) {
   EXPECT_NE(parseError(replaced(kGood, R"("box": [128, 1, 128, 1]})", R"("box": [128, 1, 128]})"))
                 .find("must have 4 entries"),
             std::string::npos);
-  EXPECT_NE(parseError("[1, 2]").find("must be a JSON object, not a array"), std::string::npos);
+  EXPECT_EQ(parseError("[1, 2]"), "the launch metadata must be a JSON object, not an array");
+  EXPECT_EQ(parseError(replaced(kGood, R"("problem": {)", R"("problem": [], "x": {)")),
+            "field \"problem\" must be an object, not an array");
 }
 
 TEST(LaunchMetadata, TensorMapSwizzle) {
@@ -318,7 +318,10 @@ TEST(LaunchMetadata, TensorMapSwizzle) {
 TEST(LaunchMetadata, MalformedJson) {
   std::string error = parseError(replaced(kGood, R"("arch": 90,)", R"("arch": 90,,)"));
   EXPECT_EQ(error.rfind("malformed JSON: line 2, column ", 0), 0u) << error;
-  EXPECT_NE(error.find("expected a string key"), std::string::npos) << error;
+  EXPECT_NE(error.find("syntax error while parsing object key - unexpected ','; expected string "
+                       "literal"),
+            std::string::npos)
+      << error;
 }
 
 TEST(LaunchMetadata, PrefillChunks) {
@@ -375,7 +378,28 @@ TEST(LaunchMetadata, ReadFileNamesTheFile) {
   DecodeLaunch m;
   std::string error;
   EXPECT_FALSE(readDecodeLaunch("/nonexistent/x.launch.json", m, error));
-  EXPECT_EQ(error, "cannot read launch metadata /nonexistent/x.launch.json");
+  EXPECT_EQ(error,
+            "cannot read launch metadata: /nonexistent/x.launch.json: No such file or directory");
+  // Not a regular file: refused before anything is read.
+  EXPECT_FALSE(readDecodeLaunch("/", m, error));
+  EXPECT_EQ(error, "cannot read launch metadata: / is a directory, not a file");
+  EXPECT_FALSE(readDecodeLaunch("/dev/zero", m, error));
+  EXPECT_EQ(error,
+            "cannot read launch metadata: /dev/zero is not a regular file (a device, pipe or socket)");
+}
+
+TEST(LaunchMetadata, ReadRegularFileHasASizeLimit) {
+  std::string path = ::testing::TempDir() + "attn-read-limit.json";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << std::string(100, 'x');
+  }
+  std::string out, error;
+  EXPECT_TRUE(readRegularFile(path, 100, out, error)) << error;
+  EXPECT_EQ(out, std::string(100, 'x'));
+  EXPECT_FALSE(readRegularFile(path, 99, out, error));
+  EXPECT_EQ(error, path + " is 100 bytes, more than the limit of 99 bytes");
+  std::remove(path.c_str());
 }
 
 TEST(LaunchMetadata, QuantizedQueriesAndBlockScales) {

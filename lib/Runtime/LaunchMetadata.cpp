@@ -1,358 +1,208 @@
-//===- LaunchMetadata.cpp - JSON parser and *.launch.json reader ----------===//
+//===- LaunchMetadata.cpp - the *.launch.json reader ----------------------===//
 //
-// What this file is: the implementation of attn/Runtime/LaunchMetadata.h — a recursive-descent
-// JSON parser with line/column error messages (nesting capped so hostile input cannot overflow
-// the stack) and the typed reader of the decode launch metadata of docs/GPUDecode.md.
+// What this file is: the implementation of attn/Runtime/LaunchMetadata.h — strict JSON parsing on
+// nlohmann-json (RFC 8259, plus refusals of duplicate keys and deep nesting, with line / column or
+// member-path messages), the typed reader of the decode launch metadata of docs/GPUDecode.md, and
+// the bounded reading of regular files.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Runtime/LaunchMetadata.h"
 
+#include <nlohmann/json.hpp>
+
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cmath>
-#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <initializer_list>
+#include <set>
 #include <sstream>
 
 using namespace attn::rt;
+using Json = nlohmann::json;
 
-const JsonValue *JsonValue::find(const std::string &key) const {
-  if (kind != Object)
-    return nullptr;
-  for (const auto &member : object)
-    if (member.first == key)
-      return &member.second;
-  return nullptr;
-}
+//===----------------------------------------------------------------------===//
+// Files
+//===----------------------------------------------------------------------===//
 
-const char *attn::rt::jsonKindName(JsonValue::Kind kind) {
-  switch (kind) {
-  case JsonValue::Null:
-    return "null";
-  case JsonValue::Bool:
-    return "boolean";
-  case JsonValue::Number:
-    return "number";
-  case JsonValue::String:
-    return "string";
-  case JsonValue::Array:
-    return "array";
-  case JsonValue::Object:
-    return "object";
+bool attn::rt::readRegularFile(const std::string &path, uint64_t maxBytes, std::string &out,
+                               std::string &error) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    error = path + ": " + std::strerror(errno);
+    return false;
   }
-  return "?";
+  if (S_ISDIR(st.st_mode)) {
+    error = path + " is a directory, not a file";
+    return false;
+  }
+  if (!S_ISREG(st.st_mode)) {
+    error = path + " is not a regular file (a device, pipe or socket)";
+    return false;
+  }
+  auto tooLarge = [&](uint64_t size) {
+    error = path + " is " + std::to_string(size) + " bytes, more than the limit of " +
+            std::to_string(maxBytes) + " bytes";
+    return false;
+  };
+  if (static_cast<uint64_t>(st.st_size) > maxBytes)
+    return tooLarge(static_cast<uint64_t>(st.st_size));
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    error = path + ": cannot open for reading";
+    return false;
+  }
+  // Read at most maxBytes + 1: a file that grows while it is read still cannot exhaust memory.
+  out.assign(static_cast<size_t>(st.st_size), '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  char extra[4096];
+  while (in.read(extra, sizeof(extra)) || in.gcount() > 0) {
+    out.append(extra, static_cast<size_t>(in.gcount()));
+    if (out.size() > maxBytes)
+      return tooLarge(out.size());
+  }
+  if (in.bad()) {
+    error = path + ": read error";
+    return false;
+  }
+  return true;
 }
 
 //===----------------------------------------------------------------------===//
-// JSON
+// Strict JSON
 //===----------------------------------------------------------------------===//
 
 namespace {
-class Parser {
-public:
-  explicit Parser(const std::string &text) : s(text) {}
+constexpr int kMaxDepth = 256;
 
-  bool document(JsonValue &out, std::string &error) {
-    skipSpace();
-    if (!value(out, 0))
-      return report(error);
-    skipSpace();
-    if (pos != s.size()) {
-      why = "unexpected text after the JSON value";
-      return report(error);
+/// Thrown from the parse callback to stop at the first refused construct.
+struct Refusal {
+  std::string why;
+};
+
+/// nlohmann-json accepts what RFC 8259 allows; launch metadata is stricter: a duplicate key is
+/// refused (the last one would silently win), and so is nesting deeper than kMaxDepth. The
+/// callback tracks each open container's path ("problem", "kernels[1].grid") for the message.
+class StrictParse {
+public:
+  bool operator()(int /*depth*/, Json::parse_event_t event, Json &parsed) {
+    switch (event) {
+    case Json::parse_event_t::object_start:
+    case Json::parse_event_t::array_start:
+      if (frames.size() >= kMaxDepth)
+        throw Refusal{"JSON nested deeper than " + std::to_string(kMaxDepth) + " levels"};
+      frames.push_back({childPath(), event == Json::parse_event_t::object_start, {}, {}, 0});
+      break;
+    case Json::parse_event_t::key: {
+      Frame &f = frames.back();
+      f.key = parsed.get<std::string>();
+      if (!f.keys.insert(f.key).second)
+        throw Refusal{"duplicate key \"" + f.key + "\"" +
+                      (f.path.empty() ? std::string(" at the top level")
+                                      : " in \"" + f.path + "\"")};
+      break;
+    }
+    case Json::parse_event_t::value:
+      childPath(); // advances an array's index
+      break;
+    case Json::parse_event_t::object_end:
+    case Json::parse_event_t::array_end:
+      frames.pop_back();
+      break;
     }
     return true;
   }
 
 private:
-  static constexpr int kMaxDepth = 256;
-  const std::string &s;
-  size_t pos = 0;
-  std::string why;
+  struct Frame {
+    std::string path;
+    bool object;
+    std::set<std::string> keys;
+    std::string key;
+    size_t index;
+  };
+  std::vector<Frame> frames;
 
-  bool report(std::string &error) {
-    size_t line = 1, column = 1;
-    for (size_t i = 0; i < pos && i < s.size(); ++i) {
-      if (s[i] == '\n') {
-        ++line;
-        column = 1;
-      } else {
-        ++column;
-      }
-    }
-    error = "line " + std::to_string(line) + ", column " + std::to_string(column) + ": " + why;
-    return false;
-  }
-  bool failHere(const std::string &message) {
-    why = message;
-    return false;
-  }
-  void skipSpace() {
-    while (pos < s.size() && (s[pos] == ' ' || s[pos] == '\t' || s[pos] == '\n' || s[pos] == '\r'))
-      ++pos;
-  }
-  bool literal(const char *word) {
-    size_t n = std::char_traits<char>::length(word);
-    if (s.compare(pos, n, word) != 0)
-      return false;
-    pos += n;
-    return true;
-  }
-
-  bool value(JsonValue &out, int depth) {
-    if (depth > kMaxDepth)
-      return failHere("JSON nested deeper than " + std::to_string(kMaxDepth) + " levels");
-    if (pos >= s.size())
-      return failHere("unexpected end of input, expected a value");
-    char c = s[pos];
-    if (c == '{')
-      return object(out, depth);
-    if (c == '[')
-      return array(out, depth);
-    if (c == '"') {
-      out.kind = JsonValue::String;
-      return string(out.string);
-    }
-    if (c == '-' || (c >= '0' && c <= '9'))
-      return number(out);
-    if (literal("true")) {
-      out.kind = JsonValue::Bool;
-      out.boolean = true;
-      return true;
-    }
-    if (literal("false")) {
-      out.kind = JsonValue::Bool;
-      out.boolean = false;
-      return true;
-    }
-    if (literal("null")) {
-      out.kind = JsonValue::Null;
-      return true;
-    }
-    return failHere(std::string("unexpected character '") + c + "', expected a value");
-  }
-
-  bool object(JsonValue &out, int depth) {
-    out.kind = JsonValue::Object;
-    ++pos; // '{'
-    skipSpace();
-    if (pos < s.size() && s[pos] == '}') {
-      ++pos;
-      return true;
-    }
-    while (true) {
-      skipSpace();
-      if (pos >= s.size() || s[pos] != '"')
-        return failHere("expected a string key in the object");
-      std::string key;
-      if (!string(key))
-        return false;
-      if (out.find(key)) {
-        pos -= 1;
-        return failHere("duplicate key \"" + key + "\"");
-      }
-      skipSpace();
-      if (pos >= s.size() || s[pos] != ':')
-        return failHere("expected ':' after the key \"" + key + "\"");
-      ++pos;
-      skipSpace();
-      out.object.emplace_back(key, JsonValue());
-      if (!value(out.object.back().second, depth + 1))
-        return false;
-      skipSpace();
-      if (pos < s.size() && s[pos] == ',') {
-        ++pos;
-        continue;
-      }
-      if (pos < s.size() && s[pos] == '}') {
-        ++pos;
-        return true;
-      }
-      return failHere("expected ',' or '}' in the object");
-    }
-  }
-
-  bool array(JsonValue &out, int depth) {
-    out.kind = JsonValue::Array;
-    ++pos; // '['
-    skipSpace();
-    if (pos < s.size() && s[pos] == ']') {
-      ++pos;
-      return true;
-    }
-    while (true) {
-      skipSpace();
-      out.array.emplace_back();
-      if (!value(out.array.back(), depth + 1))
-        return false;
-      skipSpace();
-      if (pos < s.size() && s[pos] == ',') {
-        ++pos;
-        continue;
-      }
-      if (pos < s.size() && s[pos] == ']') {
-        ++pos;
-        return true;
-      }
-      return failHere("expected ',' or ']' in the array");
-    }
-  }
-
-  static void appendUtf8(std::string &out, uint32_t cp) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xC0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xE0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-  }
-  bool hex4(uint32_t &cp) {
-    if (pos + 4 > s.size())
-      return failHere("truncated \\u escape");
-    cp = 0;
-    for (int i = 0; i < 4; ++i) {
-      char c = s[pos++];
-      cp <<= 4;
-      if (c >= '0' && c <= '9')
-        cp |= static_cast<uint32_t>(c - '0');
-      else if (c >= 'a' && c <= 'f')
-        cp |= static_cast<uint32_t>(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F')
-        cp |= static_cast<uint32_t>(c - 'A' + 10);
-      else
-        return --pos, failHere("bad hex digit in a \\u escape");
-    }
-    return true;
-  }
-
-  bool string(std::string &out) {
-    ++pos; // '"'
-    out.clear();
-    while (true) {
-      if (pos >= s.size())
-        return failHere("unterminated string");
-      unsigned char c = static_cast<unsigned char>(s[pos]);
-      if (c == '"') {
-        ++pos;
-        return true;
-      }
-      if (c < 0x20)
-        return failHere("control character in a string (escape it)");
-      if (c != '\\') {
-        out += static_cast<char>(c);
-        ++pos;
-        continue;
-      }
-      ++pos;
-      if (pos >= s.size())
-        return failHere("unterminated escape in a string");
-      char e = s[pos++];
-      switch (e) {
-      case '"':
-        out += '"';
-        break;
-      case '\\':
-        out += '\\';
-        break;
-      case '/':
-        out += '/';
-        break;
-      case 'b':
-        out += '\b';
-        break;
-      case 'f':
-        out += '\f';
-        break;
-      case 'n':
-        out += '\n';
-        break;
-      case 'r':
-        out += '\r';
-        break;
-      case 't':
-        out += '\t';
-        break;
-      case 'u': {
-        uint32_t cp;
-        if (!hex4(cp))
-          return false;
-        if (cp >= 0xD800 && cp <= 0xDBFF) {
-          uint32_t low;
-          if (pos + 2 > s.size() || s[pos] != '\\' || s[pos + 1] != 'u')
-            return failHere("high surrogate without a following \\u low surrogate");
-          pos += 2;
-          if (!hex4(low))
-            return false;
-          if (low < 0xDC00 || low > 0xDFFF)
-            return failHere("invalid low surrogate in a \\u escape");
-          cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
-        } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-          return failHere("lone low surrogate in a \\u escape");
-        }
-        appendUtf8(out, cp);
-        break;
-      }
-      default:
-        --pos;
-        return failHere(std::string("unknown escape '\\") + e + "' in a string");
-      }
-    }
-  }
-
-  bool number(JsonValue &out) {
-    size_t start = pos;
-    auto digits = [&] {
-      size_t from = pos;
-      while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9')
-        ++pos;
-      return pos > from;
-    };
-    if (s[pos] == '-')
-      ++pos;
-    if (pos < s.size() && s[pos] == '0') {
-      ++pos;
-    } else if (!digits()) {
-      return failHere("expected digits in a number");
-    }
-    if (pos < s.size() && s[pos] == '.') {
-      ++pos;
-      if (!digits())
-        return failHere("expected digits after '.' in a number");
-    }
-    if (pos < s.size() && (s[pos] == 'e' || s[pos] == 'E')) {
-      ++pos;
-      if (pos < s.size() && (s[pos] == '+' || s[pos] == '-'))
-        ++pos;
-      if (!digits())
-        return failHere("expected digits in a number's exponent");
-    }
-    if (pos < s.size() && s[pos] >= '0' && s[pos] <= '9')
-      return failHere("leading zeros are not allowed in a number");
-    std::string text = s.substr(start, pos - start);
-    out.kind = JsonValue::Number;
-    out.number = std::strtod(text.c_str(), nullptr);
-    if (!std::isfinite(out.number)) {
-      pos = start;
-      return failHere("number " + text + " is out of range");
-    }
-    return true;
+  /// The path of the value that starts now (an array's index advances).
+  std::string childPath() {
+    if (frames.empty())
+      return "";
+    Frame &f = frames.back();
+    if (f.object)
+      return f.path.empty() ? f.key : f.path + "." + f.key;
+    return f.path + "[" + std::to_string(f.index++) + "]";
   }
 };
-} // namespace
 
-bool attn::rt::parseJson(const std::string &text, JsonValue &out, std::string &error) {
-  out = JsonValue();
-  return Parser(text).document(out, error);
+/// Parses `text` into `out`; on failure `error` says what and where ("line L, column C: ...").
+bool parseStrictJson(const std::string &text, Json &out, std::string &error) {
+  try {
+    StrictParse strict;
+    out = Json::parse(text, std::ref(strict), /*allow_exceptions=*/true,
+                      /*ignore_comments=*/false);
+    return true;
+  } catch (const Refusal &r) {
+    error = r.why;
+  } catch (const Json::exception &e) {
+    // "[json.exception.parse_error.101] parse error at line 2, column 44: syntax error ..."
+    error = e.what();
+    size_t bracket = error.find("] ");
+    if (error.rfind("[json.exception.", 0) == 0 && bracket != std::string::npos)
+      error.erase(0, bracket + 2);
+    if (error.rfind("parse error at ", 0) == 0)
+      error.erase(0, std::strlen("parse error at "));
+  }
+  return false;
 }
+
+enum class Kind { Object, Array, String, Number, Bool };
+
+bool hasKind(const Json &v, Kind kind) {
+  switch (kind) {
+  case Kind::Object:
+    return v.is_object();
+  case Kind::Array:
+    return v.is_array();
+  case Kind::String:
+    return v.is_string();
+  case Kind::Number:
+    return v.is_number();
+  case Kind::Bool:
+    return v.is_boolean();
+  }
+  return false;
+}
+const char *kindName(Kind kind) {
+  switch (kind) {
+  case Kind::Object:
+    return "object";
+  case Kind::Array:
+    return "array";
+  case Kind::String:
+    return "string";
+  case Kind::Number:
+    return "number";
+  case Kind::Bool:
+    return "boolean";
+  }
+  return "?";
+}
+/// "a number", "an object": a kind name with its article, for messages.
+std::string withArticle(const char *kind) {
+  return std::string(kind[0] == 'a' || kind[0] == 'o' ? "an " : "a ") + kind;
+}
+/// The member `key` of an object, or nullptr (also when `obj` is not an object).
+const Json *find(const Json &obj, const char *key) {
+  if (!obj.is_object())
+    return nullptr;
+  auto it = obj.find(key);
+  return it == obj.end() ? nullptr : &*it;
+}
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Decode launch metadata
@@ -392,48 +242,46 @@ namespace {
 struct Reader {
   std::string &error;
 
-  const JsonValue *member(const JsonValue &obj, const std::string &path, const char *key,
-                          JsonValue::Kind kind) {
+  const Json *member(const Json &obj, const std::string &path, const char *key, Kind kind) {
     std::string full = path.empty() ? key : path + "." + key;
-    const JsonValue *v = obj.find(key);
+    const Json *v = find(obj, key);
     if (!v) {
       error = "missing field \"" + full + "\"";
       return nullptr;
     }
-    if (v->kind != kind) {
-      error = "field \"" + full + "\" must be a " + jsonKindName(kind) + ", not a " +
-              jsonKindName(v->kind);
+    if (!hasKind(*v, kind)) {
+      error = "field \"" + full + "\" must be " + withArticle(kindName(kind)) + ", not " +
+              withArticle(v->type_name());
       return nullptr;
     }
     return v;
   }
-  bool integer(const JsonValue &v, const std::string &full, int64_t lo, int64_t hi, int64_t &out) {
-    if (v.kind != JsonValue::Number) {
-      error = "field \"" + full + "\" must be a number, not a " + jsonKindName(v.kind);
+  bool integer(const Json &v, const std::string &full, int64_t lo, int64_t hi, int64_t &out) {
+    if (!v.is_number()) {
+      error = "field \"" + full + "\" must be a number, not " + withArticle(v.type_name());
       return false;
     }
-    if (v.number != std::floor(v.number) || v.number < static_cast<double>(lo) ||
-        v.number > static_cast<double>(hi)) {
+    const double x = v.get<double>();
+    if (x != std::floor(x) || x < static_cast<double>(lo) || x > static_cast<double>(hi)) {
       std::ostringstream os;
-      os << "field \"" << full << "\" must be an integer in " << lo << ".." << hi << ", got "
-         << v.number;
+      os << "field \"" << full << "\" must be an integer in " << lo << ".." << hi << ", got " << x;
       error = os.str();
       return false;
     }
-    out = static_cast<int64_t>(v.number);
+    out = static_cast<int64_t>(x);
     return true;
   }
-  bool integer(const JsonValue &obj, const std::string &path, const char *key, int64_t lo,
-               int64_t hi, int64_t &out) {
-    const JsonValue *v = member(obj, path, key, JsonValue::Number);
+  bool integer(const Json &obj, const std::string &path, const char *key, int64_t lo, int64_t hi,
+               int64_t &out) {
+    const Json *v = member(obj, path, key, Kind::Number);
     return v && integer(*v, path.empty() ? key : path + "." + key, lo, hi, out);
   }
-  bool str(const JsonValue &obj, const std::string &path, const char *key, std::string &out,
+  bool str(const Json &obj, const std::string &path, const char *key, std::string &out,
            std::initializer_list<const char *> allowed = {}) {
-    const JsonValue *v = member(obj, path, key, JsonValue::String);
+    const Json *v = member(obj, path, key, Kind::String);
     if (!v)
       return false;
-    out = v->string;
+    out = v->get<std::string>();
     if (allowed.size() == 0)
       return true;
     std::string list;
@@ -446,25 +294,25 @@ struct Reader {
     error = "field \"" + path + "." + key + "\" is \"" + out + "\"; expected one of " + list;
     return false;
   }
-  bool boolean(const JsonValue &obj, const std::string &path, const char *key, bool &out) {
-    const JsonValue *v = member(obj, path, key, JsonValue::Bool);
+  bool boolean(const Json &obj, const std::string &path, const char *key, bool &out) {
+    const Json *v = member(obj, path, key, Kind::Bool);
     if (v)
-      out = v->boolean;
+      out = v->get<bool>();
     return v != nullptr;
   }
-  bool triple(const JsonValue &obj, const std::string &path, const char *key, int64_t lo,
-              int64_t hi, unsigned out[3]) {
-    const JsonValue *v = member(obj, path, key, JsonValue::Array);
+  bool triple(const Json &obj, const std::string &path, const char *key, int64_t lo, int64_t hi,
+              unsigned out[3]) {
+    const Json *v = member(obj, path, key, Kind::Array);
     if (!v)
       return false;
     std::string full = path + "." + key;
-    if (v->array.size() != 3) {
-      error = "field \"" + full + "\" must have 3 entries, has " + std::to_string(v->array.size());
+    if (v->size() != 3) {
+      error = "field \"" + full + "\" must have 3 entries, has " + std::to_string(v->size());
       return false;
     }
-    for (int i = 0; i < 3; ++i) {
+    for (size_t i = 0; i < 3; ++i) {
       int64_t x;
-      if (!integer(v->array[i], full + "[" + std::to_string(i) + "]", lo, hi, x))
+      if (!integer((*v)[i], full + "[" + std::to_string(i) + "]", lo, hi, x))
         return false;
       out[i] = static_cast<unsigned>(x);
     }
@@ -477,15 +325,14 @@ constexpr int64_t kI32Max = 2147483647;
 
 bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std::string &error) {
   out = DecodeLaunch();
-  JsonValue root;
+  Json root;
   std::string why;
-  if (!parseJson(json, root, why)) {
+  if (!parseStrictJson(json, root, why)) {
     error = "malformed JSON: " + why;
     return false;
   }
-  if (root.kind != JsonValue::Object) {
-    error =
-        std::string("the launch metadata must be a JSON object, not a ") + jsonKindName(root.kind);
+  if (!root.is_object()) {
+    error = "the launch metadata must be a JSON object, not " + withArticle(root.type_name());
     return false;
   }
   Reader r{error};
@@ -500,7 +347,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     return false;
   out.arch = static_cast<int>(arch);
 
-  const JsonValue *p = r.member(root, "", "problem", JsonValue::Object);
+  const Json *p = r.member(root, "", "problem", Kind::Object);
   if (!p || !r.str(*p, "problem", "kind", out.kind, {"decode", "prefill"}) ||
       !r.integer(*p, "problem", "batch", -1, kI32Max, out.batch) ||
       !r.integer(*p, "problem", "q_len", -1, kI32Max, out.qLen) ||
@@ -508,18 +355,18 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.integer(*p, "problem", "kv_heads", 1, kI32Max, out.kvHeads) ||
       !r.integer(*p, "problem", "head_dim", 1, 1024, out.headDim) ||
       !r.integer(*p, "problem", "kv_len", -1, kI32Max, out.kvLen) ||
-      (p->find("q_dtype") &&
+      (find(*p, "q_dtype") &&
        !r.str(*p, "problem", "q_dtype", out.qDtype, {"bf16", "i8", "f8E4M3FN"})) ||
-      (p->find("q_quant") && !r.str(*p, "problem", "q_quant", out.qQuant,
+      (find(*p, "q_quant") && !r.str(*p, "problem", "q_quant", out.qQuant,
                                     {"none", "per_token_head", "per_token", "per_block"})) ||
-      (p->find("q_block_rows") &&
+      (find(*p, "q_block_rows") &&
        !r.integer(*p, "problem", "q_block_rows", 1, kI32Max, out.qBlockRows)) ||
-      (p->find("k_block_rows") &&
+      (find(*p, "k_block_rows") &&
        !r.integer(*p, "problem", "k_block_rows", 1, kI32Max, out.kBlockRows)) ||
-      (p->find("v_block_rows") &&
+      (find(*p, "v_block_rows") &&
        !r.integer(*p, "problem", "v_block_rows", 1, kI32Max, out.vBlockRows)) ||
       !r.str(*p, "problem", "kv_dtype", out.kvDtype, {"i8", "ui8", "f8E4M3FN", "bf16"}) ||
-      (p->find("zero_points") && !r.boolean(*p, "problem", "zero_points", out.zeroPoints)) ||
+      (find(*p, "zero_points") && !r.boolean(*p, "problem", "zero_points", out.zeroPoints)) ||
       !r.str(*p, "problem", "k_quant", out.kQuant,
              {"per_token_head", "per_token", "per_head", "per_tensor", "per_block", "none"}) ||
       !r.str(*p, "problem", "v_quant", out.vQuant,
@@ -527,7 +374,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.str(*p, "problem", "out_dtype", out.outDtype, {"bf16"}) ||
       !r.boolean(*p, "problem", "causal", out.causal) ||
       !r.boolean(*p, "problem", "alibi", out.alibi) ||
-      (p->find("hadamard") && !r.boolean(*p, "problem", "hadamard", out.hadamard)) ||
+      (find(*p, "hadamard") && !r.boolean(*p, "problem", "hadamard", out.hadamard)) ||
       !r.boolean(*p, "problem", "seq_lens", out.seqLens))
     return false;
   if (out.qLen == 0 || (out.qLen < 0 && out.kind != "prefill")) {
@@ -538,10 +385,10 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     error = "field \"problem.batch\" must be -1 (dynamic) or >= 1";
     return false;
   }
-  const JsonValue *scale = r.member(*p, "problem", "softmax_scale", JsonValue::Number);
+  const Json *scale = r.member(*p, "problem", "softmax_scale", Kind::Number);
   if (!scale)
     return false;
-  out.softmaxScale = scale->number;
+  out.softmaxScale = scale->get<double>();
   if (out.qHeads % out.kvHeads != 0) {
     error = "problem.q_heads (" + std::to_string(out.qHeads) + ") is not a multiple of kv_heads (" +
             std::to_string(out.kvHeads) + ")";
@@ -561,7 +408,7 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     return false;
   }
 
-  const JsonValue *sc = r.member(root, "", "schedule", JsonValue::Object);
+  const Json *sc = r.member(root, "", "schedule", Kind::Object);
   if (!sc || !r.integer(*sc, "schedule", "pack_q_heads", 1, kI32Max, out.packQHeads) ||
       !r.integer(*sc, "schedule", "rows_per_cta", 1, kI32Max, out.rowsPerCta) ||
       !r.integer(*sc, "schedule", "groups", 1, kI32Max, out.groups) ||
@@ -570,17 +417,17 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.integer(*sc, "schedule", "split_kv", 0, kI32Max, out.splitKv))
     return false;
   out.qChunk = std::max<int64_t>(out.qLen, 1);
-  if (sc->find("q_chunk") && !r.integer(*sc, "schedule", "q_chunk", 1, kI32Max, out.qChunk))
+  if (find(*sc, "q_chunk") && !r.integer(*sc, "schedule", "q_chunk", 1, kI32Max, out.qChunk))
     return false;
   if (out.kind == "decode" && out.qChunk != out.qLen) {
     error = "schedule.q_chunk must equal problem.q_len for decode";
     return false;
   }
   // Register counts are informational; read them when present.
-  if (sc->find("producer_regs") &&
+  if (find(*sc, "producer_regs") &&
       !r.integer(*sc, "schedule", "producer_regs", 0, 255, out.producerRegs))
     return false;
-  if (sc->find("consumer_regs") &&
+  if (find(*sc, "consumer_regs") &&
       !r.integer(*sc, "schedule", "consumer_regs", 0, 255, out.consumerRegs))
     return false;
   if (!r.integer(root, "", "workspace_floats_per_split", 0, INT64_C(1) << 40,
@@ -614,30 +461,30 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     return false;
   }
 
-  const JsonValue *maps = r.member(root, "", "tensor_maps", JsonValue::Object);
+  const Json *maps = r.member(root, "", "tensor_maps", Kind::Object);
   if (!maps)
     return false;
   for (const char *which : {"k", "v"}) {
     std::string path = std::string("tensor_maps.") + which;
-    const JsonValue *m = r.member(*maps, "tensor_maps", which, JsonValue::Object);
+    const Json *m = r.member(*maps, "tensor_maps", which, Kind::Object);
     TensorMapInfo &info = which[0] == 'k' ? out.kMap : out.vMap;
     if (!m || !r.str(*m, path, "dtype", info.dtype, {"u8", "bf16", "f16", "f32", "i32"}))
       return false;
-    const JsonValue *box = r.member(*m, path, "box", JsonValue::Array);
+    const Json *box = r.member(*m, path, "box", Kind::Array);
     if (!box)
       return false;
-    if (box->array.size() != 4) {
+    if (box->size() != 4) {
       error = "field \"" + path + ".box\" must have 4 entries (D, 1, tile_n, 1), has " +
-              std::to_string(box->array.size());
+              std::to_string(box->size());
       return false;
     }
-    for (size_t i = 0; i < box->array.size(); ++i) {
+    for (size_t i = 0; i < box->size(); ++i) {
       int64_t x;
-      if (!r.integer(box->array[i], path + ".box[" + std::to_string(i) + "]", 1, 256, x))
+      if (!r.integer((*box)[i], path + ".box[" + std::to_string(i) + "]", 1, 256, x))
         return false;
       info.box.push_back(static_cast<unsigned>(x));
     }
-    if (m->find("swizzle")) {
+    if (find(*m, "swizzle")) {
       int64_t sw;
       if (!r.integer(*m, path, "swizzle", 0, 128, sw))
         return false;
@@ -661,14 +508,14 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
     }
   }
 
-  const JsonValue *kernels = r.member(root, "", "kernels", JsonValue::Array);
+  const Json *kernels = r.member(root, "", "kernels", Kind::Array);
   if (!kernels)
     return false;
-  for (size_t i = 0; i < kernels->array.size(); ++i) {
-    const JsonValue &kv = kernels->array[i];
+  for (size_t i = 0; i < kernels->size(); ++i) {
+    const Json &kv = (*kernels)[i];
     std::string path = "kernels[" + std::to_string(i) + "]";
-    if (kv.kind != JsonValue::Object) {
-      error = "\"" + path + "\" must be an object, not a " + jsonKindName(kv.kind);
+    if (!kv.is_object()) {
+      error = "\"" + path + "\" must be an object, not " + withArticle(kv.type_name());
       return false;
     }
     LaunchKernel k;
@@ -684,44 +531,44 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       return false;
     }
     k.smemBytes = static_cast<unsigned>(smem);
-    if ((kv.find("programmatic") && !r.boolean(kv, path, "programmatic", k.programmatic)) ||
-        (kv.find("min_splits") && !r.integer(kv, path, "min_splits", 2, kI32Max, k.minSplits)) ||
-        (kv.find("cluster_splits") &&
+    if ((find(kv, "programmatic") && !r.boolean(kv, path, "programmatic", k.programmatic)) ||
+        (find(kv, "min_splits") && !r.integer(kv, path, "min_splits", 2, kI32Max, k.minSplits)) ||
+        (find(kv, "cluster_splits") &&
          !r.integer(kv, path, "cluster_splits", 0, 16, k.clusterSplits)) ||
-        (kv.find("ctas_per_sm") && !r.integer(kv, path, "ctas_per_sm", 1, 4, k.ctasPerSm)) ||
-        (kv.find("tile_n") && !r.integer(kv, path, "tile_n", 1, 65536, k.tileN)))
+        (find(kv, "ctas_per_sm") && !r.integer(kv, path, "ctas_per_sm", 1, 4, k.ctasPerSm)) ||
+        (find(kv, "tile_n") && !r.integer(kv, path, "tile_n", 1, 65536, k.tileN)))
       return false;
-    const JsonValue *grid = r.member(kv, path, "grid", JsonValue::Array);
+    const Json *grid = r.member(kv, path, "grid", Kind::Array);
     if (!grid)
       return false;
-    if (grid->array.size() != 3) {
+    if (grid->size() != 3) {
       error = "field \"" + path + ".grid\" must have 3 entries, has " +
-              std::to_string(grid->array.size());
+              std::to_string(grid->size());
       return false;
     }
     for (int d = 0; d < 3; ++d) {
-      const JsonValue &g = grid->array[d];
+      const Json &g = (*grid)[d];
       std::string full = path + ".grid[" + std::to_string(d) + "]";
-      if (g.kind == JsonValue::String) {
-        if (g.string.empty()) {
+      if (g.is_string()) {
+        if (g.get<std::string>().empty()) {
           error = "field \"" + full + "\" is an empty symbol";
           return false;
         }
-        k.grid[d].symbol = g.string;
+        k.grid[d].symbol = g.get<std::string>();
       } else if (!r.integer(g, full, 1, kI32Max, k.grid[d].value)) {
         error += " (or a symbol such as \"batch\")";
         return false;
       }
     }
-    const JsonValue *params = r.member(kv, path, "params", JsonValue::Array);
+    const Json *params = r.member(kv, path, "params", Kind::Array);
     if (!params)
       return false;
-    for (size_t j = 0; j < params->array.size(); ++j) {
-      if (params->array[j].kind != JsonValue::String) {
+    for (size_t j = 0; j < params->size(); ++j) {
+      if (!(*params)[j].is_string()) {
         error = "field \"" + path + ".params[" + std::to_string(j) + "]\" must be a string";
         return false;
       }
-      k.params.push_back(params->array[j].string);
+      k.params.push_back((*params)[j].get<std::string>());
     }
     // One decode kernel per ctas_per_sm (the first one's is 1); combine kernels differ in the
     // split counts they take.
@@ -749,15 +596,12 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
 }
 
 bool attn::rt::readDecodeLaunch(const std::string &path, DecodeLaunch &out, std::string &error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = "cannot read launch metadata " + path;
+  std::string text, why;
+  if (!readRegularFile(path, kMaxLaunchMetadataBytes, text, why)) {
+    error = "cannot read launch metadata: " + why;
     return false;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string why;
-  if (!parseDecodeLaunch(buffer.str(), out, why)) {
+  if (!parseDecodeLaunch(text, out, why)) {
     error = path + ": " + why;
     return false;
   }

@@ -1,10 +1,10 @@
 //===- LaunchMetadata.h - reader of attn-opt's *.launch.json -----*- C++ -*-===//
 //
-// What this file is: a small self-contained JSON parser (objects, arrays, strings with escapes,
-// numbers, true/false/null) and the reader of the launch metadata attn-opt writes beside a decode
-// kernel (`X.ptx.launch.json`, format "attn-launch-v1", docs/GPUDecode.md) into a plain struct,
-// for launchers (attn-bench) that must not depend on MLIR/LLVM. Plain C++17; no exceptions: every
-// function returns false and a message in `error` when the input is not what it should be.
+// What this file is: the reader of the launch metadata attn-opt writes beside a GPU kernel
+// (`X.ptx.launch.json`, format "attn-launch-v1", docs/GPUDecode.md) into a plain struct, for
+// launchers (attn-bench) that must not depend on MLIR/LLVM, and a bounded reader of regular files.
+// Plain C++17 (JSON through nlohmann-json, an implementation detail); every function returns
+// false and a message in `error` when the input is not what it should be.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_RUNTIME_LAUNCHMETADATA_H
@@ -18,26 +18,14 @@
 
 namespace attn::rt {
 
-/// One JSON value. Objects keep their members in file order (duplicate keys are an error).
-struct JsonValue {
-  enum Kind { Null, Bool, Number, String, Array, Object };
-  Kind kind = Null;
-  bool boolean = false;
-  double number = 0;
-  std::string string;
-  std::vector<JsonValue> array;
-  std::vector<std::pair<std::string, JsonValue>> object;
+/// Reads the regular file `path` into `out`. Refuses, with a message naming the file, what does
+/// not exist, a directory, anything that is not a regular file (a device such as /dev/zero, a
+/// pipe) and files over `maxBytes` (also when one grows while it is read).
+bool readRegularFile(const std::string &path, uint64_t maxBytes, std::string &out,
+                     std::string &error);
 
-  /// The member `key` of an object, or nullptr (also when this is not an object).
-  const JsonValue *find(const std::string &key) const;
-};
-
-/// Parses one JSON document (RFC 8259; \uXXXX escapes incl. surrogate pairs become UTF-8).
-/// On failure `error` says what and where ("line L, column C: ...").
-bool parseJson(const std::string &text, JsonValue &out, std::string &error);
-
-/// Name of a JSON kind, for messages ("object", "number", ...).
-const char *jsonKindName(JsonValue::Kind kind);
+/// The largest launch metadata file readDecodeLaunch reads (real ones are a few KiB).
+constexpr uint64_t kMaxLaunchMetadataBytes = uint64_t(16) << 20;
 
 /// One grid extent of a kernel: a symbol ("num_splits", "groups", "batch", "row_blocks", ...)
 /// evaluated at launch, or a constant (empty symbol).
@@ -119,14 +107,17 @@ struct DecodeLaunch {
   bool clusterMerges(int64_t splits) const;
 };
 
-/// Fills `out` from the text of a launch metadata file: checks that every required field is
+/// Fills `out` from the text of a launch metadata file: strict JSON (RFC 8259; a duplicate key or
+/// nesting deeper than 256 levels is refused; errors say "malformed JSON: line L, column C: ..."
+/// or name the member), then checks that every required field is
 /// present with the right type and an allowed value, and that the schedule is consistent with the
 /// problem (rows_per_cta = q_len · pack_q_heads, groups = q_heads / pack_q_heads, workspace =
 /// rows_per_cta · (head_dim + 2), a "decode" kernel, tensor map boxes of rank 4). Unknown members
 /// are ignored (forward compatible).
 bool parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std::string &error);
 
-/// Reads and parses `path`; the error names the file.
+/// Reads (readRegularFile, at most kMaxLaunchMetadataBytes) and parses `path`; the error names
+/// the file.
 bool readDecodeLaunch(const std::string &path, DecodeLaunch &out, std::string &error);
 
 /// Evaluates a kernel's grid from the symbols' values; fails on an unknown symbol or an extent
