@@ -7,7 +7,7 @@ set -euo pipefail
 PKGS=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools clang-22 libclang-rt-22-dev
   ninja-build cmake g++ python3 python3-venv python3-pip
-  libgtest-dev nlohmann-json3-dev
+  libgtest-dev libcli11-dev nlohmann-json3-dev
   qemu-user g++-aarch64-linux-gnu libopenblas-dev
 )
 

@@ -1,8 +1,7 @@
 //===- BenchUtil.h - small utilities of attn-bench ------------------*- C++ -*-===//
 //
 // What this file is: attn-bench's utilities that know nothing of kernels: JSON text of strings,
-// numbers and grids, file and host-memory queries. Header-only, so the GPU machine still builds
-// attn-bench from its one .cpp with g++.
+// numbers and grids, and the host-memory query. Header-only.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_TOOLS_ATTN_BENCH_BENCHUTIL_H
@@ -13,7 +12,6 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 namespace attn::bench {
@@ -62,16 +60,6 @@ inline double availableHostBytes() {
   }
   long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   return pages > 0 && page > 0 ? double(pages) * double(page) : 0;
-}
-
-inline bool readFile(const std::string &path, std::string &out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return false;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  out = buffer.str();
-  return true;
 }
 
 } // namespace attn::bench

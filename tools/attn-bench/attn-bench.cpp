@@ -6,7 +6,8 @@
 // unquantized math), launches decode (+ combine) through the attn runtime, checks every output,
 // times the launches with events, and prints one JSON line and PASS / FAIL (...).
 // Exit codes: 0 pass, 1 fail, 2 usage or runtime error (no driver, bad metadata, ...).
-// Plain C++17 over AttnRuntime and AttnScheduleHeuristics; no MLIR.
+// Plain C++17 over AttnRuntime and AttnScheduleHeuristics; no MLIR. The command line is in
+// BenchOptions.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,7 @@
 #include "attn/Runtime/LaunchMetadata.h"
 #include "attn/Runtime/Runtime.h"
 
+#include "BenchOptions.h"
 #include "BenchUtil.h"
 
 #include <unistd.h>
@@ -36,29 +38,6 @@ using namespace attn;
 using namespace attn::bench;
 
 namespace {
-const char *kUsage =
-    "usage: attn-bench KERNEL.ptx|KERNEL.cubin [--meta X.launch.json] --batch B --kv-len S\n"
-    "         [--seq-lens full|random|ragged] [--splits N|auto] [--data gaussian|outliers|skewed]\n"
-    "         [--seed N] [--warmup N] [--iters N] [--no-time] [--check-only] [--dry-run]\n"
-    "         [--tol-quant X] [--tol-unquant X] [--sm-count N]\n"
-    "  --meta        launch metadata (default: KERNEL.launch.json)\n"
-    "  --batch, --kv-len   runtime extents (may be left out when the metadata fixes them)\n"
-    "  --q-len             the query length of a prefill kernel compiled with a dynamic one\n"
-    "  --seq-lens    per-batch lengths, for kernels whose spec has seq_lens (default full)\n"
-    "  --splits      split-KV count (default: the metadata's split_kv; 0/auto: selectSplitKv)\n"
-    "  --data        gaussian N(0,1), outliers (4 channels of K and V scaled by 20), or skewed\n"
-    "                (outliers, and V's magnitude changing by 128-key block: x40, x0.01, 0 — the\n"
-    "                zero blocks' scales 0 or subnormal)\n"
-    "  --no-time, --check-only   check only, no timing\n"
-    "  --dry-run     check arguments and metadata, print the launch plan; no GPU needed\n"
-    "  --tol-quant   bound on rel_err_quant for PASS (default 1e-2)\n"
-    "  --tol-unquant bound on rel_err_unquant (default: not bounded)\n"
-    "  --sm-count    SMs for split_kv=auto (default: the device's; 132 in a dry run)\n";
-
-int usageError(const std::string &message) {
-  std::fprintf(stderr, "attn-bench: %s\n%s", message.c_str(), kUsage);
-  return 2;
-}
 int error(const std::string &message) {
   std::fprintf(stderr, "attn-bench: %s\n", message.c_str());
   return 2;
@@ -71,133 +50,6 @@ int error(const std::string &message) {
       return error(std::string(what) + ": " + attn_rt_status_name(s_) + ": " +                     \
                    attn_rt_last_error());                                                          \
   } while (0)
-
-struct Options {
-  std::string kernelPath, metaPath;
-  int64_t batch = -2, kvLen = -2, qLen = -2; // -2: not given
-  ref::SeqLenMode seqLens = ref::SeqLenMode::Full;
-  std::string splits; // "" = metadata
-  bool outliers = false, skewed = false; // skewed implies outliers
-  uint64_t seed = 0;
-  int64_t warmup = 10, iters = 50;
-  bool noTime = false, dryRun = false;
-  double tolQuant = 1e-2, tolUnquant = -1;
-  int64_t smCount = 0;
-};
-
-bool parseInt(const std::string &s, int64_t &out) {
-  if (s.empty())
-    return false;
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno || *end)
-    return false;
-  out = v;
-  return true;
-}
-bool parseDouble(const std::string &s, double &out) {
-  if (s.empty())
-    return false;
-  char *end = nullptr;
-  out = std::strtod(s.c_str(), &end);
-  return !*end && std::isfinite(out);
-}
-
-/// Parses argv; returns -1 to go on, else an exit code.
-int parseOptions(int argc, char **argv, Options &o) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string a = args[i], value;
-    bool hasValue = false;
-    if (a.rfind("--", 0) == 0 && a.find('=') != std::string::npos) {
-      value = a.substr(a.find('=') + 1);
-      a = a.substr(0, a.find('='));
-      hasValue = true;
-    }
-    auto next = [&](std::string &v) {
-      if (hasValue) {
-        v = value;
-        return true;
-      }
-      if (i + 1 >= args.size())
-        return false;
-      v = args[++i];
-      return true;
-    };
-    auto intOpt = [&](int64_t &out, int64_t lo, int64_t hi) {
-      std::string v;
-      if (!next(v))
-        return usageError(a + " needs a value");
-      if (!parseInt(v, out))
-        return usageError(a + " needs an integer, got '" + v + "'");
-      if (out < lo || out > hi)
-        return usageError(a + " " + v + " is out of range " + std::to_string(lo) + ".." +
-                          std::to_string(hi));
-      return -1;
-    };
-    int rc = -1;
-    std::string v;
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--meta") {
-      if (!next(o.metaPath))
-        return usageError("--meta needs a file");
-    } else if (a == "--batch") {
-      rc = intOpt(o.batch, INT64_MIN / 2, INT64_MAX / 2);
-    } else if (a == "--kv-len") {
-      rc = intOpt(o.kvLen, INT64_MIN / 2, INT64_MAX / 2);
-    } else if (a == "--q-len") {
-      rc = intOpt(o.qLen, INT64_MIN / 2, INT64_MAX / 2);
-    } else if (a == "--seq-lens") {
-      if (!next(v) || !ref::parseSeqLenMode(v, o.seqLens))
-        return usageError("--seq-lens takes full, random or ragged");
-    } else if (a == "--splits") {
-      if (!next(o.splits))
-        return usageError("--splits needs N or auto");
-      int64_t n;
-      if (o.splits != "auto" && (!parseInt(o.splits, n) || n < 0 || n > 65535))
-        return usageError("--splits takes auto or a count in 0..65535, got '" + o.splits + "'");
-    } else if (a == "--data") {
-      if (!next(v) || (v != "gaussian" && v != "outliers" && v != "skewed"))
-        return usageError("--data takes gaussian, outliers or skewed");
-      o.outliers = v != "gaussian";
-      o.skewed = v == "skewed";
-    } else if (a == "--seed") {
-      int64_t s = 0;
-      rc = intOpt(s, 0, INT64_MAX);
-      o.seed = static_cast<uint64_t>(s);
-    } else if (a == "--warmup") {
-      rc = intOpt(o.warmup, 0, 100000);
-    } else if (a == "--iters") {
-      rc = intOpt(o.iters, 1, 100000);
-    } else if (a == "--sm-count") {
-      rc = intOpt(o.smCount, 1, 100000);
-    } else if (a == "--tol-quant" || a == "--tol-unquant") {
-      double &t = a == "--tol-quant" ? o.tolQuant : o.tolUnquant;
-      if (!next(v) || !parseDouble(v, t) || t < 0)
-        return usageError(a + " needs a non-negative number");
-    } else if (a == "--no-time" || a == "--check-only") {
-      o.noTime = true;
-    } else if (a == "--dry-run") {
-      o.dryRun = true;
-    } else if (a.size() > 1 && a[0] == '-') {
-      return usageError("unknown option '" + a + "'");
-    } else if (o.kernelPath.empty()) {
-      o.kernelPath = a;
-    } else {
-      return usageError("more than one kernel file ('" + o.kernelPath + "', '" + a + "')");
-    }
-    if (rc != -1)
-      return rc;
-  }
-  if (o.kernelPath.empty())
-    return usageError("no kernel file given");
-  if (o.metaPath.empty())
-    o.metaPath = o.kernelPath + ".launch.json";
-  return -1;
-}
 
 /// The resolved launch: extents, splits and grids.
 struct Plan {
@@ -535,11 +387,10 @@ int main(int argc, char **argv) {
   Options o;
   if (int rc = parseOptions(argc, argv, o); rc != -1)
     return rc;
-  std::string image;
-  if (!readFile(o.kernelPath, image))
-    return error("cannot read kernel " + o.kernelPath);
+  std::string image, why;
+  if (!rt::readRegularFile(o.kernelPath, kMaxKernelBytes, image, why))
+    return error("cannot read kernel: " + why);
   rt::DecodeLaunch m;
-  std::string why;
   if (!rt::readDecodeLaunch(o.metaPath, m, why))
     return error(why);
   Plan p;
