@@ -1,0 +1,100 @@
+"""Build script of the attn-opt distribution (import name ``qattn``); metadata is in pyproject.toml.
+
+Besides the pure-Python package it builds, without LLVM or nvcc:
+
+* ``qattn/lib/libattn_rt.so``: the GPU runtime (lib/Runtime/Runtime.cpp, which opens libcuda
+  lazily), used by ``qattn.gpu`` through ctypes;
+* ``qattn/_torch_ops*.so``: the torch extension that registers the ``attn_opt`` ops
+  (csrc/torch_ops.cpp with the runtime compiled in), when torch is importable while building —
+  i.e. ``pip install --no-build-isolation ./python`` in an environment that has torch.
+
+Both need the CUDA driver API header ``cuda.h`` (types only; found through ``CUDA_HOME``,
+``CUDA_PATH``, ``/usr/local/cuda`` or torch's CUDA home). Without it, or without the runtime
+sources beside this directory, only the pure-Python package is installed: the CPU paths work, and
+the GPU paths say what is missing. ``ATTN_OPT_NO_EXTENSIONS=1`` skips both on purpose.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RUNTIME_SOURCES = [ROOT / "lib" / "Runtime" / "Runtime.cpp",
+                   ROOT / "lib" / "Runtime" / "LaunchMetadata.cpp"]
+RUNTIME_NAME = "qattn.lib.libattn_rt"
+
+
+def note(msg):
+    print(f"attn-opt setup: {msg}", file=sys.stderr)
+
+
+def cuda_include():
+    """A directory holding cuda.h, or None."""
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    try:
+        from torch.utils.cpp_extension import CUDA_HOME
+        homes.append(CUDA_HOME)
+    except Exception:  # no torch, or torch without CUDA: not an error here
+        pass
+    for home in homes:
+        if home and (Path(home) / "include" / "cuda.h").is_file():
+            return str(Path(home) / "include")
+    return None
+
+
+def rel(p):
+    return os.path.relpath(p, HERE)
+
+
+def extensions():
+    """(ext_modules, build_ext class): the runtime and, with torch, the torch extension."""
+    if os.environ.get("ATTN_OPT_NO_EXTENSIONS") == "1":
+        note("ATTN_OPT_NO_EXTENSIONS=1: pure-Python package only")
+        return [], build_ext
+    if not all(p.is_file() for p in RUNTIME_SOURCES):
+        note(f"runtime sources not found under {ROOT / 'lib' / 'Runtime'}: pure-Python package only")
+        return [], build_ext
+    cuda = cuda_include()
+    if cuda is None:
+        note("cuda.h not found (set CUDA_HOME): no libattn_rt.so and no torch extension; the CPU "
+             "paths work, GPU kernels need ATTN_RT_LIBRARY")
+        return [], build_ext
+    includes = [str(ROOT / "include"), cuda]
+    flags = ["-O2", "-std=c++17"]
+    runtime = Extension(RUNTIME_NAME, sources=[rel(RUNTIME_SOURCES[0])], include_dirs=includes,
+                        extra_compile_args=flags, libraries=["dl"], language="c++")
+    try:
+        import torch  # noqa: F401
+        from torch.utils.cpp_extension import BuildExtension, CppExtension
+    except ImportError:
+        note("torch is not importable while building (pip builds in an isolated environment "
+             "unless --no-build-isolation): libattn_rt.so only, no torch extension")
+        return [runtime], build_ext
+    ops = CppExtension("qattn._torch_ops",
+                       sources=[rel(HERE / "csrc" / "torch_ops.cpp")] + [rel(p) for p in RUNTIME_SOURCES],
+                       include_dirs=includes, extra_compile_args=["-O2"], libraries=["dl"])
+    return [runtime, ops], BuildExtension.with_options(use_ninja=False)
+
+
+def with_runtime_name(base):
+    class BuildExt(base):
+        """Names the runtime libattn_rt.so (a plain shared library, not a Python module)."""
+
+        def get_ext_filename(self, fullname):
+            # distutils passes the last component (get_ext_fullpath adds the package folders)
+            if fullname in (RUNTIME_NAME, RUNTIME_NAME.rsplit(".", 1)[1]):
+                return os.path.join(*fullname.split(".")[:-1], "libattn_rt.so")
+            return super().get_ext_filename(fullname)
+
+        def get_export_symbols(self, ext):
+            return [] if ext.name == RUNTIME_NAME else super().get_export_symbols(ext)
+
+    return BuildExt
+
+
+ext_modules, build_cls = extensions()
+setup(ext_modules=ext_modules, cmdclass={"build_ext": with_runtime_name(build_cls)})
