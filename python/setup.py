@@ -15,6 +15,7 @@ the GPU paths say what is missing. ``ATTN_OPT_NO_EXTENSIONS=1`` skips both on pu
 """
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -46,8 +47,18 @@ def cuda_include():
     return None
 
 
-def rel(p):
-    return os.path.relpath(p, HERE)
+def staged(sources):
+    """The runtime sources copied under build/ (setuptools takes relative source paths only, and
+    a ../ path would put the objects outside build/temp.*), as paths relative to this folder."""
+    dst = HERE / "build" / "runtime-src"
+    dst.mkdir(parents=True, exist_ok=True)
+    out = []
+    for src in sources:
+        target = dst / src.name
+        if not target.is_file() or target.read_bytes() != src.read_bytes():
+            shutil.copyfile(src, target)
+        out.append(os.path.relpath(target, HERE))
+    return out
 
 
 def extensions():
@@ -65,7 +76,8 @@ def extensions():
         return [], build_ext
     includes = [str(ROOT / "include"), cuda]
     flags = ["-O2", "-std=c++17"]
-    runtime = Extension(RUNTIME_NAME, sources=[rel(RUNTIME_SOURCES[0])], include_dirs=includes,
+    runtime_sources = staged(RUNTIME_SOURCES)
+    runtime = Extension(RUNTIME_NAME, sources=runtime_sources[:1], include_dirs=includes,
                         extra_compile_args=flags, libraries=["dl"], language="c++")
     try:
         import torch  # noqa: F401
@@ -74,9 +86,13 @@ def extensions():
         note("torch is not importable while building (pip builds in an isolated environment "
              "unless --no-build-isolation): libattn_rt.so only, no torch extension")
         return [runtime], build_ext
+    # torch with CUDA: take the current stream from c10_cuda (cuda_runtime_api.h beside cuda.h);
+    # a CPU-only torch builds the same ops (they then refuse CUDA work at run time).
+    c10_cuda = torch.version.cuda is not None and (Path(cuda) / "cuda_runtime_api.h").is_file()
     ops = CppExtension("qattn._torch_ops",
-                       sources=[rel(HERE / "csrc" / "torch_ops.cpp")] + [rel(p) for p in RUNTIME_SOURCES],
-                       include_dirs=includes, extra_compile_args=["-O2"], libraries=["dl"])
+                       sources=["csrc/torch_ops.cpp"] + runtime_sources,
+                       include_dirs=includes, libraries=["dl"] + (["c10_cuda"] if c10_cuda else []),
+                       extra_compile_args=["-O2", f"-DATTN_OPT_C10_CUDA={int(c10_cuda)}"])
     return [runtime, ops], BuildExtension.with_options(use_ninja=False)
 
 

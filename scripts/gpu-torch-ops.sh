@@ -50,10 +50,12 @@ failed=0
 for t in test_torch_ops test_gpu; do
   echo "== $t"
   "$py" -m pytest -q -rs -s -p no:cacheprovider "$root/python/tests/$t.py" >"$out/$t.log" 2>&1
-  grep -E "^(FAILED|ERROR)|passed|failed" "$out/$t.log" | tail -15
-  p=$(grep -oP '\b\K[0-9]+(?= passed)' "$out/$t.log" | tail -1)
-  f=$(grep -oP '\b\K[0-9]+(?= (failed|errors?))' "$out/$t.log" | tail -1)
-  grep -q " passed\| failed\| error" "$out/$t.log" || f=1
+  rc=$?
+  grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed|Fatal" "$out/$t.log" | tail -15
+  last=$(tail -1 "$out/$t.log")
+  p=$(grep -oP '\b\K[0-9]+(?= passed)' <<<"$last")
+  f=$(grep -oP '\b\K[0-9]+(?= (failed|errors?))' <<<"$last")
+  [ "$rc" != 0 ] && [ -z "$f" ] && f=1  # a crash: no summary line
   passed=$((passed + ${p:-0}))
   failed=$((failed + ${f:-0}))
 done

@@ -32,6 +32,9 @@
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/library.h>
+#if ATTN_OPT_C10_CUDA // torch with CUDA: its current stream directly (else through c10::Stream)
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 #include <array>
 #include <cstdlib>
@@ -169,6 +172,7 @@ constexpr size_t kMapCacheSize = 128; // K/V pairs per plan (a layer each in a d
 
 struct Plan {
   std::shared_ptr<KernelFiles> files;
+  attn_rt_context *ctx = nullptr;
   int device = 0;
   int64_t batch = 0, kvLen = 0, qLen = 0, splits = 1, workspaceFloats = 0;
   bool clusterMerge = false;
@@ -294,6 +298,7 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   const c10::Device dev(c10::DeviceType::CUDA, c10::DeviceIndex(device));
   c10::DeviceGuard guard(dev); // the runtime makes the primary context current: restore torch's
   DeviceModule &dm = p->files->load(p->device);
+  p->ctx = dm.ctx;
   choosePlan(*p, dm, splits);
   if (p->workspaceFloats)
     p->workspace = at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
@@ -404,11 +409,10 @@ const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
   const uint64_t d = uint64_t(meta.headDim), h = uint64_t(meta.kvHeads), s = uint64_t(p.kvLen);
   const uint64_t dims[4] = {d, h, s, uint64_t(p.batch)};
   const uint64_t strides[3] = {d * e, h * d * e, s * h * d * e};
-  attn_rt_context *ctx = p.files->devices.at(p.device)->ctx;
-  check(attn_rt_tensor_map_encode(ctx, m.k, mapDtype(meta.kMap.dtype), 4, dims, strides,
+  check(attn_rt_tensor_map_encode(p.ctx, m.k, mapDtype(meta.kMap.dtype), 4, dims, strides,
                                   meta.kMap.box.data(), meta.kMap.swizzle, k),
         "encoding the K tensor map");
-  check(attn_rt_tensor_map_encode(ctx, m.v, mapDtype(meta.vMap.dtype), 4, dims, strides,
+  check(attn_rt_tensor_map_encode(p.ctx, m.v, mapDtype(meta.vMap.dtype), 4, dims, strides,
                                   meta.vMap.box.data(), meta.vMap.swizzle, v),
         "encoding the V tensor map");
   m.kPtr = k;
@@ -490,7 +494,11 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
 
   const c10::Device dev = q.device();
   c10::DeviceGuard guard(dev);
+#if ATTN_OPT_C10_CUDA
+  void *stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
+#else
   void *stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev).native_handle();
+#endif
   std::lock_guard<std::mutex> lock(p.mutex);
   const TensorMaps &maps = mapsFor(p, address(k), address(v));
   void *values[16];

@@ -146,8 +146,6 @@ def test_plan_errors_are_clear(tmp_path):
     (tmp_path / "k.ptx.launch.json").write_text('{"format": "other"}')
     with pytest.raises(qattn.KernelArgumentError, match="k.ptx.launch.json"):
         DecodePlan(tmp_path / "k.ptx", device="cuda:0", batch=1, kv_len=1)
-    with pytest.raises(ValueError, match="no plan 123456"):
-        ops.plan_info(123456)
 
 
 # --- GPU ---------------------------------------------------------------------------------------
@@ -359,3 +357,11 @@ def test_graph_replay_host_time():
     report("graph_replay_32_layers_host_us", host)
     report("graph_replay_32_layers_gpu_us", gpu)
     assert all(torch.equal(o, outs[0]) for o in outs)
+
+
+@pytest.mark.skipif(not torch_ops.HAS_EXTENSION, reason="the torch extension is not built")
+def test_unknown_plan_handle_is_refused():
+    with pytest.raises(ValueError, match="no plan 123456"):
+        ops.plan_info(123456)
+    with pytest.raises(ValueError, match="no plan 123457"):
+        ops.release_plan(123457)
