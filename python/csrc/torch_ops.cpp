@@ -44,16 +44,39 @@
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
 namespace {
 namespace rt = attn::rt;
 
+/// Messages are built here as one std::string (std::to_string, no std::ostringstream): a toolchain
+/// that links its own static libstdc++ into this library crashes formatting numbers through
+/// streams whose locale another libstdc++ set up. TORCH_CHECK passes a single string through.
+std::string text(const std::string &s) { return s; }
+std::string text(const char *s) { return s; }
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>> std::string text(T v) {
+  return std::to_string(v);
+}
+std::string text(c10::IntArrayRef values) {
+  std::string s = "(";
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + (values.size() == 1 ? ",)" : ")");
+}
+std::string text(const c10::Device &d) { return d.str(); }
+std::string text(at::ScalarType t) { return std::string("torch.") + c10::toString(t); }
+template <typename... A> std::string cat(const A &...parts) {
+  std::string s;
+  ((s += text(parts)), ...);
+  return s;
+}
+
 /// Raises RuntimeError with the runtime's message unless `status` is ATTN_RT_OK.
 void check(attn_rt_status status, const std::string &what) {
-  TORCH_CHECK(status == ATTN_RT_OK, "attn_opt: ", what, ": ", attn_rt_status_name(status), ": ",
-              attn_rt_last_error());
+  TORCH_CHECK(status == ATTN_RT_OK, cat("attn_opt: ", what, ": ", attn_rt_status_name(status), ": ",
+                                        attn_rt_last_error()));
 }
 
 //===----------------------------------------------------------------------===//
@@ -120,16 +143,16 @@ std::shared_ptr<KernelFiles> kernelFiles(const std::string &path) {
   auto files = std::make_shared<KernelFiles>();
   files->path = path;
   std::ifstream in(path, std::ios::binary);
-  TORCH_CHECK_VALUE(in, "attn_opt: cannot read the kernel ", path);
+  TORCH_CHECK_VALUE(in, cat("attn_opt: cannot read the kernel ", path));
   std::stringstream text;
   text << in.rdbuf();
   files->ptx = text.str();
   std::string error;
   TORCH_CHECK_VALUE(rt::readDecodeLaunch(path + ".launch.json", files->meta, error),
-                    "attn_opt: ", error);
+                    cat("attn_opt: ", error));
   const std::string &kind = files->meta.kind;
-  TORCH_CHECK_VALUE(kind == "decode" || kind == "prefill", "attn_opt: ", path,
-                    ": not a decode / prefill kernel (kind '", kind, "')");
+  TORCH_CHECK_VALUE(kind == "decode" || kind == "prefill",
+                    cat("attn_opt: ", path, ": not a decode / prefill kernel (kind '", kind, "')"));
   cache[path] = files;
   return files;
 }
@@ -139,18 +162,45 @@ std::shared_ptr<KernelFiles> kernelFiles(const std::string &path) {
 //===----------------------------------------------------------------------===//
 
 /// The kernel parameters this launcher fills, by name in the metadata.
-enum Slot { Q, KMap, VMap, KScale, VScale, KZero, VZero, QScale, SeqLens, Alibi, Out, Workspace,
-            Batch, KvLen, QLen, NumSplits };
+enum Slot {
+  Q,
+  KMap,
+  VMap,
+  KScale,
+  VScale,
+  KZero,
+  VZero,
+  QScale,
+  SeqLens,
+  Alibi,
+  Out,
+  Workspace,
+  Batch,
+  KvLen,
+  QLen,
+  NumSplits
+};
 
 Slot slotOf(const rt::LaunchKernel &k, const std::string &name) {
-  static const std::map<std::string, Slot> slots = {
-      {"q", Q},           {"k_map", KMap},        {"v_map", VMap},         {"k_scale", KScale},
-      {"v_scale", VScale}, {"k_zero", KZero},     {"v_zero", VZero},       {"q_scale", QScale},
-      {"seq_lens", SeqLens}, {"alibi", Alibi},    {"out", Out},            {"workspace", Workspace},
-      {"batch", Batch},   {"kv_len", KvLen},      {"q_len", QLen},         {"num_splits", NumSplits}};
+  static const std::map<std::string, Slot> slots = {{"q", Q},
+                                                    {"k_map", KMap},
+                                                    {"v_map", VMap},
+                                                    {"k_scale", KScale},
+                                                    {"v_scale", VScale},
+                                                    {"k_zero", KZero},
+                                                    {"v_zero", VZero},
+                                                    {"q_scale", QScale},
+                                                    {"seq_lens", SeqLens},
+                                                    {"alibi", Alibi},
+                                                    {"out", Out},
+                                                    {"workspace", Workspace},
+                                                    {"batch", Batch},
+                                                    {"kv_len", KvLen},
+                                                    {"q_len", QLen},
+                                                    {"num_splits", NumSplits}};
   auto it = slots.find(name);
-  TORCH_CHECK(it != slots.end(), "attn_opt: kernel ", k.name, " has a parameter '", name,
-              "' this launcher does not know");
+  TORCH_CHECK(it != slots.end(), cat("attn_opt: kernel ", k.name, " has a parameter '", name,
+                                     "' this launcher does not know"));
   return it->second;
 }
 
@@ -191,7 +241,7 @@ int64_t nextPlanId = 1;
 std::shared_ptr<Plan> findPlan(int64_t id) {
   std::lock_guard<std::mutex> lock(plansMutex);
   auto it = plans.find(id);
-  TORCH_CHECK_VALUE(it != plans.end(), "attn_opt: no plan ", id, " (released, or never made)");
+  TORCH_CHECK_VALUE(it != plans.end(), cat("attn_opt: no plan ", id, " (released, or never made)"));
   return it->second;
 }
 
@@ -224,8 +274,8 @@ PlannedLaunch planLaunch(const rt::LaunchKernel &k, DeviceModule &dm,
   p.name = k.name;
   p.handle = dm.kernels.at(k.name);
   std::string why;
-  TORCH_CHECK_VALUE(rt::resolveGrid(k, symbols, p.config.grid, why), "attn_opt: ", k.name, ": ",
-                    why);
+  TORCH_CHECK_VALUE(rt::resolveGrid(k, symbols, p.config.grid, why),
+                    cat("attn_opt: ", k.name, ": ", why));
   for (int i = 0; i < 3; ++i) {
     p.config.block[i] = k.block[i];
     p.config.cluster[i] = cluster ? cluster[i] : k.cluster[i];
@@ -241,29 +291,36 @@ void choosePlan(Plan &p, DeviceModule &dm, int64_t splits) {
   const rt::DecodeLaunch &m = p.files->meta;
   const bool prefill = m.kind == "prefill";
   if (prefill) {
-    TORCH_CHECK_VALUE(splits == 0 || splits == 1, "attn_opt: prefill kernels run one split, not ",
-                      splits);
+    TORCH_CHECK_VALUE(splits == 0 || splits == 1,
+                      cat("attn_opt: prefill kernels run one split, not ", splits));
     splits = 1;
   }
-  TORCH_CHECK_VALUE(splits >= 0, "attn_opt: splits must be >= 1 or 0 (auto), got ", splits);
+  TORCH_CHECK_VALUE(splits >= 0, cat("attn_opt: splits must be >= 1 or 0 (auto), got ", splits));
   if (splits == 0)
     splits = m.splitKv ? m.splitKv : selectSplitKv(p.batch * m.groups, p.kvLen, m.tileN, dm.sms);
   p.splits = splits;
   const char *noCluster = std::getenv("ATTN_RT_NO_CLUSTER_MERGE");
   p.clusterMerge = m.clusterMerges(splits) && !(noCluster && *noCluster);
-  const rt::LaunchKernel *combine = splits > 1 && !p.clusterMerge ? m.combineKernel(splits) : nullptr;
-  TORCH_CHECK_VALUE(splits == 1 || p.clusterMerge || combine, "attn_opt: ", splits,
-                    " splits need a combine kernel, and ", p.files->path, " has none");
+  const rt::LaunchKernel *combine =
+      splits > 1 && !p.clusterMerge ? m.combineKernel(splits) : nullptr;
+  TORCH_CHECK_VALUE(
+      splits == 1 || p.clusterMerge || combine,
+      cat("attn_opt: ", splits, " splits need a combine kernel, and ", p.files->path, " has none"));
   p.workspaceFloats = combine ? p.batch * m.groups * splits * m.workspaceFloatsPerSplit : 0;
   const int64_t chunks = (p.qLen + m.qChunk - 1) / m.qChunk;
   std::map<std::string, int64_t> symbols = {
-      {"num_splits", splits},  {"groups", m.groups},      {"batch", p.batch},
-      {"row_blocks", (m.rowsPerCta + 3) / 4}, {"rows", m.rowsPerCta},
-      {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},     {"q_len", p.qLen},
+      {"num_splits", splits},
+      {"groups", m.groups},
+      {"batch", p.batch},
+      {"row_blocks", (m.rowsPerCta + 3) / 4},
+      {"rows", m.rowsPerCta},
+      {"kv_heads", m.kvHeads},
+      {"q_heads", m.qHeads},
+      {"q_len", p.qLen},
       {"q_chunks", chunks},
       {"persistent_ctas", std::min<int64_t>(dm.sms, chunks * m.groups * p.batch)}};
   const rt::LaunchKernel *decode = m.decodeKernel(splits, p.batch * m.groups, dm.sms);
-  TORCH_CHECK_VALUE(decode, "attn_opt: ", p.files->path, " has no decode kernel");
+  TORCH_CHECK_VALUE(decode, cat("attn_opt: ", p.files->path, " has no decode kernel"));
   const unsigned clusterOfSplits[3] = {unsigned(splits), 1, 1};
   p.decode = planLaunch(*decode, dm, symbols, p.clusterMerge ? clusterOfSplits : nullptr);
   if (combine)
@@ -275,22 +332,22 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   auto p = std::make_shared<Plan>();
   p->files = kernelFiles(kernel);
   const rt::DecodeLaunch &m = p->files->meta;
-  TORCH_CHECK_VALUE(device >= 0, "attn_opt: device must be a CUDA ordinal >= 0, got ", device);
-  TORCH_CHECK_VALUE(m.batch < 0 || m.batch == batch, "attn_opt: the kernel was compiled for batch ",
-                    m.batch, ", got ", batch);
+  TORCH_CHECK_VALUE(device >= 0, cat("attn_opt: device must be a CUDA ordinal >= 0, got ", device));
+  TORCH_CHECK_VALUE(m.batch < 0 || m.batch == batch,
+                    cat("attn_opt: the kernel was compiled for batch ", m.batch, ", got ", batch));
   TORCH_CHECK_VALUE(m.kvLen < 0 || m.kvLen == kvLen,
-                    "attn_opt: the kernel was compiled for kv_len ", m.kvLen, ", got ", kvLen);
+                    cat("attn_opt: the kernel was compiled for kv_len ", m.kvLen, ", got ", kvLen));
   TORCH_CHECK_VALUE(batch >= 1 && batch <= 65535 && kvLen >= 1 && kvLen < (int64_t(1) << 31),
-                    "attn_opt: batch must be in 1..65535 and kv_len in 1..2^31-1 (got ", batch,
-                    ", ", kvLen, ")");
+                    cat("attn_opt: batch must be in 1..65535 and kv_len in 1..2^31-1 (got ", batch,
+                        ", ", kvLen, ")"));
   if (m.qLen >= 0) {
-    TORCH_CHECK_VALUE(qLen < 0 || qLen == m.qLen, "attn_opt: the kernel was compiled for q_len ",
-                      m.qLen, ", got ", qLen);
+    TORCH_CHECK_VALUE(qLen < 0 || qLen == m.qLen,
+                      cat("attn_opt: the kernel was compiled for q_len ", m.qLen, ", got ", qLen));
     qLen = m.qLen;
   }
-  TORCH_CHECK_VALUE(qLen >= 1 && qLen < (int64_t(1) << 31),
-                    "attn_opt: the kernel has a dynamic q_len: give q_len in 1..2^31-1 (got ",
-                    qLen, ")");
+  TORCH_CHECK_VALUE(
+      qLen >= 1 && qLen < (int64_t(1) << 31),
+      cat("attn_opt: the kernel has a dynamic q_len: give q_len in 1..2^31-1 (got ", qLen, ")"));
   p->device = int(device);
   p->batch = batch;
   p->kvLen = kvLen;
@@ -301,13 +358,14 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   p->ctx = dm.ctx;
   choosePlan(*p, dm, splits);
   if (p->workspaceFloats)
-    p->workspace = at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
+    p->workspace =
+        at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
   p->qShape = {batch, qLen, m.qHeads, m.headDim};
   p->kvShape = {batch, kvLen, m.kvHeads, m.headDim};
   p->kScaleShape = scaleShape(m.kQuant, batch, kvLen, m.kvHeads, m.kBlockRows);
   p->vScaleShape = scaleShape(m.vQuant, batch, kvLen, m.kvHeads, m.vBlockRows);
-  const std::string qGran = m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant
-                                                                               : "per_token_head";
+  const std::string qGran =
+      m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant : "per_token_head";
   p->qScaleShape = scaleShape(qGran, batch, qLen, m.qHeads, m.qBlockRows);
   std::lock_guard<std::mutex> lock(plansMutex);
   int64_t id = nextPlanId++;
@@ -320,7 +378,8 @@ void releasePlan(int64_t id) {
   {
     std::lock_guard<std::mutex> lock(plansMutex);
     auto it = plans.find(id);
-    TORCH_CHECK_VALUE(it != plans.end(), "attn_opt: no plan ", id, " (released, or never made)");
+    TORCH_CHECK_VALUE(it != plans.end(),
+                      cat("attn_opt: no plan ", id, " (released, or never made)"));
     p = std::move(it->second);
     plans.erase(it);
   }
@@ -328,7 +387,7 @@ void releasePlan(int64_t id) {
 
 std::vector<int64_t> planInfo(int64_t id) {
   std::shared_ptr<Plan> p = findPlan(id);
-  return {p->device, p->batch, p->kvLen, p->qLen, p->splits, p->clusterMerge ? 1 : 0,
+  return {p->device,         p->batch, p->kvLen, p->qLen, p->splits, p->clusterMerge ? 1 : 0,
           p->workspaceFloats};
 }
 
@@ -350,17 +409,19 @@ std::string dtypeList(Dtypes dtypes) {
 /// Checks device, dtype, shape, contiguity and 16-byte alignment; messages name the operand.
 void expect(const Plan &p, const char *name, const at::Tensor &t, Dtypes dtypes,
             c10::IntArrayRef shape) {
-  TORCH_CHECK_VALUE(t.is_cuda() && t.get_device() == p.device, "attn_opt.decode: ", name,
-                    " must be on cuda:", p.device, " (the plan's device), got ", t.device());
+  TORCH_CHECK_VALUE(t.is_cuda() && t.get_device() == p.device,
+                    cat("attn_opt.decode: ", name, " must be on cuda:", p.device,
+                        " (the plan's device), got ", t.device()));
   bool ok = false;
   for (at::ScalarType d : dtypes)
     ok |= t.scalar_type() == d;
-  TORCH_CHECK_TYPE(ok, "attn_opt.decode: ", name, " has dtype ", t.scalar_type(), ", expected ",
-                   dtypeList(dtypes));
-  TORCH_CHECK_VALUE(t.sizes().equals(shape), "attn_opt.decode: ", name, " has shape ", t.sizes(),
-                    ", expected ", shape);
-  TORCH_CHECK_VALUE(t.is_contiguous(), "attn_opt.decode: ", name, " must be contiguous");
-  TORCH_CHECK_VALUE(address(t) % 16 == 0, "attn_opt.decode: ", name, " must be 16-byte aligned");
+  TORCH_CHECK_TYPE(ok, cat("attn_opt.decode: ", name, " has dtype ", t.scalar_type(), ", expected ",
+                           dtypeList(dtypes)));
+  TORCH_CHECK_VALUE(t.sizes().equals(shape),
+                    cat("attn_opt.decode: ", name, " has shape ", t.sizes(), ", expected ", shape));
+  TORCH_CHECK_VALUE(t.is_contiguous(), cat("attn_opt.decode: ", name, " must be contiguous"));
+  TORCH_CHECK_VALUE(address(t) % 16 == 0,
+                    cat("attn_opt.decode: ", name, " must be 16-byte aligned"));
 }
 
 /// torch dtypes of K/V codes ("i8", "ui8", "f8E4M3FN", "bf16"); the first is the zero points'.
@@ -368,8 +429,10 @@ Dtypes kvDtypes(const std::string &kv) {
   static const std::array<at::ScalarType, 2> i8 = {at::kChar, at::kByte},
                                              f8 = {at::kFloat8_e4m3fn, at::kByte};
   static const std::array<at::ScalarType, 1> u8 = {at::kByte}, bf16 = {at::kBFloat16};
-  return kv == "i8" ? Dtypes(i8) : kv == "ui8" ? Dtypes(u8) : kv == "f8E4M3FN" ? Dtypes(f8)
-                                                                             : Dtypes(bf16);
+  return kv == "i8"         ? Dtypes(i8)
+         : kv == "ui8"      ? Dtypes(u8)
+         : kv == "f8E4M3FN" ? Dtypes(f8)
+                            : Dtypes(bf16);
 }
 
 Dtypes qDtypes(const std::string &q) {
@@ -379,8 +442,9 @@ Dtypes qDtypes(const std::string &q) {
 }
 
 attn_rt_dtype mapDtype(const std::string &dtype) {
-  return dtype == "bf16" ? ATTN_RT_DTYPE_BF16 : dtype == "f16" ? ATTN_RT_DTYPE_F16
-                                                               : ATTN_RT_DTYPE_U8;
+  return dtype == "bf16"  ? ATTN_RT_DTYPE_BF16
+         : dtype == "f16" ? ATTN_RT_DTYPE_F16
+                          : ATTN_RT_DTYPE_U8;
 }
 
 /// The K/V tensor maps of these addresses: cached, else encoded into the next cache slot.
@@ -426,11 +490,11 @@ uint64_t optionalOperand(const Plan &p, const char *name, const std::optional<at
                          bool optionalEvenIfNeeded = false) {
   const bool given = t.has_value() && t->defined();
   if (!needed) {
-    TORCH_CHECK_VALUE(!given, "attn_opt.decode: ", name, " given, but ", why);
+    TORCH_CHECK_VALUE(!given, cat("attn_opt.decode: ", name, " given, but ", why));
     return 0;
   }
   if (!given) {
-    TORCH_CHECK_VALUE(optionalEvenIfNeeded, "attn_opt.decode: ", name, " is required: ", why);
+    TORCH_CHECK_VALUE(optionalEvenIfNeeded, cat("attn_opt.decode: ", name, " is required: ", why));
     return 0;
   }
   expect(p, name, *t, dtypes, shape);
@@ -439,7 +503,7 @@ uint64_t optionalOperand(const Plan &p, const char *name, const std::optional<at
 
 void launch(const PlannedLaunch &l, void *const *values, void *stream) {
   void *args[32];
-  TORCH_CHECK(l.slots.size() <= 32, "attn_opt: ", l.name, " has too many parameters");
+  TORCH_CHECK(l.slots.size() <= 32, cat("attn_opt: ", l.name, " has too many parameters"));
   for (size_t i = 0; i < l.slots.size(); ++i)
     args[i] = values[l.slots[i]];
   attn_rt_launch_config config = l.config;
@@ -479,11 +543,11 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
   ptrs[Out] = address(out);
   if (p.workspaceFloats) {
     const at::Tensor &ws = workspace.has_value() && workspace->defined() ? *workspace : p.workspace;
-    TORCH_CHECK_VALUE(ws.is_cuda() && ws.get_device() == p.device &&
-                          ws.scalar_type() == at::kFloat && ws.is_contiguous() &&
-                          ws.numel() >= p.workspaceFloats,
-                      "attn_opt.decode: workspace must be a contiguous float32 tensor of at least ",
-                      p.workspaceFloats, " elements on cuda:", p.device);
+    TORCH_CHECK_VALUE(
+        ws.is_cuda() && ws.get_device() == p.device && ws.scalar_type() == at::kFloat &&
+            ws.is_contiguous() && ws.numel() >= p.workspaceFloats,
+        cat("attn_opt.decode: workspace must be a contiguous float32 tensor of at least ",
+            p.workspaceFloats, " elements on cuda:", p.device));
     ptrs[Workspace] = address(ws);
   }
   int32_t ints[16] = {};
@@ -497,7 +561,8 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
 #if ATTN_OPT_C10_CUDA
   void *stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
 #else
-  void *stream = c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev).native_handle();
+  void *stream =
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev).native_handle();
 #endif
   std::lock_guard<std::mutex> lock(p.mutex);
   const TensorMaps &maps = mapsFor(p, address(k), address(v));
@@ -519,7 +584,7 @@ void decodeOnCpu(int64_t, const at::Tensor &q, const at::Tensor &, const at::Ten
                  const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
                  const std::optional<at::Tensor> &, const at::Tensor &,
                  const std::optional<at::Tensor> &) {
-  TORCH_CHECK_VALUE(false, "attn_opt.decode runs on CUDA tensors; q is on ", q.device());
+  TORCH_CHECK_VALUE(false, cat("attn_opt.decode runs on CUDA tensors; q is on ", q.device()));
 }
 
 } // namespace
