@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <sstream>
@@ -414,10 +415,12 @@ struct Reader {
     }
     if (v.number != std::floor(v.number) || v.number < static_cast<double>(lo) ||
         v.number > static_cast<double>(hi)) {
-      std::ostringstream os;
-      os << "field \"" << full << "\" must be an integer in " << lo << ".." << hi << ", got "
-         << v.number;
-      error = os.str();
+      // snprintf, not an ostringstream: this reader is also compiled into a torch extension,
+      // where a toolchain's static libstdc++ can crash formatting numbers into streams.
+      char got[32];
+      std::snprintf(got, sizeof(got), "%g", v.number);
+      error = "field \"" + full + "\" must be an integer in " + std::to_string(lo) + ".." +
+              std::to_string(hi) + ", got " + got;
       return false;
     }
     out = static_cast<int64_t>(v.number);
