@@ -11,7 +11,9 @@ Besides the pure-Python package it builds, without LLVM or nvcc:
 Both need the CUDA driver API header ``cuda.h`` (types only; found through ``CUDA_HOME``,
 ``CUDA_PATH``, ``/usr/local/cuda`` or torch's CUDA home). Without it, or without the runtime
 sources beside this directory, only the pure-Python package is installed: the CPU paths work, and
-the GPU paths say what is missing. ``ATTN_OPT_NO_EXTENSIONS=1`` skips both on purpose.
+the GPU paths say what is missing. ``ATTN_OPT_NO_EXTENSIONS=1`` skips both on purpose. The
+extension's sources also ship (``qattn/_csrc``): where the wheel was built without torch,
+``qattn.torch_ops`` compiles them on first use (torch.utils.cpp_extension.load).
 """
 
 import os
@@ -21,6 +23,7 @@ from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -112,5 +115,23 @@ def with_runtime_name(base):
     return BuildExt
 
 
+class BuildPyWithSources(build_py):
+    """Ships the extension's sources as qattn/_csrc, for qattn.torch_ops to compile on first use
+    where the wheel was built without torch (pip's default isolated build)."""
+
+    def run(self):
+        super().run()
+        headers = sorted((ROOT / "include" / "attn" / "Runtime").glob("*.h"))
+        if not all(p.is_file() for p in RUNTIME_SOURCES) or not headers:
+            return
+        dst = Path(self.build_lib) / "qattn" / "_csrc"
+        (dst / "include" / "attn" / "Runtime").mkdir(parents=True, exist_ok=True)
+        for src in [HERE / "csrc" / "torch_ops.cpp", *RUNTIME_SOURCES]:
+            self.copy_file(str(src), str(dst / src.name))
+        for h in headers:
+            self.copy_file(str(h), str(dst / "include" / "attn" / "Runtime" / h.name))
+
+
 ext_modules, build_cls = extensions()
-setup(ext_modules=ext_modules, cmdclass={"build_ext": with_runtime_name(build_cls)})
+setup(ext_modules=ext_modules,
+      cmdclass={"build_ext": with_runtime_name(build_cls), "build_py": BuildPyWithSources})

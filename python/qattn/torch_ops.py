@@ -16,6 +16,8 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
 The fake (meta) implementation of ``decode`` is registered here, so FakeTensorMode, ``make_fx``
 and ``torch.compile`` trace it. Without the extension (CPU-only installs) the same schemas are
 defined from Python, so tracing still works; running then raises ``GpuError`` naming the fix.
+Where the package was built without torch (pip's isolated build) but ships the sources
+(``qattn/_csrc``), the extension is compiled on first import on a machine with CUDA.
 
 Typical use::
 
@@ -26,6 +28,8 @@ Typical use::
 
 from __future__ import annotations
 
+import os
+import warnings
 from pathlib import Path
 
 import torch
@@ -60,12 +64,45 @@ def _no_extension(*args, **kwargs):
                    "and cuda.h are present, with `pip install --no-build-isolation ./python`")
 
 
+def _cuda_include():
+    from torch.utils.cpp_extension import CUDA_HOME
+    for home in (os.environ.get("CUDA_HOME"), CUDA_HOME, "/usr/local/cuda"):
+        if home and (Path(home) / "include" / "cuda.h").is_file():
+            return str(Path(home) / "include")
+    return None
+
+
+def _jit_build() -> bool:
+    """Compiles the shipped sources (qattn/_csrc) with torch.utils.cpp_extension.load and loads
+    them; False (with a warning) when that cannot be done here."""
+    src = Path(__file__).resolve().parent / "_csrc"
+    cuda = _cuda_include()
+    if not (src / "torch_ops.cpp").is_file() or cuda is None or torch.version.cuda is None:
+        return False
+    from torch.utils.cpp_extension import load
+    try:
+        load(name="qattn_attn_opt_ops", is_python_module=False,
+             sources=[str(src / n) for n in ("torch_ops.cpp", "Runtime.cpp", "LaunchMetadata.cpp")],
+             extra_include_paths=[str(src / "include"), cuda],
+             extra_cflags=["-O2", "-DATTN_OPT_C10_CUDA=1"], extra_ldflags=["-ldl", "-lc10_cuda"])
+        return True
+    except Exception as e:  # no compiler, no headers: the schemas-only fallback below
+        warnings.warn(f"qattn.torch_ops: compiling the attn_opt extension failed ({e}); the ops "
+                      "are defined without a GPU implementation")
+        return False
+
+
 def _load():
-    """Loads the extension (True) or defines the schemas from Python (False)."""
+    """Loads the extension (True) or defines the schemas from Python (False). Without a built
+    extension, it is compiled from the shipped sources on first use where CUDA is available
+    (QATTN_TORCH_OPS_JIT=0: never, =1: even without a visible GPU)."""
     global _FALLBACK_LIB
     path = extension_path()
     if path is not None:
         torch.ops.load_library(str(path))
+        return True
+    jit = os.environ.get("QATTN_TORCH_OPS_JIT", "auto")
+    if (jit == "1" or (jit == "auto" and torch.cuda.is_available())) and _jit_build():
         return True
     if _FALLBACK_LIB is None:
         _FALLBACK_LIB = torch.library.Library(NAMESPACE, "DEF")
