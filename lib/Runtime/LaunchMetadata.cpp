@@ -15,6 +15,8 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
@@ -263,9 +265,12 @@ struct Reader {
     }
     const double x = v.get<double>();
     if (x != std::floor(x) || x < static_cast<double>(lo) || x > static_cast<double>(hi)) {
-      std::ostringstream os;
-      os << "field \"" << full << "\" must be an integer in " << lo << ".." << hi << ", got " << x;
-      error = os.str();
+      // snprintf, not an ostringstream: this reader is also compiled into a torch extension,
+      // where a toolchain's static libstdc++ can crash formatting numbers into streams.
+      char got[32];
+      std::snprintf(got, sizeof(got), "%g", x);
+      error = "field \"" + full + "\" must be an integer in " + std::to_string(lo) + ".." +
+              std::to_string(hi) + ", got " + got;
       return false;
     }
     out = static_cast<int64_t>(x);

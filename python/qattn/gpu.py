@@ -15,7 +15,7 @@ K/V base — and a mismatch raises ``KernelArgumentError``; runtime failures (no
 architecture, launch errors) raise ``GpuError`` with the runtime's message.
 
 ``libattn_rt.so`` is found at ``$ATTN_RT_LIBRARY``, else beside attn-opt (``<prefix>/lib``), else
-in the source checkout's ``build/lib``.
+in the source checkout's ``build/lib``, else in the installed package (``qattn/lib``).
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ def runtime_library() -> str:
     except QattnError:
         pass
     candidates.append(Path(__file__).resolve().parents[2] / "build" / "lib" / "libattn_rt.so")
+    candidates.append(Path(__file__).resolve().parent / "lib" / "libattn_rt.so")  # pip install
     for c in candidates:
         if c.is_file():
             return str(c)

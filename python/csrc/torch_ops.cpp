@@ -1,0 +1,604 @@
+//===- torch_ops.cpp - attn-opt's GPU attention kernels as torch ops ------===//
+//
+// What this file is: a torch extension (no nvcc, no CUDA runtime headers) that registers the
+// `attn_opt` op namespace with torch.library and launches the decode / prefill kernels attn-opt
+// compiled (PTX + `*.launch.json`, docs/GPUDecode.md) through the attn runtime (Runtime.cpp,
+// compiled into this library; libcuda is opened lazily). Ops:
+//
+//   attn_opt::decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1,
+//                         int splits=0) -> int
+//       Everything shape-dependent, once per batch layout: loads the module on cuda:<device>
+//       (its primary context, the one torch uses), takes the kernel handles, chooses the split
+//       count and the decode / combine kernels, resolves their grids and allocates the split
+//       workspace. Returns a plan handle.
+//   attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
+//                    Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens,
+//                    Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None) -> ()
+//       The run: checks every tensor against the plan, encodes the K/V tensor maps (cached per
+//       K/V address pair), and launches on torch's current stream of the tensors' device. No host
+//       synchronization and no allocation, so it can be captured in a CUDA graph.
+//   attn_opt::plan_info(int plan) -> int[]   [device, batch, kv_len, q_len, splits,
+//                                             cluster_merge, workspace_floats]
+//   attn_opt::release_plan(int plan) -> ()
+//
+// The launch logic is the one of qattn.gpu.GpuDecodeKernel.__call__ and attn-bench.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Runtime/LaunchMetadata.h"
+#include "attn/Runtime/Runtime.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/library.h>
+#if ATTN_OPT_C10_CUDA // torch with CUDA: its current stream directly (else through c10::Stream)
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+#include <array>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+namespace rt = attn::rt;
+
+/// Messages are built here as one std::string (std::to_string, no std::ostringstream): a toolchain
+/// that links its own static libstdc++ into this library crashes formatting numbers through
+/// streams whose locale another libstdc++ set up. TORCH_CHECK passes a single string through.
+std::string text(const std::string &s) { return s; }
+std::string text(const char *s) { return s; }
+template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>> std::string text(T v) {
+  return std::to_string(v);
+}
+std::string text(c10::IntArrayRef values) {
+  std::string s = "(";
+  for (size_t i = 0; i < values.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(values[i]);
+  return s + (values.size() == 1 ? ",)" : ")");
+}
+std::string text(const c10::Device &d) { return d.str(); }
+std::string text(at::ScalarType t) { return std::string("torch.") + c10::toString(t); }
+template <typename... A> std::string cat(const A &...parts) {
+  std::string s;
+  ((s += text(parts)), ...);
+  return s;
+}
+
+/// Raises RuntimeError with the runtime's message unless `status` is ATTN_RT_OK.
+void check(attn_rt_status status, const std::string &what) {
+  TORCH_CHECK(status == ATTN_RT_OK, cat("attn_opt: ", what, ": ", attn_rt_status_name(status), ": ",
+                                        attn_rt_last_error()));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel files and their modules, per device
+//===----------------------------------------------------------------------===//
+
+struct DeviceModule {
+  attn_rt_context *ctx = nullptr;
+  attn_rt_module *module = nullptr;
+  std::map<std::string, attn_rt_kernel *> kernels;
+  int sms = 0;
+};
+
+/// PTX + launch metadata of one compiled op, loaded lazily on each device that runs it.
+struct KernelFiles {
+  std::string path;
+  std::string ptx;
+  rt::DecodeLaunch meta;
+  std::mutex mutex;
+  std::map<int, std::unique_ptr<DeviceModule>> devices;
+
+  DeviceModule &load(int device);
+};
+
+attn_rt_context *contextFor(int device) {
+  static std::mutex mutex;
+  static std::map<int, attn_rt_context *> contexts;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = contexts.find(device);
+  if (it != contexts.end())
+    return it->second;
+  attn_rt_context *ctx = nullptr;
+  check(attn_rt_init(device, &ctx), "initializing cuda:" + std::to_string(device));
+  contexts[device] = ctx;
+  return ctx;
+}
+
+DeviceModule &KernelFiles::load(int device) {
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &slot = devices[device];
+  if (slot)
+    return *slot;
+  auto m = std::make_unique<DeviceModule>();
+  m->ctx = contextFor(device);
+  check(attn_rt_load_module(m->ctx, ptx.c_str(), ptx.size() + 1, meta.arch, &m->module),
+        "loading " + path + " on cuda:" + std::to_string(device));
+  for (const rt::LaunchKernel &k : meta.kernels) {
+    attn_rt_kernel *handle = nullptr;
+    check(attn_rt_get_kernel(m->module, k.name.c_str(), &handle), "kernel " + k.name);
+    m->kernels[k.name] = handle;
+  }
+  check(attn_rt_sm_count(m->ctx, &m->sms), "querying the SM count");
+  slot = std::move(m);
+  return *slot;
+}
+
+std::shared_ptr<KernelFiles> kernelFiles(const std::string &path) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<KernelFiles>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(path);
+  if (it != cache.end())
+    return it->second;
+  auto files = std::make_shared<KernelFiles>();
+  files->path = path;
+  std::ifstream in(path, std::ios::binary);
+  TORCH_CHECK_VALUE(in, cat("attn_opt: cannot read the kernel ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  files->ptx = text.str();
+  std::string error;
+  TORCH_CHECK_VALUE(rt::readDecodeLaunch(path + ".launch.json", files->meta, error),
+                    cat("attn_opt: ", error));
+  const std::string &kind = files->meta.kind;
+  TORCH_CHECK_VALUE(kind == "decode" || kind == "prefill",
+                    cat("attn_opt: ", path, ": not a decode / prefill kernel (kind '", kind, "')"));
+  cache[path] = files;
+  return files;
+}
+
+//===----------------------------------------------------------------------===//
+// Plans
+//===----------------------------------------------------------------------===//
+
+/// The kernel parameters this launcher fills, by name in the metadata.
+enum Slot {
+  Q,
+  KMap,
+  VMap,
+  KScale,
+  VScale,
+  KZero,
+  VZero,
+  QScale,
+  SeqLens,
+  Alibi,
+  Out,
+  Workspace,
+  Batch,
+  KvLen,
+  QLen,
+  NumSplits
+};
+
+Slot slotOf(const rt::LaunchKernel &k, const std::string &name) {
+  static const std::map<std::string, Slot> slots = {{"q", Q},
+                                                    {"k_map", KMap},
+                                                    {"v_map", VMap},
+                                                    {"k_scale", KScale},
+                                                    {"v_scale", VScale},
+                                                    {"k_zero", KZero},
+                                                    {"v_zero", VZero},
+                                                    {"q_scale", QScale},
+                                                    {"seq_lens", SeqLens},
+                                                    {"alibi", Alibi},
+                                                    {"out", Out},
+                                                    {"workspace", Workspace},
+                                                    {"batch", Batch},
+                                                    {"kv_len", KvLen},
+                                                    {"q_len", QLen},
+                                                    {"num_splits", NumSplits}};
+  auto it = slots.find(name);
+  TORCH_CHECK(it != slots.end(), cat("attn_opt: kernel ", k.name, " has a parameter '", name,
+                                     "' this launcher does not know"));
+  return it->second;
+}
+
+struct PlannedLaunch {
+  attn_rt_kernel *handle = nullptr;
+  attn_rt_launch_config config{};
+  std::vector<Slot> slots;
+  std::string name;
+};
+
+/// Tensor maps of one K/V address pair (cuTensorMapEncodeTiled's 128-byte descriptors).
+struct TensorMaps {
+  alignas(64) unsigned char k[128];
+  alignas(64) unsigned char v[128];
+  uint64_t kPtr = 0, vPtr = 0;
+};
+
+constexpr size_t kMapCacheSize = 128; // K/V pairs per plan (a layer each in a decode step)
+
+struct Plan {
+  std::shared_ptr<KernelFiles> files;
+  attn_rt_context *ctx = nullptr;
+  int device = 0;
+  int64_t batch = 0, kvLen = 0, qLen = 0, splits = 1, workspaceFloats = 0;
+  bool clusterMerge = false;
+  PlannedLaunch decode, combine; // combine.handle null: no combine launch
+  at::Tensor workspace;          // the plan's own split workspace (undefined when none is needed)
+  std::vector<int64_t> qShape, kvShape, kScaleShape, vScaleShape, qScaleShape;
+  std::mutex mutex; // guards the tensor map cache
+  std::vector<std::unique_ptr<TensorMaps>> maps;
+  size_t nextMap = 0, lastMap = 0;
+};
+
+std::mutex plansMutex;
+std::unordered_map<int64_t, std::shared_ptr<Plan>> plans;
+int64_t nextPlanId = 1;
+
+std::shared_ptr<Plan> findPlan(int64_t id) {
+  std::lock_guard<std::mutex> lock(plansMutex);
+  auto it = plans.find(id);
+  TORCH_CHECK_VALUE(it != plans.end(), cat("attn_opt: no plan ", id, " (released, or never made)"));
+  return it->second;
+}
+
+/// The split rule of attn-select-schedule (ScheduleHeuristics.cpp selectSplitKv).
+int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, int64_t sms) {
+  if (ctas <= 0 || kvLen <= 0 || ctas >= sms)
+    return 1;
+  int64_t tiles = std::max<int64_t>(1, (kvLen + tileN - 1) / tileN);
+  return std::max<int64_t>(1, std::min<int64_t>(sms / ctas, tiles));
+}
+
+std::vector<int64_t> scaleShape(const std::string &gran, int64_t b, int64_t s, int64_t h,
+                                int64_t blockRows) {
+  if (gran == "per_token_head")
+    return {b, s, h};
+  if (gran == "per_token")
+    return {b, s};
+  if (gran == "per_head")
+    return {h};
+  if (gran == "per_tensor")
+    return {1};
+  if (gran == "per_block")
+    return {b, (s + blockRows - 1) / blockRows, h, 1};
+  return {};
+}
+
+PlannedLaunch planLaunch(const rt::LaunchKernel &k, DeviceModule &dm,
+                         const std::map<std::string, int64_t> &symbols, const unsigned *cluster) {
+  PlannedLaunch p;
+  p.name = k.name;
+  p.handle = dm.kernels.at(k.name);
+  std::string why;
+  TORCH_CHECK_VALUE(rt::resolveGrid(k, symbols, p.config.grid, why),
+                    cat("attn_opt: ", k.name, ": ", why));
+  for (int i = 0; i < 3; ++i) {
+    p.config.block[i] = k.block[i];
+    p.config.cluster[i] = cluster ? cluster[i] : k.cluster[i];
+  }
+  p.config.smem_bytes = k.smemBytes;
+  p.config.programmatic = k.programmatic ? 1 : 0;
+  for (const std::string &name : k.params)
+    p.slots.push_back(slotOf(k, name));
+  return p;
+}
+
+void choosePlan(Plan &p, DeviceModule &dm, int64_t splits) {
+  const rt::DecodeLaunch &m = p.files->meta;
+  const bool prefill = m.kind == "prefill";
+  if (prefill) {
+    TORCH_CHECK_VALUE(splits == 0 || splits == 1,
+                      cat("attn_opt: prefill kernels run one split, not ", splits));
+    splits = 1;
+  }
+  TORCH_CHECK_VALUE(splits >= 0, cat("attn_opt: splits must be >= 1 or 0 (auto), got ", splits));
+  if (splits == 0)
+    splits = m.splitKv ? m.splitKv : selectSplitKv(p.batch * m.groups, p.kvLen, m.tileN, dm.sms);
+  p.splits = splits;
+  const char *noCluster = std::getenv("ATTN_RT_NO_CLUSTER_MERGE");
+  p.clusterMerge = m.clusterMerges(splits) && !(noCluster && *noCluster);
+  const rt::LaunchKernel *combine =
+      splits > 1 && !p.clusterMerge ? m.combineKernel(splits) : nullptr;
+  TORCH_CHECK_VALUE(
+      splits == 1 || p.clusterMerge || combine,
+      cat("attn_opt: ", splits, " splits need a combine kernel, and ", p.files->path, " has none"));
+  p.workspaceFloats = combine ? p.batch * m.groups * splits * m.workspaceFloatsPerSplit : 0;
+  const int64_t chunks = (p.qLen + m.qChunk - 1) / m.qChunk;
+  std::map<std::string, int64_t> symbols = {
+      {"num_splits", splits},
+      {"groups", m.groups},
+      {"batch", p.batch},
+      {"row_blocks", (m.rowsPerCta + 3) / 4},
+      {"rows", m.rowsPerCta},
+      {"kv_heads", m.kvHeads},
+      {"q_heads", m.qHeads},
+      {"q_len", p.qLen},
+      {"q_chunks", chunks},
+      {"persistent_ctas", std::min<int64_t>(dm.sms, chunks * m.groups * p.batch)}};
+  const rt::LaunchKernel *decode = m.decodeKernel(splits, p.batch * m.groups, dm.sms);
+  TORCH_CHECK_VALUE(decode, cat("attn_opt: ", p.files->path, " has no decode kernel"));
+  const unsigned clusterOfSplits[3] = {unsigned(splits), 1, 1};
+  p.decode = planLaunch(*decode, dm, symbols, p.clusterMerge ? clusterOfSplits : nullptr);
+  if (combine)
+    p.combine = planLaunch(*combine, dm, symbols, nullptr);
+}
+
+int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int64_t kvLen,
+                   int64_t qLen, int64_t splits) {
+  auto p = std::make_shared<Plan>();
+  p->files = kernelFiles(kernel);
+  const rt::DecodeLaunch &m = p->files->meta;
+  TORCH_CHECK_VALUE(device >= 0, cat("attn_opt: device must be a CUDA ordinal >= 0, got ", device));
+  TORCH_CHECK_VALUE(m.batch < 0 || m.batch == batch,
+                    cat("attn_opt: the kernel was compiled for batch ", m.batch, ", got ", batch));
+  TORCH_CHECK_VALUE(m.kvLen < 0 || m.kvLen == kvLen,
+                    cat("attn_opt: the kernel was compiled for kv_len ", m.kvLen, ", got ", kvLen));
+  TORCH_CHECK_VALUE(batch >= 1 && batch <= 65535 && kvLen >= 1 && kvLen < (int64_t(1) << 31),
+                    cat("attn_opt: batch must be in 1..65535 and kv_len in 1..2^31-1 (got ", batch,
+                        ", ", kvLen, ")"));
+  if (m.qLen >= 0) {
+    TORCH_CHECK_VALUE(qLen < 0 || qLen == m.qLen,
+                      cat("attn_opt: the kernel was compiled for q_len ", m.qLen, ", got ", qLen));
+    qLen = m.qLen;
+  }
+  TORCH_CHECK_VALUE(
+      qLen >= 1 && qLen < (int64_t(1) << 31),
+      cat("attn_opt: the kernel has a dynamic q_len: give q_len in 1..2^31-1 (got ", qLen, ")"));
+  p->device = int(device);
+  p->batch = batch;
+  p->kvLen = kvLen;
+  p->qLen = qLen;
+  const c10::Device dev(c10::DeviceType::CUDA, c10::DeviceIndex(device));
+  c10::DeviceGuard guard(dev); // the runtime makes the primary context current: restore torch's
+  DeviceModule &dm = p->files->load(p->device);
+  p->ctx = dm.ctx;
+  choosePlan(*p, dm, splits);
+  if (p->workspaceFloats)
+    p->workspace =
+        at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
+  p->qShape = {batch, qLen, m.qHeads, m.headDim};
+  p->kvShape = {batch, kvLen, m.kvHeads, m.headDim};
+  p->kScaleShape = scaleShape(m.kQuant, batch, kvLen, m.kvHeads, m.kBlockRows);
+  p->vScaleShape = scaleShape(m.vQuant, batch, kvLen, m.kvHeads, m.vBlockRows);
+  const std::string qGran =
+      m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant : "per_token_head";
+  p->qScaleShape = scaleShape(qGran, batch, qLen, m.qHeads, m.qBlockRows);
+  std::lock_guard<std::mutex> lock(plansMutex);
+  int64_t id = nextPlanId++;
+  plans[id] = std::move(p);
+  return id;
+}
+
+void releasePlan(int64_t id) {
+  std::shared_ptr<Plan> p;
+  {
+    std::lock_guard<std::mutex> lock(plansMutex);
+    auto it = plans.find(id);
+    TORCH_CHECK_VALUE(it != plans.end(),
+                      cat("attn_opt: no plan ", id, " (released, or never made)"));
+    p = std::move(it->second);
+    plans.erase(it);
+  }
+}
+
+std::vector<int64_t> planInfo(int64_t id) {
+  std::shared_ptr<Plan> p = findPlan(id);
+  return {p->device,         p->batch, p->kvLen, p->qLen, p->splits, p->clusterMerge ? 1 : 0,
+          p->workspaceFloats};
+}
+
+//===----------------------------------------------------------------------===//
+// The run
+//===----------------------------------------------------------------------===//
+
+uint64_t address(const at::Tensor &t) { return reinterpret_cast<uint64_t>(t.data_ptr()); }
+
+using Dtypes = c10::ArrayRef<at::ScalarType>;
+
+std::string dtypeList(Dtypes dtypes) {
+  std::string s;
+  for (at::ScalarType d : dtypes)
+    s += (s.empty() ? "" : " or ") + std::string(c10::toString(d));
+  return s;
+}
+
+/// Checks device, dtype, shape, contiguity and 16-byte alignment; messages name the operand.
+void expect(const Plan &p, const char *name, const at::Tensor &t, Dtypes dtypes,
+            c10::IntArrayRef shape) {
+  TORCH_CHECK_VALUE(t.is_cuda() && t.get_device() == p.device,
+                    cat("attn_opt.decode: ", name, " must be on cuda:", p.device,
+                        " (the plan's device), got ", t.device()));
+  bool ok = false;
+  for (at::ScalarType d : dtypes)
+    ok |= t.scalar_type() == d;
+  TORCH_CHECK_TYPE(ok, cat("attn_opt.decode: ", name, " has dtype ", t.scalar_type(), ", expected ",
+                           dtypeList(dtypes)));
+  TORCH_CHECK_VALUE(t.sizes().equals(shape),
+                    cat("attn_opt.decode: ", name, " has shape ", t.sizes(), ", expected ", shape));
+  TORCH_CHECK_VALUE(t.is_contiguous(), cat("attn_opt.decode: ", name, " must be contiguous"));
+  TORCH_CHECK_VALUE(address(t) % 16 == 0,
+                    cat("attn_opt.decode: ", name, " must be 16-byte aligned"));
+}
+
+/// torch dtypes of K/V codes ("i8", "ui8", "f8E4M3FN", "bf16"); the first is the zero points'.
+Dtypes kvDtypes(const std::string &kv) {
+  static const std::array<at::ScalarType, 2> i8 = {at::kChar, at::kByte},
+                                             f8 = {at::kFloat8_e4m3fn, at::kByte};
+  static const std::array<at::ScalarType, 1> u8 = {at::kByte}, bf16 = {at::kBFloat16};
+  return kv == "i8"         ? Dtypes(i8)
+         : kv == "ui8"      ? Dtypes(u8)
+         : kv == "f8E4M3FN" ? Dtypes(f8)
+                            : Dtypes(bf16);
+}
+
+Dtypes qDtypes(const std::string &q) {
+  static const std::array<at::ScalarType, 1> i8 = {at::kChar}, bf16 = {at::kBFloat16};
+  static const std::array<at::ScalarType, 2> f8 = {at::kFloat8_e4m3fn, at::kByte};
+  return q == "i8" ? Dtypes(i8) : q == "f8E4M3FN" ? Dtypes(f8) : Dtypes(bf16);
+}
+
+attn_rt_dtype mapDtype(const std::string &dtype) {
+  return dtype == "bf16"  ? ATTN_RT_DTYPE_BF16
+         : dtype == "f16" ? ATTN_RT_DTYPE_F16
+                          : ATTN_RT_DTYPE_U8;
+}
+
+/// The K/V tensor maps of these addresses: cached, else encoded into the next cache slot.
+const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
+  if (!p.maps.empty()) {
+    const TensorMaps &last = *p.maps[p.lastMap];
+    if (last.kPtr == k && last.vPtr == v)
+      return last;
+  }
+  for (size_t i = 0; i < p.maps.size(); ++i)
+    if (p.maps[i]->kPtr == k && p.maps[i]->vPtr == v) {
+      p.lastMap = i;
+      return *p.maps[i];
+    }
+  if (p.maps.size() < kMapCacheSize) {
+    p.maps.push_back(std::make_unique<TensorMaps>());
+    p.lastMap = p.maps.size() - 1;
+  } else {
+    p.lastMap = p.nextMap;
+    p.nextMap = (p.nextMap + 1) % kMapCacheSize;
+  }
+  TensorMaps &m = *p.maps[p.lastMap];
+  m.kPtr = m.vPtr = 0; // invalid until both are encoded
+  const rt::DecodeLaunch &meta = p.files->meta;
+  const uint64_t e = meta.kvDtype == "bf16" ? 2 : 1;
+  const uint64_t d = uint64_t(meta.headDim), h = uint64_t(meta.kvHeads), s = uint64_t(p.kvLen);
+  const uint64_t dims[4] = {d, h, s, uint64_t(p.batch)};
+  const uint64_t strides[3] = {d * e, h * d * e, s * h * d * e};
+  check(attn_rt_tensor_map_encode(p.ctx, m.k, mapDtype(meta.kMap.dtype), 4, dims, strides,
+                                  meta.kMap.box.data(), meta.kMap.swizzle, k),
+        "encoding the K tensor map");
+  check(attn_rt_tensor_map_encode(p.ctx, m.v, mapDtype(meta.vMap.dtype), 4, dims, strides,
+                                  meta.vMap.box.data(), meta.vMap.swizzle, v),
+        "encoding the V tensor map");
+  m.kPtr = k;
+  m.vPtr = v;
+  return m;
+}
+
+/// An optional operand the metadata asks for (`needed`) or forbids; returns its address or 0.
+uint64_t optionalOperand(const Plan &p, const char *name, const std::optional<at::Tensor> &t,
+                         bool needed, const char *why, Dtypes dtypes, c10::IntArrayRef shape,
+                         bool optionalEvenIfNeeded = false) {
+  const bool given = t.has_value() && t->defined();
+  if (!needed) {
+    TORCH_CHECK_VALUE(!given, cat("attn_opt.decode: ", name, " given, but ", why));
+    return 0;
+  }
+  if (!given) {
+    TORCH_CHECK_VALUE(optionalEvenIfNeeded, cat("attn_opt.decode: ", name, " is required: ", why));
+    return 0;
+  }
+  expect(p, name, *t, dtypes, shape);
+  return address(*t);
+}
+
+void launch(const PlannedLaunch &l, void *const *values, void *stream) {
+  void *args[32];
+  TORCH_CHECK(l.slots.size() <= 32, cat("attn_opt: ", l.name, " has too many parameters"));
+  for (size_t i = 0; i < l.slots.size(); ++i)
+    args[i] = values[l.slots[i]];
+  attn_rt_launch_config config = l.config;
+  check(attn_rt_launch(l.handle, &config, args, stream), "launching " + l.name);
+}
+
+void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+               const std::optional<at::Tensor> &kScale, const std::optional<at::Tensor> &vScale,
+               const std::optional<at::Tensor> &qScale, const std::optional<at::Tensor> &kZero,
+               const std::optional<at::Tensor> &vZero, const std::optional<at::Tensor> &seqLens,
+               const std::optional<at::Tensor> &alibi, const at::Tensor &out,
+               const std::optional<at::Tensor> &workspace) {
+  std::shared_ptr<Plan> plan = findPlan(planId);
+  Plan &p = *plan;
+  const rt::DecodeLaunch &m = p.files->meta;
+  expect(p, "q", q, qDtypes(m.qDtype), p.qShape);
+  expect(p, "k", k, kvDtypes(m.kvDtype), p.kvShape);
+  expect(p, "v", v, kvDtypes(m.kvDtype), p.kvShape);
+  expect(p, "out", out, {at::kBFloat16}, p.qShape);
+  uint64_t ptrs[16] = {};
+  ptrs[KScale] = optionalOperand(p, "k_scale", kScale, m.kQuant != "none",
+                                 "the cache has no K scales", {at::kFloat}, p.kScaleShape);
+  ptrs[VScale] = optionalOperand(p, "v_scale", vScale, m.vQuant != "none",
+                                 "the cache has no V scales", {at::kFloat}, p.vScaleShape);
+  const Dtypes zeroType = kvDtypes(m.kvDtype).slice(0, 1);
+  ptrs[KZero] = optionalOperand(p, "k_zero", kZero, m.zeroPoints, "the cache is symmetric",
+                                zeroType, p.kScaleShape);
+  ptrs[VZero] = optionalOperand(p, "v_zero", vZero, m.zeroPoints, "the cache is symmetric",
+                                zeroType, p.vScaleShape);
+  ptrs[QScale] = optionalOperand(p, "q_scale", qScale, m.qDtype != "bf16",
+                                 "the spec has bf16 queries", {at::kFloat}, p.qScaleShape);
+  ptrs[SeqLens] = optionalOperand(p, "seq_lens", seqLens, m.seqLens,
+                                  "the spec has no seq_lens operand", {at::kInt}, {p.batch}, true);
+  ptrs[Alibi] = optionalOperand(p, "alibi_slopes", alibi, m.alibi, "the spec has no ALiBi",
+                                {at::kFloat}, {m.qHeads});
+  ptrs[Q] = address(q);
+  ptrs[Out] = address(out);
+  if (p.workspaceFloats) {
+    const at::Tensor &ws = workspace.has_value() && workspace->defined() ? *workspace : p.workspace;
+    TORCH_CHECK_VALUE(
+        ws.is_cuda() && ws.get_device() == p.device && ws.scalar_type() == at::kFloat &&
+            ws.is_contiguous() && ws.numel() >= p.workspaceFloats,
+        cat("attn_opt.decode: workspace must be a contiguous float32 tensor of at least ",
+            p.workspaceFloats, " elements on cuda:", p.device));
+    ptrs[Workspace] = address(ws);
+  }
+  int32_t ints[16] = {};
+  ints[Batch] = int32_t(p.batch);
+  ints[KvLen] = int32_t(p.kvLen);
+  ints[QLen] = int32_t(p.qLen);
+  ints[NumSplits] = int32_t(p.splits);
+
+  const c10::Device dev = q.device();
+  c10::DeviceGuard guard(dev);
+#if ATTN_OPT_C10_CUDA
+  void *stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
+#else
+  void *stream =
+      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev).native_handle();
+#endif
+  std::lock_guard<std::mutex> lock(p.mutex);
+  const TensorMaps &maps = mapsFor(p, address(k), address(v));
+  void *values[16];
+  for (int s = 0; s < 16; ++s)
+    values[s] = s == Batch || s == KvLen || s == QLen || s == NumSplits
+                    ? static_cast<void *>(&ints[s])
+                    : static_cast<void *>(&ptrs[s]);
+  values[KMap] = const_cast<unsigned char *>(maps.k);
+  values[VMap] = const_cast<unsigned char *>(maps.v);
+  launch(p.decode, values, stream);
+  if (p.combine.handle)
+    launch(p.combine, values, stream);
+}
+
+void decodeOnCpu(int64_t, const at::Tensor &q, const at::Tensor &, const at::Tensor &,
+                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
+                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
+                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
+                 const std::optional<at::Tensor> &, const at::Tensor &,
+                 const std::optional<at::Tensor> &) {
+  TORCH_CHECK_VALUE(false, cat("attn_opt.decode runs on CUDA tensors; q is on ", q.device()));
+}
+
+} // namespace
+
+TORCH_LIBRARY(attn_opt, m) {
+  m.def("decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1, int splits=0) "
+        "-> int",
+        &decodePlan);
+  m.def("plan_info(int plan) -> int[]", &planInfo);
+  m.def("release_plan(int plan) -> ()", &releasePlan);
+  m.def("decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
+        "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
+        "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None) -> ()");
+}
+
+TORCH_LIBRARY_IMPL(attn_opt, CUDA, m) { m.impl("decode", &decodeRun); }
+TORCH_LIBRARY_IMPL(attn_opt, CPU, m) { m.impl("decode", &decodeOnCpu); }

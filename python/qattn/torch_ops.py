@@ -1,0 +1,214 @@
+"""torch-native attention ops: attn-opt's GPU kernels registered with ``torch.library``.
+
+Importing this module loads the package's torch extension (``qattn/_torch_ops*.so``, built by
+``pip install --no-build-isolation ./python`` where torch is importable) which registers, in C++:
+
+* ``attn_opt::decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1,
+  int splits=0) -> int`` — everything shape-dependent, once per batch layout (module load on
+  ``cuda:<device>``, kernel handles, split count, grids, split workspace); returns a plan handle;
+* ``attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
+  Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, Tensor? alibi_slopes,
+  Tensor(a!) out, Tensor(b!)? workspace=None) -> ()`` — the run: checks, K/V tensor maps (cached
+  per address pair), launches on torch's current stream; no host sync, no allocation, so CUDA
+  graphs capture it;
+* ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``.
+
+The fake (meta) implementation of ``decode`` is registered here, so FakeTensorMode, ``make_fx``
+and ``torch.compile`` trace it. Without the extension (CPU-only installs) the same schemas are
+defined from Python, so tracing still works; running then raises ``GpuError`` naming the fix.
+Where the package was built without torch (pip's isolated build) but ships the sources
+(``qattn/_csrc``), the extension is compiled on first import on a machine with CUDA.
+
+Typical use::
+
+    kernel = qattn.build(spec)                         # or a path to kernels.ptx
+    plan = DecodePlan(kernel, device="cuda:1", batch=8, kv_len=4096)
+    plan.run(q, k, v, k_scale, v_scale, seq_lens=lens, out=out)   # or torch.ops.attn_opt.decode
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import torch
+
+from .gpu import GpuError
+from .kernels import KernelArgumentError
+
+NAMESPACE = "attn_opt"
+# The schemas, as csrc/torch_ops.cpp registers them (tests compare the two).
+SCHEMAS = {
+    "decode_plan": "decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1, "
+                   "int splits=0) -> int",
+    "plan_info": "plan_info(int plan) -> int[]",
+    "release_plan": "release_plan(int plan) -> ()",
+    "decode": "decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
+              "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
+              "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None) -> ()",
+}
+
+
+def extension_path():
+    """The built torch extension beside this package, or None."""
+    found = sorted(Path(__file__).resolve().parent.glob("_torch_ops*.so"))
+    return found[0] if found else None
+
+
+_FALLBACK_LIB = None
+
+
+def _no_extension(*args, **kwargs):
+    raise GpuError("the attn_opt torch extension is not built: install the package where torch "
+                   "and cuda.h are present, with `pip install --no-build-isolation ./python`")
+
+
+def _cuda_include():
+    from torch.utils.cpp_extension import CUDA_HOME
+    for home in (os.environ.get("CUDA_HOME"), CUDA_HOME, "/usr/local/cuda"):
+        if home and (Path(home) / "include" / "cuda.h").is_file():
+            return str(Path(home) / "include")
+    return None
+
+
+def _json_include():
+    """nlohmann/json.hpp for the launch-metadata reader: the nlohmann_json package (the `torch`
+    extra installs it), else the system's."""
+    try:
+        import nlohmann_json
+        inc = Path(nlohmann_json.__file__).resolve().parent / "include"
+        if (inc / "nlohmann" / "json.hpp").is_file():
+            return str(inc)
+    except ImportError:
+        pass
+    return next((i for i in ("/usr/include", "/usr/local/include")
+                 if (Path(i) / "nlohmann" / "json.hpp").is_file()), None)
+
+
+def _jit_build() -> bool:
+    """Compiles the shipped sources (qattn/_csrc) with torch.utils.cpp_extension.load and loads
+    them; False (with a warning) when that cannot be done here."""
+    src = Path(__file__).resolve().parent / "_csrc"
+    cuda = _cuda_include()
+    json = _json_include()
+    if (not (src / "torch_ops.cpp").is_file() or cuda is None or json is None
+            or torch.version.cuda is None):
+        return False
+    from torch.utils.cpp_extension import load
+    try:
+        load(name="qattn_attn_opt_ops", is_python_module=False,
+             sources=[str(src / n) for n in ("torch_ops.cpp", "Runtime.cpp", "LaunchMetadata.cpp")],
+             extra_include_paths=[str(src / "include"), cuda, json],
+             extra_cflags=["-O2", "-DATTN_OPT_C10_CUDA=1"], extra_ldflags=["-ldl", "-lc10_cuda"])
+        return True
+    except Exception as e:  # no compiler, no headers: the schemas-only fallback below
+        warnings.warn(f"qattn.torch_ops: compiling the attn_opt extension failed ({e}); the ops "
+                      "are defined without a GPU implementation")
+        return False
+
+
+def _load():
+    """Loads the extension (True) or defines the schemas from Python (False). Without a built
+    extension, it is compiled from the shipped sources on first use where CUDA is available
+    (QATTN_TORCH_OPS_JIT=0: never, =1: even without a visible GPU)."""
+    global _FALLBACK_LIB
+    path = extension_path()
+    if path is not None:
+        torch.ops.load_library(str(path))
+        return True
+    jit = os.environ.get("QATTN_TORCH_OPS_JIT", "auto")
+    if (jit == "1" or (jit == "auto" and torch.cuda.is_available())) and _jit_build():
+        return True
+    if _FALLBACK_LIB is None:
+        _FALLBACK_LIB = torch.library.Library(NAMESPACE, "DEF")
+        for name, schema in SCHEMAS.items():
+            _FALLBACK_LIB.define(schema)
+            if name != "decode":
+                _FALLBACK_LIB.impl(name, _no_extension, "CompositeExplicitAutograd")
+        for key in ("CPU", "CUDA"):
+            _FALLBACK_LIB.impl("decode", _no_extension, key)
+    return False
+
+
+HAS_EXTENSION = _load()
+ops = getattr(torch.ops, NAMESPACE)
+
+
+@torch.library.register_fake(f"{NAMESPACE}::decode")
+def _decode_fake(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens,
+                 alibi_slopes, out, workspace=None):
+    """Shape rules that hold for every plan: q and out [B, Sq, Hq, D], K/V [B, Skv, Hkv, D]."""
+    if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+        raise KernelArgumentError("q, k and v must be 4-D: [B, Sq, Hq, D] and [B, Skv, Hkv, D]")
+    if tuple(out.shape) != tuple(q.shape) or out.dtype != torch.bfloat16:
+        raise KernelArgumentError(f"out must be bfloat16 of q's shape {tuple(q.shape)}, got "
+                                  f"{out.dtype} {tuple(out.shape)}")
+    if tuple(k.shape) != tuple(v.shape) or k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+        raise KernelArgumentError(f"k {tuple(k.shape)} and v {tuple(v.shape)} do not match q "
+                                  f"{tuple(q.shape)}")
+    return None
+
+
+def _device_index(device) -> int:
+    device = torch.device(device)
+    if device.type != "cuda":
+        raise KernelArgumentError(f"plans run on CUDA devices, got {device}")
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
+class DecodePlan:
+    """One batch layout of one compiled decode / prefill kernel on one device.
+
+    ``kernel`` is a ``GpuDecodeKernel`` (``qattn.build``'s result) or the path of its PTX (the
+    launch metadata beside it). ``splits``: "auto" (the schedule's rule) or a count. The plan owns
+    its split workspace; give ``workspace`` to ``run`` to use another (for concurrent streams).
+    """
+
+    def __init__(self, kernel, *, device="cuda", batch: int, kv_len: int, q_len=None,
+                 splits="auto"):
+        path = getattr(kernel, "path", kernel)
+        n = 0 if splits in ("auto", None) else int(splits)
+        try:
+            self.handle = int(ops.decode_plan(str(path), _device_index(device), int(batch),
+                                              int(kv_len), -1 if q_len is None else int(q_len), n))
+        except ValueError as e:
+            raise KernelArgumentError(str(e)) from e
+        except RuntimeError as e:
+            raise GpuError(str(e)) from e
+        info = list(ops.plan_info(self.handle))
+        self.device = torch.device("cuda", info[0])
+        self.batch, self.kv_len, self.q_len, self.splits = info[1:5]
+        self.cluster_merge, self.workspace_floats = bool(info[5]), info[6]
+
+    def __repr__(self) -> str:
+        return (f"<qattn DecodePlan {self.handle} on {self.device}: batch {self.batch}, kv_len "
+                f"{self.kv_len}, q_len {self.q_len}, {self.splits} split(s)>")
+
+    def run(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None, v_zero=None,
+            seq_lens=None, alibi_slopes=None, out=None, workspace=None):
+        """Attention into ``out`` (allocated when None: bf16, q's shape); returns ``out``."""
+        if out is None:
+            out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+        try:
+            ops.decode(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens,
+                       alibi_slopes, out, workspace)
+        except (TypeError, ValueError) as e:
+            raise KernelArgumentError(str(e)) from e
+        except RuntimeError as e:
+            raise GpuError(str(e)) from e
+        return out
+
+    __call__ = run
+
+    def release(self):
+        """Frees the plan (its workspace and tensor map cache) now; later runs raise."""
+        handle, self.handle = getattr(self, "handle", None), None
+        if handle is not None and HAS_EXTENSION:
+            ops.release_plan(handle)
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:  # interpreter shutdown: the library may be gone
+            pass

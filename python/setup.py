@@ -1,0 +1,159 @@
+"""Build script of the attn-opt distribution (import name ``qattn``); metadata is in pyproject.toml.
+
+Besides the pure-Python package it builds, without LLVM or nvcc:
+
+* ``qattn/lib/libattn_rt.so``: the GPU runtime (lib/Runtime/Runtime.cpp, which opens libcuda
+  lazily), used by ``qattn.gpu`` through ctypes;
+* ``qattn/_torch_ops*.so``: the torch extension that registers the ``attn_opt`` ops
+  (csrc/torch_ops.cpp with the runtime compiled in), when torch is importable while building —
+  i.e. ``pip install --no-build-isolation ./python`` in an environment that has torch.
+
+Both need the CUDA driver API header ``cuda.h`` (types only; found through ``CUDA_HOME``,
+``CUDA_PATH``, ``/usr/local/cuda`` or torch's CUDA home). Without it, or without the runtime
+sources beside this directory, only the pure-Python package is installed: the CPU paths work, and
+the GPU paths say what is missing. ``ATTN_OPT_NO_EXTENSIONS=1`` skips both on purpose. The
+extension's sources also ship (``qattn/_csrc``): where the wheel was built without torch,
+``qattn.torch_ops`` compiles them on first use (torch.utils.cpp_extension.load).
+"""
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+RUNTIME_SOURCES = [ROOT / "lib" / "Runtime" / "Runtime.cpp",
+                   ROOT / "lib" / "Runtime" / "LaunchMetadata.cpp"]
+RUNTIME_NAME = "qattn.lib.libattn_rt"
+
+
+def note(msg):
+    print(f"attn-opt setup: {msg}", file=sys.stderr)
+
+
+def cuda_include():
+    """A directory holding cuda.h, or None."""
+    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
+    try:
+        from torch.utils.cpp_extension import CUDA_HOME
+        homes.append(CUDA_HOME)
+    except Exception:  # no torch, or torch without CUDA: not an error here
+        pass
+    for home in homes:
+        if home and (Path(home) / "include" / "cuda.h").is_file():
+            return str(Path(home) / "include")
+    return None
+
+
+def json_include():
+    """A directory holding nlohmann/json.hpp (the launch-metadata reader's JSON library): the
+    PyPI package nlohmann_json (a build requirement), else the system's, else None."""
+    try:
+        import nlohmann_json
+        inc = Path(nlohmann_json.__file__).resolve().parent / "include"
+        if (inc / "nlohmann" / "json.hpp").is_file():
+            return str(inc)
+    except ImportError:
+        pass
+    for inc in ["/usr/include", "/usr/local/include"]:
+        if (Path(inc) / "nlohmann" / "json.hpp").is_file():
+            return inc
+    return None
+
+
+def staged(sources):
+    """The runtime sources copied under build/ (setuptools takes relative source paths only, and
+    a ../ path would put the objects outside build/temp.*), as paths relative to this folder."""
+    dst = HERE / "build" / "runtime-src"
+    dst.mkdir(parents=True, exist_ok=True)
+    out = []
+    for src in sources:
+        target = dst / src.name
+        if not target.is_file() or target.read_bytes() != src.read_bytes():
+            shutil.copyfile(src, target)
+        out.append(os.path.relpath(target, HERE))
+    return out
+
+
+def extensions():
+    """(ext_modules, build_ext class): the runtime and, with torch, the torch extension."""
+    if os.environ.get("ATTN_OPT_NO_EXTENSIONS") == "1":
+        note("ATTN_OPT_NO_EXTENSIONS=1: pure-Python package only")
+        return [], build_ext
+    if not all(p.is_file() for p in RUNTIME_SOURCES):
+        note(f"runtime sources not found under {ROOT / 'lib' / 'Runtime'}: pure-Python package only")
+        return [], build_ext
+    cuda = cuda_include()
+    if cuda is None:
+        note("cuda.h not found (set CUDA_HOME): no libattn_rt.so and no torch extension; the CPU "
+             "paths work, GPU kernels need ATTN_RT_LIBRARY")
+        return [], build_ext
+    includes = [str(ROOT / "include"), cuda]
+    flags = ["-O2", "-std=c++17"]
+    runtime_sources = staged(RUNTIME_SOURCES)
+    runtime = Extension(RUNTIME_NAME, sources=runtime_sources[:1], include_dirs=includes,
+                        extra_compile_args=flags, libraries=["dl"], language="c++")
+    try:
+        import torch  # noqa: F401
+        from torch.utils.cpp_extension import BuildExtension, CppExtension
+    except ImportError:
+        note("torch is not importable while building (pip builds in an isolated environment "
+             "unless --no-build-isolation): libattn_rt.so only, no torch extension")
+        return [runtime], build_ext
+    # torch with CUDA: take the current stream from c10_cuda (cuda_runtime_api.h beside cuda.h);
+    # a CPU-only torch builds the same ops (they then refuse CUDA work at run time).
+    json = json_include()
+    if json is None:
+        note("nlohmann/json.hpp not found (pip install nlohmann_json): libattn_rt.so only, no "
+             "torch extension")
+        return [runtime], build_ext
+    includes.append(json)
+    c10_cuda = torch.version.cuda is not None and (Path(cuda) / "cuda_runtime_api.h").is_file()
+    ops = CppExtension("qattn._torch_ops",
+                       sources=["csrc/torch_ops.cpp"] + runtime_sources,
+                       include_dirs=includes, libraries=["dl"] + (["c10_cuda"] if c10_cuda else []),
+                       extra_compile_args=["-O2", f"-DATTN_OPT_C10_CUDA={int(c10_cuda)}"])
+    return [runtime, ops], BuildExtension.with_options(use_ninja=False)
+
+
+def with_runtime_name(base):
+    class BuildExt(base):
+        """Names the runtime libattn_rt.so (a plain shared library, not a Python module)."""
+
+        def get_ext_filename(self, fullname):
+            # distutils passes the last component (get_ext_fullpath adds the package folders)
+            if fullname in (RUNTIME_NAME, RUNTIME_NAME.rsplit(".", 1)[1]):
+                return os.path.join(*fullname.split(".")[:-1], "libattn_rt.so")
+            return super().get_ext_filename(fullname)
+
+        def get_export_symbols(self, ext):
+            return [] if ext.name == RUNTIME_NAME else super().get_export_symbols(ext)
+
+    return BuildExt
+
+
+class BuildPyWithSources(build_py):
+    """Ships the extension's sources as qattn/_csrc, for qattn.torch_ops to compile on first use
+    where the wheel was built without torch (pip's default isolated build)."""
+
+    def run(self):
+        super().run()
+        headers = sorted((ROOT / "include" / "attn" / "Runtime").glob("*.h"))
+        if not all(p.is_file() for p in RUNTIME_SOURCES) or not headers:
+            return
+        dst = Path(self.build_lib) / "qattn" / "_csrc"
+        (dst / "include" / "attn" / "Runtime").mkdir(parents=True, exist_ok=True)
+        for src in [HERE / "csrc" / "torch_ops.cpp", *RUNTIME_SOURCES]:
+            self.copy_file(str(src), str(dst / src.name))
+        for h in headers:
+            self.copy_file(str(h), str(dst / "include" / "attn" / "Runtime" / h.name))
+
+
+ext_modules, build_cls = extensions()
+setup(ext_modules=ext_modules,
+      cmdclass={"build_ext": with_runtime_name(build_cls), "build_py": BuildPyWithSources})
