@@ -8,11 +8,12 @@ with `attn-opt --emit=ptx` (each with the flags its producer uses), and compares
 each variant's PTX and of its launch metadata JSON against a committed manifest
 (ptx-manifest.txt: one `name ptx-sha256 launch-sha256` line per variant, sorted by name).
 
-Usage: ptx_manifest.py [--update] [--jobs N] ATTN_OPT WORKDIR MANIFEST
+Usage: ptx_manifest.py [--update] [--only REGEX] [--jobs N] ATTN_OPT WORKDIR MANIFEST
 
 Without --update it prints one line per changed, new or missing variant and exits 1 on any
-difference; with --update it rewrites MANIFEST (scripts/update-ptx-manifest.sh). Compiles run in
-parallel, one attn-opt process per core.
+difference; with --update it rewrites MANIFEST (scripts/update-ptx-manifest.sh). --only restricts
+both to the variants whose name the regular expression matches (e.g. '^quantize/'; with --update,
+the other lines stay as they are). Compiles run in parallel, one attn-opt process per core.
 """
 import argparse
 import hashlib
@@ -102,10 +103,12 @@ def compile_one(attn_opt, work, item):
 def read_manifest(path):
     entries = {}
     if path.exists():
-        for line in path.read_text().splitlines():
+        for n, line in enumerate(path.read_text().splitlines(), 1):
             if line.strip() and not line.startswith("#"):
-                name, ptx, launch = line.split()
-                entries[name] = (ptx, launch)
+                fields = line.split()
+                if len(fields) != 3:
+                    sys.exit(f"{path}:{n}: expected `name ptx-sha256 launch-sha256`, got {line!r}")
+                entries[fields[0]] = (fields[1], fields[2])
     return entries
 
 
@@ -115,6 +118,7 @@ def main():
     ap.add_argument("work")
     ap.add_argument("manifest")
     ap.add_argument("--update", action="store_true", help="rewrite the manifest")
+    ap.add_argument("--only", help="only the variants whose name matches this regex")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     args = ap.parse_args()
     work, manifest = Path(args.work).resolve(), Path(args.manifest)
@@ -123,6 +127,8 @@ def main():
     work.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     items = variants()
+    selected = (lambda name: re.search(args.only, name)) if args.only else (lambda name: True)
+    items = [it for it in items if selected(it[0])]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(lambda it: compile_one(args.attn_opt, work, it), items))
     errors = [r for r in results if len(r) == 2]
@@ -135,12 +141,15 @@ def main():
           f"{cpu.ru_utime + cpu.ru_stime:.0f} s CPU, {args.jobs} jobs")
     if errors:
         return 1
+    recorded = read_manifest(manifest)
     if args.update:
-        lines = [f"{n} {p} {l}\n" for n, (p, l) in sorted(got.items())]
+        merged = {n: v for n, v in recorded.items() if not selected(n)}
+        merged.update(got)
+        lines = [f"{n} {p} {l}\n" for n, (p, l) in sorted(merged.items())]
         manifest.write_text("".join(lines))
-        print(f"wrote {len(lines)} variants to {manifest}")
+        print(f"wrote {len(lines)} variants to {manifest} ({len(got)} compiled)")
         return 0
-    want = read_manifest(manifest)
+    want = {n: v for n, v in recorded.items() if selected(n)}
     diffs = []
     for name in sorted(set(got) | set(want)):
         if name not in want:
@@ -153,8 +162,8 @@ def main():
     for d in diffs:
         print(d)
     if diffs:
-        print(f"{len(diffs)} of {len(got)} variants differ from {manifest.name}; if the change "
-              "is deliberate, run scripts/update-ptx-manifest.sh")
+        print(f"{len(diffs)} differences from {manifest.name} ({len(got)} variants compiled); if "
+              "the change is deliberate, run scripts/update-ptx-manifest.sh")
         return 1
     print(f"{len(got)} of {len(want)} variants match the PTX manifest "
           f"(PTX and launch metadata, sha256)")
