@@ -6,9 +6,10 @@
 
 #include "attn/InitAll.h"
 
-#include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Conversion/Passes.h"
+#include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 #include "attn/Target/GPU.h"
 
 #include "mlir/Conversion/Passes.h"
@@ -28,9 +29,9 @@
 #include "mlir/Transforms/Passes.h"
 
 void mlir::attn::registerAllDialects(DialectRegistry &registry) {
-  registry.insert<AttnDialect, func::FuncDialect, arith::ArithDialect, memref::MemRefDialect,
-                  scf::SCFDialect, vector::VectorDialect, math::MathDialect, LLVM::LLVMDialect,
-                  cf::ControlFlowDialect, gpu::GPUDialect, NVVM::NVVMDialect>();
+  registry.insert<AttnDialect, attnk::AttnKernelDialect, func::FuncDialect, arith::ArithDialect,
+                  memref::MemRefDialect, scf::SCFDialect, vector::VectorDialect, math::MathDialect,
+                  LLVM::LLVMDialect, cf::ControlFlowDialect, gpu::GPUDialect, NVVM::NVVMDialect>();
   // sm_90a: the NVVM target (PTX through LLVM's NVPTX back end, cubins through ptxas) and the
   // translations gpu-module-to-binary needs.
   NVVM::registerNVVMTargetInterfaceExternalModels(registry);

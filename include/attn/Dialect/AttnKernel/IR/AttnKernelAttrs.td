@@ -1,0 +1,73 @@
+//===- AttnKernelAttrs.td - attnk enums and attributes -----*- tablegen -*-===//
+//
+// What this file is: the enums and attributes of the kernel level: the shared-memory swizzle
+// (part of ring, stage and tensor-map types), the addressing of a TMA tile load (contiguous,
+// paged through a block table, gathered by indices), which part of a dequantization a
+// `convert_tile` performs, and the form of a split merge.
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNK_ATTRS_TD
+#define ATTNK_ATTRS_TD
+
+include "attn/Dialect/AttnKernel/IR/AttnKernelDialect.td"
+include "mlir/IR/EnumAttr.td"
+
+def AttnKernel_Swizzle : I32EnumAttr<"Swizzle", "shared-memory swizzle of a tile's rows", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"swizzle_32b", 1>,
+    I32EnumAttrCase<"swizzle_64b", 2>,
+    I32EnumAttrCase<"swizzle_128b", 3>]> {
+  let cppNamespace = "::mlir::attnk";
+  let genSpecializedAttr = 0;
+}
+
+def AttnKernel_AddressingKind : I32EnumAttr<"AddressingKind", "how a TMA load finds its rows", [
+    I32EnumAttrCase<"contiguous", 0>,
+    I32EnumAttrCase<"paged", 1>,
+    I32EnumAttrCase<"gathered", 2>]> {
+  let cppNamespace = "::mlir::attnk";
+  let genSpecializedAttr = 0;
+}
+
+def AttnKernel_ConvertPart : I32EnumAttr<"ConvertPart", "what part of a dequantization runs", [
+    I32EnumAttrCase<"full", 0>,
+    I32EnumAttrCase<"codes", 1>,
+    I32EnumAttrCase<"scales", 2>]> {
+  let cppNamespace = "::mlir::attnk";
+  let genSpecializedAttr = 0;
+}
+
+class AttnKernel_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<AttnKernel_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def AttnKernel_SwizzleAttr : EnumAttr<AttnKernel_Dialect, AttnKernel_Swizzle, "swizzle"> {
+  let summary = "shared-memory swizzle: none, swizzle_32b, swizzle_64b or swizzle_128b";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def AttnKernel_ConvertPartAttr : EnumAttr<AttnKernel_Dialect, AttnKernel_ConvertPart, "part"> {
+  let summary = "part of a dequantization: full (codes and scales), codes only, or scales only";
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def AttnKernel_AddressingAttr : AttnKernel_Attr<"Addressing", "addressing"> {
+  let summary = "how a TMA tile load addresses its rows";
+  let description = [{
+    * `#attnk.addressing<contiguous>`: the tile's rows are consecutive rows of the tensor map's
+      tensor, at the load's coordinates.
+    * `#attnk.addressing<paged, page = P>`: the row coordinate is a logical position in a
+      sequence whose KV cache is stored in pages of P tokens; the load reads the page number
+      from the block table operand (`[batch, logical page]`, i32) and turns the row into
+      `page · P + row mod P`. A box never straddles two pages (P is a multiple of the box rows).
+    * `#attnk.addressing<gathered>`: each row of the tile is the row of the tensor named by the
+      i32 index operand (top-k sparse attention); rows are fetched one box row at a time.
+  }];
+  let parameters = (ins "::mlir::attnk::AddressingKind":$kind,
+                        DefaultValuedParameter<"int64_t", "0">:$pageSize);
+  let assemblyFormat = "`<` $kind (`,` `page` `=` $pageSize^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // ATTNK_ATTRS_TD

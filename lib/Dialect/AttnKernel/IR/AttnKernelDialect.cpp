@@ -1,0 +1,50 @@
+//===- AttnKernelDialect.cpp - the attnk dialect ---------------------------===//
+//
+// What this file is: registration of the kernel-level dialect (ops, types, attributes) and the
+// generated op and attribute definitions. Types live in AttnKernelTypes.cpp; op verifiers in one
+// file per op family: PipelineOps.cpp and ComputeOps.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::attnk;
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernelEnums.cpp.inc"
+#include "attn/Dialect/AttnKernel/IR/AttnKernelOpsDialect.cpp.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "attn/Dialect/AttnKernel/IR/AttnKernelAttrs.cpp.inc"
+
+void AttnKernelDialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "attn/Dialect/AttnKernel/IR/AttnKernelOps.cpp.inc"
+      >();
+  registerTypes();
+  registerAttributes();
+}
+
+void AttnKernelDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "attn/Dialect/AttnKernel/IR/AttnKernelAttrs.cpp.inc"
+      >();
+}
+
+LogicalResult AddressingAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                     AddressingKind kind, int64_t pageSize) {
+  if (kind == AddressingKind::paged && pageSize <= 0)
+    return emitError() << "paged addressing needs a positive page size, got " << pageSize;
+  if (kind != AddressingKind::paged && pageSize != 0)
+    return emitError() << "only paged addressing has a page size";
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "attn/Dialect/AttnKernel/IR/AttnKernelOps.cpp.inc"

@@ -1,0 +1,299 @@
+//===- AttnKernelTypes.cpp - attnk types -----------------------------------===//
+//
+// What this file is: parsing, printing and verification of the kernel-level types — rings,
+// stages and tensor maps (`ROWSxCOLSxELEM, swizzle`) and the warpgroup fragments (`!attnk.acc`,
+// `!attnk.frag`) — and the byte sizes the shared-memory plan reads from them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace mlir::attnk;
+
+#define GET_TYPEDEF_CLASSES
+#include "attn/Dialect/AttnKernel/IR/AttnKernelOpsTypes.cpp.inc"
+
+void AttnKernelDialect::registerTypes() {
+  addTypes<
+#define GET_TYPEDEF_LIST
+#include "attn/Dialect/AttnKernel/IR/AttnKernelOpsTypes.cpp.inc"
+      >();
+}
+
+int64_t mlir::attnk::getSwizzleBytes(Swizzle s) {
+  switch (s) {
+  case Swizzle::none:
+    return 0;
+  case Swizzle::swizzle_32b:
+    return 32;
+  case Swizzle::swizzle_64b:
+    return 64;
+  case Swizzle::swizzle_128b:
+    return 128;
+  }
+  return 0;
+}
+
+namespace {
+/// `DIMSxELEM` (static extents only).
+ParseResult parseTile(AsmParser &p, SmallVectorImpl<int64_t> &shape, Type &elem) {
+  if (p.parseDimensionList(shape, /*allowDynamic=*/false, /*withTrailingX=*/true) ||
+      p.parseType(elem))
+    return failure();
+  return success();
+}
+
+void printTile(AsmPrinter &p, ArrayRef<int64_t> shape, Type elem) {
+  for (int64_t d : shape)
+    p << d << 'x';
+  p << elem;
+}
+
+ParseResult parseSwizzle(AsmParser &p, Swizzle &s) {
+  SMLoc loc = p.getCurrentLocation();
+  StringRef kw;
+  if (p.parseKeyword(&kw))
+    return failure();
+  std::optional<Swizzle> v = symbolizeSwizzle(kw);
+  if (!v)
+    return p.emitError(loc) << "expected none, swizzle_32b, swizzle_64b or swizzle_128b, got '"
+                            << kw << "'";
+  s = *v;
+  return success();
+}
+
+ParseResult parseKeyInt(AsmParser &p, StringRef key, int64_t &v) {
+  return failure(p.parseComma() || p.parseKeyword(key) || p.parseEqual() || p.parseInteger(v));
+}
+
+unsigned elemBits(Type t) { return t.isIntOrFloat() ? t.getIntOrFloatBitWidth() : 0; }
+
+/// Checks a shared-memory tile: rank 2, positive extents, an 8/16/32-bit element type, rows a
+/// multiple of 16 bytes, and a swizzled row either within one span or a whole number of spans.
+LogicalResult verifySmemTile(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> shape,
+                             Type elem, Swizzle swizzle) {
+  if (shape.size() != 2)
+    return emitError() << "a shared-memory tile has rank 2, got rank " << shape.size();
+  for (int64_t d : shape)
+    if (d < 1 || d > 65536)
+      return emitError() << "tile extents must be in [1, 65536], got " << d;
+  unsigned bits = elemBits(elem);
+  if (bits != 8 && bits != 16 && bits != 32)
+    return emitError() << "tile element type must have 8, 16 or 32 bits, got " << elem;
+  int64_t rowBytes = shape[1] * bits / 8;
+  if (rowBytes % 16 != 0)
+    return emitError() << "a tile row must be a multiple of 16 bytes, got " << rowBytes;
+  int64_t span = getSwizzleBytes(swizzle);
+  if (span && rowBytes > span && rowBytes % span != 0)
+    return emitError() << "a row of " << rowBytes << " bytes is neither within one "
+                       << stringifySwizzle(swizzle) << " span nor a whole number of them";
+  return success();
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// RingType
+//===----------------------------------------------------------------------===//
+
+Type RingType::parse(AsmParser &p) {
+  SmallVector<int64_t> shape;
+  Type elem;
+  int64_t stages = 0, producers = 0, consumers = 0;
+  Swizzle swizzle;
+  if (p.parseLess() || parseTile(p, shape, elem) || parseKeyInt(p, "stages", stages) ||
+      p.parseComma() || parseSwizzle(p, swizzle) || parseKeyInt(p, "producers", producers) ||
+      parseKeyInt(p, "consumers", consumers) || p.parseGreater())
+    return {};
+  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), shape, elem,
+                    stages, swizzle, producers, consumers);
+}
+
+void RingType::print(AsmPrinter &p) const {
+  p << '<';
+  printTile(p, getShape(), getElementType());
+  p << ", stages = " << getStages() << ", " << stringifySwizzle(getSwizzle())
+    << ", producers = " << getProducers() << ", consumers = " << getConsumers() << '>';
+}
+
+LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
+                               ArrayRef<int64_t> shape, Type elem, int64_t stages, Swizzle swizzle,
+                               int64_t producers, int64_t consumers) {
+  if (failed(verifySmemTile(emitError, shape, elem, swizzle)))
+    return failure();
+  if (stages < 1 || stages > 8)
+    return emitError() << "a ring has 1 to 8 stages, got " << stages;
+  if (producers < 1 || consumers < 1)
+    return emitError() << "a ring needs at least one producer and one consumer arrival";
+  int64_t bytes = stages * (shape[0] * shape[1] * elemBits(elem) / 8 + 16);
+  if (bytes > kMaxSharedBytes)
+    return emitError() << "the ring needs " << bytes << " bytes of shared memory, more than the "
+                       << kMaxSharedBytes << " an sm_90 CTA has";
+  return success();
+}
+
+StageType RingType::getStageType() const {
+  return StageType::get(getContext(), getShape(), getElementType(), getSwizzle());
+}
+
+int64_t RingType::getStageBytes() const { return getStageType().getBytes(); }
+
+//===----------------------------------------------------------------------===//
+// StageType
+//===----------------------------------------------------------------------===//
+
+Type StageType::parse(AsmParser &p) {
+  SmallVector<int64_t> shape;
+  Type elem;
+  Swizzle swizzle;
+  if (p.parseLess() || parseTile(p, shape, elem) || p.parseComma() || parseSwizzle(p, swizzle) ||
+      p.parseGreater())
+    return {};
+  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), shape, elem,
+                    swizzle);
+}
+
+void StageType::print(AsmPrinter &p) const {
+  p << '<';
+  printTile(p, getShape(), getElementType());
+  p << ", " << stringifySwizzle(getSwizzle()) << '>';
+}
+
+LogicalResult StageType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                ArrayRef<int64_t> shape, Type elem, Swizzle swizzle) {
+  return verifySmemTile(emitError, shape, elem, swizzle);
+}
+
+int64_t StageType::getBytes() const {
+  return getShape()[0] * getShape()[1] * elemBits(getElementType()) / 8;
+}
+
+//===----------------------------------------------------------------------===//
+// TensorMapType
+//===----------------------------------------------------------------------===//
+
+Type TensorMapType::parse(AsmParser &p) {
+  SmallVector<int64_t> box;
+  Type elem;
+  Swizzle swizzle;
+  if (p.parseLess() || parseTile(p, box, elem) || p.parseComma() || parseSwizzle(p, swizzle) ||
+      p.parseGreater())
+    return {};
+  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), box, elem,
+                    swizzle);
+}
+
+void TensorMapType::print(AsmPrinter &p) const {
+  p << '<';
+  printTile(p, getBox(), getElementType());
+  p << ", " << stringifySwizzle(getSwizzle()) << '>';
+}
+
+LogicalResult TensorMapType::verify(function_ref<InFlightDiagnostic()> emitError,
+                                    ArrayRef<int64_t> box, Type elem, Swizzle swizzle) {
+  if (box.empty() || box.size() > 5)
+    return emitError() << "a tensor map box has 1 to 5 dimensions, got " << box.size();
+  for (int64_t d : box)
+    if (d < 1 || d > 256)
+      return emitError() << "a tensor map box extent must be in [1, 256], got " << d;
+  unsigned bits = elemBits(elem);
+  if (bits != 8 && bits != 16 && bits != 32)
+    return emitError() << "tensor map element type must have 8, 16 or 32 bits, got " << elem;
+  int64_t innerBytes = box.back() * bits / 8;
+  if (innerBytes % 16 != 0)
+    return emitError() << "the box's innermost extent must be a multiple of 16 bytes, got "
+                       << innerBytes;
+  int64_t span = getSwizzleBytes(swizzle);
+  if (span && innerBytes > span)
+    return emitError() << "the box's innermost " << innerBytes << " bytes exceed the "
+                       << stringifySwizzle(swizzle) << " span of " << span << " bytes";
+  return success();
+}
+
+SmallVector<int64_t, 2> TensorMapType::getTileShape() const {
+  SmallVector<int64_t, 2> tile;
+  ArrayRef<int64_t> box = getBox();
+  tile.push_back(box.back());
+  for (int64_t d : llvm::reverse(box.drop_back()))
+    if (d != 1) {
+      tile.push_back(d);
+      break;
+    }
+  if (tile.size() == 1)
+    tile.push_back(1);
+  return {tile[1], tile[0]};
+}
+
+//===----------------------------------------------------------------------===//
+// AccType and FragType
+//===----------------------------------------------------------------------===//
+
+namespace {
+ParseResult parseMatrix(AsmParser &p, int64_t &rows, int64_t &cols, Type &elem) {
+  SmallVector<int64_t> shape;
+  SMLoc loc = p.getCurrentLocation();
+  if (p.parseLess() || parseTile(p, shape, elem) || p.parseGreater())
+    return failure();
+  if (shape.size() != 2)
+    return p.emitError(loc) << "expected ROWSxCOLSxELEM";
+  rows = shape[0];
+  cols = shape[1];
+  return success();
+}
+} // namespace
+
+Type AccType::parse(AsmParser &p) {
+  int64_t m, n;
+  Type elem;
+  if (parseMatrix(p, m, n, elem))
+    return {};
+  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), m, n, elem);
+}
+
+void AccType::print(AsmPrinter &p) const {
+  p << '<' << getM() << 'x' << getN() << 'x' << getElementType() << '>';
+}
+
+LogicalResult AccType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t m, int64_t n,
+                              Type elem) {
+  if (m != 64)
+    return emitError() << "a warpgroup accumulator has 64 rows (m64nN), got " << m;
+  if (n < 8 || n > 256 || n % 8 != 0)
+    return emitError() << "accumulator columns must be a multiple of 8 in [8, 256], got " << n;
+  if (!elem.isF32() && !elem.isSignlessInteger(32))
+    return emitError() << "accumulator element type must be f32 or i32 (s32), got " << elem;
+  return success();
+}
+
+Type FragType::parse(AsmParser &p) {
+  int64_t m, k;
+  Type elem;
+  if (parseMatrix(p, m, k, elem))
+    return {};
+  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), m, k, elem);
+}
+
+void FragType::print(AsmPrinter &p) const {
+  p << '<' << getM() << 'x' << getK() << 'x' << getElementType() << '>';
+}
+
+LogicalResult FragType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t m, int64_t k,
+                               Type elem) {
+  if (m != 64)
+    return emitError() << "a register A operand has 64 rows, got " << m;
+  bool wide = elem.isBF16() || elem.isF16();
+  bool narrow = isa<Float8E4M3FNType, Float8E5M2Type>(elem) || elem.isInteger(8);
+  if (!wide && !narrow)
+    return emitError() << "register A operand element type must be bf16, f16, f8E4M3FN, "
+                          "f8E5M2, i8 or ui8, got "
+                       << elem;
+  int64_t step = wide ? 16 : 32;
+  if (k < step || k % step != 0)
+    return emitError() << "register A operand K must be a positive multiple of " << step << " for "
+                       << elem << ", got " << k;
+  return success();
+}

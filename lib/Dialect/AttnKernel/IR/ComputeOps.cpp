@@ -1,0 +1,247 @@
+//===- ComputeOps.cpp - conversion, GEMM, softmax, merge -------------------===//
+//
+// What this file is: the verifiers of the kernel level's compute ops: `attnk.convert_tile` (the
+// dequantization's schemes, operands and element types), `attnk.wgmma` (shapes and types as the
+// PTX ISA allows them), `attnk.wgmma_wait`, the online-softmax step, the output rescale, the
+// split merges and the tile store.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/IR/Builders.h"
+
+using namespace mlir;
+using namespace mlir::attnk;
+
+namespace {
+/// Rows × columns and element type of a tile-valued operand (stage, frag, acc).
+struct TileInfo {
+  int64_t rows = 0, cols = 0;
+  Type elem;
+};
+
+std::optional<TileInfo> tileInfo(Type t) {
+  if (auto s = dyn_cast<StageType>(t))
+    return TileInfo{s.getShape()[0], s.getShape()[1], s.getElementType()};
+  if (auto f = dyn_cast<FragType>(t))
+    return TileInfo{f.getM(), f.getK(), f.getElementType()};
+  if (auto a = dyn_cast<AccType>(t))
+    return TileInfo{a.getM(), a.getN(), a.getElementType()};
+  return std::nullopt;
+}
+
+/// The element type of a scale or zero-point operand: memref, vector or stage.
+Type operandElementType(Type t) {
+  if (auto s = dyn_cast<ShapedType>(t))
+    return s.getElementType();
+  if (auto s = dyn_cast<StageType>(t))
+    return s.getElementType();
+  return {};
+}
+
+bool isDequantCode(Type t) { return t.isInteger(8) || isa<Float8E4M3FNType>(t); }
+
+bool isRowVectorOf(Type t, int64_t rows) {
+  auto v = dyn_cast<VectorType>(t);
+  return v && v.getRank() == 1 && v.getDimSize(0) == rows;
+}
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// ConvertTileOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult ConvertTileOp::verify() {
+  if (bool(getDest()) == bool(getResult()))
+    return emitOpError("needs either an `into` stage or a result, not both or neither");
+  Type outType = getDest() ? getDest().getType() : getResult().getType();
+  TileInfo in = *tileInfo(getSource().getType()), out = *tileInfo(outType);
+  bool fromAcc = isa<AccType>(getSource().getType());
+  if (getTranspose()) {
+    if (!getDest() || !isa<StageType>(getSource().getType()))
+      return emitOpError("transpose converts a stage into a stage");
+    std::swap(out.rows, out.cols);
+  }
+  if (in.rows != out.rows || in.cols != out.cols)
+    return emitOpError("converts a ")
+           << in.rows << "x" << in.cols << " tile into a " << (getTranspose() ? out.cols : out.rows)
+           << "x" << (getTranspose() ? out.rows : out.cols) << " tile";
+  if (fromAcc != isa<AccType>(outType))
+    return emitOpError("an accumulator converts into an accumulator, and only an accumulator does");
+
+  SmallVector<attn::QuantAttr> quants;
+  if (getQuantAttr())
+    for (Attribute a : getQuantAttr())
+      quants.push_back(cast<attn::QuantAttr>(a));
+  if (quants.size() > 2)
+    return emitOpError("takes at most two schemes (the two operands of a GEMM), got ")
+           << quants.size();
+  if (getScales().size() != (getPart() == ConvertPart::codes ? 0 : quants.size()))
+    return emitOpError("needs one scale operand per scheme")
+           << (getPart() == ConvertPart::codes ? " except with part = codes (none)" : "")
+           << ", got " << getScales().size();
+  size_t asym = llvm::count_if(quants, [](attn::QuantAttr q) { return q.isAsymmetric(); });
+  size_t wantZeros = getPart() == ConvertPart::scales ? 0 : asym;
+  if (getZeroPoints().size() != wantZeros)
+    return emitOpError("needs one zero-point operand per asymmetric scheme (")
+           << wantZeros << "), got " << getZeroPoints().size();
+
+  if (fromAcc) {
+    if (getPart() != ConvertPart::scales || quants.empty())
+      return emitOpError("on an accumulator applies scales only: part = scales and a scheme");
+    if (!out.elem.isF32())
+      return emitOpError("result accumulator must be f32, got ") << out.elem;
+  } else if (!quants.empty()) {
+    if (getPart() == ConvertPart::scales)
+      return emitOpError("part = scales applies to an accumulator");
+    if (quants.size() != 1)
+      return emitOpError("a tile of codes has one scheme, got ") << quants.size();
+    attn::QuantAttr q = quants.front();
+    if (q.getElementType() != in.elem)
+      return emitOpError("source element type ")
+             << in.elem << " is not the scheme's " << q.getElementType();
+    if (!isDequantCode(in.elem))
+      return emitOpError("not supported yet: dequantizing ") << in.elem << " (i8, ui8, f8E4M3FN)";
+    if (!out.elem.isBF16() && !out.elem.isF16())
+      return emitOpError("dequantizes to bf16 or f16, got ") << out.elem;
+  }
+  for (auto [q, s] : llvm::zip(quants, getScales()))
+    if (operandElementType(s.getType()) != q.getScaleType())
+      return emitOpError("scale operand type ")
+             << s.getType() << " does not hold the scheme's " << q.getScaleType() << " scales";
+  auto asymQuants =
+      llvm::make_filter_range(quants, [](attn::QuantAttr q) { return q.isAsymmetric(); });
+  for (auto [q, z] : llvm::zip(asymQuants, getZeroPoints()))
+    if (operandElementType(z.getType()) != q.getElementType())
+      return emitOpError("zero-point operand type ")
+             << z.getType() << " does not hold " << q.getElementType() << " codes";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// WgmmaOp, WgmmaWaitOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult WgmmaOp::verify() {
+  TileInfo a = *tileInfo(getA().getType());
+  StageType bType = getB().getType();
+  AccType acc = getAcc().getType();
+  Type ta = a.elem, tb = bType.getElementType(), td = acc.getElementType();
+  bool a16 = ta.isBF16() || ta.isF16();
+  bool aF8 = isa<Float8E4M3FNType, Float8E5M2Type>(ta),
+       bF8 = isa<Float8E4M3FNType, Float8E5M2Type>(tb);
+  bool ok = (a16 && ta == tb && td.isF32()) || (aF8 && bF8 && td.isF32()) ||
+            (ta.isInteger(8) && tb.isInteger(8) && td.isSignlessInteger(32));
+  if (!ok)
+    return emitOpError("no WGMMA multiplies ")
+           << ta << " by " << tb << " into " << td
+           << " (bf16/f16 -> f32, e4m3/e5m2 -> f32, i8/ui8 -> i32)";
+  if ((getTransposeA() || getTransposeB()) && !a16)
+    return emitOpError("transposed operands exist for 16-bit types only (PTX imm-trans)");
+  if (getTransposeA() && isa<FragType>(getA().getType()))
+    return emitOpError("transpose_a applies to a shared-memory A");
+  int64_t m = a.rows, k = a.cols;
+  if (getTransposeA())
+    std::swap(m, k);
+  int64_t n = bType.getShape()[0], kb = bType.getShape()[1];
+  if (getTransposeB())
+    std::swap(n, kb);
+  if (m != acc.getM() || n != acc.getN())
+    return emitOpError("A·Bᵀ is ")
+           << m << "x" << n << ", the accumulator " << acc.getM() << "x" << acc.getN();
+  if (k != kb)
+    return emitOpError("A has K = ") << k << ", B has K = " << kb;
+  int64_t step = a16 ? 16 : 32;
+  if (k % step != 0)
+    return emitOpError("K = ") << k << " is not a multiple of the instruction's K = " << step;
+  if (ta.isInteger(8) && n > 24 && n % 16 != 0)
+    return emitOpError("8-bit integer WGMMAs take N = 8, 16, 24 or a multiple of 16, got ") << n;
+  return success();
+}
+
+LogicalResult WgmmaWaitOp::verify() {
+  if (getPending() < 0 || getPending() > 7)
+    return emitOpError("pending must be in [0, 7], got ") << getPending();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Softmax, rescale, merge, store
+//===----------------------------------------------------------------------===//
+
+LogicalResult SoftmaxStepOp::verify() {
+  AccType s = getScores().getType();
+  FragType p = getP().getType();
+  if (!s.getElementType().isF32())
+    return emitOpError("scores must be an f32 accumulator, got ") << s.getElementType();
+  if (!isRowVectorOf(getRowMax().getType(), s.getM()))
+    return emitOpError("row statistics need one value per score row (") << s.getM() << ")";
+  if (p.getM() != s.getM() || p.getK() != s.getN())
+    return emitOpError("P is ") << p.getM() << "x" << p.getK() << ", the scores " << s.getM() << "x"
+                                << s.getN();
+  if (p.getElementType().isInteger(8))
+    return emitOpError("not supported yet: integer P");
+  if (getAlibi() && !isRowVectorOf(getAlibi().getType(), s.getM()))
+    return emitOpError("alibi needs one slope per score row");
+  if (!(getScaleLog2().convertToFloat() > 0))
+    return emitOpError("scale_log2 must be positive");
+  return success();
+}
+
+LogicalResult RescaleOutputOp::verify() {
+  if (!getAcc().getType().getElementType().isF32())
+    return emitOpError("rescales an f32 accumulator");
+  if (!isRowVectorOf(getFactor().getType(), getAcc().getType().getM()))
+    return emitOpError("needs one factor per accumulator row");
+  return success();
+}
+
+LogicalResult MergeClusterOp::verify() {
+  if (getSplits() < 2 || getSplits() > 8)
+    return emitOpError("merges 2 to 8 CTAs of a (portable) cluster, got ") << getSplits();
+  if (!getAcc().getType().getElementType().isF32())
+    return emitOpError("merges f32 accumulators");
+  if (!isRowVectorOf(getRowMax().getType(), getAcc().getType().getM()))
+    return emitOpError("row statistics need one value per accumulator row");
+  return success();
+}
+
+LogicalResult MergeCombineOp::verify() {
+  auto po = cast<MemRefType>(getPartials().getType());
+  auto pl = cast<MemRefType>(getLse().getType());
+  AccType acc = getResult().getType();
+  if (!acc.getElementType().isF32())
+    return emitOpError("merges into an f32 accumulator");
+  auto fits = [](int64_t dim, int64_t want) { return ShapedType::isDynamic(dim) || dim == want; };
+  if (!fits(po.getDimSize(1), acc.getM()) || !fits(po.getDimSize(2), acc.getN()) ||
+      !fits(pl.getDimSize(1), acc.getM()))
+    return emitOpError("partials must be [splits, ")
+           << acc.getM() << ", " << acc.getN() << "] and [splits, " << acc.getM() << "]";
+  if (!ShapedType::isDynamic(po.getDimSize(0)) && !ShapedType::isDynamic(pl.getDimSize(0)) &&
+      po.getDimSize(0) != pl.getDimSize(0))
+    return emitOpError("partial outputs and log-sum-exps have different split counts");
+  if (!isRowVectorOf(getResultLse().getType(), acc.getM()))
+    return emitOpError("returns one log-sum-exp per accumulator row");
+  return success();
+}
+
+LogicalResult StoreTileOp::verify() {
+  auto dest = cast<MemRefType>(getDest().getType());
+  if (static_cast<int64_t>(getIndices().size()) != dest.getRank())
+    return emitOpError("needs one index per destination dimension (")
+           << dest.getRank() << "), got " << getIndices().size();
+  Type elem = dest.getElementType();
+  if (auto acc = dyn_cast<AccType>(getValue().getType())) {
+    if (!acc.getElementType().isF32())
+      return emitOpError("stores an f32 accumulator (convert an i32 one with "
+                         "attnk.convert_tile first)");
+    if (dest.getRank() < 2)
+      return emitOpError("stores a tile into a destination of rank 2 or more");
+    if (!elem.isBF16() && !elem.isF16() && !elem.isF32())
+      return emitOpError("stores into bf16, f16 or f32, got ") << elem;
+  } else if (!elem.isF32()) {
+    return emitOpError("stores a row vector into f32, got ") << elem;
+  }
+  return success();
+}

@@ -1,0 +1,169 @@
+//===- PipelineOps.cpp - warp roles, rings and TMA loads -------------------===//
+//
+// What this file is: the custom syntax and verifier of `attnk.warp_specialize` (register budget
+// of the roles), the verifiers of the ring protocol (each acquire paired with one later commit
+// of the same ring in its block, each wait with one release, no use of a stage after it is
+// handed on) and of `attnk.tma_load` (box versus stage, addressing operands).
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/OpImplementation.h"
+
+using namespace mlir;
+using namespace mlir::attnk;
+
+//===----------------------------------------------------------------------===//
+// WarpSpecializeOp
+//===----------------------------------------------------------------------===//
+
+ParseResult WarpSpecializeOp::parse(OpAsmParser &parser, OperationState &result) {
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  SmallVector<Attribute> roles;
+  while (true) {
+    Attribute role;
+    OptionalParseResult parsed = parser.parseOptionalAttribute(role);
+    if (!parsed.has_value())
+      break;
+    if (failed(*parsed))
+      return failure();
+    roles.push_back(role);
+    Region *region = result.addRegion();
+    if (parser.parseRegion(*region, /*arguments=*/{}))
+      return failure();
+    if (region->empty())
+      region->emplaceBlock();
+  }
+  result.addAttribute(getRolesAttrName(result.name), parser.getBuilder().getArrayAttr(roles));
+  return success();
+}
+
+void WarpSpecializeOp::print(OpAsmPrinter &p) {
+  p.printOptionalAttrDictWithKeyword((*this)->getAttrs(), {getRolesAttrName()});
+  for (auto [role, region] : llvm::zip(getRoles(), getRoleRegions())) {
+    p.printNewline();
+    p.printAttribute(role);
+    p << ' ';
+    p.printRegion(region, /*printEntryBlockArgs=*/false, /*printBlockTerminators=*/false);
+  }
+}
+
+LogicalResult WarpSpecializeOp::verify() {
+  if (getRoles().empty())
+    return emitOpError("needs at least one role");
+  if (getRoles().size() != getRoleRegions().size())
+    return emitOpError("has ") << getRoles().size() << " roles but " << getRoleRegions().size()
+                               << " regions";
+  int64_t ctas = getCtasPerSm();
+  if (ctas < 1 || ctas > 4)
+    return emitOpError("ctas_per_sm must be in [1, 4], got ") << ctas;
+  int64_t threads = 0, registers = 0;
+  for (auto role : getRoles().getAsRange<attn::WarpRoleAttr>()) {
+    threads += role.getWarpgroups() * kThreadsPerWarpgroup;
+    registers += role.getWarpgroups() * kThreadsPerWarpgroup * role.getRegs();
+  }
+  if (threads > 1024)
+    return emitOpError("roles need ") << threads << " threads, more than a CTA's 1024";
+  if (registers * ctas > kRegistersPerSM)
+    return emitOpError("register budgets need ")
+           << registers << " registers per CTA x " << ctas << " CTAs per SM, more than the "
+           << kRegistersPerSM << " of an SM";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Ring protocol
+//===----------------------------------------------------------------------===//
+
+/// Checks that `stage` (returned by `enter` on `ring`) is handed on by exactly one `ExitOp` of the
+/// same ring, later in the block of `enter`, and that nothing after that exit uses the stage.
+template <typename ExitOp>
+static LogicalResult verifyPairing(Operation *enter, Value ring, Value stage, StringRef exitName) {
+  Block *block = enter->getBlock();
+  ExitOp exit;
+  for (Operation *user : stage.getUsers()) {
+    auto candidate = dyn_cast<ExitOp>(user);
+    if (!candidate)
+      continue;
+    if (candidate.getRing() != ring)
+      return enter->emitOpError("stage is handed to ") << exitName << " of another ring";
+    if (candidate->getBlock() != block)
+      return enter->emitOpError("stage must be handed on by ") << exitName << " in the same block";
+    if (exit)
+      return enter->emitOpError("stage is handed on more than once by ") << exitName;
+    exit = candidate;
+  }
+  if (!exit)
+    return enter->emitOpError("stage is never handed on: expected one ")
+           << exitName << " of it later in the same block";
+  for (Operation *user : stage.getUsers()) {
+    Operation *inBlock = block->findAncestorOpInBlock(*user);
+    if (user != exit.getOperation() && inBlock && exit->isBeforeInBlock(inBlock))
+      return user->emitOpError("uses a stage after its ") << exitName;
+  }
+  return success();
+}
+
+/// Checks that the stage an exit op hands on was returned by `EnterOp` (that it is the same ring
+/// is the enter op's check).
+template <typename EnterOp>
+static LogicalResult verifyExit(Operation *exit, Value stage, StringRef enterName) {
+  if (!stage.getDefiningOp<EnterOp>())
+    return exit->emitOpError("expects a stage returned by ") << enterName;
+  return success();
+}
+
+LogicalResult RingAcquireOp::verify() {
+  return verifyPairing<RingCommitOp>(*this, getRing(), getBuffer(), "attnk.ring.commit");
+}
+
+LogicalResult RingCommitOp::verify() {
+  return verifyExit<RingAcquireOp>(*this, getBuffer(), "attnk.ring.acquire");
+}
+
+LogicalResult RingWaitOp::verify() {
+  return verifyPairing<RingReleaseOp>(*this, getRing(), getBuffer(), "attnk.ring.release");
+}
+
+LogicalResult RingReleaseOp::verify() {
+  return verifyExit<RingWaitOp>(*this, getBuffer(), "attnk.ring.wait");
+}
+
+//===----------------------------------------------------------------------===//
+// TmaLoadOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult TmaLoadOp::verify() {
+  TensorMapType map = getMap().getType();
+  StageType stage = getDest().getType();
+  if (!getDest().getDefiningOp<RingAcquireOp>())
+    return emitOpError("loads into a stage that attnk.ring.acquire did not return");
+  if (getCoords().size() != map.getBox().size())
+    return emitOpError("needs one coordinate per box dimension (")
+           << map.getBox().size() << "), got " << getCoords().size();
+  if (map.getElementType() != stage.getElementType())
+    return emitOpError("tensor map element type ")
+           << map.getElementType() << " differs from the stage's " << stage.getElementType();
+  if (map.getSwizzle() != stage.getSwizzle())
+    return emitOpError("tensor map swizzle ")
+           << stringifySwizzle(map.getSwizzle()) << " differs from the stage's "
+           << stringifySwizzle(stage.getSwizzle());
+  SmallVector<int64_t, 2> box = map.getTileShape();
+  ArrayRef<int64_t> tile = stage.getShape();
+  if (tile[1] % box[1] != 0 || tile[0] % box[0] != 0)
+    return emitOpError("stage tile ") << tile[0] << "x" << tile[1] << " is not a whole number of "
+                                      << box[0] << "x" << box[1] << " boxes";
+  AddressingKind kind = getAddressing().getKind();
+  if ((kind == AddressingKind::paged) != bool(getBlockTable()))
+    return emitOpError("a block_table operand goes with paged addressing, and only with it");
+  if ((kind == AddressingKind::gathered) != bool(getIndices()))
+    return emitOpError("an indices operand goes with gathered addressing, and only with it");
+  if (kind == AddressingKind::paged && getAddressing().getPageSize() % box[0] != 0)
+    return emitOpError("page size ")
+           << getAddressing().getPageSize() << " is not a multiple of the box's " << box[0]
+           << " rows: a box would straddle two pages";
+  return success();
+}

@@ -1,0 +1,704 @@
+// One case per verifier message of the kernel-level dialect: types, attributes and ops.
+// RUN: attn-opt %s -split-input-file -verify-diagnostics
+
+// expected-error @+1 {{a shared-memory tile has rank 2, got rank 3}}
+func.func @f(%a: !attnk.stage<2x64x64xbf16, none>) { return }
+
+// -----
+
+// expected-error @+1 {{tile extents must be in [1, 65536], got 0}}
+func.func @f(%a: !attnk.stage<0x64xbf16, none>) { return }
+
+// -----
+
+// expected-error @+1 {{tile element type must have 8, 16 or 32 bits, got 'f64'}}
+func.func @f(%a: !attnk.stage<64x64xf64, none>) { return }
+
+// -----
+
+// expected-error @+1 {{a tile row must be a multiple of 16 bytes, got 8}}
+func.func @f(%a: !attnk.stage<64x8xi8, none>) { return }
+
+// -----
+
+// expected-error @+1 {{a row of 192 bytes is neither within one swizzle_128b span nor a whole number of them}}
+func.func @f(%a: !attnk.stage<64x96xbf16, swizzle_128b>) { return }
+
+// -----
+
+// expected-error @+1 {{expected none, swizzle_32b, swizzle_64b or swizzle_128b, got 'swizzle_16b'}}
+func.func @f(%a: !attnk.stage<64x64xbf16, swizzle_16b>) { return }
+
+// -----
+
+// expected-error @+1 {{a ring has 1 to 8 stages, got 9}}
+func.func @f(%a: !attnk.ring<64x64xbf16, stages = 9, swizzle_128b, producers = 1, consumers = 1>) { return }
+
+// -----
+
+// expected-error @+1 {{a ring needs at least one producer and one consumer arrival}}
+func.func @f(%a: !attnk.ring<64x64xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 0>) { return }
+
+// -----
+
+// expected-error @+1 {{the ring needs 262208 bytes of shared memory, more than the 232448 an sm_90 CTA has}}
+func.func @f(%a: !attnk.ring<256x128xbf16, stages = 4, swizzle_128b, producers = 1, consumers = 1>) { return }
+
+// -----
+
+// expected-error @+1 {{a tensor map box has 1 to 5 dimensions, got 6}}
+func.func @f(%a: !attnk.tensor_map<1x1x1x1x64x64xbf16, none>) { return }
+
+// -----
+
+// expected-error @+1 {{a tensor map box extent must be in [1, 256], got 512}}
+func.func @f(%a: !attnk.tensor_map<512x64xbf16, none>) { return }
+
+// -----
+
+// expected-error @+1 {{tensor map element type must have 8, 16 or 32 bits, got 'i1'}}
+func.func @f(%a: !attnk.tensor_map<64x128xi1, none>) { return }
+
+// -----
+
+// expected-error @+1 {{the box's innermost extent must be a multiple of 16 bytes, got 8}}
+func.func @f(%a: !attnk.tensor_map<64x4xbf16, none>) { return }
+
+// -----
+
+// expected-error @+1 {{the box's innermost 256 bytes exceed the swizzle_128b span of 128 bytes}}
+func.func @f(%a: !attnk.tensor_map<64x128xbf16, swizzle_128b>) { return }
+
+// -----
+
+// expected-error @+1 {{a warpgroup accumulator has 64 rows (m64nN), got 128}}
+func.func @f(%a: !attnk.acc<128x64xf32>) { return }
+
+// -----
+
+// expected-error @+1 {{accumulator columns must be a multiple of 8 in [8, 256], got 260}}
+func.func @f(%a: !attnk.acc<64x260xf32>) { return }
+
+// -----
+
+// expected-error @+1 {{accumulator element type must be f32 or i32 (s32), got 'f16'}}
+func.func @f(%a: !attnk.acc<64x64xf16>) { return }
+
+// -----
+
+// expected-error @+1 {{expected ROWSxCOLSxELEM}}
+func.func @f(%a: !attnk.acc<64xf32>) { return }
+
+// -----
+
+// expected-error @+1 {{a register A operand has 64 rows, got 32}}
+func.func @f(%a: !attnk.frag<32x64xbf16>) { return }
+
+// -----
+
+// expected-error @+1 {{register A operand element type must be bf16, f16, f8E4M3FN, f8E5M2, i8 or ui8, got 'f32'}}
+func.func @f(%a: !attnk.frag<64x64xf32>) { return }
+
+// -----
+
+// expected-error @+1 {{register A operand K must be a positive multiple of 32 for 'i8', got 48}}
+func.func @f(%a: !attnk.frag<64x48xi8>) { return }
+
+// -----
+
+// expected-error @+1 {{paged addressing needs a positive page size, got 0}}
+func.func @f() attributes {a = #attnk.addressing<paged>} { return }
+
+// -----
+
+// expected-error @+1 {{only paged addressing has a page size}}
+func.func @f() attributes {a = #attnk.addressing<contiguous, page = 64>} { return }
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{needs at least one role}}
+  attnk.warp_specialize
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{has 1 roles but 2 regions}}
+  "attnk.warp_specialize"() ({
+    %x = arith.constant 0 : i32
+  }, {
+    %y = arith.constant 0 : i32
+  }) {roles = [#attn.role<producer, warpgroups = 1, regs = 40>]} : () -> ()
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{ctas_per_sm must be in [1, 4], got 5}}
+  attnk.warp_specialize attributes {ctas_per_sm = 5}
+    #attn.role<producer, warpgroups = 1, regs = 40> {
+    }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{roles need 1152 threads, more than a CTA's 1024}}
+  attnk.warp_specialize
+    #attn.role<producer, warpgroups = 1, regs = 24> {
+    }
+    #attn.role<consumer, warpgroups = 4, regs = 24> {
+    }
+    #attn.role<consumer, warpgroups = 4, regs = 24> {
+    }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{register budgets need 69632 registers per CTA x 1 CTAs per SM, more than the 65536 of an SM}}
+  attnk.warp_specialize
+    #attn.role<producer, warpgroups = 1, regs = 64> {
+    }
+    #attn.role<consumer, warpgroups = 2, regs = 240> {
+    }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{register budgets need 36864 registers per CTA x 2 CTAs per SM, more than the 65536 of an SM}}
+  attnk.warp_specialize attributes {ctas_per_sm = 2}
+    #attn.role<producer, warpgroups = 1, regs = 48> {
+    }
+    #attn.role<consumer, warpgroups = 1, regs = 240> {
+    }
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+2 {{consumer regs must be a multiple of 8 in [24, 256] (setmaxnreg), got 260}}
+  attnk.warp_specialize
+    #attn.role<consumer, warpgroups = 1, regs = 260> {
+    }
+  return
+}
+
+// -----
+
+func.func @f(%i: i32, %p: i1) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{stage is never handed on: expected one attnk.ring.commit of it later in the same block}}
+  %st = attnk.ring.acquire %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%i: i32, %p: i1) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %k2 = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{stage is handed to attnk.ring.commit of another ring}}
+  %st = attnk.ring.acquire %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %k2, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%i: i32, %p: i1, %c: i1) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{stage must be handed on by attnk.ring.commit in the same block}}
+  %st = attnk.ring.acquire %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  scf.if %c {
+    attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  }
+  return
+}
+
+// -----
+
+func.func @f(%i: i32, %p: i1) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{stage is handed on more than once by attnk.ring.release}}
+  %st = attnk.ring.wait %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%i: i32, %p: i1, %q: !attnk.stage<64x128xi8, swizzle_128b>, %acc: !attnk.acc<64x128xi32>) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.wait %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{uses a stage after its attnk.ring.release}}
+  %s = attnk.wgmma %q, %st, %acc : !attnk.stage<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>, !attnk.acc<64x128xi32>
+  return
+}
+
+// -----
+
+func.func @f(%i: i32, %p: i1) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.wait %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{expects a stage returned by attnk.ring.acquire}}
+  attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %st: !attnk.stage<128x128xi8, swizzle_128b>) {
+  // expected-error @+1 {{expects a stage returned by attnk.ring.wait}}
+  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{needs one coordinate per box dimension (4), got 2}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<128x128xui8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{tensor map element type 'ui8' differs from the stage's 'i8'}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<128x128xui8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<128x64xi8, swizzle_64b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{tensor map swizzle swizzle_64b differs from the stage's swizzle_128b}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<128x64xi8, swizzle_64b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<96x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{stage tile 128x128 is not a whole number of 96x128 boxes}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<96x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{a block_table operand goes with paged addressing, and only with it}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<paged, page = 64> into %st : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{an indices operand goes with gathered addressing, and only with it}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<gathered> into %st : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1, %bt: memref<?x?xi32>) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{page size 32 is not a multiple of the box's 64 rows: a box would straddle two pages}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<paged, page = 32> into %st block_table(%bt : memref<?x?xi32>) : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{needs either an `into` stage or a result, not both or neither}}
+  attnk.convert_tile %s scales(%sc : vector<128xf32>) {quant = [#attn.quant<i8, per_token_head>]} : !attnk.stage<128x128xi8, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.frag<64x128xi8>) {
+  // expected-error @+1 {{transpose converts a stage into a stage}}
+  %r = attnk.convert_tile %s {transpose} : !attnk.frag<64x128xi8> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{converts a 128x128 tile into a 64x128 tile}}
+  %r = attnk.convert_tile %s scales(%sc : vector<128xf32>) {quant = [#attn.quant<i8, per_token_head>]} : !attnk.stage<128x128xi8, swizzle_128b> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<64x128xbf16, swizzle_128b>) {
+  // expected-error @+1 {{an accumulator converts into an accumulator, and only an accumulator does}}
+  %r = attnk.convert_tile %s : !attnk.stage<64x128xbf16, swizzle_128b> -> !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.acc<64x128xi32>, %sc: vector<64xf32>) {
+  // expected-error @+1 {{takes at most two schemes (the two operands of a GEMM), got 3}}
+  %r = attnk.convert_tile %a scales(%sc, %sc, %sc : vector<64xf32>, vector<64xf32>, vector<64xf32>) {part = #attnk.part<scales>, quant = [#attn.quant<i8, per_token_head>, #attn.quant<i8, per_token_head>, #attn.quant<i8, per_token_head>]} : !attnk.acc<64x128xi32> -> !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>) {
+  // expected-error @+1 {{needs one scale operand per scheme, got 0}}
+  attnk.convert_tile %s into %d {quant = [#attn.quant<i8, per_token_head>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xui8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{needs one zero-point operand per asymmetric scheme (1), got 0}}
+  attnk.convert_tile %s into %d scales(%sc : vector<128xf32>) {quant = [#attn.quant<ui8, per_token, asymmetric>]} : !attnk.stage<128x128xui8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.acc<64x128xi32>) {
+  // expected-error @+1 {{on an accumulator applies scales only: part = scales and a scheme}}
+  %r = attnk.convert_tile %a : !attnk.acc<64x128xi32> -> !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.acc<64x128xf32>, %sc: vector<64xf32>) {
+  // expected-error @+1 {{result accumulator must be f32, got 'i32'}}
+  %r = attnk.convert_tile %a scales(%sc : vector<64xf32>) {part = #attnk.part<scales>, quant = [#attn.quant<i8, per_token_head>]} : !attnk.acc<64x128xf32> -> !attnk.acc<64x128xi32>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{part = scales applies to an accumulator}}
+  attnk.convert_tile %s into %d scales(%sc : vector<128xf32>) {part = #attnk.part<scales>, quant = [#attn.quant<i8, per_token_head>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{a tile of codes has one scheme, got 2}}
+  attnk.convert_tile %s into %d scales(%sc, %sc : vector<128xf32>, vector<128xf32>) {quant = [#attn.quant<i8, per_token_head>, #attn.quant<i8, per_token_head>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{source element type 'i8' is not the scheme's 'f8E4M3FN'}}
+  attnk.convert_tile %s into %d scales(%sc : vector<128xf32>) {quant = [#attn.quant<f8E4M3FN, per_token>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xf8E5M2, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{not supported yet: dequantizing 'f8E5M2' (i8, ui8, f8E4M3FN)}}
+  attnk.convert_tile %s into %d scales(%sc : vector<128xf32>) {quant = [#attn.quant<f8E5M2, per_token>]} : !attnk.stage<128x128xf8E5M2, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %d: !attnk.stage<128x32xf32, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{converts a 128x128 tile into a 128x32 tile}}
+  attnk.convert_tile %s into %d scales(%sc : vector<128xf32>) {quant = [#attn.quant<i8, per_token_head>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x32xf32, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<64x128xi8, swizzle_128b>, %sc: vector<128xf32>) {
+  // expected-error @+1 {{dequantizes to bf16 or f16, got 'i8'}}
+  %r = attnk.convert_tile %s scales(%sc : vector<128xf32>) {quant = [#attn.quant<i8, per_token_head>]} : !attnk.stage<64x128xi8, swizzle_128b> -> !attnk.frag<64x128xi8>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xi8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf16>) {
+  // expected-error @+1 {{scale operand type 'vector<128xf16>' does not hold the scheme's 'f32' scales}}
+  attnk.convert_tile %s into %d scales(%sc : vector<128xf16>) {quant = [#attn.quant<i8, per_token_head>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<128x128xui8, swizzle_128b>, %d: !attnk.stage<128x128xbf16, swizzle_128b>, %sc: vector<128xf32>, %z: vector<128xi8>) {
+  // expected-error @+1 {{zero-point operand type 'vector<128xi8>' does not hold 'ui8' codes}}
+  attnk.convert_tile %s into %d scales(%sc : vector<128xf32>) zero_points(%z : vector<128xi8>) {quant = [#attn.quant<ui8, per_token, asymmetric>]} : !attnk.stage<128x128xui8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.stage<64x128xbf16, swizzle_128b>, %b: !attnk.stage<128x128xi8, swizzle_128b>, %c: !attnk.acc<64x128xf32>) {
+  // expected-error @+1 {{no WGMMA multiplies 'bf16' by 'i8' into 'f32' (bf16/f16 -> f32, e4m3/e5m2 -> f32, i8/ui8 -> i32)}}
+  %r = attnk.wgmma %a, %b, %c : !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>, !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.stage<64x128xi8, swizzle_128b>, %b: !attnk.stage<128x128xi8, swizzle_128b>, %c: !attnk.acc<64x128xi32>) {
+  // expected-error @+1 {{transposed operands exist for 16-bit types only (PTX imm-trans)}}
+  %r = attnk.wgmma %a, %b, %c {transpose_b} : !attnk.stage<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>, !attnk.acc<64x128xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.frag<64x128xbf16>, %b: !attnk.stage<128x128xbf16, swizzle_128b>, %c: !attnk.acc<64x128xf32>) {
+  // expected-error @+1 {{transpose_a applies to a shared-memory A}}
+  %r = attnk.wgmma %a, %b, %c {transpose_a} : !attnk.frag<64x128xbf16>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.stage<64x128xbf16, swizzle_128b>, %b: !attnk.stage<64x128xbf16, swizzle_128b>, %c: !attnk.acc<64x128xf32>) {
+  // expected-error @+1 {{A·Bᵀ is 64x64, the accumulator 64x128}}
+  %r = attnk.wgmma %a, %b, %c : !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.stage<64x64xbf16, swizzle_128b>, %b: !attnk.stage<128x128xbf16, swizzle_128b>, %c: !attnk.acc<64x128xf32>) {
+  // expected-error @+1 {{A has K = 64, B has K = 128}}
+  %r = attnk.wgmma %a, %b, %c : !attnk.stage<64x64xbf16, swizzle_128b>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.stage<64x16xi8, none>, %b: !attnk.stage<128x16xi8, none>, %c: !attnk.acc<64x128xi32>) {
+  // expected-error @+1 {{K = 16 is not a multiple of the instruction's K = 32}}
+  %r = attnk.wgmma %a, %b, %c : !attnk.stage<64x16xi8, none>, !attnk.stage<128x16xi8, none>, !attnk.acc<64x128xi32>
+  return
+}
+
+// -----
+
+func.func @f(%a: !attnk.stage<64x32xi8, none>, %b: !attnk.stage<40x32xi8, none>, %c: !attnk.acc<64x40xi32>) {
+  // expected-error @+1 {{8-bit integer WGMMAs take N = 8, 16, 24 or a multiple of 16, got 40}}
+  %r = attnk.wgmma %a, %b, %c : !attnk.stage<64x32xi8, none>, !attnk.stage<40x32xi8, none>, !attnk.acc<64x40xi32>
+  return
+}
+
+// -----
+
+func.func @f(%c: !attnk.acc<64x128xf32>) {
+  // expected-error @+1 {{pending must be in [0, 7], got 8}}
+  %r = attnk.wgmma_wait %c pending = 8 : !attnk.acc<64x128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.acc<64x128xi32>, %m: vector<64xf32>) {
+  // expected-error @+1 {{scores must be an f32 accumulator, got 'i32'}}
+  %p, %m1, %l1, %c = attnk.softmax_step %s, %m, %m scale_log2 = 0.125 : !attnk.acc<64x128xi32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.acc<64x128xf32>, %m: vector<32xf32>) {
+  // expected-error @+1 {{row statistics need one value per score row (64)}}
+  %p, %m1, %l1, %c = attnk.softmax_step %s, %m, %m scale_log2 = 0.125 : !attnk.acc<64x128xf32>, vector<32xf32> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.acc<64x128xf32>, %m: vector<64xf32>) {
+  // expected-error @+1 {{P is 64x64, the scores 64x128}}
+  %p, %m1, %l1, %c = attnk.softmax_step %s, %m, %m scale_log2 = 0.125 : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x64xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.acc<64x128xf32>, %m: vector<64xf32>) {
+  // expected-error @+1 {{not supported yet: integer P}}
+  %p, %m1, %l1, %c = attnk.softmax_step %s, %m, %m scale_log2 = 0.125 : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xui8>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.acc<64x128xf32>, %m: vector<64xf32>, %a: vector<32xf32>) {
+  // expected-error @+1 {{alibi needs one slope per score row}}
+  %p, %m1, %l1, %c = attnk.softmax_step %s, %m, %m scale_log2 = 0.125 alibi(%a : vector<32xf32>) : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.acc<64x128xf32>, %m: vector<64xf32>) {
+  // expected-error @+1 {{scale_log2 must be positive}}
+  %p, %m1, %l1, %c = attnk.softmax_step %s, %m, %m scale_log2 = -1.0 : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xi32>, %c: vector<64xf32>) {
+  // expected-error @+1 {{rescales an f32 accumulator}}
+  %r = attnk.rescale_output %o, %c : !attnk.acc<64x128xi32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %c: vector<128xf32>) {
+  // expected-error @+1 {{needs one factor per accumulator row}}
+  %r = attnk.rescale_output %o, %c : !attnk.acc<64x128xf32>, vector<128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %m: vector<64xf32>) {
+  // expected-error @+1 {{merges 2 to 8 CTAs of a (portable) cluster, got 16}}
+  %o2, %m2, %l2 = attnk.merge.cluster %o, %m, %m splits = 16 scale_log2 = 0.125 : !attnk.acc<64x128xf32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xi32>, %m: vector<64xf32>) {
+  // expected-error @+1 {{merges f32 accumulators}}
+  %o2, %m2, %l2 = attnk.merge.cluster %o, %m, %m splits = 2 scale_log2 = 0.125 : !attnk.acc<64x128xi32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %m: vector<128xf32>) {
+  // expected-error @+1 {{row statistics need one value per accumulator row}}
+  %o2, %m2, %l2 = attnk.merge.cluster %o, %m, %m splits = 2 scale_log2 = 0.125 : !attnk.acc<64x128xf32>, vector<128xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: memref<?x64x128xf32>, %pl: memref<?x64xf32>) {
+  // expected-error @+1 {{merges into an f32 accumulator}}
+  %o, %l = attnk.merge.combine %po, %pl : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xi32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: memref<?x64x64xf32>, %pl: memref<?x64xf32>) {
+  // expected-error @+1 {{partials must be [splits, 64, 128] and [splits, 64]}}
+  %o, %l = attnk.merge.combine %po, %pl : memref<?x64x64xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: memref<4x64x128xf32>, %pl: memref<2x64xf32>) {
+  // expected-error @+1 {{partial outputs and log-sum-exps have different split counts}}
+  %o, %l = attnk.merge.combine %po, %pl : memref<4x64x128xf32>, memref<2x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%po: memref<?x64x128xf32>, %pl: memref<?x64xf32>) {
+  // expected-error @+1 {{returns one log-sum-exp per accumulator row}}
+  %o, %l = attnk.merge.combine %po, %pl : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %out: memref<?x?xbf16>, %c0: index) {
+  // expected-error @+1 {{needs one index per destination dimension (2), got 1}}
+  attnk.store_tile %o, %out[%c0] : !attnk.acc<64x128xf32>, memref<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xi32>, %out: memref<?x?xbf16>, %c0: index) {
+  // expected-error @+1 {{stores an f32 accumulator (convert an i32 one with attnk.convert_tile first)}}
+  attnk.store_tile %o, %out[%c0, %c0] : !attnk.acc<64x128xi32>, memref<?x?xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %out: memref<?xbf16>, %c0: index) {
+  // expected-error @+1 {{stores a tile into a destination of rank 2 or more}}
+  attnk.store_tile %o, %out[%c0] : !attnk.acc<64x128xf32>, memref<?xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %out: memref<?x?xi8>, %c0: index) {
+  // expected-error @+1 {{stores into bf16, f16 or f32, got 'i8'}}
+  attnk.store_tile %o, %out[%c0, %c0] : !attnk.acc<64x128xf32>, memref<?x?xi8>
+  return
+}
+
+// -----
+
+func.func @f(%v: vector<64xf32>, %out: memref<?xbf16>, %c0: index) {
+  // expected-error @+1 {{stores a row vector into f32, got 'bf16'}}
+  attnk.store_tile %v, %out[%c0] : vector<64xf32>, memref<?xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<128x128xi8, swizzle_128b>, %st: !attnk.stage<128x128xi8, swizzle_128b>, %i: i32) {
+  // expected-error @+1 {{loads into a stage that attnk.ring.acquire did not return}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<128x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  return
+}

@@ -1,0 +1,127 @@
+// The kernel-level dialect parses, verifies and prints back what it parsed: every type, every
+// attribute form and every op, in the shape of an int8-KV decode kernel (a TMA producer, two
+// consumer warpgroups) and of the split merges.
+// RUN: attn-opt %s -split-input-file | FileCheck %s
+// RUN: attn-opt %s -split-input-file | attn-opt -split-input-file | FileCheck %s
+// RUN: attn-opt %s -split-input-file --mlir-print-op-generic | attn-opt -split-input-file | FileCheck %s
+
+// CHECK-LABEL: func.func @decode_int8
+// CHECK: %[[K:.+]] = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+// CHECK: %[[KB:.+]] = attnk.ring.alloc : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+// CHECK: attnk.warp_specialize attributes {ctas_per_sm = 1 : i64}
+// CHECK-NEXT: #attn.role<producer, warpgroups = 1, regs = 40> {
+// CHECK: %[[ST:.+]] = attnk.ring.acquire %[[K]][%{{.+}}] phase %{{.+}} : !attnk.ring<128x128xi8
+// CHECK: attnk.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] #attnk.addressing<contiguous> into %[[ST]] : !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+// CHECK: attnk.ring.commit %[[K]], %[[ST]]
+// CHECK: %[[FULL:.+]] = attnk.ring.wait %[[K]]
+// CHECK: %[[DST:.+]] = attnk.ring.acquire %[[KB]]
+// CHECK: attnk.convert_tile %[[FULL]] into %[[DST]] scales(%{{.+}} : vector<128xf32>) {quant = [#attn.quant<i8, per_token_head, symmetric>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+// CHECK: attnk.ring.release %[[K]], %[[FULL]]
+// CHECK: attnk.ring.commit %[[KB]], %[[DST]]
+// CHECK: #attn.role<consumer, warpgroups = 2, regs = 232> {
+// CHECK: %[[KT:.+]] = attnk.ring.wait %[[KB]]
+// CHECK: %[[S:.+]] = attnk.wgmma %{{.+}}, %[[KT]], %{{.+}} : !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
+// CHECK: %[[S2:.+]] = attnk.wgmma_wait %[[S]] pending = 0 : !attnk.acc<64x128xf32>
+// CHECK: attnk.ring.release %[[KB]], %[[KT]]
+// CHECK: %[[P:.+]], %[[M1:.+]], %[[L1:.+]], %[[C:.+]] = attnk.softmax_step %[[S2]], %{{.+}}, %{{.+}} scale_log2 = 1.250000e-01 key_limit(%{{.+}}) causal(%{{.+}}) alibi(%{{.+}} : vector<64xf32>) : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
+// CHECK: %[[O1:.+]] = attnk.rescale_output %{{.+}}, %[[C]] : !attnk.acc<64x128xf32>, vector<64xf32>
+// CHECK: %[[O2:.+]] = attnk.wgmma %[[P]], %{{.+}}, %[[O1]] {transpose_b} : !attnk.frag<64x128xbf16>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
+// CHECK: %[[O3:.+]] = attnk.rescale_output %[[O2]], %[[L1]] {reciprocal}
+// CHECK: attnk.store_tile %[[O3]], %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] rows(%{{.+}}) : !attnk.acc<64x128xf32>, memref<?x?x16x128xbf16>
+func.func @decode_int8(%kmap: !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>,
+                       %q: !attnk.stage<64x128xbf16, swizzle_128b>,
+                       %v: !attnk.stage<128x128xbf16, swizzle_128b>,
+                       %ks: vector<128xf32>, %acc: !attnk.acc<64x128xf32>,
+                       %m: vector<64xf32>, %l: vector<64xf32>, %slopes: vector<64xf32>,
+                       %out: memref<?x?x16x128xbf16>, %i: i32, %ph: i1, %n: i32, %c0: index) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+  %kb = attnk.ring.alloc : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+  attnk.warp_specialize attributes {ctas_per_sm = 1}
+    #attn.role<producer, warpgroups = 1, regs = 40> {
+      %st = attnk.ring.acquire %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+      attnk.tma_load %kmap[%i, %i, %i, %i] #attnk.addressing<contiguous> into %st
+          : !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+      attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+      %full = attnk.ring.wait %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+      %dst = attnk.ring.acquire %kb[%i] phase %ph : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+      attnk.convert_tile %full into %dst scales(%ks : vector<128xf32>)
+          {quant = [#attn.quant<i8, per_token_head>]}
+          : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
+      attnk.ring.release %k, %full : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+      attnk.ring.commit %kb, %dst : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+    }
+    #attn.role<consumer, warpgroups = 2, regs = 232> {
+      %kt = attnk.ring.wait %kb[%i] phase %ph : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+      %s = attnk.wgmma %q, %kt, %acc : !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
+      %s2 = attnk.wgmma_wait %s pending = 0 : !attnk.acc<64x128xf32>
+      attnk.ring.release %kb, %kt : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+      %p, %m1, %l1, %c = attnk.softmax_step %s2, %m, %l scale_log2 = 0.125 key_limit(%n) causal(%i)
+          alibi(%slopes : vector<64xf32>) : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
+      %o1 = attnk.rescale_output %acc, %c : !attnk.acc<64x128xf32>, vector<64xf32>
+      %o2 = attnk.wgmma %p, %v, %o1 {transpose_b} : !attnk.frag<64x128xbf16>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
+      %o3 = attnk.rescale_output %o2, %l1 {reciprocal} : !attnk.acc<64x128xf32>, vector<64xf32>
+      attnk.store_tile %o3, %out[%c0, %c0, %c0, %c0] rows(%n) : !attnk.acc<64x128xf32>, memref<?x?x16x128xbf16>
+    }
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @int8_queries
+// CHECK: %[[S:.+]] = attnk.wgmma %{{.+}}, %{{.+}}, %{{.+}} : !attnk.stage<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>, !attnk.acc<64x128xi32>
+// CHECK: attnk.convert_tile %[[S]] scales(%{{.+}}, %{{.+}} : vector<64xf32>, vector<128xf32>) {part = #attnk.part<scales>, quant = [#attn.quant<i8, per_token_head, symmetric>, #attn.quant<i8, per_token_head, symmetric>]} : !attnk.acc<64x128xi32> -> !attnk.acc<64x128xf32>
+// CHECK: attnk.convert_tile %{{.+}} zero_points(%{{.+}} : vector<128xui8>) {part = #attnk.part<codes>, quant = [#attn.quant<ui8, per_token, asymmetric>]} : !attnk.stage<64x128xui8, swizzle_128b> -> !attnk.frag<64x128xf16>
+// CHECK: attnk.convert_tile %{{.+}} into %{{.+}} {transpose} : !attnk.stage<128x64xf8E4M3FN, swizzle_64b> into !attnk.stage<64x128xf8E4M3FN, swizzle_128b>
+// CHECK: attnk.convert_tile %{{.+}} scales(%{{.+}} : memref<?x?x4xf32>) {quant = [#attn.quant<f8E4M3FN, per_token_head, symmetric>]} : !attnk.frag<64x64xf8E4M3FN> -> !attnk.frag<64x64xbf16>
+func.func @int8_queries(%q: !attnk.stage<64x128xi8, swizzle_128b>, %k: !attnk.stage<128x128xi8, swizzle_128b>,
+                        %acc: !attnk.acc<64x128xi32>, %qs: vector<64xf32>, %ks: vector<128xf32>,
+                        %u: !attnk.stage<64x128xui8, swizzle_128b>, %uz: vector<128xui8>,
+                        %vt: !attnk.stage<128x64xf8E4M3FN, swizzle_64b>, %vk: !attnk.stage<64x128xf8E4M3FN, swizzle_128b>,
+                        %f8: !attnk.frag<64x64xf8E4M3FN>, %f8s: memref<?x?x4xf32>) {
+  %s = attnk.wgmma %q, %k, %acc : !attnk.stage<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>, !attnk.acc<64x128xi32>
+  %sf = attnk.convert_tile %s scales(%qs, %ks : vector<64xf32>, vector<128xf32>)
+      {part = #attnk.part<scales>, quant = [#attn.quant<i8, per_token_head>, #attn.quant<i8, per_token_head>]}
+      : !attnk.acc<64x128xi32> -> !attnk.acc<64x128xf32>
+  %uf = attnk.convert_tile %u zero_points(%uz : vector<128xui8>)
+      {part = #attnk.part<codes>, quant = [#attn.quant<ui8, per_token, asymmetric>]}
+      : !attnk.stage<64x128xui8, swizzle_128b> -> !attnk.frag<64x128xf16>
+  attnk.convert_tile %vt into %vk {transpose} : !attnk.stage<128x64xf8E4M3FN, swizzle_64b> into !attnk.stage<64x128xf8E4M3FN, swizzle_128b>
+  %f = attnk.convert_tile %f8 scales(%f8s : memref<?x?x4xf32>) {quant = [#attn.quant<f8E4M3FN, per_token_head>]}
+      : !attnk.frag<64x64xf8E4M3FN> -> !attnk.frag<64x64xbf16>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @paged_and_gathered
+// CHECK: attnk.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] #attnk.addressing<paged, page = 64> into %{{.+}} block_table(%{{.+}} : memref<?x?xi32>)
+// CHECK: attnk.tma_load %{{.+}}[%{{.+}}, %{{.+}}] #attnk.addressing<gathered> into %{{.+}} indices(%{{.+}} : vector<64xi32>)
+func.func @paged_and_gathered(%map: !attnk.tensor_map<1x64x1x128xi8, swizzle_128b>,
+                              %rows: !attnk.tensor_map<1x128xf8E4M3FN, swizzle_128b>,
+                              %bt: memref<?x?xi32>, %idx: vector<64xi32>, %i: i32, %ph: i1) {
+  %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
+  %g = attnk.ring.alloc : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
+  attnk.tma_load %map[%i, %i, %i, %i] #attnk.addressing<paged, page = 64> into %st block_table(%bt : memref<?x?xi32>)
+      : !attnk.tensor_map<1x64x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
+  %gs = attnk.ring.acquire %g[%i] phase %ph : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.tma_load %rows[%i, %i] #attnk.addressing<gathered> into %gs indices(%idx : vector<64xi32>)
+      : !attnk.tensor_map<1x128xf8E4M3FN, swizzle_128b>, !attnk.stage<64x128xf8E4M3FN, swizzle_128b>
+  attnk.ring.commit %g, %gs : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @merges
+// CHECK: attnk.merge.cluster %{{.+}}, %{{.+}}, %{{.+}} splits = 2 scale_log2 = 1.250000e-01 : !attnk.acc<64x128xf32>, vector<64xf32>
+// CHECK: %[[O:.+]], %[[LSE:.+]] = attnk.merge.combine %{{.+}}, %{{.+}} : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
+// CHECK: attnk.store_tile %[[LSE]], %{{.+}}[%{{.+}}, %{{.+}}] : vector<64xf32>, memref<?x?xf32>
+func.func @merges(%o: !attnk.acc<64x128xf32>, %m: vector<64xf32>, %l: vector<64xf32>,
+                  %po: memref<?x64x128xf32>, %pl: memref<?x64xf32>, %lse_out: memref<?x?xf32>, %c0: index) {
+  %o2, %m2, %l2 = attnk.merge.cluster %o, %m, %l splits = 2 scale_log2 = 0.125 : !attnk.acc<64x128xf32>, vector<64xf32>
+  %oc, %lse = attnk.merge.combine %po, %pl : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
+  attnk.store_tile %lse, %lse_out[%c0, %c0] : vector<64xf32>, memref<?x?xf32>
+  return
+}
