@@ -23,3 +23,18 @@ if not os.environ.get("ATTN_OPT") and not shutil.which("attn-opt"):
 @pytest.fixture
 def repo_root():
     return REPO_ROOT
+
+
+# Hypothesis profiles: "ci" (the default: a fast subset) and "long" (the documented long run,
+# docs/InputChecks.md): HYPOTHESIS_PROFILE=long.
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the fuzz tests skip themselves
+    pass
+else:
+    settings.register_profile("ci", max_examples=40, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow,
+                                                     HealthCheck.function_scoped_fixture])
+    settings.register_profile("long", max_examples=200_000, deadline=None,
+                              suppress_health_check=list(HealthCheck))
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
