@@ -1,30 +1,43 @@
-"""Canary-guarded buffers and raw kernel calls, for tests that check CPU kernels never address
-outside their buffers.
+"""Guarded buffers and raw kernel calls, for tests that check CPU kernels never address outside
+their buffers.
 
-``Guarded(shape, dtype)`` is an array whose bytes sit between two guard zones of a known pattern;
-``intact()`` says whether a kernel wrote into either zone. ``raw_call`` calls a kernel's C
-interface directly with hand-made memref descriptors (any extents, strides, offset or pointer),
-bypassing the Python wrapper's checks, so that the kernel's own prologue is what is tested.
+``Guarded(shape, dtype)`` is an array that ends exactly where an inaccessible page (PROT_NONE)
+begins and starts after a canary zone of a known pattern, itself preceded by an inaccessible page:
+a read or write past the end, or far before the start, faults at once; a write just before the
+start changes the canary, which ``intact()`` reports. ``raw_call`` calls a kernel's C interface
+directly with hand-made memref descriptors (any extents, strides, offset or pointer), bypassing the
+Python wrapper's checks, so that the kernel's own prologue is what is tested.
 """
 
 import ctypes
+import mmap
 
 import numpy as np
 
 from qattn.kernels import _desc_type
 
-GUARD = 512  # bytes on each side (a multiple of 64: the payload keeps the block's alignment)
+PAGE = mmap.PAGESIZE
 PATTERN = 0xA5
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
 
 
 class Guarded:
-    """A C-contiguous array of ``shape`` and ``dtype`` between two guard zones."""
+    """A C-contiguous array of ``shape`` and ``dtype`` between a canary zone and a fence page."""
 
     def __init__(self, shape, dtype, rng=None):
         dtype = np.dtype(dtype)
         self.nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        self.raw = np.full(2 * GUARD + self.nbytes, PATTERN, np.uint8)
-        payload = self.raw[GUARD:GUARD + self.nbytes]
+        body = max(-(-self.nbytes // PAGE), 1) * PAGE
+        self._map = mmap.mmap(-1, body + 2 * PAGE)
+        raw = np.frombuffer(self._map, np.uint8)
+        raw[:] = PATTERN
+        for at in (0, PAGE + body):
+            if _libc.mprotect(ctypes.c_void_p(raw.ctypes.data + at), PAGE, 0):  # PROT_NONE
+                raise OSError(ctypes.get_errno(), "mprotect failed")
+        self.start = PAGE + body - self.nbytes
+        self._canary = raw[PAGE:self.start]
+        payload = raw[self.start:self.start + self.nbytes]
         if rng is not None and self.nbytes:
             payload[:] = rng.integers(0, 256, self.nbytes, dtype=np.uint8)
             if dtype.kind == "f":  # finite values: the kernels read them
@@ -32,8 +45,7 @@ class Guarded:
         self.array = payload.view(dtype).reshape(shape)
 
     def intact(self) -> bool:
-        return bool((self.raw[:GUARD] == PATTERN).all() and
-                    (self.raw[GUARD + self.nbytes:] == PATTERN).all())
+        return bool((self._canary == PATTERN).all())
 
 
 def descriptor(array, sizes=None, strides=None, offset=0, pointer=None):

@@ -5,6 +5,7 @@ call, accepted or refused."""
 
 import ctypes
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -251,3 +252,18 @@ def test_c_header_wrapper_checks(dynamic_quantize, tmp_path):
                     str(tmp_path / "main.c"), str(entry / "kernels.o"), "-lm"], check=True)
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:5] == ["mismatch 1", "negative -1", "null -1", "ok 0", "intact 1"]
+
+
+def test_guard_pages_catch_an_overrun(tmp_path):
+    """The harness itself: a read one byte past a guarded array faults; a write just before its
+    start is seen by intact()."""
+    code = ("import ctypes, sys; sys.path.insert(0, %r); from canary import Guarded; "
+            "import numpy as np; g = Guarded((5,), np.uint8); "
+            "print(ctypes.c_uint8.from_address(g.array.ctypes.data + 5).value)"
+            % str(Path(__file__).parent))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True)
+    assert proc.returncode == -11  # SIGSEGV on the fence page
+    g = Guarded((5,), np.uint8)
+    assert g.intact()
+    ctypes.c_uint8.from_address(g.array.ctypes.data - 1).value = 0
+    assert not g.intact()

@@ -45,3 +45,14 @@ def test_launch_configuration_refused(rt, grid, block, cluster, message):
     status, error = launch(rt, grid, block, cluster)
     assert rt.attn_rt_status_name(status).decode() == "invalid-argument"
     assert message in error
+
+
+def test_int32_launch_scalars_are_not_wrapped():
+    from qattn.gpu import int32_arg
+    from qattn.kernels import KernelArgumentError
+
+    assert int32_arg("k", "batch", 7).value == 7
+    assert int32_arg("k", "kv_len", 2**31 - 1).value == 2**31 - 1
+    for bad in (-1, 2**31, 2**64 + 5):
+        with pytest.raises(KernelArgumentError, match=f"k: kv_len = {bad} is outside"):
+            int32_arg("k", "kv_len", bad)
