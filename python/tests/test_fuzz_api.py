@@ -90,7 +90,10 @@ def kernels(tmp_path_factory):
     app = qattn.build(qattn.quantize("append", batch=None, tokens=None, capacity=None, heads=2,
                                      head_dim=16, src_dtype="f32", dtype="ui8", symmetric=False,
                                      granularity="per_group<8>", target=ISA, name="qapp"))
-    return {"qdyn": dyn.qdyn, "qapp": app.qapp}
+    from test_input_checks import NOMAD
+    isa = "avx2" if ISA in ("avx512", "avx512_vnni") else ISA
+    att = qattn.build(NOMAD.format(isa=isa))
+    return {"qdyn": dyn.qdyn, "qapp": app.qapp, "att": att.att}
 
 
 def fuzz_extent():
@@ -132,3 +135,37 @@ def test_kernels_on_guarded_buffers(kernels, name, data):
     hypothesis.event("accepted" if accepted else "refused")
     if not statics_ok:
         assert status == -1
+
+
+@given(st.data())
+def test_nomad_attention_on_guarded_buffers(kernels, data):
+    """attn.pq.attention over dynamic query heads, KV heads, code blocks and tokens: extents drawn
+    mostly consistent (KV heads 0 included), each sometimes replaced; same properties, and an
+    accepted call writes finite outputs."""
+    fn = kernels["att"]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    h = data.draw(st.integers(0, 3))
+    hq = h * data.draw(st.integers(0, 3))
+    nb = data.draw(st.integers(0, 2))
+    t = data.draw(st.integers(0, nb * 32 + 2))
+
+    def maybe(n):
+        return data.draw(st.one_of(*[st.just(n)] * 4, st.integers(0, 5)))
+    shapes = [((maybe(hq), 64), np.float32), ((maybe(h), 32, 16, 2), np.float32),
+              ((maybe(h), maybe(nb), 32, 16), np.uint8), ((maybe(t), maybe(h), 64), np.float32),
+              ((maybe(hq), 64), np.float32)]
+    bufs = [Guarded(shape, dtype, rng) for shape, dtype in shapes]
+    length = data.draw(st.integers(-5, 100))
+    values = [b.array for b in bufs[:4]] + [length, bufs[4].array]
+    try:
+        fn(*values)
+        accepted = True
+    except KernelArgumentError:
+        accepted = False
+    assert all(b.intact() for b in bufs)
+    status = raw_call(fn, values)
+    assert all(b.intact() for b in bufs)
+    assert (status == 0) == accepted
+    if accepted:
+        assert np.isfinite(bufs[4].array).all()
+    hypothesis.event("accepted" if accepted else "refused")

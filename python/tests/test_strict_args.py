@@ -150,3 +150,17 @@ def test_nomad_attend_checks_shapes_before_building():
         attend(q, np.zeros((2, 32, 16, 2), np.float32), kv, kv, length=11)
     with pytest.raises(ValueError, match="keys must be an array of numbers"):
         attend(q, np.zeros((2, 32, 16, 2), np.float32), [["x"]], kv)
+
+
+def test_mla_token_format_arguments():
+    from qattn import mla
+    assert mla.token_bytes() == 656
+    for kwargs in (dict(tile=0), dict(dv=500), dict(rope=-1), dict(dv=True), dict(tile="128")):
+        with pytest.raises(ValueError, match="the FP8 token format needs ints"):
+            mla.token_bytes(**kwargs)
+    with pytest.raises(ValueError, match="the FP8 token format needs ints"):
+        mla.pack_fp8(np.zeros((2, 100), np.float32))  # fewer values than Dv = 512
+    with pytest.raises(ValueError, match="last axis of 656 bytes"):
+        mla.unpack_fp8(np.zeros((2, 600), np.uint8))
+    packed = mla.pack_fp8(np.ones((2, 576), np.float32))
+    assert packed.shape == (2, 656) and np.allclose(mla.unpack_fp8(packed), 1.0)

@@ -187,6 +187,10 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
     });
     if (fn.isDeclaration())
       return success();
+    // A kernel becomes a C entry point with its own calling convention (a status result).
+    if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation()))
+      return fn.emitError() << "not supported yet: a kernel function called from another "
+                               "function; only entry points are lowered";
     // The extent relations refer to the ops and the original argument types: collect them first.
     FailureOr<SmallVector<ExtentCheck>> checks = collectExtentChecks(fn);
     if (failed(checks))

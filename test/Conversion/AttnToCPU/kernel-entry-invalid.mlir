@@ -19,3 +19,16 @@ func.func @huge(%src: memref<1048576x1048576x2x64xf32>, %dst: memref<1048576x104
       {quant = #attn.quant<i8, per_token_head>, target = #attn.target<avx2>}
   return
 }
+
+// -----
+
+// expected-error @+1 {{not supported yet: a kernel function called from another function}}
+func.func @callee(%src: memref<1x1x2x64xf32>, %dst: memref<1x1x2x64xi8>, %scales: memref<1x1x2xf32>) {
+  attn.quantize.dynamic ins(%src : memref<1x1x2x64xf32>) outs(%dst, %scales : memref<1x1x2x64xi8>, memref<1x1x2xf32>)
+      {quant = #attn.quant<i8, per_token_head>, target = #attn.target<avx2>}
+  return
+}
+func.func @caller(%src: memref<1x1x2x64xf32>, %dst: memref<1x1x2x64xi8>, %scales: memref<1x1x2xf32>) {
+  func.call @callee(%src, %dst, %scales) : (memref<1x1x2x64xf32>, memref<1x1x2x64xi8>, memref<1x1x2xf32>) -> ()
+  return
+}
