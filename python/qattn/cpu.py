@@ -41,6 +41,16 @@ def nomad_spec(q_heads: int, kv_heads: int, head_dim: int, dsub: int, isa: str,
                centroids: int = 16) -> str:
     """Two kernels over dynamic lengths: ``nomad_encode`` (bulk key encoding at an offset) and
     ``nomad_attend`` (one query token over the first ``length`` keys, float32 values)."""
+    for what, v in (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim),
+                    ("dsub", dsub)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{what} must be a positive int, not {v!r}")
+    if head_dim % dsub or q_heads % kv_heads or centroids not in (16, 32, 64):
+        raise ValueError(f"NoMAD needs dsub dividing head_dim, q_heads a multiple of kv_heads and "
+                         f"16, 32 or 64 centroids; got head_dim={head_dim}, dsub={dsub}, "
+                         f"q_heads={q_heads}, kv_heads={kv_heads}, centroids={centroids!r}")
+    if isa not in ISAS:
+        raise ValueError(f"unknown isa {isa!r}; expected one of {', '.join(ISAS)}")
     h, d, s, c = kv_heads, head_dim, head_dim // dsub, centroids
     r = 16 if c == 16 else 32
     books = f"memref<{h}x{s}x{c}x{dsub}xf32>"

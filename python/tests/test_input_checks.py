@@ -267,3 +267,21 @@ def test_guard_pages_catch_an_overrun(tmp_path):
     assert g.intact()
     ctypes.c_uint8.from_address(g.array.ctypes.data - 1).value = 0
     assert not g.intact()
+
+
+def test_mla_append_short_positions_and_cache():
+    spec = qattn.spec.mla_quantize(batch=None, tokens=None, capacity=None, src_dtype="f32",
+                                   target=ISA, name="mla_app")
+    fn = qattn.build(spec).mla_app
+    rng = np.random.default_rng(6)
+    src, cache = ((3, 2, 576), np.float32), ((3, 4, 656), np.int8)
+    bufs = guarded(rng, src, ((2,), np.int32), cache)
+    bufs[1].array[:] = 0
+    assert_refused(fn, bufs, match="'positions' dim 0 must equal 'src' dim 0")
+    bufs = guarded(rng, src, ((3,), np.int32), ((1, 4, 656), np.int8))
+    bufs[1].array[:] = 0
+    assert_refused(fn, bufs, match="'cache' dim 0 must equal 'src' dim 0")
+    bufs = guarded(rng, src, ((3,), np.int32), cache)
+    bufs[1].array[:] = [0, 3, -7]
+    fn(*[b.array for b in bufs])
+    assert all(b.intact() for b in bufs)

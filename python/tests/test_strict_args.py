@@ -164,3 +164,15 @@ def test_mla_token_format_arguments():
         mla.unpack_fp8(np.zeros((2, 600), np.uint8))
     packed = mla.pack_fp8(np.ones((2, 576), np.float32))
     assert packed.shape == (2, 656) and np.allclose(mla.unpack_fp8(packed), 1.0)
+
+
+def test_nomad_spec_arguments():
+    from qattn.cpu import nomad_spec
+    assert "attn.pq.attention" in nomad_spec(4, 2, 64, 2, "avx2")
+    for args, match in (((4, 0, 64, 2, "avx2"), "kv_heads must be a positive int"),
+                        ((4, 2, 64, 0, "avx2"), "dsub must be a positive int"),
+                        ((4, 2, 64, 3, "avx2"), "dsub dividing head_dim"),
+                        ((3, 2, 64, 2, "avx2"), "q_heads a multiple of kv_heads"),
+                        ((4, 2, 64, 2, "sse"), "unknown isa 'sse'")):
+        with pytest.raises(ValueError, match=match):
+            nomad_spec(*args)
