@@ -35,6 +35,6 @@ else:
     settings.register_profile("ci", max_examples=40, deadline=None,
                               suppress_health_check=[HealthCheck.too_slow,
                                                      HealthCheck.function_scoped_fixture])
-    settings.register_profile("long", max_examples=200_000, deadline=None,
+    settings.register_profile("long", max_examples=20_000, deadline=None,
                               suppress_health_check=list(HealthCheck))
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

@@ -12,6 +12,9 @@
 #include "attn/Dialect/Attn/IR/Attn.h"
 
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <limits>
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -81,8 +84,12 @@ private:
     if (!e.value)
       return ExtentTerm{-1, 0, 1, e.constant};
     auto t = cast<MemRefType>(e.value.getType());
-    if (!t.isDynamicDim(e.dim))
-      return ExtentTerm{-1, 0, 1, t.getDimSize(e.dim) * e.scale};
+    if (!t.isDynamicDim(e.dim)) {
+      int64_t product; // saturated: no extent a kernel takes comes near it
+      if (llvm::MulOverflow(t.getDimSize(e.dim), e.scale, product))
+        product = std::numeric_limits<int64_t>::max();
+      return ExtentTerm{-1, 0, 1, product};
+    }
     auto arg = dyn_cast<BlockArgument>(e.value);
     if (!arg || arg.getOwner() != &fn.getBody().front())
       return op->emitError() << "not supported yet: '" << e.name

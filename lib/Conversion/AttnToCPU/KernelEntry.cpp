@@ -54,6 +54,17 @@ Value asOriginal(ImplicitLocOpBuilder &b, Value arg, MemRefType t,
   return memref::ReinterpretCastOp::create(b, t, arg, b.getIndexAttr(0), sizes, strides);
 }
 
+/// True when a static `t` holds at most kMaxBufferBytes (checked before each multiplication).
+bool fitsBufferLimit(MemRefType t) {
+  int64_t bytes = elementBytes(t);
+  for (int64_t n : t.getShape()) {
+    if (n > 0 && bytes > kMaxBufferBytes / n)
+      return false;
+    bytes *= n;
+  }
+  return true;
+}
+
 /// True (i1) when the descriptor `md` of `arg` describes a buffer of type `t`.
 Value descriptorOk(ImplicitLocOpBuilder &b, Value arg, MemRefType t,
                    memref::ExtractStridedMetadataOp md) {
@@ -124,8 +135,7 @@ LogicalResult cpu::guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> check
       continue;
     if (!t.getLayout().isIdentity())
       return fn.emitError() << "kernel buffers must have the identity (row-major) layout";
-    if (t.hasStaticShape() &&
-        (t.getNumElements() > kMaxBufferBytes / elementBytes(t) || t.getNumElements() < 0))
+    if (t.hasStaticShape() && !fitsBufferLimit(t))
       return fn.emitError() << "argument " << arg.getArgNumber() << " (" << t
                             << ") is larger than the 2^48 bytes a kernel buffer may hold";
     SmallVector<int64_t> dyn(t.getRank(), ShapedType::kDynamic);
