@@ -237,17 +237,19 @@ def _check_dtype(dtype, choices) -> str:
 
 
 def _static_scales(scales, what: str = "scales") -> np.ndarray:
-    """Given (static) scales as float32: finite and positive, or ValueError naming the first bad
-    one (0 would divide by zero, NaN and negative values give garbage codes)."""
+    """Given (static) scales as float32: finite and positive normal numbers, or ValueError naming
+    the first bad one (0 or a subnormal would make 1 / s infinite, NaN and negative values give
+    garbage codes)."""
     try:
         s = np.asarray(scales, np.float32)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{what} must be an array of numbers: {e}") from None
-    bad = ~(np.isfinite(s) & (s > 0))
+    # At least the smallest normal float32: codes are x · (1 / s), and 1 / s must be finite.
+    bad = ~(np.isfinite(s) & (s >= np.finfo(np.float32).tiny))
     if bad.any():
         at = tuple(int(i) for i in np.argwhere(bad)[0]) if s.ndim else ()
-        raise ValueError(f"{what} must be finite and positive; got {s[at] if at else s} at index "
-                         f"{at}")
+        raise ValueError(f"{what} must be finite and positive (at least 2**-126, so that 1 / scale "
+                         f"is finite); got {s[at] if at else s} at index {at}")
     return s
 
 
