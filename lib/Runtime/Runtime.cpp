@@ -306,9 +306,17 @@ attn_rt_status attn_rt_launch(attn_rt_kernel *kernel, const attn_rt_launch_confi
   if (!kernel || !c)
     return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_launch: null kernel or configuration");
   unsigned threads = 1;
+  const unsigned maxGrid[3] = {0x7FFFFFFFu, 65535u, 65535u}; // the launch limits of sm_90
   for (int i = 0; i < 3; ++i) {
     if (c->grid[i] == 0 || c->block[i] == 0)
       return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_launch: grid and block extents must be >= 1");
+    if (c->grid[i] > maxGrid[i])
+      return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_launch: grid extent " + std::to_string(i) +
+                                                " of " + std::to_string(c->grid[i]) +
+                                                " exceeds " + std::to_string(maxGrid[i]));
+    if (c->block[i] > 1024) // checked alone first: the product must not wrap around
+      return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_launch: block extent " +
+                                                std::to_string(c->block[i]) + " exceeds 1024");
     threads *= c->block[i];
   }
   if (threads > 1024)
@@ -318,6 +326,9 @@ attn_rt_status attn_rt_launch(attn_rt_kernel *kernel, const attn_rt_launch_confi
   unsigned clusterSize = 1;
   for (int i = 0; i < 3; ++i) {
     unsigned e = c->cluster[i] ? c->cluster[i] : 1;
+    if (e > 8)
+      return fail(ATTN_RT_INVALID_ARGUMENT, "attn_rt_launch: cluster extent " + std::to_string(e) +
+                                                " exceeds the portable maximum of 8");
     cluster |= e > 1;
     clusterSize *= e;
     if (c->grid[i] % e != 0)

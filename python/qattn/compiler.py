@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -128,10 +129,59 @@ def _resolve(attn_opt: Optional[Union[str, Path]]) -> str:
 def _spec_text(spec) -> str:
     text = getattr(spec, "text", spec)  # a Spec object, or MLIR text
     if isinstance(text, os.PathLike):
-        return Path(text).read_text()
+        try:
+            return Path(text).read_text()
+        except (OSError, UnicodeDecodeError) as e:
+            raise QattnError(f"cannot read the spec {os.fspath(text)!r}: {e}") from None
     if not isinstance(text, str):
         raise TypeError(f"spec must be MLIR text, a Spec or a path, not {type(spec).__name__}")
     return text
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _keep_spec(spec, text: str) -> str:
+    """Where the spec that made attn-opt crash can be found again: its own path when it came from
+    a file, else a copy written to the temporary directory."""
+    own = getattr(spec, "text", spec)
+    if isinstance(own, os.PathLike):
+        return os.fspath(own)
+    fd, path = tempfile.mkstemp(prefix="qattn-crash-", suffix=".mlir")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    return path
+
+
+def _failure(spec, text: str, cmd: List[str], proc) -> CompileError:
+    stderr = proc.stderr.decode(errors="replace")
+    if proc.returncode < 0:  # killed by a signal: a crash, not a diagnostic
+        where = _keep_spec(spec, text)
+        tail = "; its stderr:" if stderr.strip() else "; it printed nothing on stderr"
+        return CompileError(f"attn-opt crashed ({_signal_name(proc.returncode)}) on the spec "
+                            f"{where}; command: {' '.join(cmd)}{tail}",
+                            stderr=stderr, command=cmd, returncode=proc.returncode)
+    return CompileError(f"attn-opt failed (exit status {proc.returncode}):",
+                        diagnostics=parse_diagnostics(stderr), stderr=stderr,
+                        command=cmd, returncode=proc.returncode)
+
+
+def _check_options(passes, target, timeout) -> None:
+    """Strict types for compile's options: a str or a sequence of str for ``passes``, None or a
+    str for ``target``, None or a positive finite number for ``timeout``."""
+    names = (passes,) if isinstance(passes, str) else passes
+    if not isinstance(names, (list, tuple)) or not all(isinstance(p, str) and p.strip()
+                                                       for p in names):
+        raise TypeError(f"passes must be a pass name or a list of pass names, not {passes!r}")
+    if target is not None and (not isinstance(target, str) or not re.fullmatch(r"\w+", target)):
+        raise ValueError(f"target must be None or a target name such as 'avx2', not {target!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not 0 < timeout < float("inf")):
+        raise ValueError(f"timeout must be None or a positive number of seconds, not {timeout!r}")
 
 
 def _pass_flags(passes: Sequence[str], target: Optional[str]) -> List[str]:
@@ -157,8 +207,9 @@ def compile(spec, *, emit: str = "mlir", passes: Sequence[str] = DEFAULT_PASSES,
     ``emit`` is one of mlir, ptx, header (returned as str), cubin, obj (returned as bytes).
     Raises ``CompileError`` on any failure and ``AttnOptNotFound`` if there is no attn-opt.
     """
-    if emit not in EMIT_KINDS:
+    if not isinstance(emit, str) or emit not in EMIT_KINDS:
         raise ValueError(f"emit must be one of {', '.join(EMIT_KINDS)}, not {emit!r}")
+    _check_options(passes, target, timeout)
     text = _spec_text(spec)
     exe = _resolve(attn_opt)
     with tempfile.TemporaryDirectory(prefix="qattn-") as tmp:
@@ -172,9 +223,7 @@ def compile(spec, *, emit: str = "mlir", passes: Sequence[str] = DEFAULT_PASSES,
                                command=cmd) from None
         stderr = proc.stderr.decode(errors="replace")
         if proc.returncode != 0:
-            raise CompileError(f"attn-opt failed (exit status {proc.returncode}):",
-                               diagnostics=parse_diagnostics(stderr), stderr=stderr,
-                               command=cmd, returncode=proc.returncode)
+            raise _failure(spec, text, cmd, proc)
         if not os.path.isfile(out_path):
             raise CompileError(f"attn-opt exited successfully but wrote no {emit} output",
                                stderr=stderr, command=cmd, returncode=proc.returncode)

@@ -41,6 +41,15 @@ def nomad_spec(q_heads: int, kv_heads: int, head_dim: int, dsub: int, isa: str,
                centroids: int = 16) -> str:
     """Two kernels over dynamic lengths: ``nomad_encode`` (bulk key encoding at an offset) and
     ``nomad_attend`` (one query token over the first ``length`` keys, float32 values)."""
+    for what, v in (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim),
+                    ("dsub", dsub)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{what} must be a positive int, not {v!r}")
+    if isinstance(centroids, bool) or not isinstance(centroids, int) or centroids < 1:
+        raise ValueError(f"centroids must be a positive int, not {centroids!r}")
+    # Whether the shapes fit together (dsub dividing head_dim, ...) is attn-opt's call.
+    if isa not in ISAS:
+        raise ValueError(f"unknown isa {isa!r}; expected one of {', '.join(ISAS)}")
     h, d, s, c = kv_heads, head_dim, head_dim // dsub, centroids
     r = 16 if c == 16 else 32
     books = f"memref<{h}x{s}x{c}x{dsub}xf32>"
@@ -76,17 +85,39 @@ def attend(q, codebooks, keys, values, length: Optional[int] = None, isa: Option
     codebooks [H, D/dsub, 16, dsub]; the keys are encoded by ``attn.pq.encode`` and attended by
     ``attn.pq.attention`` (softmax scale 1/√D). Returns float32 [Hq, D]; ``length`` (default T)
     limits the keys attended; length 0 gives zeros."""
-    q = np.ascontiguousarray(q, np.float32)
-    books = np.ascontiguousarray(codebooks, np.float32)
-    keys = np.ascontiguousarray(keys, np.float32)
-    values = np.ascontiguousarray(values, np.float32)
+    q, books, keys, values = (_floats(n, a) for n, a in (("q", q), ("codebooks", codebooks),
+                                                         ("keys", keys), ("values", values)))
     if q.ndim != 2 or books.ndim != 4 or keys.ndim != 3 or values.shape != keys.shape:
-        raise ValueError("expected q [Hq, D], codebooks [H, S, C, dsub], keys = values [T, H, D]")
+        raise ValueError("expected q [Hq, D], codebooks [H, S, C, dsub], keys = values [T, H, D]; "
+                         f"got q {q.shape}, codebooks {books.shape}, keys {keys.shape}, "
+                         f"values {values.shape}")
     h, s, c, dsub = books.shape
     t = keys.shape[0]
+    if h < 1 or s < 1 or dsub < 1 or c not in (16, 32, 64):
+        raise ValueError(f"codebooks [H, S, C, dsub] need H, S, dsub >= 1 and C in 16, 32, 64; "
+                         f"got {books.shape}")
+    if q.shape[0] < 1 or q.shape[0] % h or q.shape[1] != s * dsub or keys.shape[1:] != (h, s * dsub):
+        raise ValueError(f"q [Hq, D] needs Hq a positive multiple of the codebooks' {h} heads and "
+                         f"D = S * dsub = {s * dsub}, keys [T, {h}, {s * dsub}]; got q {q.shape}, "
+                         f"keys {keys.shape}")
+    if length is not None and (isinstance(length, bool) or
+                               not isinstance(length, (int, np.integer)) or not 0 <= length <= t):
+        raise ValueError(f"length must be None or an int in [0, {t}], not {length!r}")
+    if isa is not None and isa not in ISAS:
+        raise ValueError(f"unknown isa {isa!r}; expected one of {', '.join(ISAS)}")
     lib = build(nomad_spec(q.shape[0], h, s * dsub, dsub, isa or host_isa(), c), attn_opt=attn_opt)
     codes = np.zeros((h, max(1, -(-t // 32)), s, 16 if c == 16 else 32), np.uint8)
     lib.nomad_encode(keys, books, 0, codes)
     out = np.empty_like(q)
     lib.nomad_attend(q, books, codes, values, t if length is None else int(length), out)
     return out
+
+
+ISAS = ("scalar", "avx2", "avx512", "avx512_vbmi", "avx512_vnni", "neon")
+
+
+def _floats(what: str, a) -> np.ndarray:
+    try:
+        return np.ascontiguousarray(a, np.float32)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} must be an array of numbers: {e}") from None

@@ -161,6 +161,15 @@ def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, 
            f"launching {kernel_meta['name']}")
 
 
+def int32_arg(where: str, name: str, value: int) -> ctypes.c_int32:
+    """A launch scalar the kernels take as int32: refused, not wrapped, outside [0, 2^31 - 1]."""
+    value = int(value)
+    if not 0 <= value < 2 ** 31:
+        raise KernelArgumentError(f"{where}: {name} = {value} is outside the kernel's int32 "
+                                  "range [0, 2**31 - 1]")
+    return ctypes.c_int32(value)
+
+
 def expect_tensor(where: str, t, torch, dtypes, shape):
     """Raises KernelArgumentError unless ``t`` is a contiguous, 16-byte aligned torch CUDA tensor
     of one of ``dtypes`` (names without ``torch.``) and exactly ``shape``."""
@@ -398,8 +407,9 @@ class GpuDecodeKernel(LaunchFiles):
                                                 t.data_ptr()), f"encoding the {name[0].upper()} tensor map")
             keep.append(raw)
             maps[name] = addr
-        scalars = {"batch": ctypes.c_int32(b), "kv_len": ctypes.c_int32(skv), "q_len": ctypes.c_int32(sq),
-                   "num_splits": ctypes.c_int32(splits)}
+        where = "decode"
+        scalars = {k: int32_arg(where, k, v) for k, v in
+                   (("batch", b), ("kv_len", skv), ("q_len", sq), ("num_splits", splits))}
         stream_handle = stream if stream is not None else torch.cuda.current_stream(q.device).cuda_stream
 
         values = {name: ctypes.c_void_p(addr) for name, addr in maps.items()}

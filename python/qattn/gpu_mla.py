@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .gpu import LaunchFiles, expect_tensor, launch_kernel, load_module
+from .gpu import LaunchFiles, expect_tensor, int32_arg, launch_kernel, load_module
 from .kernels import KernelArgumentError
 
 
@@ -81,8 +81,10 @@ class GpuMLAKernel(LaunchFiles):
         _, _, handle = self._load()
         ptr = lambda x: ctypes.c_uint64(x.data_ptr() if x is not None and x.numel() else 0)
         values = {"q": ptr(q), "kv": ptr(kv), "indices": ptr(indices), "seq_lens": ptr(seq_lens),
-                  "out": ptr(out), "batch": ctypes.c_int32(b), "sq": ctypes.c_int32(sq),
-                  "kv_len": ctypes.c_int32(t), "topk": ctypes.c_int32(topk)}
+                  "out": ptr(out), "batch": int32_arg("mla_decode", "batch", b),
+                  "sq": int32_arg("mla_decode", "sq", sq),
+                  "kv_len": int32_arg("mla_decode", "kv_len", t),
+                  "topk": int32_arg("mla_decode", "topk", topk)}
         grid = [self.kernel["grid"][0], sq, b]
         s = stream if stream is not None else torch.cuda.current_stream()
         keep = []
@@ -127,8 +129,9 @@ class GpuMLAQuantizeKernel(LaunchFiles):
         per = self.schedule["tokens_per_cta"]
         values = {"src": ctypes.c_uint64(src.data_ptr()),
                   "positions": ctypes.c_uint64(positions.data_ptr()),
-                  "cache": ctypes.c_uint64(cache.data_ptr()), "batch": ctypes.c_int32(b),
-                  "new_tokens": ctypes.c_int32(s), "capacity": ctypes.c_int32(t)}
+                  "cache": ctypes.c_uint64(cache.data_ptr()), "batch": int32_arg("mla_append", "batch", b),
+                  "new_tokens": int32_arg("mla_append", "new_tokens", s),
+                  "capacity": int32_arg("mla_append", "capacity", t)}
         st = stream if stream is not None else torch.cuda.current_stream()
         launch_kernel(self._loaded, self.kernel, [-(-b * s // per), 1, 1], values,
                       st.cuda_stream, [])

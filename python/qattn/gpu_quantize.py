@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import ctypes
 
-from .gpu import LaunchFiles, expect_tensor, launch_kernel, load_module
+from .gpu import LaunchFiles, expect_tensor, int32_arg, launch_kernel, load_module
 from .kernels import KernelArgumentError
 from .spec import scale_shape
 
@@ -97,8 +97,9 @@ class GpuQuantizeKernel(LaunchFiles):
                   "dst": ctypes.c_uint64(dst.data_ptr()),
                   "scales": ctypes.c_uint64(scales.data_ptr()),
                   "zeros": ctypes.c_uint64(zeros.data_ptr() if zeros is not None else 0),
-                  "batch": ctypes.c_int32(b), "new_tokens": ctypes.c_int32(s),
-                  "capacity": ctypes.c_int32(cap if self.append else s)}
+                  "batch": int32_arg(self.kernel["name"], "batch", b),
+                  "new_tokens": int32_arg(self.kernel["name"], "new_tokens", s),
+                  "capacity": int32_arg(self.kernel["name"], "capacity", cap if self.append else s)}
         ctas = -(-groups // int(self.schedule["groups_per_cta"]))
         stream_handle = stream if stream is not None else torch.cuda.current_stream(src.device).cuda_stream
         with torch.cuda.device(src.device):

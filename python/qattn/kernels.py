@@ -5,8 +5,13 @@ For CPU specs (the ``attn.pq.*`` NoMAD ops), ``build`` runs ``attn-opt --emit=ob
 and loads it with ``ctypes``. The result is a ``CpuLibrary`` whose attributes are the spec's
 functions; each takes NumPy arrays (and ints for ``index`` arguments) in the order of the
 ``func.func`` and checks every array against the header's buffer description before the call:
-dtype, rank, static extents, C-contiguity and — for buffers the kernel writes — writability. A
-mismatch raises ``KernelArgumentError`` naming the argument; nothing is coerced silently.
+dtype, rank, static extents, C-contiguity, at most 2^48 bytes, and — for buffers the kernel
+writes — writability and no overlap with another argument; ints must fit an int64. Then come the
+header's numbered extent checks (``check k: arg1_dim0 == arg0_dim0``: which dynamic extents of
+which arguments must agree, derived from the spec), the same ones the kernel's own prologue
+evaluates. A mismatch raises ``KernelArgumentError`` naming the arguments; nothing is coerced
+silently. Should the kernel still refuse (its status is not 0), that is a ``KernelArgumentError``
+too.
 
 The on-disk cache is keyed by the SHA-256 of (spec text, attn-opt's version line, target, passes),
 under ``$QATTN_CACHE_DIR`` (default ``~/.cache/qattn``); an entry is written to a temporary
@@ -16,6 +21,7 @@ through ``qattn.gpu`` (``build`` returns a ``GpuDecodeKernel`` for them).
 
 from __future__ import annotations
 
+import ast
 import ctypes
 import hashlib
 import json
@@ -29,11 +35,11 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .compiler import DEFAULT_PASSES, QattnError, _resolve, _spec_text
+from .compiler import DEFAULT_PASSES, QattnError, _check_options, _resolve, _spec_text
 from .compiler import compile as _compile
 from .compiler import version as _version
 
-CACHE_LAYOUT = 1  # bump when what a cache entry holds changes
+CACHE_LAYOUT = 2  # bump when what a cache entry holds changes
 
 _DTYPES = {"f32": np.float32, "f16": np.float16, "f64": np.float64, "i8": np.int8, "ui8": np.uint8,
            "i16": np.int16, "ui16": np.uint16, "i32": np.int32, "ui32": np.uint32, "i64": np.int64,
@@ -104,17 +110,56 @@ class Arg:
 
 _FUNC_RE = re.compile(r"^/\* (\w+) — target (\S+)\.$")
 _ARG_RE = re.compile(r"^ \*   arg(\d+): (?:(read/written|read|written)\s+)?.*\((.+)\)\s*$")
+_CHECK_RE = re.compile(r"^ \*   check (\d+): (.+?)  \((.*)\)$")
+
+#: The largest buffer a kernel takes (its prologue refuses larger ones).
+MAX_BUFFER_BYTES = 1 << 48
+_INDEX_MIN, _INDEX_MAX = -(1 << 63), (1 << 63) - 1
+
+
+class ExtentCheck:
+    """One numbered extent check of a kernel, e.g. ``arg1_dim0 == arg0_dim0``: comparisons of
+    ``argN_dimD`` names and ints combined with ``*`` and ``%`` (the header's C expression)."""
+
+    _NODES = (ast.Expression, ast.Compare, ast.BinOp, ast.Name, ast.Constant, ast.Load, ast.Mult,
+              ast.Mod, ast.Eq, ast.LtE, ast.GtE)
+
+    def __init__(self, number: int, expr: str, why: str):
+        self.number, self.expr, self.why = number, expr, why
+        try:
+            tree = ast.parse(expr, mode="eval")
+        except SyntaxError:
+            raise BuildError(f"header check {number} is not an extent check: {expr!r}") from None
+        for node in ast.walk(tree):
+            ok = isinstance(node, self._NODES) and not (
+                isinstance(node, ast.Name) and not re.fullmatch(r"arg\d+_dim\d+", node.id)) and \
+                not (isinstance(node, ast.Constant) and type(node.value) is not int)
+            if not ok:
+                raise BuildError(f"header check {number} is not an extent check: {expr!r}")
+        self.names = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})
+        self._code = compile(tree, f"<check {number}>", "eval")
+
+    def holds(self, extents: Dict[str, int]) -> bool:
+        return bool(eval(self._code, {"__builtins__": {}}, extents))
+
+    def __repr__(self) -> str:
+        return f"check {self.number}: {self.expr}"
 
 
 def parse_header(header: str) -> Dict[str, Tuple[str, List[Arg]]]:
     """{function name: (target, [Arg...])} from an ``--emit=header`` header."""
-    funcs: Dict[str, Tuple[str, List[Arg]]] = {}
+    return {name: (tgt, args) for name, (tgt, args, _) in parse_header_checks(header).items()}
+
+
+def parse_header_checks(header: str) -> Dict[str, Tuple[str, List[Arg], List[ExtentCheck]]]:
+    """{function name: (target, [Arg...], [ExtentCheck...])} from an ``--emit=header`` header."""
+    funcs: Dict[str, Tuple[str, List[Arg], List[ExtentCheck]]] = {}
     current = None
     for line in header.splitlines():
         m = _FUNC_RE.match(line)
         if m:
             current = m.group(1)
-            funcs[current] = (m.group(2), [])
+            funcs[current] = (m.group(2), [], [])
             continue
         m = _ARG_RE.match(line)
         if m and current is not None:
@@ -122,6 +167,13 @@ def parse_header(header: str) -> Dict[str, Tuple[str, List[Arg]]]:
             if int(m.group(1)) != len(args):
                 raise BuildError(f"{current}: header lists arg{m.group(1)} out of order")
             args.append(Arg(len(args), m.group(2), m.group(3)))
+            continue
+        m = _CHECK_RE.match(line)
+        if m and current is not None:
+            checks = funcs[current][2]
+            if int(m.group(1)) != len(checks) + 1:
+                raise BuildError(f"{current}: header lists check {m.group(1)} out of order")
+            checks.append(ExtentCheck(len(checks) + 1, m.group(2), m.group(3)))
         elif line.startswith(" */"):
             current = None
     if not funcs:
@@ -149,12 +201,14 @@ def _desc_type(rank: int):
 class CpuFunction:
     """One kernel of a ``CpuLibrary``; call it with the ``func.func``'s arguments in order."""
 
-    def __init__(self, lib: ctypes.CDLL, name: str, target: str, args: List[Arg]):
+    def __init__(self, lib: ctypes.CDLL, name: str, target: str, args: List[Arg],
+                 checks: Sequence[ExtentCheck] = ()):
         self.name = name
         self.target = target
         self.args = args
+        self.checks = list(checks)
         self._fn = getattr(lib, f"_mlir_ciface___attn_{name}")
-        self._fn.restype = None
+        self._fn.restype = ctypes.c_int32
         self._fn.argtypes = [ctypes.POINTER(_desc_type(len(a.shape))) if a.is_buffer
                              else ctypes.c_int64 for a in args]
 
@@ -166,6 +220,9 @@ class CpuFunction:
         if not a.is_buffer:
             if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
                 raise KernelArgumentError(f"{where} takes an int, not {type(value).__name__}")
+            if not _INDEX_MIN <= int(value) <= _INDEX_MAX:
+                raise KernelArgumentError(f"{where} takes an int64, and {int(value)} is out of "
+                                          f"its range [-2**63, 2**63 - 1]")
             return ctypes.c_int64(int(value))
         if not isinstance(value, np.ndarray):
             raise KernelArgumentError(f"{where} takes a numpy array, not {type(value).__name__}")
@@ -179,6 +236,9 @@ class CpuFunction:
             raise KernelArgumentError(f"{where} must be C-contiguous (np.ascontiguousarray)")
         if a.access and "written" in a.access and not value.flags.writeable:
             raise KernelArgumentError(f"{where} is written by the kernel but the array is read-only")
+        if value.nbytes > MAX_BUFFER_BYTES:
+            raise KernelArgumentError(f"{where} holds {value.nbytes} bytes, more than the 2**48 "
+                                      "a kernel buffer may hold")
         desc = _desc_type(value.ndim)()
         ptr = value.ctypes.data
         desc.allocated = desc.aligned = ptr
@@ -190,11 +250,40 @@ class CpuFunction:
             stride *= value.shape[d]
         return ctypes.byref(desc)
 
+    def _check_overlap(self, values):
+        """A buffer the kernel writes shares no memory with another argument."""
+        arrays = [(a, v) for a, v in zip(self.args, values) if a.is_buffer and v.size]
+        for i, (a, v) in enumerate(arrays):
+            for b, w in arrays[i + 1:]:
+                written = "written" in (a.access or "") or "written" in (b.access or "")
+                if written and np.may_share_memory(v, w):
+                    raise KernelArgumentError(
+                        f"{self.name}: arg{a.index} and arg{b.index} overlap in memory, and the "
+                        "kernel writes one of them; pass separate arrays")
+
+    def _check_extents(self, values):
+        """The header's extent checks, in order, on the arrays' extents."""
+        extents = {f"arg{a.index}_dim{d}": int(n) for a, v in zip(self.args, values)
+                   if a.is_buffer for d, n in enumerate(v.shape)}
+        for c in self.checks:
+            if not c.holds(extents):
+                got = ", ".join(f"{n} = {extents[n]}" for n in c.names)
+                raise KernelArgumentError(f"{self.name}: extent check {c.number} fails: {c.expr} "
+                                          f"with {got} ({c.why})")
+
     def __call__(self, *values):
         if len(values) != len(self.args):
             raise KernelArgumentError(f"{self.name} takes {len(self.args)} arguments, "
                                       f"got {len(values)}")
-        self._fn(*[self._check(a, v) for a, v in zip(self.args, values)])
+        converted = [self._check(a, v) for a, v in zip(self.args, values)]
+        self._check_overlap(values)
+        self._check_extents(values)
+        status = self._fn(*converted)
+        if status != 0:
+            why = ("a buffer descriptor is malformed" if status < 0 else
+                   repr(self.checks[status - 1]) if status <= len(self.checks) else "unknown")
+            raise KernelArgumentError(f"{self.name}: the kernel refused its arguments "
+                                      f"(status {status}: {why}); nothing ran")
 
 
 class CpuLibrary:
@@ -207,8 +296,8 @@ class CpuLibrary:
             self._lib = ctypes.CDLL(self.path)
         except OSError as e:
             raise BuildError(f"cannot load {self.path}: {e}") from None
-        self.functions = {name: CpuFunction(self._lib, name, tgt, args)
-                          for name, (tgt, args) in parse_header(header).items()}
+        self.functions = {name: CpuFunction(self._lib, name, tgt, args, checks)
+                          for name, (tgt, args, checks) in parse_header_checks(header).items()}
 
     def __getattr__(self, name):
         funcs = self.__dict__.get("functions", {})
@@ -243,6 +332,9 @@ def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT
     calls load the cached artifacts. ``cache=False`` always recompiles (into a fresh directory).
     """
     text = _spec_text(spec)
+    _check_options(passes, target, None)
+    if not isinstance(cache, bool):
+        raise TypeError(f"cache must be True or False, not {cache!r}")
     exe = _resolve(attn_opt)
     kind = "gpu" if _is_gpu(text) else "cpu"
     key = cache_key(text, _compiler_identity(exe), target, passes, kind)
@@ -279,5 +371,5 @@ def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT
     return load_gpu_kernel(entry)
 
 
-__all__ = ["BuildError", "CpuFunction", "CpuLibrary", "KernelArgumentError", "build", "cache_dir",
-           "parse_header"]
+__all__ = ["BuildError", "CpuFunction", "CpuLibrary", "ExtentCheck", "KernelArgumentError", "build",
+           "cache_dir", "parse_header", "parse_header_checks"]

@@ -24,8 +24,19 @@ from . import quant
 E4M3_MAX = 448.0
 
 
+def _check_format(dv, rope, tile) -> None:
+    """Dv and tile positive ints with tile dividing Dv, rope a non-negative int, or ValueError."""
+    def is_int(v):
+        return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+    if not (is_int(dv) and is_int(tile) and is_int(rope)) or dv < 1 or tile < 1 or rope < 0 \
+            or dv % tile:
+        raise ValueError(f"the FP8 token format needs ints dv >= 1, rope >= 0 and tile >= 1 "
+                         f"dividing dv; got dv={dv!r}, rope={rope!r}, tile={tile!r}")
+
+
 def token_bytes(dv: int = 512, rope: int = 64, tile: int = 128) -> int:
     """Bytes of one FP8 token: Dv codes, Dv/tile f32 scales, rope bf16 values (656 by default)."""
+    _check_format(dv, rope, tile)
     return dv + 4 * (dv // tile) + 2 * rope
 
 
@@ -49,9 +60,15 @@ def _bf16_bits(x: np.ndarray) -> np.ndarray:
 def pack_fp8(kv: np.ndarray, dv: int = 512, tile: int = 128) -> np.ndarray:
     """[..., Dk] float → [..., token_bytes] uint8: e4m3 codes of the first Dv values with one f32
     scale per `tile` values, then the rest (RoPE) rounded to bf16."""
-    kv = np.asarray(kv, np.float32)
+    try:
+        kv = np.asarray(kv, np.float32)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"kv must be an array of numbers: {e}") from None
+    if kv.ndim < 1:
+        raise ValueError("kv must have a last axis of Dv + rope values")
     lead, dk = kv.shape[:-1], kv.shape[-1]
-    rope = dk - dv
+    rope = dk - dv if isinstance(dv, (int, np.integer)) else dv
+    _check_format(dv, rope, tile)
     flat = kv.reshape(-1, 1, dk)
     codes, scales = quant.quantize(flat[:, :, :dv], "e4m3", f"per_block<1 x {tile}>",
                                    nonfinite="saturate")
@@ -66,7 +83,11 @@ def pack_fp8(kv: np.ndarray, dv: int = 512, tile: int = 128) -> np.ndarray:
 
 def unpack_fp8(packed: np.ndarray, dv: int = 512, rope: int = 64, tile: int = 128) -> np.ndarray:
     """[..., token_bytes] uint8 → [..., Dv + rope] float32: codes × their tile scale, then RoPE."""
+    _check_format(dv, rope, tile)
     p = np.ascontiguousarray(packed, np.uint8)
+    if p.ndim < 1 or p.shape[-1] != token_bytes(dv, rope, tile):
+        raise ValueError(f"packed tokens must have a last axis of {token_bytes(dv, rope, tile)} "
+                         f"bytes, got shape {p.shape}")
     lead = p.shape[:-1]
     p = p.reshape(-1, p.shape[-1])
     nsc = dv // tile

@@ -48,6 +48,9 @@ GRANULARITIES = ("per_tensor", "per_head", "per_token", "per_token_head", "per_g
 
 def parse_granularity(g: str) -> Tuple[str, Optional[Tuple[int, ...]]]:
     """("per_group", (g,)), ("per_block", (r, c)) or (name, None)."""
+    if not isinstance(g, str):
+        raise ValueError(f"granularity must be a string (one of {', '.join(GRANULARITIES)}), "
+                         f"not {g!r}")
     m = re.fullmatch(r"per_group<(\d+)>", g)
     if m:
         size = int(m.group(1))
@@ -163,7 +166,10 @@ def _prepare(x, nonfinite: str):
     """(values to quantize, values that set the scales). ``nonfinite="raise"``: ±inf / NaN raise
     ValueError. ``"saturate"`` (the kernels' policy): NaN quantizes as 0, ±inf saturate to the
     extreme codes, and neither enters a scale."""
-    x = np.asarray(x, np.float32)
+    try:
+        x = np.asarray(x, np.float32)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"x must be an array of numbers: {e}") from None
     if nonfinite == "raise":
         _check_finite(x)
         return x, x
@@ -176,8 +182,7 @@ def _prepare(x, nonfinite: str):
 def scales_for(x: np.ndarray, dtype: str, granularity: str, scale_dtype: str = "f32") -> np.ndarray:
     """Dynamic symmetric scales of x [T, H, D]: amax of each group / qmax, at least 1e-8 (2^-24 for
     f16 scales), rounded to ``scale_dtype``."""
-    if dtype not in QMAX:
-        raise ValueError(f"dtype must be one of {', '.join(QMAX)}, not {dtype!r}")
+    _check_dtype(dtype, tuple(QMAX))
     amax = _reduce(np.abs(np.asarray(x, np.float32)), granularity, np.max)
     return _finish_scale((amax / np.float32(QMAX[dtype])).astype(np.float32), scale_dtype)
 
@@ -190,6 +195,7 @@ def calibrate(samples: np.ndarray, dtype: str, granularity: str) -> np.ndarray:
     if kind not in ("per_tensor", "per_head", "per_channel"):
         raise ValueError(f"{granularity} scales follow the token; they are computed when the "
                          "token is quantized, not calibrated")
+    _check_dtype(dtype, tuple(QMAX))
     samples = np.asarray(samples, np.float32)
     if not np.all(np.isfinite(samples)):
         raise ValueError("calibration samples contain inf or NaN")
@@ -222,6 +228,44 @@ def _round_away(y: np.ndarray) -> np.ndarray:
     return (np.sign(y) * np.floor(np.abs(y).astype(np.float64) + 0.5)).astype(np.float32)
 
 
+def _check_dtype(dtype, choices) -> str:
+    """A known code dtype, or ValueError listing the valid ones (no silent fallback: a misspelt
+    "int8" must not quantize as e4m3)."""
+    if not isinstance(dtype, str) or dtype not in choices:
+        raise ValueError(f"unknown dtype {dtype!r}; expected one of {', '.join(choices)}")
+    return dtype
+
+
+def _static_scales(scales, what: str = "scales") -> np.ndarray:
+    """Given (static) scales as float32: finite and positive normal numbers, or ValueError naming
+    the first bad one (0 or a subnormal would make 1 / s infinite, NaN and negative values give
+    garbage codes)."""
+    try:
+        s = np.asarray(scales, np.float32)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} must be an array of numbers: {e}") from None
+    # At least the smallest normal float32: codes are x · (1 / s), and 1 / s must be finite.
+    bad = ~(np.isfinite(s) & (s >= np.finfo(np.float32).tiny))
+    if bad.any():
+        at = tuple(int(i) for i in np.argwhere(bad)[0]) if s.ndim else ()
+        raise ValueError(f"{what} must be finite and positive (at least 2**-126, so that 1 / scale "
+                         f"is finite); got {s[at] if at else s} at index {at}")
+    return s
+
+
+def _static_zeros(zeros, dtype: str) -> np.ndarray:
+    """Given zero points: integers in the code range of ``dtype``."""
+    lo, hi = ASYM_RANGE[dtype]
+    try:
+        z = np.asarray(zeros)
+        zf = z.astype(np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"zeros must be an array of integers: {e}") from None
+    if not (np.isfinite(zf) & (zf == np.round(zf)) & (zf >= lo) & (zf <= hi)).all():
+        raise ValueError(f"zeros must be integers in [{lo}, {hi}] for {dtype}")
+    return zf.astype(np.float32)
+
+
 def _inverse(s: np.ndarray) -> np.ndarray:
     """1 / s in float32, once per group: codes are x · (1/s)."""
     return (np.float32(1) / np.asarray(s, np.float32)).astype(np.float32)
@@ -233,9 +277,10 @@ def quantize(x: np.ndarray, dtype: str, granularity: str,
     """Symmetric (codes, scales) of x [T, H, D]. codes are int8 for i8 and float32 e4m3 values for
     e4m3 (exactly representable); ``scales`` given (static, from ``calibrate``) are used as they
     are, with values beyond the range saturating. ``nonfinite``: see ``_prepare``."""
+    _check_dtype(dtype, tuple(QMAX))
     x, fin = _prepare(x, nonfinite)
     s = (scales_for(fin, dtype, granularity, scale_dtype) if scales is None
-         else np.asarray(scales, np.float32))
+         else _static_scales(scales))
     y = x * _expand(_inverse(s), x.shape, granularity)
     if dtype == "i8":
         return np.clip(_round_away(y), -127, 127).astype(np.int8), s
@@ -250,8 +295,7 @@ def quantize_asym(x: np.ndarray, dtype: str, granularity: str,
     qmax), code = clamp(round(x · (1 / scale) + z), qmin, qmax) (rounding half away from zero), so
     x ≈ scale · (code − z). Zero points have the scales' shape and the code dtype. Static
     ``scales`` and ``zeros`` (from ``calibrate_asym``) are used as given."""
-    if dtype not in ASYM_RANGE:
-        raise ValueError(f"asymmetric dtype must be one of {', '.join(ASYM_RANGE)}, not {dtype!r}")
+    _check_dtype(dtype, tuple(ASYM_RANGE))
     x, fin = _prepare(x, nonfinite)
     lo, hi = ASYM_RANGE[dtype]
     if (scales is None) != (zeros is None):
@@ -259,7 +303,7 @@ def quantize_asym(x: np.ndarray, dtype: str, granularity: str,
     if scales is None:
         s, z = _asym_params(fin, dtype, granularity, scale_dtype)
     else:
-        s, z = np.asarray(scales, np.float32), np.asarray(zeros).astype(np.float32)
+        s, z = _static_scales(scales), _static_zeros(zeros, dtype)
     y = x * _expand(_inverse(s), x.shape, granularity) + _expand(z, x.shape, granularity)
     codes = np.clip(_round_away(y), lo, hi).astype(np.int8 if dtype == "i8" else np.uint8)
     return codes, s, z.astype(codes.dtype)
@@ -281,8 +325,7 @@ def calibrate_asym(samples: np.ndarray, dtype: str, granularity: str):
     if kind not in ("per_tensor", "per_head", "per_channel"):
         raise ValueError(f"{granularity} scales follow the token; they are computed when the "
                          "token is quantized, not calibrated")
-    if dtype not in ASYM_RANGE:
-        raise ValueError(f"asymmetric dtype must be one of {', '.join(ASYM_RANGE)}, not {dtype!r}")
+    _check_dtype(dtype, tuple(ASYM_RANGE))
     samples = np.asarray(samples, np.float32)
     if not np.all(np.isfinite(samples)):
         raise ValueError("calibration samples contain inf or NaN")
@@ -317,6 +360,9 @@ def dequantize(codes: np.ndarray, scales: np.ndarray, granularity: str,
 def fake_quantize(x: np.ndarray, dtype: str, granularity: Optional[str] = None,
                   scales: Optional[np.ndarray] = None, symmetric: bool = True) -> np.ndarray:
     """dequantize(quantize(x)): the values a quantized cache holds, as float32."""
+    _check_dtype(dtype, ("bf16",) + tuple(QMAX) + tuple(ASYM_RANGE))
+    if not isinstance(symmetric, bool):
+        raise TypeError(f"symmetric must be True or False, not {symmetric!r}")
     if dtype == "bf16":
         return round_bf16(x)
     if granularity is None:

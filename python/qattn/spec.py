@@ -52,7 +52,7 @@ def _ceil_div(n: Dim, d: int) -> Dim:
 
 
 def _check_choice(what: str, value, choices: Sequence[str]) -> str:
-    if value not in choices:
+    if not isinstance(value, str) or value not in choices:
         raise ValueError(f"unknown {what} {value!r}; expected one of {', '.join(choices)}")
     return value
 
@@ -61,21 +61,50 @@ def _check_target_name(target: Optional[str], name: str) -> None:
     """A known target (or None) and a valid MLIR symbol name, or ValueError."""
     if target is not None:
         _check_choice("target", target, TARGETS)
-    if not _SYMBOL_RE.match(name):
+    if not isinstance(name, str) or not _SYMBOL_RE.match(name):
         raise ValueError(f"name {name!r} is not a valid MLIR symbol name")
+
+
+#: The largest static extent a spec may state (attn-opt's own limits are checked when compiling).
+MAX_EXTENT = (1 << 63) - 1
 
 
 def _check_dim(what: str, value) -> Dim:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_EXTENT:
         raise ValueError(f"{what} must be a positive int or None (dynamic), not {value!r}")
+    return value
+
+
+def _check_size(what: str, value) -> int:
+    """A static positive int (no None)."""
+    if _check_dim(what, value) is None:
+        raise ValueError(f"{what} must be a positive int, not None")
+    return value
+
+
+def _check_bool(what: str, value) -> bool:
+    """Flags are bools: a string such as "false" is truthy and would turn the feature on."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be True or False, not {value!r}")
+    return value
+
+
+def _check_granularity(what: str, value) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{what} must be a granularity string such as 'per_token_head', "
+                         f"not {value!r}")
+    scale_shape(value, [1, 1, 1, 1])  # raises ValueError naming the valid ones
     return value
 
 
 def scale_shape(granularity: str, bshd: Sequence[Dim]) -> List[Dim]:
     """Shape of the scales of a [B, S, H, D] tensor quantized with ``granularity``."""
     b, s, h, d = bshd
+    if not isinstance(granularity, str):
+        raise ValueError(f"granularity must be a string such as 'per_token_head', "
+                         f"not {granularity!r}")
     g = granularity.strip()
     simple = {"per_tensor": [1], "per_token": [b, s], "per_head": [h],
               "per_token_head": [b, s, h], "per_channel": [h, d]}
@@ -137,6 +166,15 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     if mode is not None:
         _check_choice("mode", mode, MODES)
     _check_target_name(target, name)
+    for flag, value in (("causal", causal), ("alibi", alibi), ("seq_lens", seq_lens),
+                        ("symmetric", symmetric), ("hadamard", hadamard)):
+        _check_bool(flag, value)
+    _check_granularity("granularity", granularity)
+    for what, g in (("q_granularity", q_granularity), ("v_granularity", v_granularity)):
+        if g is not None:
+            _check_granularity(what, g)
+    if schedule is not None and not isinstance(schedule, Mapping):
+        raise TypeError(f"schedule must be a mapping of field names to values, not {schedule!r}")
     B, Sq, Skv = (_check_dim(n, v) for n, v in (("batch", batch), ("q_len", q_len), ("kv_len", kv_len)))
     Hq, Hkv, D = (_check_dim(n, v) for n, v in
                   (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
@@ -226,6 +264,9 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
     _check_choice("dtype", dtype, CODE_DTYPES)
     _check_choice("scale_dtype", scale_dtype, SCALE_DTYPES)
     _check_target_name(target, name)
+    _check_bool("symmetric", symmetric)
+    _check_bool("hadamard", hadamard)
+    _check_granularity("granularity", granularity)
     B, S, C = (_check_dim(n, v) for n, v in (("batch", batch), ("tokens", tokens),
                                              ("capacity", capacity)))
     H, D = _check_dim("heads", heads), _check_dim("head_dim", head_dim)
@@ -254,6 +295,12 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
     return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)
 
 
+def _check_rope(rope_dim) -> int:
+    if isinstance(rope_dim, bool) or not isinstance(rope_dim, int) or not 0 <= rope_dim <= MAX_EXTENT:
+        raise ValueError(f"rope_dim must be a non-negative int, not {rope_dim!r}")
+    return rope_dim
+
+
 def mla_decode(*, batch: Dim, sq: Dim, heads: int, kv_len: Dim, sparse: bool = True,
                topk: Dim = None, fp8: bool = True, head_dim_v: int = 512, rope_dim: int = 64,
                quant_tile: int = 128, causal: bool = False, seq_lens: bool = False,
@@ -266,6 +313,19 @@ def mla_decode(*, batch: Dim, sq: Dim, heads: int, kv_len: Dim, sparse: bool = T
     None leaves it to attn-select-schedule (on when the cache is FP8 and heads is a multiple of
     128)."""
     _check_target_name(target, name)
+    for flag, value in (("sparse", sparse), ("fp8", fp8), ("causal", causal),
+                        ("seq_lens", seq_lens)):
+        _check_bool(flag, value)
+    if crossover is not None:
+        _check_bool("crossover", crossover)
+    heads, head_dim_v, quant_tile = (_check_size(n, v) for n, v in (
+        ("heads", heads), ("head_dim_v", head_dim_v), ("quant_tile", quant_tile)))
+    _check_rope(rope_dim)
+    if softmax_scale is not None and (isinstance(softmax_scale, bool) or
+                                      not isinstance(softmax_scale, (int, float)) or
+                                      not 0 < softmax_scale < float("inf")):
+        raise ValueError(f"softmax_scale must be None or a positive finite number, "
+                         f"not {softmax_scale!r}")
     B, S, T = (_check_dim(n, v) for n, v in (("batch", batch), ("sq", sq), ("kv_len", kv_len)))
     K = _check_dim("topk", topk)
     dk = head_dim_v + rope_dim
@@ -310,6 +370,9 @@ def mla_quantize(*, batch: Dim, tokens: Dim, capacity: Dim, src_dtype: str = "bf
     that ``mla_decode(fp8=True)`` reads."""
     _check_choice("src_dtype", src_dtype, SRC_DTYPES)
     _check_target_name(target, name)
+    head_dim_v, quant_tile = (_check_size(n, v) for n, v in (("head_dim_v", head_dim_v),
+                                                             ("quant_tile", quant_tile)))
+    _check_rope(rope_dim)
     B, S, C = (_check_dim(n, v) for n, v in (("batch", batch), ("tokens", tokens),
                                              ("capacity", capacity)))
     dk = head_dim_v + rope_dim

@@ -27,3 +27,18 @@ def repo_root():
     if not (REPO_ROOT / "examples").is_dir():
         pytest.skip(f"needs the source checkout's examples/ (not found under {REPO_ROOT})")
     return REPO_ROOT
+
+
+# Hypothesis profiles: "ci" (the default: a fast subset) and "long" (the documented long run,
+# docs/InputChecks.md): HYPOTHESIS_PROFILE=long.
+try:
+    from hypothesis import HealthCheck, settings
+except ImportError:  # the fuzz tests skip themselves
+    pass
+else:
+    settings.register_profile("ci", max_examples=40, deadline=None,
+                              suppress_health_check=[HealthCheck.too_slow,
+                                                     HealthCheck.function_scoped_fixture])
+    settings.register_profile("long", max_examples=20_000, deadline=None,
+                              suppress_health_check=list(HealthCheck))
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

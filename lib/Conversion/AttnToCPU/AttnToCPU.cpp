@@ -12,7 +12,10 @@
 
 #include "CPUCodegen.h"
 
+#include "attn/Conversion/CPUExtentChecks.h"
+
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -131,6 +134,11 @@ namespace {
 struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAttnToCPUPass> {
   using ConvertAttnToCPUBase::ConvertAttnToCPUBase;
 
+  void getDependentDialects(DialectRegistry &registry) const override {
+    ConvertAttnToCPUBase::getDependentDialects(registry);
+    registry.insert<cf::ControlFlowDialect>(); // the kernels' checking prologue branches
+  }
+
   LogicalResult lowerOp(Operation *op, TargetKind target) {
     ISA isaInfo = ISA::get(target);
     ImplicitLocOpBuilder b(op->getLoc(), op);
@@ -177,8 +185,16 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
       if (llvm::isa<AttnDialect>(op->getDialect()))
         ops.push_back(op);
     });
-    if (ops.empty())
+    if (fn.isDeclaration())
       return success();
+    // A kernel becomes a C entry point with its own calling convention (a status result).
+    if (!SymbolTable::symbolKnownUseEmpty(fn, getOperation()))
+      return fn.emitError() << "not supported yet: a kernel function called from another "
+                               "function; only entry points are lowered";
+    // The extent relations refer to the ops and the original argument types: collect them first.
+    FailureOr<SmallVector<ExtentCheck>> checks = collectExtentChecks(fn);
+    if (failed(checks))
+      return failure();
     // Resolve every target first: a function lowers to one object for one ISA family.
     SmallVector<TargetKind> targets;
     for (Operation *op : ops) {
@@ -205,7 +221,7 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
         return failure();
       op->erase();
     }
-    return success();
+    return guardKernelEntry(fn, *checks);
   }
 
   void runOnOperation() override {

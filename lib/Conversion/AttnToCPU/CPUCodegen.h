@@ -11,6 +11,7 @@
 #include "attn/Dialect/Attn/IR/Attn.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -75,6 +76,12 @@ LogicalResult emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, 
 /// attn.quantize.mla_append: new MLA tokens into the FP8 byte format (Quantize.cpp).
 LogicalResult emitQuantizeMLA(ImplicitLocOpBuilder &b, Value src, Value positions, Value cache,
                               int64_t dv, int64_t rope, int64_t tile);
+
+struct ExtentCheck;
+/// Makes `fn` (lowered, one block) a checked kernel: fully dynamic strided buffer arguments, an
+/// i32 result, and a prologue that returns -1 for a malformed descriptor or k when `checks[k-1]`
+/// fails, before anything runs (KernelEntry.cpp); the body returns 0.
+LogicalResult guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> checks);
 
 } // namespace mlir::attn::cpu
 

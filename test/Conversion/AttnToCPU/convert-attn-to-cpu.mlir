@@ -6,8 +6,11 @@
 // convert-attn-to-cpu: the lookups are explicit intrinsics per ISA, accumulated in u16.
 
 // AVX2-LABEL: func.func @scores
-// Memref arguments become signless and C-callable.
-// AVX2-SAME: memref<4x128x16xi8>{{.*}}memref<1x?x128x16xi8>{{.*}} attributes {llvm.emit_c_interface}
+// Memref arguments become signless, fully dynamic (the prologue checks the descriptors) and
+// C-callable; the kernel returns a status. The body sees the original types again.
+// AVX2-SAME: memref<?x?x?xi8, strided<[?, ?, ?], offset: ?>>{{.*}}memref<?x?x?x?xi8, strided<[?, ?, ?, ?], offset: ?>>{{.*}} -> i32 attributes {llvm.emit_c_interface}
+// AVX2: memref.reinterpret_cast %arg0 to offset: [0], sizes: [4, 128, 16], strides: [2048, 16, 1]{{.*}} to memref<4x128x16xi8>
+// AVX2: cf.cond_br
 // Two sub-quantizer rows of codes and of LUT per 256-bit register.
 // AVX2: %[[CODES:.+]] = vector.load %{{.*}} : memref<1x?x2048xi8>, vector<32xi8>
 // AVX2: %[[LUT:.+]] = vector.load %{{.*}} : memref<4x2048xi8>, vector<32xi8>

@@ -12,9 +12,19 @@
 // HEADER:  *   arg2: read    uint8_t[2][arg2_dim1][128][16]  (memref<2x?x128x16xui8>)
 // HEADER:  *   arg3: int64_t (index)
 // HEADER:  *   arg4: written float[8][arg4_dim1]  (memref<8x?xf32>)
-// HEADER: void _mlir_ciface___attn_scores(attn_memref_3d *, attn_memref_2d *, attn_memref_4d *, int64_t, attn_memref_2d *);
-// HEADER: static inline void scores(const uint8_t *arg0, const float *arg1, const uint8_t *arg2, int64_t arg3, float *arg4, int64_t arg2_dim1, int64_t arg4_dim1) {
+// The numbered extent checks over the dynamic extents, the kernel's status, and the wrapper that
+// refuses what the kernel refuses before building any descriptor.
+// HEADER:  *   check 1: arg4_dim1 <= arg2_dim1 * 32  (attn.pq.scores: 'scores' dim 1 must be at most 'codes' dim 1 * 32)
+// HEADER-NOT: check 2
+// HEADER: int32_t _mlir_ciface___attn_scores(attn_memref_3d *, attn_memref_2d *, attn_memref_4d *, int64_t, attn_memref_2d *);
+// HEADER: static inline int32_t scores(const uint8_t *arg0, const float *arg1, const uint8_t *arg2, int64_t arg3, float *arg4, int64_t arg2_dim1, int64_t arg4_dim1) {
+// HEADER:   const int64_t arg2_extents[4] = {2, arg2_dim1, 128, 16};
+// HEADER-NEXT:   if (!attn_buffer_ok(arg2, 1, 4, arg2_extents))
+// HEADER-NEXT:     return -1;
+// HEADER:   if (!(arg4_dim1 <= arg2_dim1 * 32))
+// HEADER-NEXT:     return 1;
 // HEADER:   attn_memref_4d arg2_desc = {(void *)arg2, (void *)arg2, 0, {2, arg2_dim1, 128, 16}, {1 * arg2_dim1 * 128 * 16, 1 * 128 * 16, 1 * 16, 1}};
+// HEADER:   return _mlir_ciface___attn_scores(&arg0_desc, &arg1_desc, &arg2_desc, arg3, &arg4_desc);
 
 // ASM-LABEL: __attn_scores:
 // ASM: vpshufb {{.*}}%ymm

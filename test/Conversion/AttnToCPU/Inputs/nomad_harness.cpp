@@ -26,6 +26,13 @@ static int failures = 0;
     }                                                                                              \
   } while (0)
 
+// Every kernel returns 0 after running; anything else (a refused call) is a failure.
+#define RAN(call)                                                                                  \
+  do {                                                                                             \
+    int32_t status_ = (call);                                                                      \
+    CHECK(status_ == 0, "%s returned %d", #call, (int)status_);                                    \
+  } while (0)
+
 static float relErr(const std::vector<float> &got, const std::vector<float> &want) {
   float diff = 0, scale = 1e-6f;
   for (size_t i = 0; i < got.size(); ++i) {
@@ -75,9 +82,9 @@ int main() {
 
       // Encode: in bulk, one key at a time, and by the reference — identical caches.
       std::vector<uint8_t> bulk(h * nb * s * r, 0), single(h * nb * s * r, 0), want(h * nb * s * r, 0);
-      pq_encode(keys.data(), cb.data(), 0, bulk.data(), t, h, h, h, nb);
+      RAN(pq_encode(keys.data(), cb.data(), 0, bulk.data(), t, h, h, h, nb));
       for (int64_t i = 0; i < t; ++i)
-        pq_encode(keys.data() + i * h * d, cb.data(), i, single.data(), 1, h, h, h, nb);
+        RAN(pq_encode(keys.data() + i * h * d, cb.data(), i, single.data(), 1, h, h, h, nb));
       encode(p, keys.data(), t, h, cb.data(), 0, want.data(), nb);
       CHECK(bulk == want, "encode(bulk) t=%lld %s", (long long)t, dn);
       CHECK(single == want, "encode(one at a time) t=%lld %s", (long long)t, dn);
@@ -85,18 +92,18 @@ int main() {
       // LUT and its (step, bias).
       std::vector<uint8_t> lut(hq * s * c), lutWant(hq * s * c);
       std::vector<float> params(hq * 2), paramsWant(hq * 2);
-      pq_lut(q.data(), cb.data(), lut.data(), params.data(), hq, h, hq, hq);
+      RAN(pq_lut(q.data(), cb.data(), lut.data(), params.data(), hq, h, hq, hq));
       buildLUT(p, q.data(), hq, cb.data(), h, lutWant.data(), paramsWant.data());
       CHECK(lut == lutWant && params == paramsWant, "lut t=%lld %s", (long long)t, dn);
 
       // u16 accumulators (exact) and f32 scores (bit for bit); nothing written past the keys.
       const int64_t cap = t + 7;
       std::vector<uint16_t> acc(hq * cap, 0xBEEF), accWant(hq * cap, 0xBEEF);
-      pq_scores_u16(lut.data(), params.data(), want.data(), t, acc.data(), hq, hq, h, nb, hq, cap);
+      RAN(pq_scores_u16(lut.data(), params.data(), want.data(), t, acc.data(), hq, hq, h, nb, hq, cap));
       scoresU16(p, lut.data(), hq, want.data(), h, nb, t, accWant.data(), cap);
       CHECK(acc == accWant, "u16 accumulators t=%lld %s", (long long)t, dn);
       std::vector<float> sc(hq * cap, -7.f), scWant(hq * cap, -7.f);
-      pq_scores(lut.data(), params.data(), want.data(), t, sc.data(), hq, hq, h, nb, hq, cap);
+      RAN(pq_scores(lut.data(), params.data(), want.data(), t, sc.data(), hq, hq, h, nb, hq, cap));
       for (int64_t qq = 0; qq < hq; ++qq)
         for (int64_t i = 0; i < t; ++i)
           scWant[qq * cap + i] = dequantize(accWant[qq * cap + i], &params[2 * qq]);
@@ -126,14 +133,14 @@ int main() {
       for (const Variant &v : variants) {
         std::vector<float> out(hq * d, NAN), outWant(hq * d), dense(hq * d);
         if (v.ref == &vals)
-          pq_attention_f32(q.data(), cb.data(), want.data(), vals.data(), t, out.data(), hq, h, h,
-                           nb, t, h, hq);
+          RAN(pq_attention_f32(q.data(), cb.data(), want.data(), vals.data(), t, out.data(), hq, h, h,
+                           nb, t, h, hq));
         else if (v.ref == &vhf)
-          pq_attention_f16(q.data(), cb.data(), want.data(), vh.data(), t, out.data(), hq, h, h,
-                           nb, t, h, hq);
+          RAN(pq_attention_f16(q.data(), cb.data(), want.data(), vh.data(), t, out.data(), hq, h, h,
+                           nb, t, h, hq));
         else
-          pq_attention_i8(q.data(), cb.data(), want.data(), vi8.data(), vsc.data(), t, out.data(),
-                          hq, h, h, nb, t, h, t, h, hq);
+          RAN(pq_attention_i8(q.data(), cb.data(), want.data(), vi8.data(), vsc.data(), t, out.data(),
+                          hq, h, h, nb, t, h, t, h, hq));
         for (int64_t qq = 0; qq < hq; ++qq) {
           attendFromScores(&scWant[qq * cap], t, scale, v.ref->data(), h, qq / (hq / h), d,
                            &outWant[qq * d]);
@@ -158,8 +165,8 @@ int main() {
     std::vector<uint8_t> lut(hq * s * c, 1), codes(h * nb * s * r, 0x11);
     std::vector<float> params(hq * 2, 1.f);
     std::vector<uint16_t> acc(hq * cap + 16, 0xBEEF);
-    pq_scores_u16(lut.data(), params.data(), codes.data(), 1 << 20, acc.data(), hq, hq, h, nb, hq,
-                  cap);
+    RAN(pq_scores_u16(lut.data(), params.data(), codes.data(), 1 << 20, acc.data(), hq, hq, h, nb, hq,
+                  cap));
     bool ok = true;
     for (int64_t i = 0; i < hq * cap; ++i)
       ok &= acc[i] == s;
