@@ -4,7 +4,9 @@
 // attn op of the module can go to the requested artifact (target kind, lowering available) and
 // produces it: CPU modules through convert-attn-to-cpu and lib/Target/CPU; GPU variants, which
 // have no lowering yet, are refused with a located "not supported yet" diagnostic naming the
-// variant — never an empty or fake artifact.
+// variant — never an empty or fake artifact. Before anything is built, every attn op's placement
+// and function name are checked (checkKernelPlacement) and a GPU module of several specs is
+// refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/SmallVectorExtras.h"
 
 
 using namespace mlir;
@@ -133,6 +136,30 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
   }
   if (!ok)
     return failure();
+  // Placement and names, for every op before any kernel is built.
+  llvm::SmallPtrSet<Operation *, 8> gpuParents; // one report per GPU function
+  for (Operation *op : kernels) {
+    bool gpu = isGPUTarget(*getOpTarget(op));
+    if (gpu && !gpuParents.insert(op->getParentOp()).second)
+      continue;
+    ok &= succeeded(checkKernelPlacement(op, module, gpu));
+  }
+  if (!ok)
+    return failure();
+  if (!wantsGPU) // the header and the object take every defined function
+    for (auto fn : module.getOps<func::FuncOp>())
+      if (!fn.isDeclaration() && failed(checkKernelFunctionName(fn)))
+        return failure();
+  if (wantsGPU) {
+    // One GPU spec per artifact: refuse a module of many before building any of them.
+    auto gpuOps = llvm::filter_to_vector(
+        kernels, [](Operation *op) { return isGPUTarget(*getOpTarget(op)); });
+    if (gpuOps.size() > 1)
+      return gpuOps[1]->emitError()
+             << "not supported yet: " << gpuOps.size()
+             << " GPU kernel specs in one module; --emit=" << stringifyEmitFormat(format)
+             << " takes one function with one attn op per file (this is the second)";
+  }
   if (!wantsGPU && !anyGPU)
     return emitCPU(module, format, os);
   if (!wantsGPU) {
