@@ -121,3 +121,13 @@ func.func @dst_aliases_src(%x: memref<1x8x4x64xbf16>, %s: memref<1x8x4xf32>, %y:
   attn.quantize.dynamic ins(%x : memref<1x8x4x64xbf16>) outs(%y, %y : memref<1x8x4x64xi8>, memref<1x8x4x64xi8>) {quant = #attn.quant<i8, per_token_head>, target = #attn.target<avx512>}
   return
 }
+
+// -----
+
+// A per_block extent as large as int64_t holds: the scale shape is a rounded-up division that
+// must not overflow.
+func.func @huge_block(%q: memref<1x1x8x128xbf16>, %k: memref<1x256x1x128xi8>, %v: memref<1x256x1x128xi8>, %ks: memref<1x2x1xf32>, %vs: memref<1x256x1xf32>, %o: memref<1x1x8x128xbf16>) {
+  // expected-error @+1 {{'k_scale' must have the per_block scale shape [1, 1, 1, 1] of 'k', got [1, 2, 1]}}
+  attn.attention decode ins(%q, %k, %v : memref<1x1x8x128xbf16>, memref<1x256x1x128xi8>, memref<1x256x1x128xi8>) k_scale(%ks : memref<1x2x1xf32>) v_scale(%vs : memref<1x256x1xf32>) outs(%o : memref<1x1x8x128xbf16>) {k_quant = #attn.quant<i8, per_block<9223372036854775807x128>>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}

@@ -135,7 +135,8 @@ void QuantAttr::print(AsmPrinter &p) const {
 }
 
 static int64_t ceilDivDyn(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) ? ShapedType::kDynamic : (a + b - 1) / b;
+  // Not (a + b - 1) / b: per_block extents may be as large as int64_t holds.
+  return ShapedType::isDynamic(a) ? ShapedType::kDynamic : a / b + (a % b != 0);
 }
 
 SmallVector<int64_t> QuantAttr::getScaleShape(ArrayRef<int64_t> bshd) const {
