@@ -52,7 +52,7 @@ else
 fi
 
 echo "== ASan + UBSan: parser, verifiers, passes, fuzz"
-if SANITIZE=1 scripts/build.sh attn-opt attn-fuzz-verifier attn-doc >"$log/asan-build.txt" 2>&1; then
+if SANITIZE=1 scripts/build.sh attn-opt attn-fuzz-verifier attn-spec-fuzz attn-doc >"$log/asan-build.txt" 2>&1; then
   /usr/lib/llvm-22/bin/lit -v build-asan/test/Dialect build-asan/test/Target build-asan/test/Fuzz \
     2>&1 | tee "$log/asan.txt" | grep -E "^(PASS|FAIL)|Passed|Failed"
   count "$(grep -oP '^\s*Passed\s*:\s*\K[0-9]+' "$log/asan.txt")" "$(grep -oP '^\s*Failed\s*:\s*\K[0-9]+' "$log/asan.txt")"

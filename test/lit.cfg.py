@@ -24,7 +24,7 @@ config.substitutions.append(("%attn_obj", config.attn_obj_root))
 config.substitutions.append(("%examples", os.path.join(config.attn_src_root, "examples")))
 config.substitutions.append(("%python", "/usr/bin/python3"))
 tool_dirs = [config.attn_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["attn-opt", "attn-fuzz-verifier", "attn-rt-smoke", "attn-bench", "FileCheck", "not", "llvm-nm"],
+llvm_config.add_tool_substitutions(["attn-opt", "attn-fuzz-verifier", "attn-spec-fuzz", "attn-rt-smoke", "attn-bench", "FileCheck", "not", "llvm-nm"],
                                    tool_dirs)
 
 # --- hardware / toolchain features -------------------------------------------------------------

@@ -1,8 +1,11 @@
 //===- AttnOptMain.cpp - the attn-opt driver ------------------------------===//
 //
-// What this file is: mlir-opt's driver plus two things of ours. `--version` names attn-opt and the
+// What this file is: mlir-opt's driver plus things of ours. `--version` names attn-opt and the
 // LLVM/MLIR it was built against. `--emit=<kind>` runs the pass pipeline given on the command line
 // and then hands the module to emitArtifact (lib/Target/Emit.cpp) instead of printing MLIR.
+// `--help` lists our options and passes first and hides LLVM's internal options (--help-hidden
+// shows them). The input is read once, refused when nested deeper than kMaxNesting, and compiled
+// on a thread with a large stack, so that no input can overflow the parser's recursion.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,15 +22,20 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/PrettyStackTrace.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/thread.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 
+/// Our options and passes: `--help` prints this category first (categories sort by name).
+static llvm::cl::OptionCategory attnCategory("Attn-opt options and passes");
+
 static llvm::cl::opt<EmitFormat> emitFormat(
     "emit", llvm::cl::desc("What to produce after the pass pipeline"),
-    llvm::cl::init(EmitFormat::MLIR),
+    llvm::cl::init(EmitFormat::MLIR), llvm::cl::cat(attnCategory),
     llvm::cl::values(clEnumValN(EmitFormat::MLIR, "mlir", "the module as MLIR (default)"),
                      clEnumValN(EmitFormat::PTX, "ptx", "PTX for sm_90a"),
                      clEnumValN(EmitFormat::Cubin, "cubin", "a cubin for sm_90a (needs ptxas)"),
@@ -55,14 +63,9 @@ static LogicalResult compileChunk(llvm::SourceMgr &sourceMgr, MLIRContext &conte
 
 /// The --emit path: like MlirOptMain (honours -split-input-file and -verify-diagnostics) but
 /// ends in emitArtifact instead of printing MLIR. Diagnostics go to stderr.
-static LogicalResult runEmit(StringRef inputFilename, StringRef outputFilename,
+static LogicalResult runEmit(std::unique_ptr<llvm::MemoryBuffer> input, StringRef outputFilename,
                              DialectRegistry &registry, const MlirOptMainConfig &config) {
   std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFilename, &error);
-  if (!input) {
-    llvm::errs() << "attn-opt: " << error << "\n";
-    return failure();
-  }
   std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputFilename, &error);
   if (!output) {
     llvm::errs() << "attn-opt: " << error << "\n";
@@ -104,15 +107,103 @@ static LogicalResult runEmit(StringRef inputFilename, StringRef outputFilename,
   return success();
 }
 
+/// Deepest nesting of brackets ((), [], {}, <>) an input may have. Real specs stay far below;
+/// the parser, verifier and printer recurse once per level.
+static constexpr int64_t kMaxNesting = 1000;
+/// Stack of the compile thread: kMaxNesting levels take a few MiB even in sanitizer builds.
+static constexpr unsigned kCompileStackBytes = 256u << 20;
+
+/// Fails with a located error when `buffer` nests brackets deeper than kMaxNesting (strings and
+/// `//` comments skipped; `->` is no bracket).
+static LogicalResult checkNesting(const llvm::MemoryBuffer &buffer) {
+  StringRef text = buffer.getBuffer();
+  int64_t depth = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      for (++i; i < text.size() && text[i] != '"' && text[i] != '\n'; ++i)
+        i += text[i] == '\\';
+    } else if (c == '/' && i + 1 < text.size() && text[i + 1] == '/') {
+      i = std::min(text.size(), text.find('\n', i)) - 1;
+    } else if (c == '(' || c == '[' || c == '{' || c == '<') {
+      if (++depth <= kMaxNesting)
+        continue;
+      llvm::SourceMgr sourceMgr;
+      sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(buffer.getMemBufferRef()),
+                                   SMLoc());
+      sourceMgr.PrintMessage(llvm::errs(), SMLoc::getFromPointer(text.data() + i),
+                             llvm::SourceMgr::DK_Error,
+                             "nesting deeper than " + Twine(kMaxNesting) +
+                                 " levels of brackets; attn-opt takes at most " +
+                                 Twine(kMaxNesting));
+      return failure();
+    } else if (c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-'))) {
+      depth = std::max<int64_t>(0, depth - 1);
+    }
+  }
+  return success();
+}
+
+/// Registers the command-line options and parses them. LLVM's own options (registered before
+/// this runs) are hidden; the pass list joins our category.
+static std::pair<std::string, std::string> parseOptions(int argc, char **argv,
+                                                        DialectRegistry &registry) {
+  SmallVector<llvm::cl::Option *> internal;
+  for (auto &entry : llvm::cl::getRegisteredOptions())
+    internal.push_back(entry.second);
+  std::string header =
+      registerCLIOptions("attn-opt: compiler for quantized attention kernels\n", registry);
+  for (llvm::cl::Option *o : internal) {
+    bool generic = llvm::any_of(o->Categories, [](llvm::cl::OptionCategory *c) {
+      return c->getName() == "Generic Options";
+    });
+    if (!generic && o != &emitFormat && o->getOptionHiddenFlag() == llvm::cl::NotHidden)
+      o->setHiddenFlag(llvm::cl::Hidden);
+  }
+  if (llvm::cl::Option *passes = llvm::cl::getRegisteredOptions().lookup("attn-normalize"))
+    passes->addCategory(attnCategory);
+  return parseCLIOptions(argc, argv, header);
+}
+
+/// Everything after option parsing, on the compile thread.
+static LogicalResult run(StringRef inputFilename, StringRef outputFilename,
+                         DialectRegistry &registry, int argc, char **argv) {
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects() || config.shouldListPasses())
+    return MlirOptMain(argc, argv, inputFilename, outputFilename, registry);
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFilename, &error);
+  if (!input) {
+    llvm::errs() << "attn-opt: " << error << "\n";
+    return failure();
+  }
+  if (failed(checkNesting(*input)))
+    return failure();
+  if (emitFormat != EmitFormat::MLIR)
+    return runEmit(std::move(input), outputFilename, registry, config);
+  std::unique_ptr<llvm::ToolOutputFile> output = openOutputFile(outputFilename, &error);
+  if (!output) {
+    llvm::errs() << "attn-opt: " << error << "\n";
+    return failure();
+  }
+  if (failed(MlirOptMain(output->os(), std::move(input), registry, config)))
+    return failure();
+  output->keep();
+  return success();
+}
+
 int mlir::attn::attnOptMain(int argc, char **argv, DialectRegistry &registry) {
+  llvm::setBugReportMsg("attn-opt crashed: this is a bug in attn-opt, not in the input. Please "
+                        "report it with the input file and the command line above.\n");
   llvm::cl::SetVersionPrinter([](llvm::raw_ostream &os) {
     os << "attn-opt " << ATTN_VERSION << " (built with LLVM/MLIR " << LLVM_VERSION_STRING
        << ")\n";
   });
-  auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
-      argc, argv, "attn-opt: compiler for quantized attention kernels\n", registry);
-  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
-  if (emitFormat == EmitFormat::MLIR)
-    return asMainReturnCode(MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
-  return asMainReturnCode(runEmit(inputFilename, outputFilename, registry, config));
+  auto [inputFilename, outputFilename] = parseOptions(argc, argv, registry);
+  LogicalResult result = failure();
+  llvm::thread compile(std::optional<unsigned>(kCompileStackBytes), [&] {
+    result = run(inputFilename, outputFilename, registry, argc, argv);
+  });
+  compile.join();
+  return asMainReturnCode(result);
 }

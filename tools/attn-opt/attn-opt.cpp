@@ -9,8 +9,11 @@
 #include "attn/Tools/AttnOptMain.h"
 
 #include "mlir/IR/DialectRegistry.h"
+#include "llvm/Support/InitLLVM.h"
 
 int main(int argc, char **argv) {
+  // A crash prints what crashed and where instead of a bare signal.
+  llvm::InitLLVM initLLVM(argc, argv);
   mlir::DialectRegistry registry;
   mlir::attn::registerAllDialects(registry);
   mlir::attn::registerAllPasses();

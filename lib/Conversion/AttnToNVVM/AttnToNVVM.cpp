@@ -6,7 +6,8 @@
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
 // the generators implement (and says which part is not, on the op, otherwise), resolves the spec
 // and its schedule into a DecodePlan, builds the decode and combine kernels (DecodeKernel.cpp,
-// CombineKernel.cpp) and attaches the launch metadata to the decode kernel as `attn.launch`. The
+// CombineKernel.cpp) and attaches the launch metadata to the decode kernel as `attn.launch`. Ops
+// that cannot become kernels (placement, names, launch limits) are refused first. The
 // host function is removed: the launcher (attn-bench, qattn) drives the kernels through the
 // runtime.
 //
@@ -23,6 +24,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 #include <functional>
@@ -96,6 +98,66 @@ static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape 
     return;
   p.tmaBoxRows = w.tileN;
   p.wide = std::make_shared<const DecodePlan>(std::move(w));
+}
+
+/// Launch limits of the sm_90a kernels, for the extents known at compile time (the launcher
+/// checks those known at launch): rows of every buffer (all extents but the last) are indexed
+/// with 32-bit integers, and grid y and z (heads and batch of attention, query tokens and batch
+/// of MLA) take at most 65535 CTAs.
+static LogicalResult checkLaunchLimits(Operation *op) {
+  constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max(), kMaxGridYZ = 65535;
+  for (OpOperand &use : op->getOpOperands()) {
+    auto mt = dyn_cast<MemRefType>(use.get().getType());
+    if (!mt || mt.getRank() < 2)
+      continue;
+    int64_t rows = 1;
+    bool known = true, overflow = false;
+    for (int64_t d : mt.getShape().drop_back()) {
+      known &= !ShapedType::isDynamic(d);
+      overflow |= known && llvm::MulOverflow(rows, d, rows);
+    }
+    if (known && (overflow || rows > kMaxRows))
+      return op->emitError() << "not supported by the sm_90a kernels: operand #"
+                             << use.getOperandNumber() << " (" << mt << ") has more than "
+                             << kMaxRows << " rows (the kernels index rows with 32-bit integers)";
+  }
+  auto gridYZ = [&](StringRef what, StringRef axis, int64_t n) -> LogicalResult {
+    if (ShapedType::isDynamic(n) || n <= kMaxGridYZ)
+      return success();
+    return op->emitError() << "not supported by the sm_90a kernels: " << what << " " << n
+                           << " (grid " << axis << " takes at most " << kMaxGridYZ << " CTAs)";
+  };
+  if (auto att = dyn_cast<AttentionOp>(op)) {
+    auto qT = att.getQ().getType();
+    return success(succeeded(gridYZ("batch", "z", qT.getDimSize(0))) &&
+                   succeeded(gridYZ("query heads", "y", qT.getDimSize(2))));
+  }
+  if (auto mla = dyn_cast<MLADecodeOp>(op)) {
+    auto qT = mla.getQ().getType();
+    return success(succeeded(gridYZ("batch", "z", qT.getDimSize(0))) &&
+                   succeeded(gridYZ("query tokens", "y", qT.getDimSize(1))));
+  }
+  return success();
+}
+
+/// Bytes of the split-KV workspace a batch needs (one sequence of a dynamic batch) (split partials of every packed row),
+/// checked against a bound no launch of these kernels comes near; and splits beyond the key
+/// tiles of a static kv_len, which would get no keys.
+static void checkSplits(Checker &c, const DecodePlan &p) {
+  if (p.prefill || p.splitKv < 1)
+    return;
+  if (p.kvLen > 0 && p.splitKv > (p.kvLen + p.tileN - 1) / p.tileN)
+    c.fail() << "split_kv " << p.splitKv << " with kv_len " << p.kvLen << " and tile_n "
+             << p.tileN << " (at most one split per key tile: "
+             << (p.kvLen + p.tileN - 1) / p.tileN << ")";
+  constexpr int64_t kMaxWorkspaceBytes = int64_t(1) << 34;
+  int64_t bytes = 4 * p.workspaceFloatsPerSplit();
+  int64_t batch = std::max<int64_t>(1, p.batch); // a dynamic batch: the bound for one sequence
+  if (llvm::MulOverflow(bytes, p.splitKv, bytes) || llvm::MulOverflow(bytes, p.groups(), bytes) ||
+      llvm::MulOverflow(bytes, batch, bytes) || bytes > kMaxWorkspaceBytes)
+    c.fail() << "a split-KV workspace of more than " << kMaxWorkspaceBytes << " bytes (split_kv "
+             << p.splitKv << ", batch " << (p.batch > 0 ? std::to_string(p.batch) : "1 of ?")
+             << ", " << p.groups() << " head groups)";
 }
 
 static FailureOr<DecodePlan> planDecode(AttentionOp op) {
@@ -339,6 +401,8 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   if (p.groupSize() % p.pack != 0 || p.rows() > 64)
     c.fail() << "pack_q_heads " << p.pack << " (a divisor of " << p.groupSize()
              << " with pack · q_len ≤ 64)";
+  if (c.ok)
+    checkSplits(c, p);
   if (!c.ok)
     return failure();
   // Two consumer warpgroups merge through the idle pipeline buffers.
@@ -407,6 +471,7 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
     SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
     SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;
+    llvm::SmallPtrSet<Operation *, 8> parents;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
       bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp>(op);
@@ -419,7 +484,16 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
         ok = false;
         continue;
       }
-      auto fn = op->getParentOfType<func::FuncOp>();
+      if (!parents.insert(op->getParentOp()).second) { // reported with the first
+        ok = false;
+        continue;
+      }
+      if (failed(checkKernelPlacement(op, module, /*gpu=*/true)) ||
+          failed(checkLaunchLimits(op))) {
+        ok = false;
+        continue;
+      }
+      auto fn = cast<func::FuncOp>(op->getParentOp());
       int64_t attnOps = 0;
       fn.walk([&](Operation *o) { attnOps += isa<AttnDialect>(o->getDialect()); });
       if (attnOps != 1) {

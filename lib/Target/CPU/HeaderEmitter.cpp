@@ -95,6 +95,9 @@ LogicalResult mlir::attn::emitCPUHeader(ModuleOp module, const llvm::StringMap<T
   for (auto fn : module.getOps<func::FuncOp>()) {
     if (fn.isDeclaration())
       continue;
+    // The name is pasted into C text: only an identifier may get there.
+    if (failed(checkKernelFunctionName(fn)))
+      return failure();
     if (fn.getNumResults() != 0)
       return fn.emitError() << "kernel functions return nothing; results go to output buffers";
     std::string name = fn.getSymName().str();

@@ -88,7 +88,7 @@ func.func private @f() attributes {s = #attn.schedule<ctas_per_sm = 5>}
 
 // -----
 
-// expected-error @+1 {{ctas_per_sm must be in [1, 4], got 0}}
+// expected-error @+1 {{schedule field 'ctas_per_sm' must be positive, got 0}}
 func.func private @f() attributes {s = #attn.schedule<ctas_per_sm = 0>}
 
 // -----
@@ -98,7 +98,7 @@ func.func private @f() attributes {s = #attn.schedule<split_kv = 0>}
 
 // -----
 
-// expected-error @+1 {{pack_q_heads must be positive, got -2}}
+// expected-error @+1 {{schedule field 'pack_q_heads' must be positive, got -2}}
 func.func private @f() attributes {s = #attn.schedule<pack_q_heads = -2>}
 
 // -----
@@ -113,7 +113,7 @@ func.func private @f() attributes {s = #attn.schedule<stages = 9>}
 
 // -----
 
-// expected-error @+1 {{stages must be in [1, 8], got 0}}
+// expected-error @+1 {{schedule field 'stages' must be positive, got 0}}
 func.func private @f() attributes {s = #attn.schedule<stages = 0>}
 
 // -----

@@ -9,6 +9,8 @@
 
 #include "VerifyUtils.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -92,14 +94,17 @@ static LogicalResult verifyScheduleForAttention(AttentionOp op, ScheduleAttr sch
     // into chunks, so at least one token must fit.
     int64_t sq = op.getKind() == AttentionKind::prefill ? 1 : op.getQ().getType().getDimSize(1);
     int64_t tileM = sched.getTileM() ? sched.getTileM() : kWgmmaM;
-    if (!ShapedType::isDynamic(sq) && pack * sq > tileM)
-      return op.emitOpError() << "pack_q_heads × q_len = " << pack << " × " << sq << " = "
-                              << pack * sq << " rows exceed tile_m = " << tileM;
+    int64_t rows;
+    if (!ShapedType::isDynamic(sq) && (llvm::MulOverflow(pack, sq, rows) || rows > tileM))
+      return op.emitOpError() << "pack_q_heads × q_len = " << pack << " × " << sq
+                              << " rows exceed tile_m = " << tileM;
   }
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto qT = getQ().getType(), kT = getK().getType(), vT = getV().getType(),
        oT = getOut().getType();
   int64_t b = qT.getDimSize(0), sq = qT.getDimSize(1), hq = qT.getDimSize(2),
@@ -198,6 +203,8 @@ LogicalResult AttentionOp::verify() {
 static constexpr int64_t kMLAHeadsPerCTA = 64;
 
 LogicalResult MLADecodeOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto qT = getQ().getType(), kvT = getKv().getType(), oT = getOut().getType();
   int64_t b = qT.getDimSize(0), sq = qT.getDimSize(1), hq = qT.getDimSize(2),
           dk = qT.getDimSize(3);

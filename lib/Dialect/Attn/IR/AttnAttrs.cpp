@@ -135,7 +135,8 @@ void QuantAttr::print(AsmPrinter &p) const {
 }
 
 static int64_t ceilDivDyn(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) ? ShapedType::kDynamic : (a + b - 1) / b;
+  // Not (a + b - 1) / b: per_block extents may be as large as int64_t holds.
+  return ShapedType::isDynamic(a) ? ShapedType::kDynamic : a / b + (a % b != 0);
 }
 
 SmallVector<int64_t> QuantAttr::getScaleShape(ArrayRef<int64_t> bshd) const {
@@ -407,8 +408,19 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
       return parser.emitError(keyLoc) << "schedule field '" << key << "' given twice";
     if (parser.parseEqual())
       return failure();
+    // A written field is a decision: 0 would read as "not decided" and vanish silently.
+    auto parsePositive = [&](int64_t &v) -> ParseResult {
+      SMLoc vLoc = parser.getCurrentLocation();
+      if (parser.parseInteger(v))
+        return failure();
+      if (v < 1)
+        return parser.emitError(vLoc) << "schedule field '" << key << "' must be positive, got "
+                                      << v << " (leave the field out to let "
+                                      << "attn-select-schedule decide)";
+      return success();
+    };
     if (key == "pack_q_heads")
-      return parser.parseInteger(f.packQHeads);
+      return parsePositive(f.packQHeads);
     if (key == "split_kv") {
       if (succeeded(parser.parseOptionalKeyword("auto"))) {
         f.splitKv = ScheduleAttr::kAuto;
@@ -422,21 +434,28 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
       return success();
     }
     if (key == "tile_m")
-      return parser.parseInteger(f.tileM);
+      return parsePositive(f.tileM);
     if (key == "tile_n")
-      return parser.parseInteger(f.tileN);
+      return parsePositive(f.tileN);
     if (key == "stages")
-      return parser.parseInteger(f.stages);
+      return parsePositive(f.stages);
     if (key == "roles")
       return parseRoles(parser, f.roles);
-    if (key == "cluster")
-      return parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
-        int64_t c;
-        if (parser.parseInteger(c))
-          return failure();
-        f.cluster.push_back(c);
-        return success();
-      });
+    if (key == "cluster") {
+      SMLoc vLoc = parser.getCurrentLocation();
+      if (parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&]() {
+            int64_t c;
+            if (parser.parseInteger(c))
+              return failure();
+            f.cluster.push_back(c);
+            return success();
+          }))
+        return failure();
+      if (f.cluster.empty())
+        return parser.emitError(vLoc) << "cluster takes 1 to 3 extents, got none (leave the "
+                                         "field out for no cluster)";
+      return success();
+    }
     if (key == "crossover")
       return parseBool(parser, f.crossover);
     if (key == "pingpong")
@@ -446,7 +465,7 @@ Attribute ScheduleAttr::parse(AsmParser &parser, Type) {
     if (key == "persistent")
       return parseBool(parser, f.persistent);
     if (key == "ctas_per_sm")
-      return parser.parseInteger(f.ctasPerSm);
+      return parsePositive(f.ctasPerSm);
     return parser.emitError(keyLoc)
            << "unknown schedule field '" << key
            << "'; expected pack_q_heads, split_kv, tile_m, tile_n, stages, roles, cluster, "

@@ -57,6 +57,8 @@ static LogicalResult verifyGQA(Operation *op, int64_t hq, int64_t h) {
 }
 
 LogicalResult PQEncodeOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto keysT = getKeys().getType();
   int64_t h = keysT.getDimSize(1);
   FailureOr<int64_t> s = verifyPQCommon(*this, getPq(), keysT.getDimSize(2), h, getCodebooks());
@@ -66,6 +68,8 @@ LogicalResult PQEncodeOp::verify() {
 }
 
 LogicalResult PQLutOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto qT = getQuery().getType();
   int64_t hq = qT.getDimSize(0);
   int64_t h = getCodebooks().getType().getDimSize(0);
@@ -78,6 +82,8 @@ LogicalResult PQLutOp::verify() {
 }
 
 LogicalResult PQScoresOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto lutT = getLut().getType();
   auto codesT = getCodes().getType();
   int64_t hq = lutT.getDimSize(0), s = lutT.getDimSize(1), h = codesT.getDimSize(0);
@@ -99,6 +105,8 @@ LogicalResult PQScoresOp::verify() {
 }
 
 LogicalResult PQAttentionOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto qT = getQuery().getType();
   auto valuesT = getValues().getType();
   int64_t hq = qT.getDimSize(0), h = getCodebooks().getType().getDimSize(0);

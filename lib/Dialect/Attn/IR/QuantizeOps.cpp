@@ -33,6 +33,8 @@ static LogicalResult verifyHadamard(Operation *op, MemRefType srcT, QuantAttr qu
 }
 
 LogicalResult QuantizeAppendOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto srcT = getSrc().getType(), cacheT = getCache().getType();
   QuantAttr quant = getQuant();
   if (!isFloatActivation(srcT.getElementType()))
@@ -63,6 +65,8 @@ LogicalResult QuantizeAppendOp::verify() {
 }
 
 LogicalResult QuantizeDynamicOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto srcT = getSrc().getType(), dstT = getDst().getType();
   QuantAttr quant = getQuant();
   if (!isFloatActivation(srcT.getElementType()))
@@ -83,6 +87,8 @@ LogicalResult QuantizeDynamicOp::verify() {
 }
 
 LogicalResult QuantizeMLAAppendOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
   auto srcT = cast<MemRefType>(getSrc().getType()), cacheT = cast<MemRefType>(getCache().getType());
   int64_t dv = getHeadDimV(), rope = getRopeDim();
   constexpr int64_t kMaxHeadDim = 1 << 16; // bounded before any arithmetic on them

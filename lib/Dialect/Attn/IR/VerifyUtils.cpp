@@ -7,6 +7,7 @@
 
 #include "VerifyUtils.h"
 
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
@@ -19,6 +20,54 @@ bool vutil::shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
     if (!dimsAgree(x, y))
       return false;
   return true;
+}
+
+LogicalResult vutil::verifyBuffers(Operation *op) {
+  for (OpOperand &use : op->getOpOperands()) {
+    auto mt = dyn_cast<MemRefType>(use.get().getType());
+    if (!mt)
+      continue;
+    unsigned n = use.getOperandNumber();
+    if (!mt.getLayout().isIdentity())
+      return op->emitOpError() << "operand #" << n << " (" << mt
+                               << ") has a non-identity layout; kernel buffers are row-major and "
+                                  "contiguous (copy the view into such a buffer first)";
+    if (mt.getMemorySpace())
+      return op->emitOpError() << "operand #" << n << " (" << mt << ") is in memory space "
+                               << mt.getMemorySpace()
+                               << "; kernel buffers live in the default memory space";
+    // Element bits rounded up to bytes; i4 codes are stored one per byte.
+    Type et = mt.getElementType();
+    int64_t bytes = et.isIntOrFloat() ? std::max<int64_t>(1, (et.getIntOrFloatBitWidth() + 7) / 8) : 8;
+    for (auto [d, extent] : llvm::enumerate(mt.getShape())) {
+      if (ShapedType::isDynamic(extent))
+        continue;
+      if (extent < 1 || extent > kMaxExtent)
+        return op->emitOpError() << "operand #" << n << " (" << mt << ") has extent " << extent
+                                 << " in dimension " << d << "; extents must be in [1, "
+                                 << kMaxExtent << "]";
+      if (llvm::MulOverflow(bytes, extent, bytes) || bytes > kMaxBufferBytes)
+        return op->emitOpError() << "operand #" << n << " (" << mt << ") spans more than "
+                                 << kMaxBufferBytes << " bytes";
+    }
+  }
+  auto iface = dyn_cast<MemoryEffectOpInterface>(op);
+  if (!iface)
+    return success();
+  SmallVector<MemoryEffects::EffectInstance> effects;
+  iface.getEffects(effects);
+  for (MemoryEffects::EffectInstance &e : effects) {
+    auto *written = e.getEffectValue<OpOperand *>();
+    if (!written || !isa<MemoryEffects::Write>(e.getEffect()))
+      continue;
+    for (OpOperand &other : op->getOpOperands())
+      if (&other != written && other.get() == written->get())
+        return op->emitOpError() << "operand #" << written->getOperandNumber()
+                                 << ", which the op writes, is also passed as operand #"
+                                 << other.getOperandNumber()
+                                 << "; an output must not alias another operand";
+  }
+  return success();
 }
 
 std::string vutil::shapeStr(ArrayRef<int64_t> shape) {

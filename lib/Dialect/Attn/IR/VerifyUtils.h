@@ -20,6 +20,17 @@ inline bool dimsAgree(int64_t a, int64_t b) {
 }
 bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b);
 
+/// Largest static extent of a kernel buffer: GPU kernels index batches, tokens, heads and
+/// columns with 32-bit integers, and the CPU kernels share the limit.
+constexpr int64_t kMaxExtent = (int64_t(1) << 31) - 1;
+/// Largest buffer, in bytes, any target addresses (2^48: the virtual address space).
+constexpr int64_t kMaxBufferBytes = int64_t(1) << 48;
+
+/// What every attn op's buffer operands must be, whatever the target: the identity (row-major,
+/// contiguous) layout, the default memory space, static extents in [1, kMaxExtent] and at most
+/// kMaxBufferBytes; and no buffer the op writes may also be passed as another operand.
+LogicalResult verifyBuffers(Operation *op);
+
 /// "[2, ?, 16]".
 std::string shapeStr(ArrayRef<int64_t> shape);
 

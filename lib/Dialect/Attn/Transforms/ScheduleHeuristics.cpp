@@ -8,18 +8,25 @@
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
 
 #include <algorithm>
+#include <cstdint>
 
 using namespace mlir::attn;
 
-static int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+static int64_t ceilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+/// a · b, saturated at INT64_MAX (non-negative operands): extents up to 2^31 multiply past it.
+static int64_t mulSat(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
 
 int64_t mlir::attn::selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu) {
   if (s.kvHeads <= 0 || s.qHeads % s.kvHeads != 0 || s.qLen <= 0)
     return 1;
   int64_t ratio = s.qHeads / s.kvHeads;
-  int64_t best = 1;
-  for (int64_t p = 1; p <= ratio; ++p)
-    if (ratio % p == 0 && p * s.qLen <= gpu.wgmmaM)
+  // Candidates stop at the tile's rows: the loop is bounded by wgmmaM, not by the ratio.
+  int64_t best = 1, limit = std::min(ratio, gpu.wgmmaM / s.qLen);
+  for (int64_t p = 1; p <= limit; ++p)
+    if (ratio % p == 0)
       best = p;
   return best;
 }
@@ -93,7 +100,7 @@ DecodeSchedule mlir::attn::selectDecodeSchedule(const AttentionShape &s, const G
   d.stages = 2;
   bool known = s.batch > 0 && s.kvLen >= 0;
   int64_t groups = s.kvHeads > 0 ? (s.qHeads / s.kvHeads) / d.packQHeads : 1;
-  d.ctasPerSplit = known ? s.batch * s.kvHeads * groups : 0;
+  d.ctasPerSplit = known ? mulSat(mulSat(s.batch, s.kvHeads), groups) : 0;
   d.splitKv = known ? selectSplitKv(d.ctasPerSplit, s.kvLen, d.tileN, gpu) : 0;
   return d;
 }

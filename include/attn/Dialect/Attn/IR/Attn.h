@@ -10,6 +10,7 @@
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Dialect.h"
 #include "mlir/IR/OpDefinition.h"
@@ -24,6 +25,10 @@
 
 #define GET_OP_CLASSES
 #include "attn/Dialect/Attn/IR/AttnOps.h.inc"
+
+namespace mlir::func {
+class FuncOp;
+} // namespace mlir::func
 
 namespace mlir::attn {
 /// The fields of #attn.schedule as plain values (0 / null: not decided), to edit a schedule and
@@ -44,6 +49,18 @@ struct ScheduleFields {
 inline bool isGPUTarget(TargetKind t) { return t == TargetKind::sm_90a; }
 /// The target written on an attn op, if any.
 std::optional<TargetKind> getOpTarget(Operation *op);
+
+/// Longest function name a kernel takes (kernel symbols add suffixes and prefixes to it).
+constexpr size_t kMaxKernelNameLength = 128;
+/// True when `name` can name a kernel: a C identifier of at most kMaxKernelNameLength characters
+/// that is no C keyword and does not start with '__', 'attn_' or '_mlir' (KernelChecks.cpp).
+bool isKernelIdentifier(StringRef name);
+/// Fails with a located error unless `fn`'s name isKernelIdentifier.
+LogicalResult checkKernelFunctionName(func::FuncOp fn);
+/// Fails with a located error unless attn op `op` can become a kernel: it sits in a func.func at
+/// the top level of `top` whose name isKernelIdentifier; for a GPU target (`gpu`) directly in the
+/// function's body, next to nothing but the return.
+LogicalResult checkKernelPlacement(Operation *op, ModuleOp top, bool gpu);
 } // namespace mlir::attn
 
 #endif // ATTN_DIALECT_ATTN_IR_ATTN_H
