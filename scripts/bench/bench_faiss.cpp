@@ -10,6 +10,7 @@
 //   nomad_scan_us     attn.pq.scores into u16 sums from a built u8 LUT
 //   faiss_scan_us     accumulate_to_mem (bbs 32) from the same u8 LUT, packed by pq4_pack_LUT
 //   scan_equal        every u16 sum of the two scans equal
+//   *_min_us, scan_min_ratio   the scans' fastest runs (what interference left alone)
 //   search_ratio, scan_ratio   FAISS time ÷ ours (> 1: ours faster)
 //   base_*            the same for kernels of a baseline attn-opt (--baseline-attn-opt), run in
 //                     the same rounds
@@ -39,8 +40,9 @@ double nowUs() {
 }
 
 /// Runs every function `reps` times round-robin (two warm-up rounds first) and returns each one's
-/// median: the sides see the same interference on a shared host.
-std::vector<double> interleavedMedians(const std::vector<std::function<void()>> &fns, int reps) {
+/// median (and in `fastest` its fastest run): the sides see the same interference on a shared host.
+std::vector<double> interleavedMedians(const std::vector<std::function<void()>> &fns, int reps,
+                                       std::vector<double> &fastest) {
   for (int w = 0; w < 2; ++w)
     for (auto &f : fns)
       f();
@@ -55,6 +57,7 @@ std::vector<double> interleavedMedians(const std::vector<std::function<void()>> 
   for (auto &v : t) {
     std::sort(v.begin(), v.end());
     med.push_back(v[v.size() / 2]);
+    fastest.push_back(v.front());
   }
   return med;
 }
@@ -217,7 +220,8 @@ void runCell(const Entry &e, int64_t t, const std::vector<float> &keys,
     fns.push_back(
         [&] { e.baseScan(lut.data(), params.data(), codes.data(), t, base.data(), nb, t); });
   }
-  std::vector<double> med = interleavedMedians(fns, reps);
+  std::vector<double> fastest;
+  std::vector<double> med = interleavedMedians(fns, reps, fastest);
 
   // Checks: the two scans' u16 sums, and FAISS's top-1 against ours.
   e.scan(lut.data(), params.data(), codes.data(), t, ours.data(), nb, t);
@@ -254,11 +258,12 @@ void runCell(const Entry &e, int64_t t, const std::vector<float> &keys,
               "\"nomad_search_us\": %.2f, \"faiss_search_us\": %.2f, \"faiss_search_best\": \"%s\", "
               "\"faiss_search_all\": {%s}, \"nomad_scan_us\": %.2f, \"faiss_scan_us\": %.2f, "
               "\"search_ratio\": %.3f, \"scan_ratio\": %.3f, \"scan_equal\": %s, "
-              "\"top1_equal\": %s, \"reps\": %d%s}\n",
+              "\"top1_equal\": %s, \"reps\": %d, \"nomad_scan_min_us\": %.2f, "
+              "\"faiss_scan_min_us\": %.2f, \"scan_min_ratio\": %.3f%s}\n",
               (long long)t, e.dsub, e.isa, faiss::SIMDConfig::get_level_name().c_str(), med[0],
               med[best], names[best - 3].c_str(), all.c_str(), med[1], med[2], med[best] / med[0],
               med[2] / med[1], equal ? "true" : "false", label[0] == ourTop ? "true" : "false",
-              reps, baseline.c_str());
+              reps, fastest[1], fastest[2], fastest[2] / fastest[1], baseline.c_str());
   std::fflush(stdout);
   if (!equal) {
     std::fprintf(stderr, "error: u16 sums differ from FAISS's (t=%lld dsub=%d %s)\n",
