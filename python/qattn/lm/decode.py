@@ -1,11 +1,13 @@
 """One-token decode steps of a ``LlamaModel`` over a KV cache, with dense or NoMAD attention, and
 their timing: what a user's CPU decode loop does, split into attention and the rest.
 
-- ``DecodeState``: per-layer K/V caches (float32, [capacity, Hkv, D]) and, for NoMAD, the K codes
-  and codebooks; ``fill`` loads a context into it (keys and values of any origin).
+- ``DecodeState``: per-layer K/V caches (float32; head-major [Hkv, capacity, D] for dense attention,
+  so each head's scores and P·V are one contiguous GEMV; [capacity, Hkv, D] for NoMAD, the
+  kernels' layout) and, for NoMAD, the K codes and codebooks; ``fill`` loads a context into it.
 - ``step(model, state, token)``: logits of one token at position ``state.length``; its key is
   appended to the cache (NoMAD: encoded by ``attn.pq.encode`` at that offset) and attention runs
-  over every cached position — dense (NumPy/OpenBLAS f32: q·Kᵀ, softmax, P·V) or
+  over every cached position — dense (OpenBLAS f32 through NumPy: per KV head q·Kᵀ, softmax,
+  P·V) or
   ``attn.pq.attention`` (compiled by attn-opt, f32 values). ``state.attention_seconds``
   accumulates the time spent in attention.
 - ``python -m qattn.lm.decode``: tokens/s of SmolLM2-135M at given context lengths (the one
@@ -37,7 +39,8 @@ class DecodeState:
         if dsub is not None and (codebooks is None or set(codebooks) != set(range(cfg.layers))):
             raise ValueError("NoMAD decoding needs codebooks for every layer")
         self.capacity, self.dsub, self.length = capacity, dsub, 0
-        shape = (capacity, cfg.kv_heads, cfg.head_dim)
+        shape = ((capacity, cfg.kv_heads, cfg.head_dim) if dsub is not None
+                 else (cfg.kv_heads, capacity, cfg.head_dim))
         self.k = [np.zeros(shape, np.float32) for _ in range(cfg.layers)]
         self.v = [np.zeros(shape, np.float32) for _ in range(cfg.layers)]
         self.attention_seconds = 0.0
@@ -56,23 +59,30 @@ class DecodeState:
         if t > self.capacity:
             raise ValueError(f"context of {t} positions exceeds the capacity {self.capacity}")
         for i, (k, v) in enumerate(zip(keys, values)):
+            if self.lib is None:
+                self.k[i][:, :t] = k.transpose(1, 0, 2)
+                self.v[i][:, :t] = v.transpose(1, 0, 2)
+                continue
             self.k[i][:t] = k
             self.v[i][:t] = v
-            if self.lib is not None:
-                self.lib.nomad_encode(self.k[i][:t], self.books[i], 0, self.codes[i])
+            self.lib.nomad_encode(self.k[i][:t], self.books[i], 0, self.codes[i])
         self.length = t
 
 
 def dense_step_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """One query token q [Hq, D] over k/v [T, Hkv, D] (float32, GQA): softmax(q·Kᵀ/√D)·V."""
+    """One query token q [Hq, D] over head-major k/v [Hkv, T, D] (float32, GQA):
+    softmax(q·Kᵀ/√D)·V, one GEMM per KV head for the scores and one for P·V."""
     hq, d = q.shape
-    hkv = k.shape[1]
-    qg = q.reshape(hkv, hq // hkv, d)
-    s = np.matmul(qg, k.transpose(1, 2, 0)) * np.float32(1.0 / np.sqrt(d))  # [Hkv, g, T]
-    s -= s.max(axis=-1, keepdims=True)
-    p = np.exp(s)
-    p /= p.sum(axis=-1, keepdims=True)
-    return np.matmul(p, v.transpose(1, 0, 2)).reshape(hq, d)  # [Hkv, g, D]
+    hkv = k.shape[0]
+    qg = q.reshape(hkv, hq // hkv, d) * np.float32(1.0 / np.sqrt(d))
+    out = np.empty((hkv, hq // hkv, d), np.float32)
+    for h in range(hkv):
+        s = qg[h] @ k[h].T  # [g, T]
+        s -= s.max(axis=-1, keepdims=True)
+        p = np.exp(s)
+        p /= p.sum(axis=-1, keepdims=True)
+        out[h] = p @ v[h]
+    return out.reshape(hq, d)
 
 
 def step(model: LlamaModel, state: DecodeState, token: int) -> np.ndarray:
@@ -89,12 +99,15 @@ def step(model: LlamaModel, state: DecodeState, token: int) -> np.ndarray:
         p = f"blk.{i}."
         q, k, v = model._qkv(p, x)
         q = model._rope(q, positions)[0]
-        state.k[i][pos] = model._rope(k, positions)[0]
-        state.v[i][pos] = v[0]
+        k = model._rope(k, positions)[0]
         t0 = time.perf_counter()
         if state.lib is None:
-            o = dense_step_attention(q, state.k[i][:pos + 1], state.v[i][:pos + 1])
+            state.k[i][:, pos] = k
+            state.v[i][:, pos] = v[0]
+            o = dense_step_attention(q, state.k[i][:, :pos + 1], state.v[i][:, :pos + 1])
         else:
+            state.k[i][pos] = k
+            state.v[i][pos] = v[0]
             o = np.empty_like(q)
             state.lib.nomad_encode(state.k[i][pos:pos + 1], state.books[i], pos, state.codes[i])
             state.lib.nomad_attend(np.ascontiguousarray(q), state.books[i], state.codes[i],
