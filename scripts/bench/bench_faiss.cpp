@@ -10,11 +10,13 @@
 //   nomad_scan_us     attn.pq.scores into u16 sums from a built u8 LUT
 //   faiss_scan_us     accumulate_to_mem (bbs 32) from the same u8 LUT, packed by pq4_pack_LUT
 //   scan_equal        every u16 sum of the two scans equal
-//   *_min_us, scan_min_ratio   the scans' fastest runs (what interference left alone)
+//   *_min_us, scan_min_ratio, search_min_ratio   the same from the fastest runs (what
+//                     interference on a shared host left alone)
 //   search_ratio, scan_ratio   FAISS time ÷ ours (> 1: ours faster)
 //   base_*            the same for kernels of a baseline attn-opt (--baseline-attn-opt), run in
 //                     the same rounds
-// Times are medians of `reps` interleaved runs after warm-up.
+// Times are medians of `reps` interleaved runs after warm-up, each right after an untimed run of
+// the same function (cache-warm, as far as the codes fit).
 #include "bench_kernels.h"
 
 #include <faiss/IndexFastScan.h>
@@ -41,6 +43,8 @@ double nowUs() {
 
 /// Runs every function `reps` times round-robin (two warm-up rounds first) and returns each one's
 /// median (and in `fastest` its fastest run): the sides see the same interference on a shared host.
+/// Each timed run follows an untimed run of the same function, so that every side finds its own
+/// data in cache as far as it fits, whatever ran before it in the round.
 std::vector<double> interleavedMedians(const std::vector<std::function<void()>> &fns, int reps,
                                        std::vector<double> &fastest) {
   for (int w = 0; w < 2; ++w)
@@ -49,6 +53,7 @@ std::vector<double> interleavedMedians(const std::vector<std::function<void()>> 
   std::vector<std::vector<double>> t(fns.size());
   for (int r = 0; r < reps; ++r)
     for (size_t i = 0; i < fns.size(); ++i) {
+      fns[i]();
       double t0 = nowUs();
       fns[i]();
       t[i].push_back(nowUs() - t0);
@@ -259,11 +264,13 @@ void runCell(const Entry &e, int64_t t, const std::vector<float> &keys,
               "\"faiss_search_all\": {%s}, \"nomad_scan_us\": %.2f, \"faiss_scan_us\": %.2f, "
               "\"search_ratio\": %.3f, \"scan_ratio\": %.3f, \"scan_equal\": %s, "
               "\"top1_equal\": %s, \"reps\": %d, \"nomad_scan_min_us\": %.2f, "
-              "\"faiss_scan_min_us\": %.2f, \"scan_min_ratio\": %.3f%s}\n",
+              "\"faiss_scan_min_us\": %.2f, \"scan_min_ratio\": %.3f, \"search_min_ratio\": %.3f%s}\n",
               (long long)t, e.dsub, e.isa, faiss::SIMDConfig::get_level_name().c_str(), med[0],
               med[best], names[best - 3].c_str(), all.c_str(), med[1], med[2], med[best] / med[0],
               med[2] / med[1], equal ? "true" : "false", label[0] == ourTop ? "true" : "false",
-              reps, fastest[1], fastest[2], fastest[2] / fastest[1], baseline.c_str());
+              reps, fastest[1], fastest[2], fastest[2] / fastest[1],
+              *std::min_element(fastest.begin() + 3, fastest.begin() + 3 + numFaiss) / fastest[0],
+              baseline.c_str());
   std::fflush(stdout);
   if (!equal) {
     std::fprintf(stderr, "error: u16 sums differ from FAISS's (t=%lld dsub=%d %s)\n",
