@@ -69,13 +69,12 @@ Value finalize(ImplicitLocOpBuilder &b, Value a, Value bAcc, int64_t rows, int64
   return vector::ShuffleOp::create(b, e, o, interleave);
 }
 
-/// Dequantizes (or keeps raw) the 32 u16 sums of a block and stores the valid ones.
+/// Dequantizes (or keeps raw) the 32 u16 sums of a block and stores them: all 32 with a plain
+/// store (`len` null: a full block), else the first len − 32·blk with a masked one. AVX2 has no
+/// 16-bit masked store; LLVM splits one into 32 tested scalar stores, so full blocks avoid it.
 void storeBlock(ImplicitLocOpBuilder &b, Value sums, Value scores, Value hq, Value blk, Value len,
                 Value delta, Value bias, bool rawU16) {
   Value base = arith::MulIOp::create(b, blk, idx(b, kBlock));
-  Value remaining = arith::SubIOp::create(b, len, base);
-  auto maskT = VectorType::get({kBlock}, b.getI1Type());
-  Value mask = vector::CreateMaskOp::create(b, maskT, ValueRange{remaining});
   Value value = sums;
   if (!rawU16) {
     auto f32x32 = VectorType::get({kBlock}, b.getF32Type());
@@ -84,6 +83,13 @@ void storeBlock(ImplicitLocOpBuilder &b, Value sums, Value scores, Value hq, Val
     Value c = vector::BroadcastOp::create(b, f32x32, bias);
     value = arith::AddFOp::create(b, arith::MulFOp::create(b, f, d), c);
   }
+  if (!len) {
+    vector::StoreOp::create(b, value, scores, ValueRange{hq, base});
+    return;
+  }
+  Value remaining = arith::SubIOp::create(b, len, base);
+  auto maskT = VectorType::get({kBlock}, b.getI1Type());
+  Value mask = vector::CreateMaskOp::create(b, maskT, ValueRange{remaining});
   vector::MaskedStoreOp::create(b, scores, ValueRange{hq, base}, mask, value);
 }
 
@@ -249,9 +255,19 @@ LogicalResult cpu::emitScores(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq
     if (!isa.isScalar()) {
       Value lutRows = collapseInner(b, lut);
       Value codeRows = collapseInner(b, codes);
-      forLoop(b, idx(b, 0), numBlocks, 1, [&](ImplicitLocOpBuilder &b, Value blk) {
+      // Full blocks with plain stores, then the partial last block (if any) masked.
+      Value fullBlocks = arith::DivUIOp::create(b, len, idx(b, kBlock));
+      forLoop(b, idx(b, 0), fullBlocks, 1, [&](ImplicitLocOpBuilder &b, Value blk) {
         Value sums = simdBlock(b, isa, pq, numSub, lutRows, codeRows, hq, h, blk);
-        storeBlock(b, sums, scores, hq, blk, len, delta, bias, rawU16);
+        storeBlock(b, sums, scores, hq, blk, Value(), delta, bias, rawU16);
+      });
+      Value partial =
+          arith::CmpIOp::create(b, arith::CmpIPredicate::ult, fullBlocks, numBlocks);
+      scf::IfOp::create(b, partial, [&](OpBuilder &nested, Location l) {
+        ImplicitLocOpBuilder nb(l, nested);
+        Value sums = simdBlock(nb, isa, pq, numSub, lutRows, codeRows, hq, h, fullBlocks);
+        storeBlock(nb, sums, scores, hq, fullBlocks, len, delta, bias, rawU16);
+        scf::YieldOp::create(nb);
       });
       return;
     }

@@ -1,0 +1,110 @@
+"""qattn.lm.decode on a tiny random Llama model: the KV-cache decode step against the full forward
+pass, NoMAD decoding through compiled kernels, the timing rows, and bad input."""
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+pytest.importorskip("regex")  # qattn.lm's tokenizer (the lm extra)
+
+from qattn import nomad  # noqa: E402
+from qattn.lm import decode  # noqa: E402
+from qattn.lm.model import LlamaConfig, LlamaModel  # noqa: E402
+
+HAVE_ATTN_OPT = bool(os.environ.get("ATTN_OPT") or shutil.which("attn-opt"))
+needs_attn_opt = pytest.mark.skipif(not HAVE_ATTN_OPT, reason="attn-opt not found")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    cfg = LlamaConfig(layers=2, dim=128, ffn_dim=96, heads=4, kv_heads=2, head_dim=32,
+                      rope_base=10000.0, norm_eps=1e-5, vocab=50, context=256)
+    rng = np.random.default_rng(0)
+
+    def w(*shape, scale=0.2):
+        return (scale * rng.standard_normal(shape)).astype(np.float32)
+
+    weights = {"token_embd.weight": w(cfg.vocab, cfg.dim, scale=1.0),
+               "output_norm.weight": np.ones(cfg.dim, np.float32),
+               "output.weight": w(cfg.vocab, cfg.dim)}
+    for i in range(cfg.layers):
+        p = f"blk.{i}."
+        weights.update({
+            p + "attn_norm.weight": np.ones(cfg.dim, np.float32),
+            p + "attn_q.weight": w(cfg.heads * cfg.head_dim, cfg.dim),
+            p + "attn_k.weight": w(cfg.kv_heads * cfg.head_dim, cfg.dim),
+            p + "attn_v.weight": w(cfg.kv_heads * cfg.head_dim, cfg.dim),
+            p + "attn_output.weight": w(cfg.dim, cfg.heads * cfg.head_dim),
+            p + "ffn_norm.weight": np.ones(cfg.dim, np.float32),
+            p + "ffn_gate.weight": w(cfg.ffn_dim, cfg.dim),
+            p + "ffn_up.weight": w(cfg.ffn_dim, cfg.dim),
+            p + "ffn_down.weight": w(cfg.dim, cfg.ffn_dim)})
+    return LlamaModel(cfg, weights, tokenizer=None, name="tiny")
+
+
+TOKENS = [3, 17, 5, 42, 8, 8, 23, 1, 0, 49, 12, 30] * 6  # 72 tokens: more than two 32-key blocks
+
+
+def test_dense_step_matches_forward(tiny):
+    keys, values = decode.record_prefix(tiny, TOKENS[:-1])
+    state = decode.DecodeState(tiny, capacity=len(TOKENS))
+    state.fill(keys, values)
+    logits = decode.step(tiny, state, TOKENS[-1])
+    full = tiny.forward(TOKENS)[-1]
+    np.testing.assert_allclose(logits, full, rtol=1e-4, atol=1e-4)
+    assert state.length == len(TOKENS)
+    assert state.attention_seconds > 0
+
+
+@needs_attn_opt
+@pytest.mark.parametrize("dsub", [1, 2])
+def test_nomad_step_tracks_dense(tiny, dsub):
+    keys, values = decode.record_prefix(tiny, TOKENS[:-1])
+    books = {i: nomad.train_codebooks(k, dsub) for i, k in enumerate(keys)}
+    state = decode.DecodeState(tiny, len(TOKENS), dsub, books)
+    state.fill(keys, values)
+    logits = decode.step(tiny, state, TOKENS[-1])
+    full = tiny.forward(TOKENS)[-1]
+    assert np.isfinite(logits).all()
+    # Approximate attention: the logits follow the dense ones closely, not exactly.
+    assert np.corrcoef(logits, full)[0, 1] > 0.9
+    # The new key's codes were appended at its position.
+    blk, j = divmod(len(TOKENS) - 1, 32)
+    assert state.codes[0][:, blk].any()
+
+
+@needs_attn_opt
+def test_time_decode_rows(tiny):
+    keys, values = decode.record_prefix(tiny, TOKENS[:16])
+    k, v = decode.tile_context(keys, values, 100)
+    assert k[0].shape[0] == 100 and np.array_equal(k[0][16:32], keys[0])
+    books = {i: nomad.train_codebooks(x, 2) for i, x in enumerate(keys)}
+    for d in (None, 2):
+        row = decode.time_decode(tiny, k, v, d, books if d else None, steps=2)
+        assert row["context"] == 100 and row["tokens_per_s"] > 0
+        assert 0 < row["attention_share"] <= 1
+        assert row["attention"] == ("dense" if d is None else "nomad_dsub2")
+
+
+def test_bad_input(tiny):
+    state = decode.DecodeState(tiny, capacity=1)
+    with pytest.raises(ValueError, match="not in"):
+        decode.step(tiny, state, 50)
+    decode.step(tiny, state, 3)
+    with pytest.raises(ValueError, match="full"):
+        decode.step(tiny, state, 3)
+    with pytest.raises(ValueError, match="codebooks"):
+        decode.DecodeState(tiny, capacity=4, dsub=1)
+    with pytest.raises(ValueError, match="capacity"):
+        decode.DecodeState(tiny, capacity=0)
+
+
+@needs_attn_opt
+def test_time_attention_row(tiny):
+    keys, values = decode.record_prefix(tiny, TOKENS[:40])
+    books = {2: {i: nomad.train_codebooks(x, 2) for i, x in enumerate(keys)}}
+    row = decode.time_attention(tiny, keys, values, 1, books, reps=2)
+    assert row["context"] == 40 and row["dense_ms"] > 0 and row["nomad_dsub2_ms"] > 0
+    assert row["nomad_dsub2_speedup"] == pytest.approx(row["dense_ms"] / row["nomad_dsub2_ms"])
