@@ -91,13 +91,16 @@ template <typename T> struct Aligned {
 struct Entry {
   const char *isa;
   int dsub;
-  void (*lut)(const float *, const float *, uint8_t *, float *);
-  void (*scores)(const uint8_t *, const float *, const uint8_t *, int64_t, float *, int64_t,
-                 int64_t);
-  void (*scan)(const uint8_t *, const float *, const uint8_t *, int64_t, uint16_t *, int64_t,
-               int64_t);
-  void (*encode)(const float *, const float *, int64_t, uint8_t *, int64_t, int64_t);
-  // The same kernels from a baseline compiler (BENCH_BASE), or null.
+  // The header's wrappers return the kernels' status (0: ran; non-zero: arguments refused).
+  int32_t (*lut)(const float *, const float *, uint8_t *, float *);
+  int32_t (*scores)(const uint8_t *, const float *, const uint8_t *, int64_t, float *, int64_t,
+                    int64_t);
+  int32_t (*scan)(const uint8_t *, const float *, const uint8_t *, int64_t, uint16_t *, int64_t,
+                  int64_t);
+  int32_t (*encode)(const float *, const float *, int64_t, uint8_t *, int64_t, int64_t);
+  // The same kernels from a baseline compiler (BENCH_BASE), or null. A baseline from before the
+  // kernels returned a status has void wrappers: BASE() casts either kind to these types, and
+  // their results are not read.
   decltype(lut) baseLut = nullptr;
   decltype(scores) baseScores = nullptr;
   decltype(scan) baseScan = nullptr;
@@ -108,7 +111,9 @@ struct Entry {
 #define ENTRY(ISA, DSUB)                                                                         \
   Entry{#ISA,                 DSUB,                     lut_##ISA##_##DSUB,                      \
         scores_##ISA##_##DSUB, scan_##ISA##_##DSUB,      encode_##DSUB,                          \
-        lutbase_##ISA##_##DSUB, scoresbase_##ISA##_##DSUB, scanbase_##ISA##_##DSUB}
+        BASE(lut, lutbase_##ISA##_##DSUB), BASE(scores, scoresbase_##ISA##_##DSUB),              \
+        BASE(scan, scanbase_##ISA##_##DSUB)}
+#define BASE(FIELD, F) reinterpret_cast<decltype(Entry::FIELD)>(&F)
 #else
 #define ENTRY(ISA, DSUB)                                                                         \
   Entry{#ISA, DSUB, lut_##ISA##_##DSUB, scores_##ISA##_##DSUB, scan_##ISA##_##DSUB, encode_##DSUB}
