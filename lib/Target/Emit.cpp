@@ -18,7 +18,7 @@
 #include "attn/Target/GPU.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/IRMapping.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/SmallVectorExtras.h"
@@ -61,55 +61,6 @@ static int x86Rank(TargetKind t) {
   }
 }
 
-/// Moves each attn op (on signless types) of a function that holds several into its own
-/// private, never-inlined function `<symbol>.op<i>` (a name no user function can take) with
-/// the same ISA: LLVM's
-/// optimizer takes superlinear time in the size of one function (200 quantize ops in one
-/// function: 76 s, outlined: 13 s).
-static void outlineAttnOps(ModuleOp module, llvm::StringMap<TargetKind> &isaOf) {
-  OpBuilder b(module.getContext());
-  for (auto fn : llvm::make_early_inc_range(module.getOps<func::FuncOp>())) {
-    SmallVector<Operation *> ops;
-    fn.walk([&](Operation *op) {
-      // convert-attn-to-cpu makes the memref arguments of functions holding attn ops signless
-      // (ui8, f8 -> i8) but not their callers: ops on such types stay where they are.
-      bool signless = llvm::all_of(op->getOperandTypes(), [](Type t) {
-        auto mt = dyn_cast<MemRefType>(t);
-        Type e = mt ? mt.getElementType() : t;
-        return !(llvm::isa<IntegerType>(e) && !e.isSignlessInteger()) &&
-               !(llvm::isa<FloatType>(e) && e.getIntOrFloatBitWidth() == 8);
-      });
-      if (llvm::isa<AttnDialect>(op->getDialect()) && op->getNumResults() == 0 && signless)
-        ops.push_back(op);
-    });
-    if (ops.size() < 2)
-      continue;
-    // The kernel keeps its C interface though it may hold no attn op any more.
-    fn->setAttr("llvm.emit_c_interface", b.getUnitAttr());
-    StringRef symbol = fn.getSymName();
-    auto isa = isaOf.find(symbol.drop_front(kKernelSymbolPrefix.size()));
-    for (auto [i, op] : llvm::enumerate(ops)) {
-      std::string name = (symbol + ".op" + Twine(i)).str();
-      b.setInsertionPoint(fn);
-      auto outlined = func::FuncOp::create(b, op->getLoc(), name,
-                                           b.getFunctionType(op->getOperandTypes(), {}));
-      outlined.setPrivate();
-      outlined->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
-      Block *entry = outlined.addEntryBlock();
-      IRMapping map;
-      map.map(op->getOperands(), entry->getArguments());
-      b.setInsertionPointToStart(entry);
-      b.clone(*op, map);
-      func::ReturnOp::create(b, op->getLoc());
-      b.setInsertionPoint(op);
-      func::CallOp::create(b, op->getLoc(), outlined, op->getOperands());
-      op->erase();
-      if (isa != isaOf.end())
-        isaOf[StringRef(name).drop_front(kKernelSymbolPrefix.size())] = isa->getValue();
-    }
-  }
-}
-
 /// Header, object or assembly for a module whose attn ops all have CPU targets.
 static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostream &os) {
   llvm::StringMap<TargetKind> isaOf;
@@ -142,12 +93,22 @@ static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostre
     if (!fn.isDeclaration() &&
         failed(symbols.rename(fn, (Twine(kKernelSymbolPrefix) + fn.getSymName()).str())))
       return fn.emitError() << "cannot rename the kernel's internal symbol";
-  outlineAttnOps(*clone, isaOf);
   PassManager pm(module.getContext());
   pm.addPass(createConvertAttnToCPU());
   buildCPUToLLVMPipeline(pm);
   if (failed(pm.run(*clone)))
     return failure();
+  // convert-attn-to-cpu moves the ops of a kernel that holds several into `<kernel>.op<i>`
+  // functions: they take their kernel's ISA.
+  for (auto fn : clone->getOps<LLVM::LLVMFuncOp>()) {
+    StringRef name = fn.getSymName();
+    if (!name.consume_front(kKernelSymbolPrefix))
+      continue;
+    auto [kernel, index] = name.rsplit(".op");
+    auto isa = isaOf.find(kernel);
+    if (!index.empty() && llvm::all_of(index, llvm::isDigit) && isa != isaOf.end())
+      isaOf[name] = isa->getValue();
+  }
   return emitCPUObject(*clone, isaOf, format == EmitFormat::Assembly, os);
 }
 

@@ -11,7 +11,7 @@
 // CHECK-DAG: {{[tT]}} __attn_many.op2
 // CHECK-DAG: T _mlir_ciface___attn_many{{$}}
 
-// HEADER: static inline void many(const uint16_t *arg0, int8_t *arg1, float *arg2, const uint16_t *arg3, int8_t *arg4, float *arg5, const uint16_t *arg6, int8_t *arg7, float *arg8)
+// HEADER: static inline int32_t many(const uint16_t *arg0, int8_t *arg1, float *arg2, const uint16_t *arg3, int8_t *arg4, float *arg5, const uint16_t *arg6, int8_t *arg7, float *arg8)
 // HEADER-NOT: op0
 func.func @many(%x0: memref<1x8x4x64xbf16>, %y0: memref<1x8x4x64xi8>, %s0: memref<1x8xf32>,
                 %x1: memref<1x8x4x64xbf16>, %y1: memref<1x8x4x64xi8>, %s1: memref<1x8xf32>,

@@ -88,7 +88,7 @@ std::string checkLaunch(const GeneratedSpec &g, StringRef json) {
 
 /// Checks the C header of an accepted CPU spec: the wrapper and its parameter count.
 std::string checkHeader(const GeneratedSpec &g, StringRef header) {
-  std::string head = "static inline void " + g.name + "(";
+  std::string head = "static inline int32_t " + g.name + "(";
   size_t at = header.find(head);
   if (at == StringRef::npos)
     return "header without the wrapper " + head;
