@@ -56,7 +56,10 @@ static LogicalResult compileChunk(llvm::SourceMgr &sourceMgr, MLIRContext &conte
   if (!module)
     return failure();
   PassManager pm(&context);
-  if (failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
+  // --mlir-print-ir-*, --mlir-timing and the other pass-manager flags apply here and to the
+  // pipelines emitArtifact runs inside.
+  if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)) ||
+      failed(pm.run(*module)))
     return failure();
   return emitArtifact(*module, emitFormat, os, &launch);
 }
