@@ -56,8 +56,8 @@ static LogicalResult compileChunk(llvm::SourceMgr &sourceMgr, MLIRContext &conte
   if (!module)
     return failure();
   PassManager pm(&context);
-  // --mlir-print-ir-* and the other pass-manager flags apply here and to the pipelines
-  // emitArtifact runs inside.
+  // --mlir-print-ir-*, --mlir-timing and the other pass-manager flags apply here and to the
+  // pipelines emitArtifact runs inside.
   if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)) ||
       failed(pm.run(*module)))
     return failure();
