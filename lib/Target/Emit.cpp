@@ -94,8 +94,6 @@ static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostre
         failed(symbols.rename(fn, (Twine(kKernelSymbolPrefix) + fn.getSymName()).str())))
       return fn.emitError() << "cannot rename the kernel's internal symbol";
   PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
   pm.addPass(createConvertAttnToCPU());
   buildCPUToLLVMPipeline(pm);
   if (failed(pm.run(*clone)))

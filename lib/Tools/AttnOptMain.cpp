@@ -56,10 +56,7 @@ static LogicalResult compileChunk(llvm::SourceMgr &sourceMgr, MLIRContext &conte
   if (!module)
     return failure();
   PassManager pm(&context);
-  // --mlir-print-ir-*, --mlir-timing and the other pass-manager flags apply here and to the
-  // pipelines emitArtifact runs inside.
-  if (failed(applyPassManagerCLOptions(pm)) || failed(config.setupPassPipeline(pm)) ||
-      failed(pm.run(*module)))
+  if (failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
     return failure();
   return emitArtifact(*module, emitFormat, os, &launch);
 }

@@ -16,7 +16,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -74,8 +73,6 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::str
       fn.erase();
   }
   PassManager pm(module.getContext());
-  if (failed(applyPassManagerCLOptions(pm)))
-    return failure();
   pm.addPass(createAttnNormalize());
   pm.addPass(createAttnSelectSchedule());
   ConvertAttnToNVVMOptions nvvmOptions;
@@ -106,8 +103,6 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::str
     return success();
 
   PassManager lower(module.getContext());
-  if (failed(applyPassManagerCLOptions(lower)))
-    return failure();
   buildNVVMToLLVMPipeline(lower);
   GpuModuleToBinaryPassOptions opts;
   opts.compilationTarget = cubin ? "bin" : "isa";
