@@ -3,8 +3,8 @@ time goes, dense against NoMAD attention, per context length.
 
 Reads the scripts/cpu-decode runs in bench/results/ (files *-cpu-decode-*.jsonl: one JSON object
 per (context, attention) with the median step and attention times) and writes:
-  cpu-decode-split.png   stacked bars per context: attention (all layers) and the rest of the step,
-                         for dense and each NoMAD dsub, tokens/s above each bar
+  cpu-decode-split.png   stacked columns per context: attention (all layers) and the rest of the step,
+                         for dense and each NoMAD dsub, tokens/s above each column
 """
 import json
 import pathlib

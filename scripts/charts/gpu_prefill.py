@@ -1,6 +1,6 @@
 """What this file is: the chart and table of docs/benchmarks/gpu-prefill.md — prefill speed over
 cuDNN's bf16 attention of the same run, per Table-1/2 row (S × batch, causal or not) and mode,
-from the JSON lines in bench/results/ (three repetitions per file; bars are medians, whiskers the
+from the JSON lines in bench/results/ (three repetitions per file; columns are medians, whiskers the
 range over the repetitions).
 
     render(results, out) -> [PNG, Markdown]  (called by scripts/charts.py)
