@@ -14,11 +14,17 @@ sources beside this directory, only the pure-Python package is installed: the CP
 the GPU paths say what is missing. ``ATTN_OPT_NO_EXTENSIONS=1`` skips both on purpose. The
 extension's sources also ship (``qattn/_csrc``): where the wheel was built without torch,
 ``qattn.torch_ops`` compiles them on first use (torch.utils.cpp_extension.load).
+
+Where attn-opt is found ($ATTN_OPT, then PATH), the ahead-of-time kernel set of qattn/aot.py
+(decode kernels for common configurations) is compiled into ``qattn/_aot``, several attn-opt
+processes at a time; QATTN_AOT chooses the set (``none`` skips it; see qattn/aot.py).
 """
 
+import importlib.util
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -36,34 +42,18 @@ def note(msg):
     print(f"attn-opt setup: {msg}", file=sys.stderr)
 
 
-def cuda_include():
-    """A directory holding cuda.h, or None."""
-    homes = [os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"]
-    try:
-        from torch.utils.cpp_extension import CUDA_HOME
-        homes.append(CUDA_HOME)
-    except Exception:  # no torch, or torch without CUDA: not an error here
-        pass
-    for home in homes:
-        if home and (Path(home) / "include" / "cuda.h").is_file():
-            return str(Path(home) / "include")
-    return None
+def _load_beside(name):
+    """qattn/<name>.py loaded by path (importing qattn would import its dependencies)."""
+    spec = importlib.util.spec_from_file_location(f"qattn_setup_{name}",
+                                                  HERE / "qattn" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def json_include():
-    """A directory holding nlohmann/json.hpp (the launch-metadata reader's JSON library): the
-    PyPI package nlohmann_json (a build requirement), else the system's, else None."""
-    try:
-        import nlohmann_json
-        inc = Path(nlohmann_json.__file__).resolve().parent / "include"
-        if (inc / "nlohmann" / "json.hpp").is_file():
-            return str(inc)
-    except ImportError:
-        pass
-    for inc in ["/usr/include", "/usr/local/include"]:
-        if (Path(inc) / "nlohmann" / "json.hpp").is_file():
-            return inc
-    return None
+BUILD_PATHS = _load_beside("_build_paths")  # cuda.h and nlohmann/json.hpp, as qattn.torch_ops
+cuda_include = BUILD_PATHS.cuda_include
+json_include = BUILD_PATHS.json_include
 
 
 def staged(sources):
@@ -137,12 +127,33 @@ def with_runtime_name(base):
     return BuildExt
 
 
+def build_aot_set(dst):
+    """The ahead-of-time kernel set (qattn/aot.py) into dst, where attn-opt is found ($ATTN_OPT,
+    then PATH); QATTN_AOT chooses the set ('none': skip)."""
+    aot = _load_beside("aot")
+    chosen = aot.selection()
+    if not chosen:
+        note("QATTN_AOT=none: no ahead-of-time kernels")
+        return
+    exe = os.environ.get("ATTN_OPT") or shutil.which("attn-opt")
+    if not exe or not Path(exe).is_file():
+        note("attn-opt not found ($ATTN_OPT, PATH): no ahead-of-time kernels; GPU specs then "
+             "need attn-opt where they run")
+        return
+    start = time.monotonic()
+    index = aot.build_set(dst, exe, chosen, log=note)
+    note(f"ahead-of-time kernels: {len(index)} of {len(chosen)} compiled by {exe} in "
+         f"{time.monotonic() - start:.0f} s into {dst}")
+
+
 class BuildPyWithSources(build_py):
     """Ships the extension's sources as qattn/_csrc, for qattn.torch_ops to compile on first use
-    where the wheel was built without torch (pip's default isolated build)."""
+    where the wheel was built without torch (pip's default isolated build), and the
+    ahead-of-time kernel set as qattn/_aot."""
 
     def run(self):
         super().run()
+        build_aot_set(Path(self.build_lib) / "qattn" / "_aot")
         headers = sorted((ROOT / "include" / "attn" / "Runtime").glob("*.h"))
         if not all(p.is_file() for p in RUNTIME_SOURCES) or not headers:
             return

@@ -12,7 +12,9 @@
 #               `python python/tests/test_torch_ops.py --prebuild DIR`
 #   OUT_DIR     logs and torch_ops.json (the measurements); default $OUT, else /tmp/gpu-torch-ops
 # PYTHON selects the interpreter (default python3). Wheels in $WHEELS (default <checkout>/whl) are
-# installed first when pytest is missing. Ends with one "N passed, N failed" line.
+# installed first when pytest is missing. TESTS names the test files to run (default
+# "test_torch_ops test_gpu"). After the tests, tests/host_time.py measures the host time per call
+# of every entry point into OUT_DIR/host_time.json. Ends with one "N passed, N failed" line.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] && [ -d "$1" ] || { echo "usage: $0 KERNEL_DIR [OUT_DIR]" >&2; exit 2; }
@@ -25,6 +27,11 @@ wheels=${WHEELS:-$root/whl}
 
 if ! "$py" -c "import pytest" 2>/dev/null; then
   "$py" -m pip install -q --no-index --no-deps "$wheels"/*.whl || { echo "no pytest"; exit 1; }
+fi
+# nlohmann/json.hpp for the extension's launch-metadata reader (a build requirement pip's
+# isolated build would fetch; --no-build-isolation takes it from this environment)
+if ! "$py" -c "import nlohmann_json" 2>/dev/null && ls "$wheels"/nlohmann_json*.whl >/dev/null 2>&1; then
+  "$py" -m pip install -q --no-index --no-deps "$wheels"/nlohmann_json*.whl
 fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$py" -c \
   "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count())"
@@ -47,7 +54,7 @@ export QATTN_GPU_KERNELS="$kernels" QATTN_TORCH_OPS_REPORT="$out/torch_ops.json"
 rm -f "$out/torch_ops.json"
 passed=0
 failed=0
-for t in test_torch_ops test_gpu; do
+for t in ${TESTS:-test_torch_ops test_gpu}; do
   echo "== $t"
   "$py" -m pytest -q -rs -s -p no:cacheprovider "$root/python/tests/$t.py" >"$out/$t.log" 2>&1
   rc=$?
@@ -60,4 +67,11 @@ for t in test_torch_ops test_gpu; do
   failed=$((failed + ${f:-0}))
 done
 [ -f "$out/torch_ops.json" ] && cat "$out/torch_ops.json"
+echo "== host time per call (tests/host_time.py)"
+if "$py" "$root/python/tests/host_time.py" "$kernels" "$out/host_time.json" >"$out/host_time.log" 2>&1; then
+  grep burst_ "$out/host_time.log"
+else
+  tail -20 "$out/host_time.log"
+  failed=$((failed + 1))
+fi
 echo "$passed passed, $failed failed"

@@ -21,16 +21,32 @@
 //                                             cluster_merge, workspace_floats]
 //   attn_opt::release_plan(int plan) -> ()
 //
+// The library is also a Python module (PyInit_<TORCH_EXTENSION_NAME>) whose `run(plan, q, k, v,
+// k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, workspace)` is the
+// same run without the dispatcher: DecodePlan.run calls it eagerly (a third of the host time of
+// a torch.ops call). It returns NotImplemented, launching nothing, when an argument is not a plain
+// torch.Tensor or a dispatch / torch-function mode or a TLS dispatch key is active (fake tensors,
+// tracing, functionalization): the caller then goes through torch.ops.attn_opt.decode.
+// `decode` has an Autograd fallthrough (it has no gradient), so the dispatcher's boxed autograd
+// fallback is skipped.
+//
 // The launch logic is the one of qattn.gpu.GpuDecodeKernel.__call__ and attn-bench.
 //
 //===----------------------------------------------------------------------===//
+
+#include <Python.h> // first, as Python asks
 
 #include "attn/Runtime/LaunchMetadata.h"
 #include "attn/Runtime/Runtime.h"
 
 #include <ATen/ATen.h>
+#include <ATen/PythonTorchFunctionTLS.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 #if ATTN_OPT_C10_CUDA // torch with CUDA: its current stream directly (else through c10::Stream)
 #include <c10/cuda/CUDAStream.h>
@@ -218,6 +234,31 @@ struct TensorMaps {
   uint64_t kPtr = 0, vPtr = 0;
 };
 
+using Dtypes = c10::ArrayRef<at::ScalarType>;
+
+/// torch dtypes of K/V codes ("i8", "ui8", "f8E4M3FN", "bf16"); the first is the zero points'.
+Dtypes kvDtypes(const std::string &kv) {
+  static const std::array<at::ScalarType, 2> i8 = {at::kChar, at::kByte},
+                                             f8 = {at::kFloat8_e4m3fn, at::kByte};
+  static const std::array<at::ScalarType, 1> u8 = {at::kByte}, bf16 = {at::kBFloat16};
+  return kv == "i8"         ? Dtypes(i8)
+         : kv == "ui8"      ? Dtypes(u8)
+         : kv == "f8E4M3FN" ? Dtypes(f8)
+                            : Dtypes(bf16);
+}
+
+Dtypes qDtypes(const std::string &q) {
+  static const std::array<at::ScalarType, 1> i8 = {at::kChar}, bf16 = {at::kBFloat16};
+  static const std::array<at::ScalarType, 2> f8 = {at::kFloat8_e4m3fn, at::kByte};
+  return q == "i8" ? Dtypes(i8) : q == "f8E4M3FN" ? Dtypes(f8) : Dtypes(bf16);
+}
+
+attn_rt_dtype mapDtype(const std::string &dtype) {
+  return dtype == "bf16"  ? ATTN_RT_DTYPE_BF16
+         : dtype == "f16" ? ATTN_RT_DTYPE_F16
+                          : ATTN_RT_DTYPE_U8;
+}
+
 constexpr size_t kMapCacheSize = 128; // K/V pairs per plan (a layer each in a decode step)
 
 struct Plan {
@@ -229,6 +270,12 @@ struct Plan {
   PlannedLaunch decode, combine; // combine.handle null: no combine launch
   at::Tensor workspace;          // the plan's own split workspace (undefined when none is needed)
   std::vector<int64_t> qShape, kvShape, kScaleShape, vScaleShape, qScaleShape;
+  // What the run checks and encodes, resolved from the metadata once (no string compares per call)
+  Dtypes qTypes, kvTypes, zeroTypes;
+  bool kScales = false, vScales = false, zeros = false, qScales = false, seqLens = false,
+       alibi = false;
+  attn_rt_dtype kMapType = ATTN_RT_DTYPE_U8, vMapType = ATTN_RT_DTYPE_U8;
+  uint64_t mapDims[4] = {}, mapStrides[3] = {};
   std::mutex mutex; // guards the tensor map cache
   std::vector<std::unique_ptr<TensorMaps>> maps;
   size_t nextMap = 0, lastMap = 0;
@@ -367,6 +414,22 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   const std::string qGran =
       m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant : "per_token_head";
   p->qScaleShape = scaleShape(qGran, batch, qLen, m.qHeads, m.qBlockRows);
+  p->qTypes = qDtypes(m.qDtype);
+  p->kvTypes = kvDtypes(m.kvDtype);
+  p->zeroTypes = p->kvTypes.slice(0, 1);
+  p->kScales = m.kQuant != "none";
+  p->vScales = m.vQuant != "none";
+  p->zeros = m.zeroPoints;
+  p->qScales = m.qDtype != "bf16";
+  p->seqLens = m.seqLens;
+  p->alibi = m.alibi;
+  p->kMapType = mapDtype(m.kMap.dtype);
+  p->vMapType = mapDtype(m.vMap.dtype);
+  const uint64_t e = m.kvDtype == "bf16" ? 2 : 1, d = uint64_t(m.headDim),
+                 h = uint64_t(m.kvHeads), s = uint64_t(kvLen);
+  const uint64_t dims[4] = {d, h, s, uint64_t(batch)}, strides[3] = {d * e, h * d * e, s * h * d * e};
+  std::copy(dims, dims + 4, p->mapDims);
+  std::copy(strides, strides + 3, p->mapStrides);
   std::lock_guard<std::mutex> lock(plansMutex);
   int64_t id = nextPlanId++;
   plans[id] = std::move(p);
@@ -397,8 +460,6 @@ std::vector<int64_t> planInfo(int64_t id) {
 
 uint64_t address(const at::Tensor &t) { return reinterpret_cast<uint64_t>(t.data_ptr()); }
 
-using Dtypes = c10::ArrayRef<at::ScalarType>;
-
 std::string dtypeList(Dtypes dtypes) {
   std::string s;
   for (at::ScalarType d : dtypes)
@@ -424,29 +485,6 @@ void expect(const Plan &p, const char *name, const at::Tensor &t, Dtypes dtypes,
                     cat("attn_opt.decode: ", name, " must be 16-byte aligned"));
 }
 
-/// torch dtypes of K/V codes ("i8", "ui8", "f8E4M3FN", "bf16"); the first is the zero points'.
-Dtypes kvDtypes(const std::string &kv) {
-  static const std::array<at::ScalarType, 2> i8 = {at::kChar, at::kByte},
-                                             f8 = {at::kFloat8_e4m3fn, at::kByte};
-  static const std::array<at::ScalarType, 1> u8 = {at::kByte}, bf16 = {at::kBFloat16};
-  return kv == "i8"         ? Dtypes(i8)
-         : kv == "ui8"      ? Dtypes(u8)
-         : kv == "f8E4M3FN" ? Dtypes(f8)
-                            : Dtypes(bf16);
-}
-
-Dtypes qDtypes(const std::string &q) {
-  static const std::array<at::ScalarType, 1> i8 = {at::kChar}, bf16 = {at::kBFloat16};
-  static const std::array<at::ScalarType, 2> f8 = {at::kFloat8_e4m3fn, at::kByte};
-  return q == "i8" ? Dtypes(i8) : q == "f8E4M3FN" ? Dtypes(f8) : Dtypes(bf16);
-}
-
-attn_rt_dtype mapDtype(const std::string &dtype) {
-  return dtype == "bf16"  ? ATTN_RT_DTYPE_BF16
-         : dtype == "f16" ? ATTN_RT_DTYPE_F16
-                          : ATTN_RT_DTYPE_U8;
-}
-
 /// The K/V tensor maps of these addresses: cached, else encoded into the next cache slot.
 const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
   if (!p.maps.empty()) {
@@ -469,14 +507,10 @@ const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
   TensorMaps &m = *p.maps[p.lastMap];
   m.kPtr = m.vPtr = 0; // invalid until both are encoded
   const rt::DecodeLaunch &meta = p.files->meta;
-  const uint64_t e = meta.kvDtype == "bf16" ? 2 : 1;
-  const uint64_t d = uint64_t(meta.headDim), h = uint64_t(meta.kvHeads), s = uint64_t(p.kvLen);
-  const uint64_t dims[4] = {d, h, s, uint64_t(p.batch)};
-  const uint64_t strides[3] = {d * e, h * d * e, s * h * d * e};
-  check(attn_rt_tensor_map_encode(p.ctx, m.k, mapDtype(meta.kMap.dtype), 4, dims, strides,
+  check(attn_rt_tensor_map_encode(p.ctx, m.k, p.kMapType, 4, p.mapDims, p.mapStrides,
                                   meta.kMap.box.data(), meta.kMap.swizzle, k),
         "encoding the K tensor map");
-  check(attn_rt_tensor_map_encode(p.ctx, m.v, mapDtype(meta.vMap.dtype), 4, dims, strides,
+  check(attn_rt_tensor_map_encode(p.ctx, m.v, p.vMapType, 4, p.mapDims, p.mapStrides,
                                   meta.vMap.box.data(), meta.vMap.swizzle, v),
         "encoding the V tensor map");
   m.kPtr = k;
@@ -484,11 +518,30 @@ const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
   return m;
 }
 
+void launch(const PlannedLaunch &l, void *const *values, void *stream) {
+  void *args[32];
+  TORCH_CHECK(l.slots.size() <= 32, cat("attn_opt: ", l.name, " has too many parameters"));
+  for (size_t i = 0; i < l.slots.size(); ++i)
+    args[i] = values[l.slots[i]];
+  attn_rt_launch_config config = l.config;
+  const attn_rt_status status = attn_rt_launch(l.handle, &config, args, stream);
+  if (status != ATTN_RT_OK) // the message is built on failure only
+    check(status, "launching " + l.name);
+}
+
+using OptTensor = std::optional<at::Tensor>;
+
+/// The run's operands, borrowed (null: not given).
+struct Operands {
+  const at::Tensor *q, *k, *v, *kScale, *vScale, *qScale, *kZero, *vZero, *seqLens, *alibi, *out,
+      *workspace;
+};
+
 /// An optional operand the metadata asks for (`needed`) or forbids; returns its address or 0.
-uint64_t optionalOperand(const Plan &p, const char *name, const std::optional<at::Tensor> &t,
-                         bool needed, const char *why, Dtypes dtypes, c10::IntArrayRef shape,
+uint64_t optionalOperand(const Plan &p, const char *name, const at::Tensor *t, bool needed,
+                         const char *why, Dtypes dtypes, c10::IntArrayRef shape,
                          bool optionalEvenIfNeeded = false) {
-  const bool given = t.has_value() && t->defined();
+  const bool given = t && t->defined();
   if (!needed) {
     TORCH_CHECK_VALUE(!given, cat("attn_opt.decode: ", name, " given, but ", why));
     return 0;
@@ -501,48 +554,32 @@ uint64_t optionalOperand(const Plan &p, const char *name, const std::optional<at
   return address(*t);
 }
 
-void launch(const PlannedLaunch &l, void *const *values, void *stream) {
-  void *args[32];
-  TORCH_CHECK(l.slots.size() <= 32, cat("attn_opt: ", l.name, " has too many parameters"));
-  for (size_t i = 0; i < l.slots.size(); ++i)
-    args[i] = values[l.slots[i]];
-  attn_rt_launch_config config = l.config;
-  check(attn_rt_launch(l.handle, &config, args, stream), "launching " + l.name);
-}
-
-void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
-               const std::optional<at::Tensor> &kScale, const std::optional<at::Tensor> &vScale,
-               const std::optional<at::Tensor> &qScale, const std::optional<at::Tensor> &kZero,
-               const std::optional<at::Tensor> &vZero, const std::optional<at::Tensor> &seqLens,
-               const std::optional<at::Tensor> &alibi, const at::Tensor &out,
-               const std::optional<at::Tensor> &workspace) {
-  std::shared_ptr<Plan> plan = findPlan(planId);
-  Plan &p = *plan;
-  const rt::DecodeLaunch &m = p.files->meta;
-  expect(p, "q", q, qDtypes(m.qDtype), p.qShape);
-  expect(p, "k", k, kvDtypes(m.kvDtype), p.kvShape);
-  expect(p, "v", v, kvDtypes(m.kvDtype), p.kvShape);
-  expect(p, "out", out, {at::kBFloat16}, p.qShape);
+/// Checks every operand against the plan (before anything is launched), then launches on the
+/// current stream of the plan's device.
+void runPlan(Plan &p, const Operands &o) {
+  expect(p, "q", *o.q, p.qTypes, p.qShape);
+  expect(p, "k", *o.k, p.kvTypes, p.kvShape);
+  expect(p, "v", *o.v, p.kvTypes, p.kvShape);
+  expect(p, "out", *o.out, {at::kBFloat16}, p.qShape);
   uint64_t ptrs[16] = {};
-  ptrs[KScale] = optionalOperand(p, "k_scale", kScale, m.kQuant != "none",
-                                 "the cache has no K scales", {at::kFloat}, p.kScaleShape);
-  ptrs[VScale] = optionalOperand(p, "v_scale", vScale, m.vQuant != "none",
-                                 "the cache has no V scales", {at::kFloat}, p.vScaleShape);
-  const Dtypes zeroType = kvDtypes(m.kvDtype).slice(0, 1);
-  ptrs[KZero] = optionalOperand(p, "k_zero", kZero, m.zeroPoints, "the cache is symmetric",
-                                zeroType, p.kScaleShape);
-  ptrs[VZero] = optionalOperand(p, "v_zero", vZero, m.zeroPoints, "the cache is symmetric",
-                                zeroType, p.vScaleShape);
-  ptrs[QScale] = optionalOperand(p, "q_scale", qScale, m.qDtype != "bf16",
-                                 "the spec has bf16 queries", {at::kFloat}, p.qScaleShape);
-  ptrs[SeqLens] = optionalOperand(p, "seq_lens", seqLens, m.seqLens,
+  ptrs[KScale] = optionalOperand(p, "k_scale", o.kScale, p.kScales, "the cache has no K scales",
+                                 {at::kFloat}, p.kScaleShape);
+  ptrs[VScale] = optionalOperand(p, "v_scale", o.vScale, p.vScales, "the cache has no V scales",
+                                 {at::kFloat}, p.vScaleShape);
+  ptrs[KZero] = optionalOperand(p, "k_zero", o.kZero, p.zeros, "the cache is symmetric",
+                                p.zeroTypes, p.kScaleShape);
+  ptrs[VZero] = optionalOperand(p, "v_zero", o.vZero, p.zeros, "the cache is symmetric",
+                                p.zeroTypes, p.vScaleShape);
+  ptrs[QScale] = optionalOperand(p, "q_scale", o.qScale, p.qScales, "the spec has bf16 queries",
+                                 {at::kFloat}, p.qScaleShape);
+  ptrs[SeqLens] = optionalOperand(p, "seq_lens", o.seqLens, p.seqLens,
                                   "the spec has no seq_lens operand", {at::kInt}, {p.batch}, true);
-  ptrs[Alibi] = optionalOperand(p, "alibi_slopes", alibi, m.alibi, "the spec has no ALiBi",
-                                {at::kFloat}, {m.qHeads});
-  ptrs[Q] = address(q);
-  ptrs[Out] = address(out);
+  ptrs[Alibi] = optionalOperand(p, "alibi_slopes", o.alibi, p.alibi, "the spec has no ALiBi",
+                                {at::kFloat}, {p.files->meta.qHeads});
+  ptrs[Q] = address(*o.q);
+  ptrs[Out] = address(*o.out);
   if (p.workspaceFloats) {
-    const at::Tensor &ws = workspace.has_value() && workspace->defined() ? *workspace : p.workspace;
+    const at::Tensor &ws = o.workspace && o.workspace->defined() ? *o.workspace : p.workspace;
     TORCH_CHECK_VALUE(
         ws.is_cuda() && ws.get_device() == p.device && ws.scalar_type() == at::kFloat &&
             ws.is_contiguous() && ws.numel() >= p.workspaceFloats,
@@ -556,7 +593,7 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
   ints[QLen] = int32_t(p.qLen);
   ints[NumSplits] = int32_t(p.splits);
 
-  const c10::Device dev = q.device();
+  const c10::Device dev = o.q->device();
   c10::DeviceGuard guard(dev);
 #if ATTN_OPT_C10_CUDA
   void *stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
@@ -565,7 +602,7 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
       c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev).native_handle();
 #endif
   std::lock_guard<std::mutex> lock(p.mutex);
-  const TensorMaps &maps = mapsFor(p, address(k), address(v));
+  const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v));
   void *values[16];
   for (int s = 0; s < 16; ++s)
     values[s] = s == Batch || s == KvLen || s == QLen || s == NumSplits
@@ -578,16 +615,98 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
     launch(p.combine, values, stream);
 }
 
+const at::Tensor *given(const OptTensor &t) { return t.has_value() ? &*t : nullptr; }
+
+void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
+               const OptTensor &kScale, const OptTensor &vScale, const OptTensor &qScale,
+               const OptTensor &kZero, const OptTensor &vZero, const OptTensor &seqLens,
+               const OptTensor &alibi, const at::Tensor &out, const OptTensor &workspace) {
+  std::shared_ptr<Plan> plan = findPlan(planId);
+  runPlan(*plan, {&q, &k, &v, given(kScale), given(vScale), given(qScale), given(kZero),
+                  given(vZero), given(seqLens), given(alibi), &out, given(workspace)});
+}
+
 void decodeOnCpu(int64_t, const at::Tensor &q, const at::Tensor &, const at::Tensor &,
-                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
-                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
-                 const std::optional<at::Tensor> &, const std::optional<at::Tensor> &,
-                 const std::optional<at::Tensor> &, const at::Tensor &,
-                 const std::optional<at::Tensor> &) {
+                 const OptTensor &, const OptTensor &, const OptTensor &, const OptTensor &,
+                 const OptTensor &, const OptTensor &, const OptTensor &, const at::Tensor &,
+                 const OptTensor &) {
   TORCH_CHECK_VALUE(false, cat("attn_opt.decode runs on CUDA tensors; q is on ", q.device()));
 }
 
+//===----------------------------------------------------------------------===//
+// The run without the dispatcher, for Python (the module's `run`)
+//===----------------------------------------------------------------------===//
+
+/// True when a plain call may skip the dispatcher: no dispatch or torch-function mode and no key
+/// included in this thread's dispatch beyond the defaults (functionalization, vmap, Python
+/// dispatch).
+bool plainDispatch() {
+  return c10::impl::TorchDispatchModeTLS::stack_len() == 0 &&
+         !at::impl::torch_function_mode_enabled() &&
+         (c10::impl::tls_local_dispatch_key_set().included_ -
+          c10::DispatchKeySet({c10::DispatchKey::BackendSelect, c10::DispatchKey::ADInplaceOrView}))
+             .empty();
+}
+
+constexpr Py_ssize_t kRunArgs = 13;
+constexpr const char *kRunArgNames[kRunArgs] = {
+    "plan",     "q",        "k",   "v",   "k_scale", "v_scale",  "q_scale",
+    "k_zero",   "v_zero",   "seq_lens", "alibi_slopes", "out", "workspace"};
+
+PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
+  HANDLE_TH_ERRORS
+  if (n != kRunArgs) {
+    PyErr_Format(PyExc_TypeError, "run() takes %d positional arguments (%zd given)", int(kRunArgs),
+                 n);
+    return nullptr;
+  }
+  const int64_t planId = PyLong_AsLongLong(args[0]);
+  if (planId == -1 && PyErr_Occurred())
+    return nullptr;
+  const at::Tensor *t[kRunArgs] = {};
+  for (Py_ssize_t i = 1; i < kRunArgs; ++i) {
+    PyObject *a = args[i];
+    const bool required = i <= 3 || i == 11;
+    if (a == Py_None && !required)
+      continue;
+    if (a == Py_None || !THPVariable_Check(a)) {
+      PyErr_Format(PyExc_TypeError, "run(): %s must be a torch.Tensor%s, got %s", kRunArgNames[i],
+                   required ? "" : " or None", Py_TYPE(a)->tp_name);
+      return nullptr;
+    }
+    if (!THPVariable_CheckExact(a)) // a subclass (fake, functional...): through the dispatcher
+      Py_RETURN_NOTIMPLEMENTED;
+    t[i] = &THPVariable_Unpack(a);
+  }
+  if (!plainDispatch())
+    Py_RETURN_NOTIMPLEMENTED;
+  std::shared_ptr<Plan> plan = findPlan(planId);
+  runPlan(*plan, {t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12]});
+  Py_RETURN_NONE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyMethodDef moduleMethods[] = {
+    {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(pyRun)), METH_FASTCALL,
+     "run(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, "
+     "workspace): attn_opt::decode without the dispatcher; NotImplemented (nothing launched) "
+     "where the dispatcher is needed"},
+    {nullptr, nullptr, 0, nullptr}};
+
+PyModuleDef moduleDef = {PyModuleDef_HEAD_INIT, "attn_opt_ops",
+                         "attn-opt's torch ops: the plan run without the dispatcher", -1,
+                         moduleMethods};
+
 } // namespace
+
+#define ATTN_OPT_CONCAT_(a, b) a##b
+#define ATTN_OPT_CONCAT(a, b) ATTN_OPT_CONCAT_(a, b)
+#ifndef TORCH_EXTENSION_NAME
+#define TORCH_EXTENSION_NAME _torch_ops
+#endif
+PyMODINIT_FUNC ATTN_OPT_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
+  return PyModule_Create(&moduleDef);
+}
 
 TORCH_LIBRARY(attn_opt, m) {
   m.def("decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1, int splits=0) "
@@ -602,3 +721,7 @@ TORCH_LIBRARY(attn_opt, m) {
 
 TORCH_LIBRARY_IMPL(attn_opt, CUDA, m) { m.impl("decode", &decodeRun); }
 TORCH_LIBRARY_IMPL(attn_opt, CPU, m) { m.impl("decode", &decodeOnCpu); }
+// No gradient: skip the boxed autograd fallback, which scans every argument on each call.
+TORCH_LIBRARY_IMPL(attn_opt, Autograd, m) {
+  m.impl("decode", torch::CppFunction::makeFallthrough());
+}

@@ -35,7 +35,8 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from .compiler import DEFAULT_PASSES, QattnError, _check_options, _resolve, _spec_text
+from .compiler import (DEFAULT_PASSES, AttnOptNotFound, QattnError, _check_options, _resolve,
+                       _spec_text)
 from .compiler import compile as _compile
 from .compiler import version as _version
 
@@ -330,13 +331,29 @@ def build(spec, *, target: Optional[str] = None, passes: Sequence[str] = DEFAULT
     targeting sm_90a) give a ``qattn.gpu.GpuDecodeKernel``, ``qattn.gpu_mla.GpuMLAKernel`` or
     ``qattn.gpu_quantize.GpuQuantizeKernel`` (PTX + launch metadata; running it needs a GPU). Compilation happens once per cache key; later
     calls load the cached artifacts. ``cache=False`` always recompiles (into a fresh directory).
+    A GPU spec found in the package's ahead-of-time set (``qattn.aot``) is loaded from there
+    (default passes, no ``target``/``attn_opt``, ``cache=True``), without attn-opt; one that is
+    not, where attn-opt is missing, raises ``qattn.aot.KernelNotAvailable`` naming the spec.
     """
     text = _spec_text(spec)
     _check_options(passes, target, None)
     if not isinstance(cache, bool):
         raise TypeError(f"cache must be True or False, not {cache!r}")
-    exe = _resolve(attn_opt)
     kind = "gpu" if _is_gpu(text) else "cpu"
+    if kind == "gpu" and cache and attn_opt is None and target is None and \
+            tuple(passes) == DEFAULT_PASSES:
+        from . import aot  # the package's ahead-of-time set first: no attn-opt needed
+        found = aot.find(text)
+        if found is not None:
+            from .gpu import load_gpu_kernel
+            return load_gpu_kernel(found)
+    try:
+        exe = _resolve(attn_opt)
+    except AttnOptNotFound:
+        if kind == "gpu" and attn_opt is None:
+            from . import aot
+            aot.require(text)  # raises KernelNotAvailable naming the spec and the command
+        raise
     key = cache_key(text, _compiler_identity(exe), target, passes, kind)
     root = cache_dir()
     entry = root / key

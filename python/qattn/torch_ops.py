@@ -13,7 +13,9 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
   graphs capture it;
 * ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``.
 
-The fake (meta) implementation of ``decode`` is registered here, so FakeTensorMode, ``make_fx``
+The extension is also a Python module whose ``run`` is ``decode`` without the dispatcher:
+``DecodePlan.run`` calls it eagerly (it defers to ``torch.ops.attn_opt.decode`` under fake
+tensors, modes and ``torch.compile``). The fake (meta) implementation of ``decode`` is registered here, so FakeTensorMode, ``make_fx``
 and ``torch.compile`` trace it. Without the extension (CPU-only installs) the same schemas are
 defined from Python, so tracing still works; running then raises ``GpuError`` naming the fix.
 Where the package was built without torch (pip's isolated build) but ships the sources
@@ -28,12 +30,14 @@ Typical use::
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import warnings
 from pathlib import Path
 
 import torch
 
+from ._build_paths import cuda_include, json_include
 from .gpu import GpuError
 from .kernels import KernelArgumentError
 
@@ -64,62 +68,47 @@ def _no_extension(*args, **kwargs):
                    "and cuda.h are present, with `pip install --no-build-isolation ./python`")
 
 
-def _cuda_include():
-    from torch.utils.cpp_extension import CUDA_HOME
-    for home in (os.environ.get("CUDA_HOME"), CUDA_HOME, "/usr/local/cuda"):
-        if home and (Path(home) / "include" / "cuda.h").is_file():
-            return str(Path(home) / "include")
-    return None
+def _import_extension(path):
+    """Loads the built extension as a Python module (its static initializers register the ops)."""
+    spec = importlib.util.spec_from_file_location(f"{__package__}._torch_ops", str(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
-def _json_include():
-    """nlohmann/json.hpp for the launch-metadata reader: the nlohmann_json package (the `torch`
-    extra installs it), else the system's."""
-    try:
-        import nlohmann_json
-        inc = Path(nlohmann_json.__file__).resolve().parent / "include"
-        if (inc / "nlohmann" / "json.hpp").is_file():
-            return str(inc)
-    except ImportError:
-        pass
-    return next((i for i in ("/usr/include", "/usr/local/include")
-                 if (Path(i) / "nlohmann" / "json.hpp").is_file()), None)
-
-
-def _jit_build() -> bool:
+def _jit_build():
     """Compiles the shipped sources (qattn/_csrc) with torch.utils.cpp_extension.load and loads
-    them; False (with a warning) when that cannot be done here."""
+    them as a module; None (with a warning) when that cannot be done here."""
     src = Path(__file__).resolve().parent / "_csrc"
-    cuda = _cuda_include()
-    json = _json_include()
+    cuda = cuda_include()
+    json = json_include()
     if (not (src / "torch_ops.cpp").is_file() or cuda is None or json is None
             or torch.version.cuda is None):
-        return False
+        return None
     from torch.utils.cpp_extension import load
     try:
-        load(name="qattn_attn_opt_ops", is_python_module=False,
+        return load(name="qattn_attn_opt_ops", is_python_module=True,
              sources=[str(src / n) for n in ("torch_ops.cpp", "Runtime.cpp", "LaunchMetadata.cpp")],
              extra_include_paths=[str(src / "include"), cuda, json],
              extra_cflags=["-O2", "-DATTN_OPT_C10_CUDA=1"], extra_ldflags=["-ldl", "-lc10_cuda"])
-        return True
     except Exception as e:  # no compiler, no headers: the schemas-only fallback below
         warnings.warn(f"qattn.torch_ops: compiling the attn_opt extension failed ({e}); the ops "
                       "are defined without a GPU implementation")
-        return False
+        return None
 
 
 def _load():
-    """Loads the extension (True) or defines the schemas from Python (False). Without a built
-    extension, it is compiled from the shipped sources on first use where CUDA is available
+    """Loads the extension (its module) or defines the schemas from Python (None). Without a
+    built extension, it is compiled from the shipped sources on first use where CUDA is available
     (QATTN_TORCH_OPS_JIT=0: never, =1: even without a visible GPU)."""
     global _FALLBACK_LIB
     path = extension_path()
     if path is not None:
-        torch.ops.load_library(str(path))
-        return True
+        return _import_extension(path)
     jit = os.environ.get("QATTN_TORCH_OPS_JIT", "auto")
-    if (jit == "1" or (jit == "auto" and torch.cuda.is_available())) and _jit_build():
-        return True
+    module = _jit_build() if jit == "1" or (jit == "auto" and torch.cuda.is_available()) else None
+    if module is not None:
+        return module
     if _FALLBACK_LIB is None:
         _FALLBACK_LIB = torch.library.Library(NAMESPACE, "DEF")
         for name, schema in SCHEMAS.items():
@@ -128,11 +117,16 @@ def _load():
                 _FALLBACK_LIB.impl(name, _no_extension, "CompositeExplicitAutograd")
         for key in ("CPU", "CUDA"):
             _FALLBACK_LIB.impl("decode", _no_extension, key)
-    return False
+    return None
 
 
-HAS_EXTENSION = _load()
+_EXTENSION = _load()
+HAS_EXTENSION = _EXTENSION is not None
 ops = getattr(torch.ops, NAMESPACE)
+# The run without the dispatcher (None: no extension); NotImplemented where it must go through it.
+_run_direct = getattr(_EXTENSION, "run", None)
+_decode = ops.decode.default
+_is_compiling = torch.compiler.is_compiling
 
 
 @torch.library.register_fake(f"{NAMESPACE}::decode")
@@ -157,17 +151,38 @@ def _device_index(device) -> int:
     return device.index if device.index is not None else torch.cuda.current_device()
 
 
+def _kernel_path(kernel):
+    """The PTX path of a kernel given as a GpuDecodeKernel, a path, a Spec (the package's
+    ahead-of-time set first, else qattn.build) or the name of a kernel of that set."""
+    from . import aot
+    if hasattr(kernel, "path"):
+        return kernel.path
+    if hasattr(kernel, "text"):  # a Spec
+        found = aot.find(kernel)
+        if found is None:
+            from .kernels import build
+            return build(kernel).path  # KernelNotAvailable without attn-opt
+        return found / aot.KERNEL_FILE
+    if isinstance(kernel, str) and os.sep not in kernel and not os.path.exists(kernel):
+        found = aot.find(kernel)
+        if found is not None:
+            return found / aot.KERNEL_FILE
+    return kernel
+
+
 class DecodePlan:
     """One batch layout of one compiled decode / prefill kernel on one device.
 
-    ``kernel`` is a ``GpuDecodeKernel`` (``qattn.build``'s result) or the path of its PTX (the
-    launch metadata beside it). ``splits``: "auto" (the schedule's rule) or a count. The plan owns
+    ``kernel`` is a ``GpuDecodeKernel`` (``qattn.build``'s result), the path of its PTX (the
+    launch metadata beside it), a ``Spec`` (looked up in the package's ahead-of-time set first,
+    ``qattn.aot``; else compiled, which needs attn-opt) or the name of a kernel of that set
+    (``"decode_d128_g4_kv8_i8"``). ``splits``: "auto" (the schedule's rule) or a count. The plan owns
     its split workspace; give ``workspace`` to ``run`` to use another (for concurrent streams).
     """
 
     def __init__(self, kernel, *, device="cuda", batch: int, kv_len: int, q_len=None,
                  splits="auto"):
-        path = getattr(kernel, "path", kernel)
+        path = _kernel_path(kernel)
         n = 0 if splits in ("auto", None) else int(splits)
         try:
             self.handle = int(ops.decode_plan(str(path), _device_index(device), int(batch),
@@ -187,12 +202,19 @@ class DecodePlan:
 
     def run(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None, v_zero=None,
             seq_lens=None, alibi_slopes=None, out=None, workspace=None):
-        """Attention into ``out`` (allocated when None: bf16, q's shape); returns ``out``."""
+        """Attention into ``out`` (allocated when None: bf16, q's shape); returns ``out``.
+
+        Eagerly this is the extension's ``run`` (no dispatcher); under fake tensors, modes or
+        ``torch.compile`` it is ``torch.ops.attn_opt.decode`` — the same checks and launch."""
         if out is None:
             out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
         try:
-            ops.decode(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens,
-                       alibi_slopes, out, workspace)
+            if (_run_direct is None or _is_compiling()
+                    or _run_direct(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero,
+                                   v_zero, seq_lens, alibi_slopes, out, workspace)
+                    is NotImplemented):
+                _decode(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero,
+                        seq_lens, alibi_slopes, out, workspace)
         except (TypeError, ValueError) as e:
             raise KernelArgumentError(str(e)) from e
         except RuntimeError as e:

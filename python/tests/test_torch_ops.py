@@ -139,6 +139,24 @@ def test_cpu_tensors_and_devices_are_refused():
 
 
 @pytest.mark.skipif(not torch_ops.HAS_EXTENSION, reason="the torch extension is not built")
+def test_direct_run_defers_to_the_dispatcher_where_needed():
+    run = torch_ops._run_direct
+    assert run is not None
+    q, k, s, out = fake_inputs(FakeTensorMode())
+    assert run(7, q, k, k, s, s, None, None, None, None, None, out, None) is NotImplemented
+    real = torch.zeros(2, 1, 8, 128, dtype=torch.bfloat16)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        assert run(7, real, real, real, None, None, None, None, None, None, None, real,
+                   None) is NotImplemented
+    with pytest.raises(ValueError, match="no plan 7"):
+        run(7, real, real, real, None, None, None, None, None, None, None, real, None)
+    with pytest.raises(TypeError, match="k must be a torch.Tensor, got int"):
+        run(7, real, 3, real, None, None, None, None, None, None, None, real, None)
+    with pytest.raises(TypeError, match="13 positional arguments"):
+        run(7, real, real, real)
+
+
+@pytest.mark.skipif(not torch_ops.HAS_EXTENSION, reason="the torch extension is not built")
 def test_plan_errors_are_clear(tmp_path):
     with pytest.raises(qattn.KernelArgumentError, match="cannot read"):
         DecodePlan(tmp_path / "missing.ptx", device="cuda:0", batch=1, kv_len=1)
@@ -301,23 +319,17 @@ def test_graph_captures_a_32_layer_decode_step():
 
 def timed_calls(fn, n):
     """(host µs per call, GPU µs per call) of n back-to-back calls with no sync in between."""
-    start_ev, end_ev = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start_ev.record()
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    host = (time.perf_counter() - start) / n * 1e6
-    end_ev.record()
-    torch.cuda.synchronize()
-    return host, start_ev.elapsed_time(end_ev) * 1e3 / n
+    from host_time import loop_us
+    return loop_us(fn, n)
 
 
 @needs_cuda
 @pytest.mark.parametrize("batch,kv_len", [(1, 128), (8, 4096)])
 def test_host_time_per_call(batch, kv_len):
-    """Host time of the op with a reused plan (1000 calls), of DecodePlan.run, and of the ctypes
-    launcher; the GPU time beside it tells whether the loop was host-bound."""
+    """Host time with a reused plan of the op, DecodePlan.run and the ctypes launcher: 1000
+    back-to-back calls (the GPU time beside it tells whether the loop was host-bound) and the
+    median of bursts of 16 calls after a synchronization (tests/host_time.py)."""
+    from host_time import burst_us
     args, kw, want = case_inputs("layer_gqa8", batch, kv_len)
     q, k, v, ks, vs = args
     kernel = layer_kernel()
@@ -326,16 +338,22 @@ def test_host_time_per_call(batch, kv_len):
     lens, h, decode = kw["seq_lens"], plan.handle, ops.decode
     for _ in range(20):
         decode(h, q, k, v, ks, vs, None, None, None, lens, None, out)
-    op = timed_calls(lambda: decode(h, q, k, v, ks, vs, None, None, None, lens, None, out), 1000)
-    wrapped = timed_calls(lambda: plan.run(q, k, v, ks, vs, seq_lens=lens, out=out), 1000)
+    op_fn = lambda: decode(h, q, k, v, ks, vs, None, None, None, lens, None, out)  # noqa: E731
+    run_fn = lambda: plan.run(q, k, v, ks, vs, seq_lens=lens, out=out)  # noqa: E731
+    op = timed_calls(op_fn, 1000)
+    wrapped = timed_calls(run_fn, 1000)
     via_ctypes = timed_calls(lambda: kernel(q, k, v, ks, vs, seq_lens=lens, out=out), 200)
+    op_burst, run_burst = burst_us(op_fn), burst_us(run_fn)
     tag = f"b{batch}_kv{kv_len}_splits{plan.splits}"
     report(f"host_us_per_call_torch_ops_decode_{tag}", op[0])
     report(f"gpu_us_per_call_torch_ops_decode_{tag}", op[1])
     report(f"host_us_per_call_DecodePlan_run_{tag}", wrapped[0])
     report(f"host_us_per_call_ctypes_{tag}", via_ctypes[0])
+    report(f"burst_host_us_per_call_torch_ops_decode_{tag}", op_burst)
+    report(f"burst_host_us_per_call_DecodePlan_run_{tag}", run_burst)
     assert gpu_helpers().rel(out, want) <= 1e-2
     assert op[0] < via_ctypes[0]
+    assert op_burst < via_ctypes[0] and run_burst < via_ctypes[0]
 
 
 @needs_cuda

@@ -1,0 +1,218 @@
+"""The ahead-of-time kernel set: decode kernels for common configurations, compiled by attn-opt
+while the package is built and shipped in ``qattn/_aot``, so that GPU machines without attn-opt
+run them.
+
+What this file is: the set (names → ``qattn.attention`` keywords), its build (``build_set``, which
+python/setup.py runs with this file and spec.py loaded by path, importing nothing else of qattn)
+and its lookup (``find`` / ``require``, which ``qattn.build`` and ``DecodePlan`` ask first).
+
+The set: decode (one query token, dynamic batch and KV length, per-sequence ``seq_lens``) at
+head_dim 64, 128 and 256, GQA ratios 1, 4, 8 and 16 on 8 KV heads (8, 32, 64 and 128 query
+heads), bf16 queries and output, and the KV formats
+
+* ``i8``: int8 codes, one float32 scale per (token, head), symmetric (``half_int8`` mode);
+* ``u8``: uint8 codes with per-(token, head) scales and zero points (asymmetric);
+* ``e4m3``: float8 e4m3 codes with per-(token, head) scales (``fp8`` mode);
+* ``bf16``: an unquantized cache.
+
+A kernel is named ``decode_d<head_dim>_g<ratio>_kv<kv_heads>_<format>`` (``decode_d128_g4_kv8_i8``:
+Llama-3-8B's layer). Choosing the set at build time (environment of ``pip install``):
+
+* ``QATTN_AOT``: ``none`` builds nothing; ``default`` (or unset) the set above; otherwise a comma
+  list of shell patterns over kernel names (``decode_d128_*``, ``*_i8``);
+* ``QATTN_AOT_KV_HEADS``: the KV head counts, comma-separated (default ``8``);
+* ``QATTN_AOT_JOBS``: attn-opt processes at a time (default: the CPU count).
+
+A spec is found in the set when its MLIR text equals a set member's up to the function's name.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+try:
+    from .compiler import AttnOptNotFound
+    from .spec import attention
+except ImportError:  # loaded by path (setup.py): spec.py beside this file, by path too
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "qattn_aot_spec", Path(__file__).resolve().parent / "spec.py")
+    _module = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_module)
+    attention = _module.attention
+    AttnOptNotFound = LookupError
+
+HEAD_DIMS = (64, 128, 256)
+GQA_RATIOS = (1, 4, 8, 16)
+FORMATS = {
+    "i8": dict(kv_dtype="i8", granularity="per_token_head", mode="half_int8"),
+    "u8": dict(kv_dtype="ui8", granularity="per_token_head", symmetric=False),
+    "e4m3": dict(kv_dtype="f8E4M3FN", granularity="per_token_head", mode="fp8"),
+    "bf16": dict(kv_dtype="bf16"),
+}
+PASSES = ("--attn-normalize", "--attn-select-schedule")
+KERNEL_FILE = "kernels.ptx"  # as qattn.gpu.KERNEL_FILE: each kernel is a directory build() loads
+INDEX = "index.json"
+DIR = Path(__file__).resolve().parent / "_aot"
+
+
+class KernelNotAvailable(AttnOptNotFound):
+    """No kernel for a spec in the ahead-of-time set, and no attn-opt to compile one."""
+
+
+def catalog(kv_heads=(8,)):
+    """{name: attention() keywords} of every kernel the set can hold."""
+    out = {}
+    for hkv in kv_heads:
+        for d in HEAD_DIMS:
+            for g in GQA_RATIOS:
+                for fmt, kw in FORMATS.items():
+                    out[f"decode_d{d}_g{g}_kv{hkv}_{fmt}"] = dict(
+                        q_len=1, q_heads=g * hkv, kv_heads=hkv, head_dim=d, seq_lens=True, **kw)
+    return out
+
+
+def spec_of(name: str, keywords: dict):
+    return attention("decode", batch=None, kv_len=None, name=name, **keywords)
+
+
+def key(text: str) -> str:
+    """The lookup key of a spec's MLIR text: its hash with the function's name left out."""
+    canonical = re.sub(r"func\.func\s+@[\w$.]+", "func.func @k", str(text))
+    canonical = " ".join(canonical.split())  # the name's length moves the continuation lines
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def selection(env=None):
+    """The names the build environment asks for (QATTN_AOT, QATTN_AOT_KV_HEADS), as a catalog."""
+    env = os.environ if env is None else env
+    choice = env.get("QATTN_AOT", "default").strip() or "default"
+    try:
+        heads = tuple(int(h) for h in env.get("QATTN_AOT_KV_HEADS", "8").split(",") if h.strip())
+    except ValueError:
+        raise ValueError(f"QATTN_AOT_KV_HEADS must be comma-separated integers, got "
+                         f"{env.get('QATTN_AOT_KV_HEADS')!r}") from None
+    if choice == "none":
+        return {}
+    every = catalog(heads or (8,))
+    if choice == "default":
+        return every
+    patterns = [p.strip() for p in choice.split(",") if p.strip()]
+    chosen = {n: kw for n, kw in every.items() if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+    if not chosen:
+        raise ValueError(f"QATTN_AOT={choice!r} matches no kernel of the set (names such as "
+                         f"{next(iter(every))}; 'none' builds nothing)")
+    return chosen
+
+
+def _compile_one(exe, name, keywords, out_root: Path):
+    """(name, index entry) or (name, error text)."""
+    spec = spec_of(name, keywords)
+    dst = out_root / name
+    dst.mkdir(parents=True, exist_ok=True)
+    cmd = [exe, *PASSES, "--emit=ptx", "-", "-o", str(dst / KERNEL_FILE)]
+    try:
+        proc = subprocess.run(cmd, input=spec.text.encode(), capture_output=True, timeout=600)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return name, f"{' '.join(cmd)}: {e}"
+    if proc.returncode != 0 or not (dst / (KERNEL_FILE + ".launch.json")).is_file():
+        return name, proc.stderr.decode(errors="replace").strip()[:2000] or "no output"
+    return name, {"key": key(spec.text), "spec": keywords}
+
+
+def build_set(out_root, attn_opt: str, chosen: dict, jobs=None, log=print):
+    """Compiles the chosen kernels into out_root/<name>/ with attn-opt, `jobs` at a time, and
+    writes out_root/index.json. A kernel attn-opt rejects is left out (logged). Returns the index."""
+    out_root = Path(out_root)
+    out_root.mkdir(parents=True, exist_ok=True)
+    jobs = jobs or int(os.environ.get("QATTN_AOT_JOBS", "0") or 0) or os.cpu_count() or 1
+    index = {}
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(_compile_one, attn_opt, n, kw, out_root) for n, kw in chosen.items()]
+        for f in futures:
+            name, result = f.result()
+            if isinstance(result, dict):
+                index[name] = result
+            else:
+                log(f"ahead-of-time kernel {name} left out: {result}")
+    try:
+        version = subprocess.run([attn_opt, "--version"], capture_output=True,
+                                 timeout=60).stdout.decode(errors="replace").strip()
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    (out_root / INDEX).write_text(json.dumps({"attn_opt": version, "kernels": index}, indent=1,
+                                             sort_keys=True))
+    return index
+
+
+def index(root=None) -> dict:
+    """{name: entry} of the set shipped in `root` (default: the package's), {} when none."""
+    path = Path(root or DIR) / INDEX
+    try:
+        return json.loads(path.read_text()).get("kernels", {})
+    except (OSError, ValueError):
+        return {}
+
+
+def names(root=None):
+    return sorted(index(root))
+
+
+def find(spec, root=None):
+    """The directory of the set's kernel for `spec` (a Spec, MLIR text, or a kernel name), or None."""
+    root = Path(root or DIR)
+    entries = index(root)
+    text = getattr(spec, "text", spec)
+    if isinstance(text, str) and text in entries:
+        found = text
+    else:
+        k = key(text)
+        found = next((n for n, e in entries.items() if e.get("key") == k), None)
+    if found is None or not (root / found / KERNEL_FILE).is_file():
+        return None
+    return root / found
+
+
+def describe(spec) -> str:
+    """One line naming a spec: its attn.attention line and quantization attributes."""
+    text = str(getattr(spec, "text", spec))
+    lines = [line.strip() for line in text.splitlines()
+             if line.strip().startswith(("attn.attention", "k_quant", "{k_quant", "mode",
+                                         "v_quant", "seq_lens", "k_zero"))]
+    return " ".join(lines) or text.strip().splitlines()[0]
+
+
+def require(spec, root=None):
+    """find(), else KernelNotAvailable naming the spec and how to compile it."""
+    found = find(spec, root)
+    if found is not None:
+        return found
+    have = names(root)
+    shipped = (f"the package's ahead-of-time set has {len(have)} kernels ({have[0]} ... "
+               f"{have[-1]}; qattn.aot.names() lists them)" if have
+               else "the package has no ahead-of-time kernels (attn-opt was not found when it "
+                    "was built)")
+    raise KernelNotAvailable(
+        f"no compiled kernel for the spec [{describe(spec)}]: {shipped}. Compile it where attn-opt "
+        f"is installed: `attn-opt {' '.join(PASSES)} --emit=ptx spec.mlir -o kernel.ptx` (writes "
+        f"kernel.ptx and kernel.ptx.launch.json; qattn.build(spec) does the same), or reinstall "
+        f"the package with attn-opt on PATH and QATTN_AOT naming it")
+
+
+def main(argv):
+    """python -m qattn.aot [ROOT]: lists the shipped set."""
+    for n in names(argv[1] if len(argv) > 1 else None):
+        print(n)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
