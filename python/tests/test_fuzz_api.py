@@ -26,9 +26,13 @@ JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.integers(-2**7
 FLAGS = {"causal", "alibi", "seq_lens", "symmetric", "hadamard"}
 
 
-@given(st.dictionaries(st.sampled_from(sorted(FLAGS | {"batch", "q_len", "kv_heads", "head_dim",
-                                                       "granularity", "kv_dtype", "name"})),
-                       JUNK, max_size=4))
+def junk_overrides(names):
+    """Up to four of the keyword arguments `names`, each set to a JUNK value."""
+    return st.dictionaries(st.sampled_from(sorted(names)), JUNK, max_size=4)
+
+
+@given(junk_overrides(FLAGS | {"batch", "q_len", "kv_heads", "head_dim", "granularity",
+                               "kv_dtype", "name"}))
 def test_attention_arguments(overrides):
     kwargs = dict(batch=2, q_len=1, kv_len=64, q_heads=4, kv_heads=1, head_dim=64)
     kwargs.update(overrides)
@@ -44,9 +48,8 @@ def test_attention_arguments(overrides):
     assert "attn.attention" in spec.text
 
 
-@given(st.dictionaries(st.sampled_from(["batch", "tokens", "heads", "head_dim", "capacity",
-                                        "dtype", "granularity", "symmetric", "hadamard",
-                                        "scale_dtype"]), JUNK, max_size=4),
+@given(junk_overrides({"batch", "tokens", "heads", "head_dim", "capacity", "dtype", "granularity",
+                       "symmetric", "hadamard", "scale_dtype"}),
        st.sampled_from(["append", "dynamic", "Append", 1]))
 def test_quantize_spec_arguments(overrides, op):
     kwargs = dict(batch=2, tokens=1, heads=2, head_dim=64, capacity=8)
@@ -100,6 +103,11 @@ def fuzz_extent():
     return st.integers(0, 5)
 
 
+def mostly(n):
+    """An extent that is usually `n` (a consistent shape) and otherwise any fuzz_extent()."""
+    return st.one_of(*[st.just(n)] * 3, fuzz_extent())
+
+
 @given(st.sampled_from(["qdyn", "qapp"]), st.data())
 def test_kernels_on_guarded_buffers(kernels, name, data):
     """Every dynamic extent drawn independently (and a static one sometimes off by one): the Python
@@ -108,12 +116,9 @@ def test_kernels_on_guarded_buffers(kernels, name, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     base = [data.draw(fuzz_extent()) for _ in range(2)]  # mostly consistent: [B, S] of every buffer
 
-    def dynamic(d):
-        return data.draw(st.one_of(st.just(base[d]), st.just(base[d]), st.just(base[d]),
-                                   fuzz_extent()))
     bufs = []
     for a in fn.args:
-        shape = tuple(dynamic(d) if n is None else
+        shape = tuple(data.draw(mostly(base[d])) if n is None else
                       n + data.draw(st.sampled_from([0, 0, 0, 0, 0, 0, 1, -1]))
                       for d, n in enumerate(a.shape))
         shape = tuple(max(n, 0) for n in shape)
@@ -150,7 +155,7 @@ def test_nomad_attention_on_guarded_buffers(kernels, data):
     t = data.draw(st.integers(0, nb * 32 + 2))
 
     def maybe(n):
-        return data.draw(st.one_of(*[st.just(n)] * 4, st.integers(0, 5)))
+        return data.draw(mostly(n))
     shapes = [((maybe(hq), 64), np.float32), ((maybe(h), 32, 16, 2), np.float32),
               ((maybe(h), maybe(nb), 32, 16), np.uint8), ((maybe(t), maybe(h), 64), np.float32),
               ((maybe(hq), 64), np.float32)]
