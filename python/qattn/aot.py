@@ -131,7 +131,8 @@ def _compile_one(exe, name, keywords, out_root: Path):
 
 def build_set(out_root, attn_opt: str, chosen: dict, jobs=None, log=print):
     """Compiles the chosen kernels into out_root/<name>/ with attn-opt, `jobs` at a time, and
-    writes out_root/index.json. A kernel attn-opt rejects is left out (logged). Returns the index."""
+    writes out_root/index.json. A kernel attn-opt rejects is left out (logged). Returns the
+    index."""
     out_root = Path(out_root)
     out_root.mkdir(parents=True, exist_ok=True)
     jobs = jobs or int(os.environ.get("QATTN_AOT_JOBS", "0") or 0) or os.cpu_count() or 1
@@ -168,7 +169,8 @@ def names(root=None):
 
 
 def find(spec, root=None):
-    """The directory of the set's kernel for `spec` (a Spec, MLIR text, or a kernel name), or None."""
+    """The directory of the set's kernel for `spec` (a Spec, MLIR text or a kernel name), or
+    None."""
     root = Path(root or DIR)
     entries = index(root)
     text = getattr(spec, "text", spec)

@@ -15,9 +15,10 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
 
 The extension is also a Python module whose ``run`` is ``decode`` without the dispatcher:
 ``DecodePlan.run`` calls it eagerly (it defers to ``torch.ops.attn_opt.decode`` under fake
-tensors, modes and ``torch.compile``). The fake (meta) implementation of ``decode`` is registered here, so FakeTensorMode, ``make_fx``
-and ``torch.compile`` trace it. Without the extension (CPU-only installs) the same schemas are
-defined from Python, so tracing still works; running then raises ``GpuError`` naming the fix.
+tensors, modes and ``torch.compile``). The fake (meta) implementation of ``decode`` is
+registered here, so FakeTensorMode, ``make_fx`` and ``torch.compile`` trace it. Without the
+extension (CPU-only installs) the same schemas are defined from Python, so tracing still works;
+running then raises ``GpuError`` naming the fix.
 Where the package was built without torch (pip's isolated build) but ships the sources
 (``qattn/_csrc``), the extension is compiled on first import on a machine with CUDA.
 
@@ -176,8 +177,9 @@ class DecodePlan:
     ``kernel`` is a ``GpuDecodeKernel`` (``qattn.build``'s result), the path of its PTX (the
     launch metadata beside it), a ``Spec`` (looked up in the package's ahead-of-time set first,
     ``qattn.aot``; else compiled, which needs attn-opt) or the name of a kernel of that set
-    (``"decode_d128_g4_kv8_i8"``). ``splits``: "auto" (the schedule's rule) or a count. The plan owns
-    its split workspace; give ``workspace`` to ``run`` to use another (for concurrent streams).
+    (``"decode_d128_g4_kv8_i8"``). ``splits``: "auto" (the schedule's rule) or a count. The plan
+    owns its split workspace; give ``workspace`` to ``run`` to use another (for concurrent
+    streams).
     """
 
     def __init__(self, kernel, *, device="cuda", batch: int, kv_len: int, q_len=None,

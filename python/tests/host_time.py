@@ -112,7 +112,8 @@ def measure(kernel_path, shapes=((1, 128, 0), (8, 4096, 0), (8, 4096, 1), (1, 40
         if direct is not None:
             entries["extension_run"] = lambda: direct(h, q, k, v, ks, vs, None, None, None, lens,
                                                       None, out, None)
-        tag = f"b{batch}_kv{kv_len}_splits{plan.splits}" + ("_cluster" if plan.cluster_merge else "")
+        tag = f"b{batch}_kv{kv_len}_splits{plan.splits}"
+        tag += "_cluster" if plan.cluster_merge else ""
         for name, fn in entries.items():
             for _ in range(50):
                 fn()
@@ -142,7 +143,8 @@ def main(argv):
     if len(argv) >= 3 and argv[1] == "--table":
         return table(argv[2:])
     if len(argv) not in (2, 3):
-        sys.exit("usage: host_time.py KERNEL_DIR [OUT.json] | host_time.py --table A.json B.json ...")
+        sys.exit("usage: host_time.py KERNEL_DIR [OUT.json] | "
+                 "host_time.py --table A.json B.json ...")
     import qattn
     results = {"qattn": str(Path(qattn.__file__).parent)}
     results.update(measure(Path(argv[1]) / "layer_gqa8.ptx"))
