@@ -156,6 +156,59 @@ def test_direct_run_defers_to_the_dispatcher_where_needed():
         run(7, real, real, real)
 
 
+def unplanned(handle=7):
+    """A DecodePlan object with a handle and no plan behind it (no GPU needed to trace it)."""
+    plan = DecodePlan.__new__(DecodePlan)
+    plan.handle = None  # release() on collection: nothing to free
+    return plan, handle
+
+
+def test_plan_run_goes_through_the_op_under_fake_tensors_and_compile():
+    plan, handle = unplanned()
+    q, k, s, out = fake_inputs(FakeTensorMode())
+    plan.handle = handle
+    with q.fake_mode:
+        assert plan.run(q, k, k, s, s, out=out) is out  # the fake implementation ran
+        with pytest.raises(qattn.KernelArgumentError, match="out must be"):
+            plan.run(q, k, k, s, s, out=out[:, :, :4])
+    seen = []
+
+    def backend(gm, example_inputs):
+        seen.append([str(n.target) for n in gm.graph.nodes if n.op == "call_function"])
+        return lambda *args: (args[-1],)
+
+    def step(q, k, s, out):
+        return plan.run(q, k, k, s, s, out=out)
+
+    torch._dynamo.reset()
+    q = torch.zeros(2, 1, 8, 128, dtype=torch.bfloat16)
+    k = torch.zeros(2, 64, 2, 128, dtype=torch.int8)
+    torch.compile(step, backend=backend, fullgraph=True)(q, k, torch.ones(2, 64, 2),
+                                                         torch.empty_like(q))
+    plan.handle = None
+    assert seen and any("attn_opt.decode" in t for t in seen[0]), seen
+
+
+def test_plan_takes_an_ahead_of_time_kernel_by_spec_or_name(monkeypatch, tmp_path):
+    from qattn import aot
+    name = "decode_d128_g4_kv8_i8"
+    spec = aot.spec_of("my_layer", aot.catalog()[name])
+    (tmp_path / name).mkdir()
+    (tmp_path / name / aot.KERNEL_FILE).write_text("// placeholder\n")
+    (tmp_path / aot.INDEX).write_text(json.dumps(
+        {"kernels": {name: {"key": aot.key(spec.text), "spec": {}}}}))
+    monkeypatch.setattr(aot, "DIR", tmp_path)
+    want = tmp_path / name / aot.KERNEL_FILE
+    assert torch_ops._kernel_path(spec) == want
+    assert torch_ops._kernel_path(name) == want
+    assert torch_ops._kernel_path("elsewhere.ptx") == "elsewhere.ptx"
+    monkeypatch.setenv("ATTN_OPT", str(tmp_path / "no-attn-opt"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    other = aot.spec_of("x", aot.catalog()["decode_d64_g1_kv8_bf16"])
+    with pytest.raises(aot.KernelNotAvailable, match="attn-opt --attn-normalize"):
+        DecodePlan(other, device="cuda:0", batch=1, kv_len=16)
+
+
 @pytest.mark.skipif(not torch_ops.HAS_EXTENSION, reason="the torch extension is not built")
 def test_plan_errors_are_clear(tmp_path):
     with pytest.raises(qattn.KernelArgumentError, match="cannot read"):
