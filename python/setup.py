@@ -129,7 +129,9 @@ def with_runtime_name(base):
 
 def build_aot_set(dst):
     """The ahead-of-time kernel set (qattn/aot.py) into dst, where attn-opt is found ($ATTN_OPT,
-    then PATH); QATTN_AOT chooses the set ('none': skip)."""
+    then PATH); QATTN_AOT chooses the set ('none': skip). A set left in dst by an earlier build
+    goes first."""
+    shutil.rmtree(dst, ignore_errors=True)
     aot = _load_beside("aot")
     chosen = aot.selection()
     if not chosen:
