@@ -190,7 +190,7 @@ def describe(spec) -> str:
     lines = [line.strip() for line in text.splitlines()
              if line.strip().startswith(("attn.attention", "k_quant", "{k_quant", "mode",
                                          "v_quant", "seq_lens", "k_zero"))]
-    return " ".join(lines) or text.strip().splitlines()[0]
+    return " ".join(lines).rstrip(",") or text.strip().splitlines()[0]
 
 
 def require(spec, root=None):
@@ -200,14 +200,15 @@ def require(spec, root=None):
         return found
     have = names(root)
     shipped = (f"the package's ahead-of-time set has {len(have)} kernels ({have[0]} ... "
-               f"{have[-1]}; qattn.aot.names() lists them)" if have
+               f"{have[-1]}; python -m qattn.aot lists them)" if have
                else "the package has no ahead-of-time kernels (attn-opt was not found when it "
                     "was built)")
     raise KernelNotAvailable(
         f"no compiled kernel for the spec [{describe(spec)}]: {shipped}. Compile it where attn-opt "
-        f"is installed: `attn-opt {' '.join(PASSES)} --emit=ptx spec.mlir -o kernel.ptx` (writes "
-        f"kernel.ptx and kernel.ptx.launch.json; qattn.build(spec) does the same), or reinstall "
-        f"the package with attn-opt on PATH and QATTN_AOT naming it")
+        f"is installed: save the spec's text as spec.mlir and run `attn-opt {' '.join(PASSES)} "
+        f"--emit=ptx spec.mlir -o kernel.ptx` (writes kernel.ptx and kernel.ptx.launch.json, "
+        f"which DecodePlan takes; qattn.build(spec) does the same), or reinstall the package with "
+        f"attn-opt on PATH and QATTN_AOT naming it")
 
 
 def main(argv):
