@@ -1,0 +1,65 @@
+"""attn-opt's kernels in Hugging Face transformers (5.x), through its public attention-function
+registration and a cache class of ours.
+
+::
+
+    import torch, qattn.hf
+    from transformers import AutoModelForCausalLM
+
+    qattn.hf.register()                    # AttentionInterface / AttentionMaskInterface "attn_opt"
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16,
+                                                 attn_implementation="attn_opt").cuda()
+    out = qattn.hf.generate(model, input_ids, cache="int8", max_new_tokens=64)
+
+or, on a model already loaded: ``qattn.hf.enable(model)`` and ``model.generate(input_ids,
+past_key_values=qattn.hf.QattnCache(model.config, max_cache_len=N, cache="fp8"))``.
+
+What runs where, and what raises ``UnsupportedError``: ``qattn.hf.attention`` and
+``qattn.hf.cache``. Kernels come from ``$QATTN_HF_KERNELS`` (``python -m qattn.hf prebuild``), the
+package's ahead-of-time set or attn-opt (``qattn.hf.kernels``).
+"""
+
+from __future__ import annotations
+
+from .attention import NAME, attn_opt_attention, attn_opt_mask
+from .cache import QattnCache, UnsupportedError
+from .kernels import cache_format, prebuild
+
+ATTN_IMPLEMENTATION = NAME
+
+
+def register():
+    """Registers ``attn_opt`` with transformers' attention and mask interfaces (idempotent)."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface
+    AttentionInterface.register(NAME, attn_opt_attention)
+    AttentionMaskInterface.register(NAME, attn_opt_mask)
+    return NAME
+
+
+def enable(model):
+    """Registers ``attn_opt`` and switches ``model`` (any architecture whose attention goes
+    through transformers' AttentionInterface, e.g. LlamaForCausalLM) to it. Returns the model."""
+    register()
+    model.set_attn_implementation(NAME)
+    if model.config._attn_implementation != NAME:
+        raise UnsupportedError(f"{type(model).__name__} cannot switch its attention "
+                               "implementation (it does not use transformers' AttentionInterface)")
+    return model
+
+
+def generate(model, input_ids, *, cache="int8", max_new_tokens=32, backend="auto", **kwargs):
+    """``model.generate`` with a fresh ``QattnCache`` sized for the prompt plus
+    ``max_new_tokens`` (the model is switched to attn_opt first). Greedy unless kwargs say
+    otherwise; returns what ``generate`` returns."""
+    if model.config._attn_implementation != NAME:
+        enable(model)
+    kwargs.setdefault("do_sample", False)
+    past = QattnCache(model.config, max_cache_len=int(input_ids.shape[1]) + int(max_new_tokens),
+                      cache=cache, backend=backend)
+    return model.generate(input_ids, past_key_values=past, max_new_tokens=max_new_tokens,
+                          **kwargs)
+
+
+__all__ = ["ATTN_IMPLEMENTATION", "QattnCache", "UnsupportedError", "attn_opt_attention",
+           "attn_opt_mask", "cache_format", "enable", "generate", "prebuild", "register"]

@@ -1,0 +1,174 @@
+"""scripts/gpu-hf.py — a random-weight Llama in Hugging Face transformers on attn-opt's kernels
+(qattn.hf) against transformers' SDPA attention, on one GPU: greedy token agreement, logit error and
+a first decode speed. Writes one JSON file.
+
+usage: python scripts/gpu-hf.py OUT.json [--layers 4] [--hidden 1024] [--steps 32]
+Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR --q-heads 8 --kv-heads 2
+--head-dim 128), else the package's ahead-of-time set or attn-opt.
+"""
+
+import argparse
+import copy
+import json
+import sys
+import time
+import traceback
+
+import torch
+from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+
+import qattn.hf as qh
+
+CACHES = ("bf16", "int8", "fp8")
+DEV = "cuda"
+BACKEND = {"backend": "auto"}
+
+
+def make_models(a):
+    cfg = LlamaConfig(vocab_size=32000, hidden_size=a.hidden, intermediate_size=a.hidden * 11 // 4,
+                      num_hidden_layers=a.layers, num_attention_heads=8, num_key_value_heads=2,
+                      head_dim=128, max_position_embeddings=8192, initializer_range=0.05)
+    torch.manual_seed(0)
+    sdpa = LlamaForCausalLM(copy.deepcopy(cfg)).to(DEV, torch.bfloat16).eval()
+    sdpa.set_attn_implementation("sdpa")
+    ours = LlamaForCausalLM(copy.deepcopy(cfg)).to(DEV, torch.bfloat16).eval()
+    ours.load_state_dict(sdpa.state_dict())
+    qh.enable(ours)
+    return cfg, sdpa, ours
+
+
+def sync():
+    if DEV == "cuda":
+        torch.cuda.synchronize()
+
+
+def forced_logits(model, prompt, tokens, cache):
+    """Prefill prompt, then feed tokens one by one: the logits of every step [T, B, V]."""
+    out = [model(prompt, past_key_values=cache).logits[:, -1].float()]
+    for t in range(tokens.shape[1] - 1):
+        out.append(model(tokens[:, t:t + 1], past_key_values=cache).logits[:, -1].float())
+    return torch.stack(out)
+
+
+def accuracy(cfg, sdpa, ours, a):
+    g = torch.Generator(device=DEV).manual_seed(1)
+    prompt = torch.randint(0, cfg.vocab_size, (4, a.prompt), device=DEV, generator=g)
+    n = a.new_tokens
+    ref = sdpa.generate(prompt, max_new_tokens=n, do_sample=False, min_new_tokens=n,
+                        attention_mask=torch.ones_like(prompt))
+    ref_tokens = ref[:, prompt.shape[1]:]
+    ref_logits = forced_logits(sdpa, prompt, ref_tokens, DynamicCache(config=cfg))
+    top2 = ref_logits.topk(2, dim=-1).values
+    margin = (top2[..., 0] - top2[..., 1])
+    res = {"prompts": list(prompt.shape), "new_tokens": n,
+           "sdpa_margin_min": float(margin.min()), "sdpa_margin_median": float(margin.median())}
+    for c in CACHES:
+        r = {}
+        try:
+            cache = qh.QattnCache(cfg, max_cache_len=prompt.shape[1] + n, cache=c, **BACKEND)
+            lg = forced_logits(ours, prompt, ref_tokens, cache)
+            err = (lg - ref_logits).abs()
+            agree = (lg.argmax(-1) == ref_logits.argmax(-1))
+            r["forced_argmax_agreement"] = float(agree.float().mean())
+            r["forced_max_logit_err"] = float(err.max())
+            r["forced_mean_logit_err"] = float(err.mean())
+            r["logit_scale_absmax"] = float(ref_logits.abs().max())
+            bad = (~agree).nonzero().tolist()
+            r["forced_divergences"] = [
+                {"step": s, "row": b, "sdpa_margin": float(margin[s, b])} for s, b in bad[:20]]
+            out = qh.generate(ours, prompt, cache=c, max_new_tokens=n, **BACKEND, min_new_tokens=n,
+                              attention_mask=torch.ones_like(prompt))
+            got = out[:, prompt.shape[1]:]
+            r["generate_token_agreement"] = float((got == ref_tokens).float().mean())
+            same = (got == ref_tokens).int().cumprod(dim=1).sum(dim=1)
+            r["generate_first_divergence"] = same.tolist()
+        except Exception as e:
+            r["error"] = f"{type(e).__name__}: {e}"
+            traceback.print_exc()
+        res[c] = r
+        print(c, json.dumps(r)[:400], flush=True)
+    return res
+
+
+def decode_speed(model, cfg, cache, batch, context, steps):
+    g = torch.Generator(device=DEV).manual_seed(2)
+    prompt = torch.randint(0, cfg.vocab_size, (batch, context), device=DEV, generator=g)
+    sync()
+    t0 = time.perf_counter()
+    logits = model(prompt, past_key_values=cache).logits[:, -1]
+    sync()
+    prefill = time.perf_counter() - t0
+    tok = logits.argmax(-1, keepdim=True)
+    for _ in range(3):  # warm-up (plans, tensor maps)
+        tok = model(tok, past_key_values=cache).logits[:, -1].argmax(-1, keepdim=True)
+    sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        tok = model(tok, past_key_values=cache).logits[:, -1].argmax(-1, keepdim=True)
+    sync()
+    dt = time.perf_counter() - t0
+    return {"prefill_s": prefill, "step_ms": dt / steps * 1e3, "tokens_per_s": batch * steps / dt}
+
+
+def speed(cfg, sdpa, ours, a):
+    rows = []
+    for batch in (1, 8):
+        for name in ("sdpa_bf16",) + tuple(f"attn_opt_{c}" for c in CACHES):
+            r = {"batch": batch, "context": a.context, "path": name}
+            try:
+                with torch.inference_mode():
+                    if name == "sdpa_bf16":
+                        cache, model = DynamicCache(config=cfg), sdpa
+                    else:
+                        cache = qh.QattnCache(cfg, max_cache_len=a.context + a.steps + 8,
+                                              cache=name.split("_")[-1], **BACKEND)
+                        model = ours
+                    r.update(decode_speed(model, cfg, cache, batch, a.context, a.steps))
+                    del cache
+            except Exception as e:
+                r["error"] = f"{type(e).__name__}: {e}"
+                traceback.print_exc()
+            torch.cuda.empty_cache() if DEV == "cuda" else None
+            rows.append(r)
+            print(json.dumps(r), flush=True)
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, default=1024)
+    ap.add_argument("--prompt", type=int, default=64)
+    ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--context", type=int, default=2048)
+    ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--cpu-reference", action="store_true",
+                    help="CPU, torch reference backend (a dry run of the script)")
+    a = ap.parse_args()
+    global DEV
+    if a.cpu_reference:
+        DEV = "cpu"
+        BACKEND["backend"] = "torch"
+    import transformers
+    data = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(0) if DEV == "cuda" else "cpu",
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    cfg, sdpa, ours = make_models(a)
+    data["model"] = {"layers": a.layers, "hidden": a.hidden, "q_heads": 8, "kv_heads": 2,
+                     "head_dim": 128, "vocab": cfg.vocab_size, "dtype": "bfloat16",
+                     "weights": "random (seed 0, initializer_range 0.05)"}
+    for part, fn in (("accuracy", accuracy), ("decode", speed)):
+        try:
+            with torch.inference_mode():
+                data[part] = fn(cfg, sdpa, ours, a)
+        except Exception as e:
+            data[part] = {"error": f"{type(e).__name__}: {e}"}
+            traceback.print_exc()
+        with open(a.out, "w") as f:
+            json.dump(data, f, indent=1)
+    print(json.dumps(data, indent=1))
+
+
+if __name__ == "__main__":
+    main()
