@@ -15,7 +15,7 @@ transformers = pytest.importorskip("transformers", minversion="5")
 import qattn.hf as qh  # noqa: E402
 from qattn import quant  # noqa: E402
 from qattn.hf import kernels as hk  # noqa: E402
-from qattn.hf.cache import UnsupportedError, quantize_rows  # noqa: E402
+from qattn.hf.cache import UnsupportedError, quantize_rows, take_pending  # noqa: E402
 from transformers import AttentionInterface, DynamicCache, LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.masking_utils import AttentionMaskInterface  # noqa: E402
 
@@ -117,7 +117,7 @@ def test_cache_bookkeeping_and_quantize_on_append():
     v = torch.randn(2, 2, 3, 16)
     rk, rv = cache.update(k, v, 0)
     assert rk is k and rv is v  # the new rows only: attention reads the cache
-    qh.attn_opt_attention.__globals__["take_pending"](k)  # what the attention call consumes
+    assert take_pending(k)[1] is cache.layers[0]  # what the attention call consumes
     layer = cache.layers[0]
     assert layer.keys.shape == (2, 8, 2, 16) and layer.keys.dtype == torch.int8
     assert layer.k_scale.shape == (2, 8, 2)
@@ -126,7 +126,7 @@ def test_cache_bookkeeping_and_quantize_on_append():
     assert torch.equal(layer.keys[:, :3], codes) and torch.equal(layer.k_scale[:, :3], scales)
     k2 = torch.randn(2, 2, 1, 16)
     cache.update(k2, k2.clone(), 0)
-    qh.attn_opt_attention.__globals__["take_pending"](k2)
+    assert take_pending(k2)[0] is cache and take_pending(k2) is None
     assert layer.seq_lens.tolist() == [4, 4]
     assert torch.equal(layer.keys[:, 3:4], quantize_rows(k2.transpose(1, 2).to(torch.bfloat16), "i8")[0])
     assert layer.get_mask_sizes(1) == (5, 0) and cache.get_max_length() == 8
@@ -181,9 +181,18 @@ def test_cpu_tensors_without_the_reference_raise():
 
 def test_our_cache_with_other_attention_raises():
     cfg = tiny_config()
-    ref, _ = model_pair(cfg)
-    with torch.inference_mode(), pytest.raises(UnsupportedError, match="attn_implementation"):
-        ref(prompt(), past_key_values=qh.QattnCache(cfg, max_cache_len=16, backend="torch"))
+    ref, ours = model_pair(cfg)
+    with torch.inference_mode():
+        with pytest.raises(UnsupportedError, match="attn_implementation"):
+            ref(prompt(), past_key_values=qh.QattnCache(cfg, max_cache_len=16, backend="torch"))
+        # a rejected call leaves nothing behind: the next forward runs
+        with pytest.raises(UnsupportedError, match="dropout"):
+            qh.attn_opt_attention(ours.model.layers[0].self_attn, torch.randn(1, 4, 1, 16),
+                                  torch.randn(1, 2, 1, 16), torch.randn(1, 2, 1, 16), None,
+                                  dropout=0.5)
+        logits = ours(prompt(), past_key_values=qh.QattnCache(cfg, max_cache_len=16,
+                                                              backend="torch")).logits
+        assert torch.isfinite(logits).all()
 
 
 def test_chunked_prefill_int8_raises_bf16_matches():

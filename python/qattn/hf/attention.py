@@ -134,8 +134,8 @@ def _attend_stateless(query, key, value):
 def attn_opt_attention(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                        **kwargs):
     """transformers' attention interface (see the module docstring)."""
+    hit = take_pending(key)  # first: a rejected call leaves no hand-off behind
     _check(module, query, key, attention_mask, dropout, scaling, kwargs)
-    hit = take_pending(key)
     if hit is None:
         return _attend_stateless(query, key, value), None
     cache, layer = hit

@@ -218,9 +218,11 @@ class QattnCache(Cache):
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         """Appends the new rows and hands the layer to the attention call that follows (the
         returned states are the new rows only: attention other than attn_opt's would read an
-        incomplete cache, so an unconsumed hand-off raises at the next update)."""
-        if getattr(_pending, "value", None) is not None:
-            _pending.value = None
+        incomplete cache, so a hand-off of this cache left unconsumed raises at its next
+        update)."""
+        stale = getattr(_pending, "value", None)
+        _pending.value = None
+        if stale is not None and stale[0] is self:
             raise UnsupportedError("QattnCache needs the model's attention to be attn_opt's: load "
                                    "it with attn_implementation='attn_opt' or call "
                                    "qattn.hf.enable(model)")
