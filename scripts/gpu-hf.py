@@ -4,7 +4,8 @@ a first decode speed. Writes one JSON file.
 
 usage: python scripts/gpu-hf.py OUT.json [--layers 4] [--hidden 1024] [--steps 32]
 Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR --q-heads 8 --kv-heads 2
---head-dim 128), else the package's ahead-of-time set or attn-opt.
+--head-dim 128), else the package's ahead-of-time set or attn-opt. --cpu-reference runs the same
+steps on the CPU with QattnCache's torch reference backend (a dry run of the script).
 """
 
 import argparse
@@ -151,7 +152,8 @@ def main():
         DEV = "cpu"
         BACKEND["backend"] = "torch"
     import transformers
-    data = {"command": " ".join(sys.argv), "gpu": torch.cuda.get_device_name(0) if DEV == "cuda" else "cpu",
+    gpu = torch.cuda.get_device_name(0) if DEV == "cuda" else "cpu"
+    data = {"command": " ".join(sys.argv), "gpu": gpu,
             "torch": torch.__version__, "transformers": transformers.__version__,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     cfg, sdpa, ours = make_models(a)

@@ -16,7 +16,8 @@ import qattn.hf as qh  # noqa: E402
 from qattn import quant  # noqa: E402
 from qattn.hf import kernels as hk  # noqa: E402
 from qattn.hf.cache import UnsupportedError, quantize_rows, take_pending  # noqa: E402
-from transformers import AttentionInterface, DynamicCache, LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers import AttentionInterface, DynamicCache  # noqa: E402
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 from transformers.masking_utils import AttentionMaskInterface  # noqa: E402
 
 CUDA = torch.cuda.is_available()
@@ -54,7 +55,7 @@ def forced(model, ids, tokens, cache):
     return torch.stack(out)
 
 
-# --- registration and API ----------------------------------------------------------------------
+# --- registration and API ------------------------------------------------------------------------
 
 def test_register_and_enable():
     assert qh.register() == "attn_opt"
@@ -128,7 +129,8 @@ def test_cache_bookkeeping_and_quantize_on_append():
     cache.update(k2, k2.clone(), 0)
     assert take_pending(k2)[0] is cache and take_pending(k2) is None
     assert layer.seq_lens.tolist() == [4, 4]
-    assert torch.equal(layer.keys[:, 3:4], quantize_rows(k2.transpose(1, 2).to(torch.bfloat16), "i8")[0])
+    want = quantize_rows(k2.transpose(1, 2).to(torch.bfloat16), "i8")[0]
+    assert torch.equal(layer.keys[:, 3:4], want)
     assert layer.get_mask_sizes(1) == (5, 0) and cache.get_max_length() == 8
     deq, _ = layer.dequantized()
     assert deq.shape == (2, 4, 2, 16)
@@ -154,7 +156,7 @@ def test_reference_quantization_is_qattn_quant(fmt, qfmt):
                                   np.asarray(want_codes, dtype=np.float32))
 
 
-# --- errors ----------------------------------------------------------------------------------------
+# --- errors --------------------------------------------------------------------------------------
 
 def test_padding_mask_raises():
     _, ours = model_pair(tiny_config())
@@ -237,7 +239,7 @@ def test_unknown_backend_and_capacity():
         qh.QattnCache(tiny_config(), max_cache_len=0)
 
 
-# --- GPU ---------------------------------------------------------------------------------------------
+# --- GPU -----------------------------------------------------------------------------------------
 
 def gpu_config():
     return tiny_config(hidden_size=1024, num_attention_heads=8, num_key_value_heads=2,

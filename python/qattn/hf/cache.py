@@ -129,7 +129,8 @@ class QattnLayer(CacheLayerMixin):
             raise UnsupportedError(f"QattnCache: the cache holds batch {self.batch_size} x "
                                    f"{self.num_heads} heads x {self.head_dim}, got {b}x{h}x{d}")
         if key_states.device != self.device:
-            raise UnsupportedError(f"QattnCache: keys on {key_states.device}, cache on {self.device}")
+            raise UnsupportedError(f"QattnCache: keys on {key_states.device}, cache on "
+                                   f"{self.device}")
         if self.length + s > self.capacity:
             raise UnsupportedError(f"QattnCache: {self.length} + {s} tokens exceed the capacity "
                                    f"{self.capacity} (max_cache_len)")

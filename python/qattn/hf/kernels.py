@@ -9,8 +9,8 @@ For a model with ``Hq`` query heads, ``Hkv`` KV heads and head_dim ``D`` it take
 * ``prefill_q{Hq}_kv{Hkv}_d{D}_bf16`` — causal (bottom-right aligned) bf16 prefill with a dynamic
   query length and ``seq_lens``: a prompt's own attention, and queries of several tokens over a bf16
   cache;
-* ``append_h{Hkv}_d{D}_{fmt}`` — ``attn.quantize.append`` of bf16 rows into an i8 / e4m3 cache with
-  per-(token, head) scales.
+* ``append_h{Hkv}_d{D}_{fmt}`` — ``attn.quantize.append`` of bf16 rows into an i8 / e4m3 cache
+  with per-(token, head) scales.
 
 ``$QATTN_HF_KERNELS`` names a directory holding ``<name>.ptx`` + ``<name>.ptx.launch.json``
 (written by ``python -m qattn.hf prebuild DIR ...`` where attn-opt is) for machines without
@@ -113,8 +113,8 @@ class GpuKernels:
             if len(self._plans) >= 64:  # prompts of many lengths, a growing stateless K/V
                 self._plans.clear()
             fmt = "bf16" if role == "prefill" else self.fmt
-            plan = DecodePlan(source(role, q_heads, self.kv_heads, self.head_dim, fmt), device=self.device, batch=batch,
-                              kv_len=kv_len, q_len=q_len)
+            plan = DecodePlan(source(role, q_heads, self.kv_heads, self.head_dim, fmt),
+                              device=self.device, batch=batch, kv_len=kv_len, q_len=q_len)
             self._plans[key] = plan
         return plan
 
