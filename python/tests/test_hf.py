@@ -66,6 +66,26 @@ def test_register_and_enable():
     assert ours.model.layers[0].self_attn.config._attn_implementation == "attn_opt"
 
 
+def test_from_pretrained_and_enable_with_a_format(tmp_path):
+    cfg = tiny_config()
+    ref, _ = model_pair(cfg)
+    ref.save_pretrained(tmp_path)
+    qh.register()
+    loaded = LlamaForCausalLM.from_pretrained(tmp_path, attn_implementation="attn_opt")
+    assert loaded.config._attn_implementation == "attn_opt"
+    ids = prompt()
+    with torch.inference_mode():
+        want = ref.generate(ids, max_new_tokens=3, min_new_tokens=3, do_sample=False,
+                            attention_mask=torch.ones_like(ids))
+        qh.enable(loaded, cache="bf16")
+        assert loaded.qattn_cache_format == "bf16"
+        got = qh.generate(loaded, ids, backend="torch", max_new_tokens=3, min_new_tokens=3,
+                          attention_mask=torch.ones_like(ids))
+    assert torch.equal(got, want)
+    with pytest.raises(ValueError, match="unknown cache format"):
+        qh.enable(loaded, cache="int3")
+
+
 def test_cache_formats_and_kernel_names():
     assert [qh.cache_format(n) for n in ("int8", "FP8", "e4m3", "bf16")] == \
         ["i8", "e4m3", "e4m3", "bf16"]

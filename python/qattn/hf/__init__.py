@@ -11,7 +11,8 @@ registration and a cache class of ours.
                                                  attn_implementation="attn_opt").cuda()
     out = qattn.hf.generate(model, input_ids, cache="int8", max_new_tokens=64)
 
-or, on a model already loaded: ``qattn.hf.enable(model)`` and ``model.generate(input_ids,
+or, on a model already loaded: ``qattn.hf.enable(model, cache="fp8")`` then
+``qattn.hf.generate(model, input_ids)``, or ``qattn.hf.enable(model)`` and ``model.generate(input_ids,
 past_key_values=qattn.hf.QattnCache(model.config, max_cache_len=N, cache="fp8"))``.
 
 What runs where, and what raises ``UnsupportedError``: ``qattn.hf.attention`` and
@@ -37,10 +38,15 @@ def register():
     return NAME
 
 
-def enable(model):
+def enable(model, cache=None):
     """Registers ``attn_opt`` and switches ``model`` (any architecture whose attention goes
-    through transformers' AttentionInterface, e.g. LlamaForCausalLM) to it. Returns the model."""
+    through transformers' AttentionInterface, e.g. LlamaForCausalLM) to it; ``cache`` ("int8",
+    "fp8", "bf16") sets the format ``qattn.hf.generate`` uses for it by default. Returns the
+    model."""
     register()
+    if cache is not None:
+        cache_format(cache)  # ValueError on an unknown name
+        model.qattn_cache_format = cache
     model.set_attn_implementation(NAME)
     if model.config._attn_implementation != NAME:
         raise UnsupportedError(f"{type(model).__name__} cannot switch its attention "
@@ -48,12 +54,15 @@ def enable(model):
     return model
 
 
-def generate(model, input_ids, *, cache="int8", max_new_tokens=32, backend="auto", **kwargs):
+def generate(model, input_ids, *, cache=None, max_new_tokens=32, backend="auto", **kwargs):
     """``model.generate`` with a fresh ``QattnCache`` sized for the prompt plus
-    ``max_new_tokens`` (the model is switched to attn_opt first). Greedy unless kwargs say
-    otherwise; returns what ``generate`` returns."""
+    ``max_new_tokens`` (the model is switched to attn_opt first). ``cache``: the format, else
+    the one given to ``enable``, else "int8". Greedy unless kwargs say otherwise; returns what
+    ``generate`` returns."""
     if model.config._attn_implementation != NAME:
         enable(model)
+    if cache is None:
+        cache = getattr(model, "qattn_cache_format", "int8")
     kwargs.setdefault("do_sample", False)
     past = QattnCache(model.config, max_cache_len=int(input_ids.shape[1]) + int(max_new_tokens),
                       cache=cache, backend=backend)
