@@ -9,6 +9,7 @@ steps on the CPU with QattnCache's torch reference backend (a dry run of the scr
 """
 
 import argparse
+import contextlib
 import copy
 import json
 import sys
@@ -16,6 +17,7 @@ import time
 import traceback
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
 import qattn.hf as qh
@@ -114,11 +116,15 @@ def decode_speed(model, cfg, cache, batch, context, steps):
 def speed(cfg, sdpa, ours, a):
     rows = []
     for batch in (1, 8):
-        for name in ("sdpa_bf16",) + tuple(f"attn_opt_{c}" for c in CACHES):
+        baselines = ("sdpa_bf16", "sdpa_flash_bf16") if DEV == "cuda" else ("sdpa_bf16",)
+        for name in baselines + tuple(f"attn_opt_{c}" for c in CACHES):
             r = {"batch": batch, "context": a.context, "path": name}
             try:
-                with torch.inference_mode():
-                    if name == "sdpa_bf16":
+                # sdpa_flash_bf16: torch's flash / memory-efficient backends only (no cuDNN)
+                pinned = (sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION])
+                          if name == "sdpa_flash_bf16" else contextlib.nullcontext())
+                with torch.inference_mode(), pinned:
+                    if name.startswith("sdpa"):
                         cache, model = DynamicCache(config=cfg), sdpa
                     else:
                         cache = qh.QattnCache(cfg, max_cache_len=a.context + a.steps + 8,

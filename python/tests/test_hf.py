@@ -101,6 +101,15 @@ def test_cache_formats_and_kernel_names():
     assert "attn.quantize.append" in hk.spec("append", 0, 8, 128, "i8").text
 
 
+@pytest.mark.parametrize("fmt", ["i8", "e4m3", "bf16"])
+def test_decode_specs_are_the_ahead_of_time_sets(fmt):
+    """A model with 8 KV heads finds its decode kernels in the package's set."""
+    from qattn import aot
+    name = f"decode_d128_g4_kv8_{fmt}"
+    want = aot.spec_of(name, aot.catalog()[name]).text
+    assert aot.key(hk.spec("decode", 32, 8, 128, fmt).text) == aot.key(want)
+
+
 def test_prebuilt_directory_is_preferred(tmp_path, monkeypatch):
     (tmp_path / "decode_q8_kv2_d128_i8.ptx").write_text("")
     monkeypatch.setenv("QATTN_HF_KERNELS", str(tmp_path))
