@@ -108,6 +108,26 @@ def store_values(v: np.ndarray, values: str):
     return q, scale
 
 
+class BoundKernel:
+    """A compiled kernel with its buffer arguments checked and converted once (a decode loop
+    calls it with the same arrays every step); calls pass only the integer arguments."""
+
+    def __init__(self, fn, *values):
+        fn._check_overlap(values)
+        fn._check_extents(values)
+        self.fn, self.keep = fn, values  # keep: the arrays must outlive the descriptors
+        self.args = [fn._check(a, v) for a, v in zip(fn.args, values)]
+        self.ints = [i for i, a in enumerate(fn.args) if not a.is_buffer]
+
+    def __call__(self, *ints):
+        args = list(self.args)
+        for i, x in zip(self.ints, ints):
+            args[i] = int(x)
+        status = self.fn._fn(*args)
+        if status != 0:
+            raise RuntimeError(f"{self.fn.name}: the kernel refused its arguments ({status})")
+
+
 class DecodeState:
     """KV caches of every layer for up to ``capacity`` positions. ``dsub`` None: dense attention
     ("dense": NumPy f32; "torch": torch SDPA with the cache in ``values``, f32 or f16); else NoMAD
@@ -151,6 +171,16 @@ class DecodeState:
             s = d // dsub
             self.codes = [np.zeros((h, -(-capacity // 32), s, 16), np.uint8) for _ in range(L)]
             self.lib = nomad_library(cfg, dsub, values, isa, attn_opt, kernels)
+            # One query, key and output buffer, every layer's kernels bound to its caches.
+            self.q = np.zeros((cfg.heads, d), np.float32)
+            self.knew = np.zeros((1, h, d), np.float32)
+            self.o = np.zeros((cfg.heads, d), np.float32)
+            self.enc = [BoundKernel(self.lib.nomad_encode, self.knew, self.books[i], 0,
+                                    self.codes[i]) for i in range(L)]
+            self.att = [BoundKernel(self.lib.nomad_attend, self.q, self.books[i], self.codes[i],
+                                    self.v[i], *(() if self.v_scale is None else
+                                                 (self.v_scale[i],)), 0, self.o)
+                        for i in range(L)]
 
     def fill(self, keys, values) -> None:
         """Loads a context: keys/values [layers][T, Hkv, D] (post-RoPE keys, as a cache holds)."""
@@ -195,11 +225,11 @@ class DecodeState:
                     qt, kc[:, :, :n], vc[:, :, :n], enable_gqa=True)
             return o[0, :, 0].float().numpy()
         self._put_values(layer, pos, v[None])
-        self.lib.nomad_encode(k[None], self.books[layer], pos, self.codes[layer])
-        o = np.empty_like(q)
-        extra = (self.v_scale[layer],) if self.v_scale is not None else ()
-        self.lib.nomad_attend(q, self.books[layer], self.codes[layer], self.v[layer], *extra, n, o)
-        return o
+        self.knew[0] = k
+        self.enc[layer](pos)
+        self.q[...] = q
+        self.att[layer](n)
+        return self.o.copy()
 
 
 def dense_step_attention(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -323,8 +353,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dsub", default="dense,1,2",
                     help="modes: 'dense' (NumPy/OpenBLAS f32), 'torch' (torch SDPA, cache in "
                          "--values' precision), and NoMAD dsub values")
-    ap.add_argument("--values", default="f32", choices=VALUE_TYPES,
-                    help="precision of the NoMAD value cache (and of torch's cache)")
+    ap.add_argument("--values", default="f32",
+                    help="precisions of the NoMAD value cache, comma-separated (f32, f16, i8); "
+                         "torch's cache takes the first of them that is f32 or f16")
     ap.add_argument("--steps", type=int, default=8, help="timed decode steps per mode and context")
     ap.add_argument("--prefix", type=int, default=256,
                     help="tokens of real text whose K/V (tiled) fill the context and train codebooks")
@@ -342,24 +373,29 @@ def main(argv=None) -> int:
     try:
         contexts = [int(c) for c in args.contexts.split(",")]
         names = [m.strip() for m in args.dsub.split(",") if m.strip()]
+        vtypes = [x.strip() for x in args.values.split(",") if x.strip()]
+        if not vtypes or set(vtypes) - set(VALUE_TYPES):
+            ap.error(f"--values takes {', '.join(VALUE_TYPES)}, not {args.values!r}")
+        torch_v = next((x for x in vtypes if x != "i8"), "f32")
         modes = {}
         for m in names:
             if m in ("dense", "torch"):
-                v = "f32" if m == "dense" or args.values == "i8" else args.values
+                v = "f32" if m == "dense" else torch_v
                 modes[mode_name(None, v, m)] = {"dense": m, "values": v}
-            else:
-                modes[mode_name(int(m), args.values)] = {"dsub": int(m), "values": args.values}
+                continue
+            for v in vtypes:
+                modes[mode_name(int(m), v)] = {"dsub": int(m), "values": v}
     except ValueError:
         ap.error("--contexts takes integers, --dsub 'dense', 'torch' or integers")
     if args.steps < 1 or args.prefix < 2 or min(contexts) < 1:
         ap.error("--steps >= 1, --prefix >= 2 and positive contexts are required")
     isa = args.isa or host_isa()
-    dsubs = [m["dsub"] for m in modes.values() if "dsub" in m]
+    dsubs = sorted({m["dsub"] for m in modes.values() if "dsub" in m})
     if args.save_kernels:
-        for d in save_kernels(SMOLLM2_135M if args.random_weights or not args.gguf else
-                              LlamaModel.from_gguf(args.gguf).config, dsubs, args.values, isa,
-                              args.save_kernels):
-            print(d)
+        cfg = LlamaModel.from_gguf(args.gguf).config if args.gguf else SMOLLM2_135M
+        for v in vtypes:
+            for d in save_kernels(cfg, dsubs, v, isa, args.save_kernels):
+                print(d)
         return 0
     if args.random_weights:
         model = random_model()
@@ -375,12 +411,13 @@ def main(argv=None) -> int:
                 if line.startswith("model name")), platform.machine())
     meta = {"model": model.name, "cpu": cpu,
             "threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"), "isa": isa,
-            "values": args.values, "load": os.getloadavg()[0]}
+            "load": os.getloadavg()[0]}
     rows = []
     for t in contexts:
         k, v = tile_context(keys, values, t)
         for row in time_decode(model, k, v, modes, books, args.steps, isa, kernels=args.kernels):
-            row = dict(row, **meta, load_after=os.getloadavg()[0])
+            row = dict(row, **meta, load_after=os.getloadavg()[0],
+                       values=modes[row["attention"]]["values"])
             rows.append(row)
             print(json.dumps(row), flush=True)
     if args.out:
