@@ -156,3 +156,13 @@ def test_random_model_shapes():
     m = decode.random_model(cfg, seed=3)
     assert m.forward([1, 2, 3]).shape == (3, 11)
     assert np.array_equal(m.w["blk.0.attn_q.weight"], decode.random_model(cfg, 3).w["blk.0.attn_q.weight"])
+
+
+def test_torch_dense_mode_matches_numpy(tiny):
+    pytest.importorskip("torch")
+    keys, values = decode.record_prefix(tiny, TOKENS[:-1])
+    full = tiny.forward(TOKENS)[-1]
+    for vt, tol in (("f32", 1e-4), ("f16", 2e-2)):
+        state = decode.DecodeState(tiny, len(TOKENS), dense="torch", values=vt)
+        state.fill(keys, values)
+        np.testing.assert_allclose(decode.step(tiny, state, TOKENS[-1]), full, rtol=tol, atol=tol)

@@ -352,10 +352,11 @@ def main(argv=None) -> int:
     ap.add_argument("--contexts", default="1024,4096,16384,32768")
     ap.add_argument("--dsub", default="dense,1,2",
                     help="modes: 'dense' (NumPy/OpenBLAS f32), 'torch' (torch SDPA, cache in "
-                         "--values' precision), and NoMAD dsub values")
+                         "--values' precisions; 'torch-f32' / 'torch-f16': in that one), and NoMAD "
+                         "dsub values")
     ap.add_argument("--values", default="f32",
                     help="precisions of the NoMAD value cache, comma-separated (f32, f16, i8); "
-                         "torch's cache takes the first of them that is f32 or f16")
+                         "'torch' runs with its K/V cache in each of them but i8")
     ap.add_argument("--steps", type=int, default=8, help="timed decode steps per mode and context")
     ap.add_argument("--prefix", type=int, default=256,
                     help="tokens of real text whose K/V (tiled) fill the context and train codebooks")
@@ -376,12 +377,17 @@ def main(argv=None) -> int:
         vtypes = [x.strip() for x in args.values.split(",") if x.strip()]
         if not vtypes or set(vtypes) - set(VALUE_TYPES):
             ap.error(f"--values takes {', '.join(VALUE_TYPES)}, not {args.values!r}")
-        torch_v = next((x for x in vtypes if x != "i8"), "f32")
         modes = {}
         for m in names:
-            if m in ("dense", "torch"):
-                v = "f32" if m == "dense" else torch_v
-                modes[mode_name(None, v, m)] = {"dense": m, "values": v}
+            if m == "dense":
+                modes["dense"] = {"dense": "dense", "values": "f32"}
+                continue
+            if m == "torch":  # torch's cache in each of --values' float precisions
+                for v in [x for x in vtypes if x != "i8"] or ["f32"]:
+                    modes[mode_name(None, v, m)] = {"dense": m, "values": v}
+                continue
+            if m in ("torch-f32", "torch-f16"):  # torch with its cache in that precision
+                modes[mode_name(None, m[6:], "torch")] = {"dense": "torch", "values": m[6:]}
                 continue
             for v in vtypes:
                 modes[mode_name(int(m), v)] = {"dsub": int(m), "values": v}
@@ -412,17 +418,18 @@ def main(argv=None) -> int:
     meta = {"model": model.name, "cpu": cpu,
             "threads": os.environ.get("OPENBLAS_NUM_THREADS", "default"), "isa": isa,
             "load": os.getloadavg()[0]}
-    rows = []
+    out = open(args.out, "w") if args.out else None  # rows written as they come
     for t in contexts:
         k, v = tile_context(keys, values, t)
         for row in time_decode(model, k, v, modes, books, args.steps, isa, kernels=args.kernels):
             row = dict(row, **meta, load_after=os.getloadavg()[0],
                        values=modes[row["attention"]]["values"])
-            rows.append(row)
             print(json.dumps(row), flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.writelines(json.dumps(r) + "\n" for r in rows)
+            if out:
+                out.write(json.dumps(row) + "\n")
+                out.flush()
+    if out:
+        out.close()
     return 0
 
 
