@@ -81,7 +81,9 @@ def test_time_decode_rows(tiny):
     k, v = decode.tile_context(keys, values, 100)
     assert k[0].shape[0] == 100 and np.array_equal(k[0][16:32], keys[0])
     books = {i: nomad.train_codebooks(x, 2) for i, x in enumerate(keys)}
-    modes = {"dense": {}, "nomad_dsub2": {"dsub": 2}, "nomad_dsub2_f16": {"dsub": 2, "values": "f16"}}
+    exe = os.environ.get("ATTN_OPT") or shutil.which("attn-opt")
+    modes = {"dense": {}, "nomad_dsub2": {"dsub": 2}, "nomad_dsub2_f16": {"dsub": 2, "values": "f16"},
+             "nomad_dsub2_base": {"dsub": 2, "attn_opt": exe}}
     rows = decode.time_decode(tiny, k, v, modes, {2: books}, steps=2)
     assert [r["attention"] for r in rows] == list(modes)
     for row in rows:

@@ -113,7 +113,7 @@ def test_nomad_value_precisions_and_top1(model, tmp_path, monkeypatch):
     nll = {}
     for vt in ("f32", "f16", "i8"):
         att = NomadKV(books, 1, 9, values=vt)
-        assert att.name == "NoMAD dsub 1" + ("" if vt == "f32" else f", {vt} V")
+        assert att.name == "NoMAD dsub 1" + ("" if vt == "f32" else f" + {vt} V")
         nll[vt], top = nll_top1(model, win, att)
         if vt == "f32":
             np.testing.assert_allclose(nll[vt], model.nll(win, att), rtol=1e-6)

@@ -32,6 +32,11 @@ def modes_of(rows):
                   key=lambda m: (not m.startswith("dense"), not m.startswith("torch"), m))
 
 
+def model_of(rows) -> str:
+    m = rows[0]["model"]
+    return "SmolLM2-135M architecture, random weights" if m.startswith("random") else m
+
+
 def split_chart(rows, title: str, path: pathlib.Path):
     import matplotlib.pyplot as plt
     contexts = sorted({r["context"] for r in rows})
@@ -54,7 +59,7 @@ def split_chart(rows, title: str, path: pathlib.Path):
     ax.set_xlabel("context (tokens in the KV cache)")
     ax.set_ylabel("ms per decode step (median)")
     ax.set_ylim(0, max(r["step_ms"] for r in rows) * 1.35)
-    ax.set_title(f"{rows[0]['model']}: one-token decode, {title}", fontsize=9)
+    ax.set_title(f"{model_of(rows)}: one-token decode, {title}", fontsize=9)
     ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3, axis="y")
     fig.tight_layout()
@@ -85,7 +90,7 @@ def share_chart(rows, title: str, path: pathlib.Path):
         ax.grid(alpha=0.3)
     a.legend(fontsize=7)
     b.legend(fontsize=7)
-    fig.suptitle(f"{rows[0]['model']}: attention share and NoMAD speed-up, {title}", fontsize=9)
+    fig.suptitle(f"{model_of(rows)}: attention share and NoMAD speed-up, {title}", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)

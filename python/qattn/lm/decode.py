@@ -300,7 +300,8 @@ def time_decode(model: LlamaModel, keys, values, modes, codebooks, steps: int,
     states, tokens, total, attn = {}, {}, {}, {}
     for name, m in modes.items():
         st = DecodeState(model, t + steps + 1, m.get("dsub"), codebooks.get(m.get("dsub")), isa,
-                         attn_opt, m.get("values", "f32"), m.get("dense", "dense"), kernels)
+                         m.get("attn_opt", attn_opt), m.get("values", "f32"),
+                         m.get("dense", "dense"), None if "attn_opt" in m else kernels)
         st.fill(keys, values)
         tokens[name] = int(np.argmax(step(model, st, 1)))  # warm-up (and kernel load)
         states[name], total[name], attn[name] = st, [], []
@@ -369,6 +370,9 @@ def main(argv=None) -> int:
                                       "instead of compiling them")
     ap.add_argument("--save-kernels", metavar="DIR",
                     help="compile the NoMAD kernels of --dsub/--values/--isa into DIR and exit")
+    ap.add_argument("--baseline-attn-opt", metavar="EXE",
+                    help="also time NoMAD with kernels compiled by this (older) attn-opt: modes "
+                         "nomad_dsub<d>[_<values>]_base, interleaved with the others")
     ap.add_argument("--out", help="JSONL file to write")
     args = ap.parse_args(argv)
     try:
@@ -391,6 +395,9 @@ def main(argv=None) -> int:
                 continue
             for v in vtypes:
                 modes[mode_name(int(m), v)] = {"dsub": int(m), "values": v}
+                if args.baseline_attn_opt:
+                    modes[mode_name(int(m), v) + "_base"] = {"dsub": int(m), "values": v,
+                                                             "attn_opt": args.baseline_attn_opt}
     except ValueError:
         ap.error("--contexts takes integers, --dsub 'dense', 'torch' or integers")
     if args.steps < 1 or args.prefix < 2 or min(contexts) < 1:

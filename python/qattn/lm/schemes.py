@@ -69,7 +69,7 @@ class NomadKV:
     @property
     def name(self) -> str:
         sinks = f" + {self.dense_sinks} dense sink" if self.dense_sinks else ""
-        vals = "" if self.values == "f32" else f", {self.values} V"
+        vals = "" if self.values == "f32" else f" + {self.values} V"
         return f"NoMAD dsub {self.dsub}{sinks}{vals}"
 
     def encode(self, layer: int, k: np.ndarray) -> np.ndarray:
