@@ -34,7 +34,7 @@ def modes_of(rows):
 
 def model_of(rows) -> str:
     m = rows[0]["model"]
-    return "SmolLM2-135M architecture, random weights" if m.startswith("random") else m
+    return "SmolLM2-135M architecture, random weights" if m.startswith("random") else "SmolLM2-135M"
 
 
 def split_chart(rows, title: str, path: pathlib.Path):
@@ -68,17 +68,32 @@ def split_chart(rows, title: str, path: pathlib.Path):
     return path
 
 
+PALETTE = {"dense": "black", "torch_f32": "#8c8c8c", "torch_f16": "#b0b0b0",
+           "nomad_dsub1": "#4878d0", "nomad_dsub1_f16": "#6acc64", "nomad_dsub1_i8": "#d65f5f",
+           "nomad_dsub2": "#956cb4", "nomad_dsub2_f16": "#dbb000", "nomad_dsub2_i8": "#ee854a"}
+
+
+def style(mode: str) -> dict:
+    """One colour per (dsub, values); the previous kernels (``_base``) dotted and faint."""
+    base = mode.endswith("_base")
+    return {"color": PALETTE.get(mode[:-5] if base else mode, "#797979"),
+            "ls": ":" if base else "-", "alpha": 0.6 if base else 1.0,
+            "marker": "x" if base else "o"}
+
+
 def share_chart(rows, title: str, path: pathlib.Path):
     import matplotlib.pyplot as plt
     contexts = sorted({r["context"] for r in rows})
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.4))
     for m in modes_of(rows):
         rs = sorted((r for r in rows if r["attention"] == m), key=lambda r: r["context"])
         xs = [r["context"] for r in rs]
-        line, = a.plot(xs, [100 * r["attention_share"] for r in rs], marker="o", label=m)
+        st = style(m)
+        a.plot(xs, [100 * r["attention_share"] for r in rs], label=m, **st)
         if m != "dense" and all("speedup" in r for r in rs):
-            b.plot(xs, [r["speedup"] for r in rs], marker="o", color=line.get_color(), label=m)
-            b.plot(xs, [r["attention_speedup"] for r in rs], ls="--", color=line.get_color())
+            b.plot(xs, [r["speedup"] for r in rs], label=m, **st)
+            if not m.endswith("_base"):
+                b.plot(xs, [r["attention_speedup"] for r in rs], **dict(st, ls="--", marker=None))
     a.axhline(50, color="black", lw=0.7)
     a.set_ylabel("attention share of the step (%); line: 50 %")
     b.axhline(1, color="black", lw=0.7)
@@ -88,9 +103,11 @@ def share_chart(rows, title: str, path: pathlib.Path):
         ax.set_xticks(contexts, [str(t) for t in contexts])
         ax.set_xlabel("context (tokens)")
         ax.grid(alpha=0.3)
-    a.legend(fontsize=7)
-    b.legend(fontsize=7)
-    fig.suptitle(f"{model_of(rows)}: attention share and NoMAD speed-up, {title}", fontsize=9)
+    a.legend(fontsize=6.5, ncol=2)
+    b.legend(fontsize=6.5, ncol=2)
+    base = any(r["attention"].endswith("_base") for r in rows)
+    fig.suptitle(f"{model_of(rows)}: attention share and NoMAD speed-up, {title}"
+                 + (" (dotted: previous kernels)" if base else ""), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)
