@@ -38,9 +38,11 @@ def host_isa() -> str:
 
 
 def nomad_spec(q_heads: int, kv_heads: int, head_dim: int, dsub: int, isa: str,
-               centroids: int = 16) -> str:
+               centroids: int = 16, values: str = "f32") -> str:
     """Two kernels over dynamic lengths: ``nomad_encode`` (bulk key encoding at an offset) and
-    ``nomad_attend`` (one query token over the first ``length`` keys, float32 values)."""
+    ``nomad_attend`` (one query token over the first ``length`` keys), plus ``nomad_scores``.
+    ``values``: the value cache's element type — "f32", "f16", or "i8" (then ``nomad_attend``
+    takes per-(token, head) float32 scales [T, H] after the values)."""
     for what, v in (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim),
                     ("dsub", dsub)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -50,21 +52,30 @@ def nomad_spec(q_heads: int, kv_heads: int, head_dim: int, dsub: int, isa: str,
     # Whether the shapes fit together (dsub dividing head_dim, ...) is attn-opt's call.
     if isa not in ISAS:
         raise ValueError(f"unknown isa {isa!r}; expected one of {', '.join(ISAS)}")
+    if values not in VALUE_TYPES:
+        raise ValueError(f"values must be one of {', '.join(VALUE_TYPES)}, not {values!r}")
     h, d, s, c = kv_heads, head_dim, head_dim // dsub, centroids
     r = 16 if c == 16 else 32
     books = f"memref<{h}x{s}x{c}x{dsub}xf32>"
     codes = f"memref<{h}x?x{s}x{r}xui8>"
     keys = f"memref<?x{h}x{d}xf32>"
     attrs = f"{{pq = #attn.pq<dsub = {dsub}, centroids = {c}>, target = #attn.target<{isa}>}}"
+    vals = f"memref<?x{h}x{d}x{values}>"
+    scale_arg = scale_use = ""
+    v_attrs = attrs
+    if values == "i8":
+        scale_arg = f", %vs: memref<?x{h}xf32>"
+        scale_use = f" v_scale(%vs : memref<?x{h}xf32>)"
+        v_attrs = attrs[:-1] + ", v_quant = #attn.quant<i8, per_token_head>}"
     return f"""
 func.func @nomad_encode(%k: {keys}, %b: {books}, %pos: index, %codes: {codes}) {{
   attn.pq.encode ins(%k, %b : {keys}, {books}) offset(%pos) outs(%codes : {codes}) {attrs}
   return
 }}
 func.func @nomad_attend(%q: memref<{q_heads}x{d}xf32>, %b: {books}, %codes: {codes},
-                        %v: {keys}, %len: index, %o: memref<{q_heads}x{d}xf32>) {{
-  attn.pq.attention ins(%q, %b, %codes, %v : memref<{q_heads}x{d}xf32>, {books}, {codes}, {keys})
-      length(%len) outs(%o : memref<{q_heads}x{d}xf32>) {attrs}
+                        %v: {vals}{scale_arg}, %len: index, %o: memref<{q_heads}x{d}xf32>) {{
+  attn.pq.attention ins(%q, %b, %codes, %v : memref<{q_heads}x{d}xf32>, {books}, {codes}, {vals})
+     {scale_use} length(%len) outs(%o : memref<{q_heads}x{d}xf32>) {v_attrs}
   return
 }}
 func.func @nomad_scores(%q: memref<{q_heads}x{d}xf32>, %b: {books}, %codes: {codes}, %len: index,
@@ -113,6 +124,7 @@ def attend(q, codebooks, keys, values, length: Optional[int] = None, isa: Option
     return out
 
 
+VALUE_TYPES = ("f32", "f16", "i8")
 ISAS = ("scalar", "avx2", "avx512", "avx512_vbmi", "avx512_vnni", "neon")
 
 

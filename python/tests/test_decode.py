@@ -81,11 +81,16 @@ def test_time_decode_rows(tiny):
     k, v = decode.tile_context(keys, values, 100)
     assert k[0].shape[0] == 100 and np.array_equal(k[0][16:32], keys[0])
     books = {i: nomad.train_codebooks(x, 2) for i, x in enumerate(keys)}
-    for d in (None, 2):
-        row = decode.time_decode(tiny, k, v, d, books if d else None, steps=2)
+    exe = os.environ.get("ATTN_OPT") or shutil.which("attn-opt")
+    modes = {"dense": {}, "nomad_dsub2": {"dsub": 2}, "nomad_dsub2_f16": {"dsub": 2, "values": "f16"},
+             "nomad_dsub2_base": {"dsub": 2, "attn_opt": exe}}
+    rows = decode.time_decode(tiny, k, v, modes, {2: books}, steps=2)
+    assert [r["attention"] for r in rows] == list(modes)
+    for row in rows:
         assert row["context"] == 100 and row["tokens_per_s"] > 0
         assert 0 < row["attention_share"] <= 1
-        assert row["attention"] == ("dense" if d is None else "nomad_dsub2")
+        assert row["rest_ms"] == pytest.approx(row["step_ms"] - row["attention_ms"])
+        assert row["speedup"] == pytest.approx(rows[0]["step_ms"] / row["step_ms"])
 
 
 def test_bad_input(tiny):
@@ -102,9 +107,64 @@ def test_bad_input(tiny):
 
 
 @needs_attn_opt
-def test_time_attention_row(tiny):
-    keys, values = decode.record_prefix(tiny, TOKENS[:40])
-    books = {2: {i: nomad.train_codebooks(x, 2) for i, x in enumerate(keys)}}
-    row = decode.time_attention(tiny, keys, values, 1, books, reps=2)
-    assert row["context"] == 40 and row["dense_ms"] > 0 and row["nomad_dsub2_ms"] > 0
-    assert row["nomad_dsub2_speedup"] == pytest.approx(row["dense_ms"] / row["nomad_dsub2_ms"])
+@pytest.mark.parametrize("values", ["f16", "i8"])
+def test_nomad_value_precisions_track_f32(tiny, values):
+    keys, values_ = decode.record_prefix(tiny, TOKENS[:-1])
+    books = {i: nomad.train_codebooks(k, 1) for i, k in enumerate(keys)}
+    logits = {}
+    for vt in ("f32", values):
+        state = decode.DecodeState(tiny, len(TOKENS), 1, books, values=vt)
+        state.fill(keys, values_)
+        logits[vt] = decode.step(tiny, state, TOKENS[-1])
+        assert state.v[0].dtype == {"f32": np.float32, "f16": np.float16, "i8": np.int8}[vt]
+    # same codes and scores; only the values' rounding differs
+    np.testing.assert_allclose(logits[values], logits["f32"], rtol=0.05, atol=0.05)
+
+
+def test_store_values_i8_round_trip():
+    v = np.random.default_rng(0).standard_normal((5, 2, 8)).astype(np.float32)
+    v[1, 0] = 0  # an all-zero row keeps scale 1
+    q, s = decode.store_values(v, "i8")
+    assert q.dtype == np.int8 and s.shape == (5, 2) and s[1, 0] == 1
+    assert np.abs(q.astype(np.float32) * s[..., None] - v).max() <= s.max() / 2 + 1e-7
+
+
+def test_bad_modes(tiny):
+    with pytest.raises(ValueError, match="values must be"):
+        decode.DecodeState(tiny, capacity=4, values="bf16")
+    with pytest.raises(ValueError, match="keeps its cache in f32"):
+        decode.DecodeState(tiny, capacity=4, values="f16")
+    with pytest.raises(ValueError, match="'dense' or 'torch'"):
+        decode.DecodeState(tiny, capacity=4, dense="blas")
+
+
+@needs_attn_opt
+def test_prebuilt_kernels(tiny, tmp_path):
+    cfg = tiny.config
+    isa = decode.host_isa()
+    [d] = decode.save_kernels(cfg, [2], "f16", isa, str(tmp_path))
+    lib = decode.nomad_library(cfg, 2, "f16", isa, kernels=str(tmp_path))
+    assert lib.path.startswith(d) and "nomad_attend" in lib.functions
+    with pytest.raises(FileNotFoundError, match="save-kernels"):
+        decode.nomad_library(cfg, 1, "f16", isa, kernels=str(tmp_path))
+    (tmp_path / decode.kernel_name(cfg, 2, "f16", isa) / "spec.mlir").write_text("other")
+    with pytest.raises(ValueError, match="another spec"):
+        decode.nomad_library(cfg, 2, "f16", isa, kernels=str(tmp_path))
+
+
+def test_random_model_shapes():
+    cfg = decode.LlamaConfig(layers=1, dim=16, ffn_dim=8, heads=2, kv_heads=1, head_dim=8,
+                             rope_base=1e4, norm_eps=1e-5, vocab=11, context=64)
+    m = decode.random_model(cfg, seed=3)
+    assert m.forward([1, 2, 3]).shape == (3, 11)
+    assert np.array_equal(m.w["blk.0.attn_q.weight"], decode.random_model(cfg, 3).w["blk.0.attn_q.weight"])
+
+
+def test_torch_dense_mode_matches_numpy(tiny):
+    pytest.importorskip("torch")
+    keys, values = decode.record_prefix(tiny, TOKENS[:-1])
+    full = tiny.forward(TOKENS)[-1]
+    for vt, tol in (("f32", 1e-4), ("f16", 2e-2)):
+        state = decode.DecodeState(tiny, len(TOKENS), dense="torch", values=vt)
+        state.fill(keys, values)
+        np.testing.assert_allclose(decode.step(tiny, state, TOKENS[-1]), full, rtol=tol, atol=tol)

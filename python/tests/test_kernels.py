@@ -70,6 +70,48 @@ def test_nomad_kernels_match_numpy(cache, dsub):
     assert np.all(out == 0)  # length 0: no keys, zero output (documented)
 
 
+@pytest.mark.parametrize("hq,h", [(9, 3), (8, 2), (10, 2), (3, 3)])
+@pytest.mark.parametrize("values", ["f32", "f16", "i8"])
+def test_nomad_attention_gqa_groups_and_value_types(cache, hq, h, values):
+    """Whole GQA groups share one pass over V (groups of 3 and 4, 5 = 4 + 1, 1): every query head
+    still gets its own softmax and P·V, for f32, f16 and i8 (per-(token, head) scaled) values."""
+    d, t = 64, 70
+    rng = np.random.default_rng(hq * 10 + h)
+    keys = rng.standard_normal((t, h, d)).astype(np.float32)
+    books = qattn.train_codebooks(keys, dsub=1, centroids=16, iters=3, seed=0)
+    lib = qattn.build(nomad_spec(hq, h, d, 1, host_isa(), values=values))
+    codes = np.zeros((h, 3, d, 16), np.uint8)
+    lib.nomad_encode(keys, books, 0, codes)
+    un = np.concatenate([codes & 15, codes >> 4], axis=3)
+    codes_tk = un.transpose(1, 3, 0, 2).reshape(-1, h, d)[:t]
+    q = rng.standard_normal((hq, d)).astype(np.float32)
+    v32 = rng.standard_normal((t, h, d)).astype(np.float32)
+    extra = ()
+    if values == "f16":
+        stored = v32.astype(np.float16)
+        v_ref = stored.astype(np.float32)
+    elif values == "i8":
+        scale = (np.abs(v32).max(axis=-1) / 127).astype(np.float32)
+        stored = np.rint(v32 / scale[..., None]).astype(np.int8)
+        v_ref = stored.astype(np.float32) * scale[..., None]
+        extra = (scale,)
+    else:
+        stored = v_ref = v32
+    for length in (0, 1, 31, 32, 33, 70):
+        out = np.full((hq, d), np.nan, np.float32)
+        lib.nomad_attend(q, books, codes, stored, *extra, length, out)
+        if length == 0:
+            assert np.all(out == 0)
+            continue
+        want = nomad_reference(q, books, codes_tk, v_ref, length, 1 / np.sqrt(d))
+        assert np.allclose(out, want, rtol=1e-3, atol=1e-4), (length, np.abs(out - want).max())
+
+
+def test_nomad_spec_rejects_unknown_value_type():
+    with pytest.raises(ValueError, match="values must be one of"):
+        nomad_spec(4, 2, 64, 1, "avx2", values="bf16")
+
+
 def test_build_is_cached(cache, monkeypatch):
     spec = nomad_spec(4, 1, 64, 2, "scalar")
     first = qattn.build(spec)

@@ -97,3 +97,28 @@ def test_nomad_scheme_through_compiled_kernels(model, tmp_path, monkeypatch):
               for i, (k, w) in enumerate(zip(keys, weights))}
     score = float(np.exp(model.nll(cal[:128], NomadKV(scored, 1, 9)).mean()))
     assert score < plain and score / dense < 1.02, (dense, plain, score)
+
+
+def test_nomad_value_precisions_and_top1(model, tmp_path, monkeypatch):
+    """NoMAD with f16 and i8 (per-(token, head)) value caches: next to f32 values, not bit-equal
+    for i8; nll_top1's negative log-likelihoods are model.nll's, its top-1 ids the logits' argmax."""
+    from qattn.lm.perplexity import nll_top1
+    monkeypatch.setenv("QATTN_CACHE_DIR", str(tmp_path))
+    ids = model.tokenizer.encode(corpus()["calibration"])
+    (win,) = windows(ids, 96, 1)
+    keys = []
+    model.forward(win, record_keys=keys)
+    books = {i: nomad.train_codebooks(k, dsub=1, centroids=16, iters=4, seed=0)
+             for i, k in enumerate(keys)}
+    nll = {}
+    for vt in ("f32", "f16", "i8"):
+        att = NomadKV(books, 1, 9, values=vt)
+        assert att.name == "NoMAD dsub 1" + ("" if vt == "f32" else f" + {vt} V")
+        nll[vt], top = nll_top1(model, win, att)
+        if vt == "f32":
+            np.testing.assert_allclose(nll[vt], model.nll(win, att), rtol=1e-6)
+            logits = model.forward(win, att)
+            assert np.array_equal(top, logits[:-1].argmax(axis=-1))
+    assert abs(nll["f16"].mean() - nll["f32"].mean()) < 0.01
+    assert abs(nll["i8"].mean() - nll["f32"].mean()) < 0.05 and not np.array_equal(nll["i8"],
+                                                                                   nll["f32"])

@@ -7,8 +7,13 @@ same run) and writes:
   perplexity-gemma3-270m.png    Gemma 3 270M
   perplexity-tables.md          every scheme of those runs as Markdown tables
 """
-import json
 import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+if str(ROOT / "python") not in sys.path:  # qattn from the source tree when not installed
+    sys.path.insert(0, str(ROOT / "python"))
+from qattn.lm.perplexity import load  # noqa: E402
 
 MODELS = {
     "smollm2": ("SmolLM2-135M (2026-11-23)", ["2026-11-23-perplexity-smollm2.json",
@@ -20,7 +25,7 @@ MODELS = {
 
 def merged(results: pathlib.Path, files):
     """The schemes of several runs of one model, each once, in run order (dense from the first)."""
-    runs = [json.loads((results / f).read_text()) for f in files]
+    runs = [load(results / f) for f in files]
     seen, rows = set(), []
     for run in runs:
         for r in run["results"]:

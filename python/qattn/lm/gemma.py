@@ -23,7 +23,6 @@ from typing import List, Optional
 import numpy as np
 
 from .model import Attention, LlamaModel, dense_attention, gguf_weights, open_gguf
-from .tokenizer import SPMTokenizer
 
 
 def gemma3_270m_path() -> str:
@@ -88,6 +87,8 @@ class Gemma3Model(LlamaModel):
             context=int(field("gemma3.context_length")))
         if field("tokenizer.ggml.model") != "llama":
             raise ValueError(f"{path}: only SentencePiece (llama) tokenizers are supported")
+        from .tokenizer import SPMTokenizer  # needs `regex` (the lm extra)
+
         tok = SPMTokenizer(field("tokenizer.ggml.tokens"), field("tokenizer.ggml.scores"),
                            field("tokenizer.ggml.token_type"),
                            int(field("tokenizer.ggml.bos_token_id", -1)),

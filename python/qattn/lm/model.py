@@ -19,11 +19,12 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import dataclass
-from typing import Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 import numpy as np
 
-from .tokenizer import BPETokenizer
+if TYPE_CHECKING:  # imported where a GGUF is read: the tokenizer needs `regex` (the lm extra)
+    from .tokenizer import BPETokenizer
 
 Attention = Callable[..., np.ndarray]  # (layer, q, k, v[, window=W]) -> out
 
@@ -134,6 +135,8 @@ class LlamaModel:
     # ---------------------------------------------------------------------------------------
     @classmethod
     def from_gguf(cls, path: str) -> "LlamaModel":
+        from .tokenizer import BPETokenizer
+
         r, field = open_gguf(path)
         arch = field("general.architecture")
         if arch != "llama":

@@ -43,7 +43,6 @@ from .gemma import Gemma3Model, gemma3_270m_path
 from ..cpu import host_isa
 from .schemes import NomadKV, QuantizedKV
 from .progress import Progress
-from .tokenizer import SPMTokenizer
 
 
 def corpus() -> Dict[str, str]:
@@ -71,11 +70,13 @@ def windows(ids: List[int], length: int, count: int, bos: int = -1) -> List[np.n
 def text_tokens(model, text: str) -> List[int]:
     """Token ids of a text without any ``<bos>`` (``windows`` adds it per window)."""
     tok = model.tokenizer
+    from .tokenizer import SPMTokenizer
     return tok.encode(text, bos=False) if isinstance(tok, SPMTokenizer) else tok.encode(text)
 
 
 def window_bos(model) -> int:
     """The ``<bos>`` id each window starts with: SentencePiece (Gemma) models, not SmolLM2."""
+    from .tokenizer import SPMTokenizer
     return model.tokenizer.bos_id if isinstance(model.tokenizer, SPMTokenizer) else -1
 
 
@@ -106,12 +107,39 @@ def llama_cpp_ppl(path: str, wins: List[np.ndarray]):
     return float(np.exp(np.concatenate(nll).mean()))
 
 
+def load(path) -> dict:
+    """One result file of ``main`` (model, text, windows, and per scheme its perplexity, the
+    change against dense f32 and, where measured, the top-1 agreement with dense), checked."""
+    with open(path) as f:
+        info = json.load(f)
+    if not isinstance(info, dict) or not isinstance(info.get("results"), list) or any(
+            not {"scheme", "ppl", "delta_pct"} <= set(r) for r in info["results"]):
+        raise ValueError(f"{path}: not a qattn.lm.perplexity result file (model, results with "
+                         "scheme, ppl and delta_pct)")
+    return info
+
+
+def nll_top1(model, tokens, attention):
+    """(negative log-likelihood of tokens[1:] in nats, float64; the top-1 next-token id of every
+    position but the last) of one window under ``attention``: one forward pass for both."""
+    h = model.forward(tokens, attention, hidden=True)
+    tokens = np.asarray(tokens)
+    nll, top = [], []
+    for a in range(0, len(tokens) - 1, 256):  # logits in row blocks: a 262k vocabulary is large
+        b = min(a + 256, len(tokens) - 1)
+        logits = (h[a:b] @ model.w["output.weight"].T).astype(np.float64)
+        top.append(logits.argmax(axis=-1))
+        logits -= logits.max(axis=-1, keepdims=True)
+        logp = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+        nll.append(-logp[np.arange(b - a), tokens[a + 1:b + 1]])
+    return np.concatenate(nll), np.concatenate(top)
+
+
 def replot(paths, out: str) -> None:
     """One chart (and Markdown table) from several result files of the same model and text."""
     results, title = [], ""
     for p in paths:
-        with open(p) as f:
-            info = json.load(f)
+        info = load(p)
         title = info["model"]
         results += [r for r in info["results"] if r["scheme"] not in {x["scheme"] for x in results}]
     plot(results, out, title)
@@ -161,6 +189,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="NoMAD codebook training, comma-separated: 'kmeans' (plain k-means, the "
                          "paper's) and/or 'score' (score-aware: k-means weighted by "
                          "qattn.nomad.score_weights)")
+    ap.add_argument("--nomad-values", default="f32",
+                    help="NoMAD value-cache precisions, comma-separated: f32, f16, i8 (per "
+                         "(token, head) scales)")
     ap.add_argument("--results", default="results.json", help="result file name inside --out")
     ap.add_argument("--reuse-codebooks", action="store_true",
                     help="load codebooks_dsub<d>.npz from --out when present instead of training")
@@ -250,8 +281,9 @@ def main(argv=None) -> int:
                                  meta={"model": model.name, "tokens": int(keys[0].shape[0]),
                                        "training": training})
         print(f"codebooks dsub {d} ({training}): {time.time() - t0:.0f} s", flush=True)
-        for sinks in (0, 1):
-            att = NomadKV(books, d, cfg.heads, isa=isa, dense_sinks=sinks)
+        for sinks, vt in [(n, x.strip()) for n in (0, 1) for x in args.nomad_values.split(",")
+                          if x.strip()]:
+            att = NomadKV(books, d, cfg.heads, isa=isa, dense_sinks=sinks, values=vt)
             tags = [f"{cents} centroids"] if cents != 16 else []
             tags += ["score-aware codebooks"] if training == "score" else []
             tags += [f"{args.kmeans_restarts} k-means restarts"] if args.kmeans_restarts > 1 else []
@@ -261,18 +293,22 @@ def main(argv=None) -> int:
         schemes = [s for s in schemes if s[0] in wanted or s[0] == "dense f32"]
 
     results = []
-    dense_ppl = None
+    dense_ppl, dense_top = None, None
     prog = Progress("evaluation", len(schemes) * len(ev))  # windows of every scheme
     for name, att in schemes:
         t0 = time.time()
-        nlls = []
+        nlls, tops = [], []
         for w in ev:
-            nlls.append(model.nll(w, attention=att))
+            n, top = nll_top1(model, w, att)
+            nlls.append(n)
+            tops.append(top)
             prog.step(what=name)
-        nll = np.concatenate(nlls)
+        nll, top = np.concatenate(nlls), np.concatenate(tops)
         ppl = float(np.exp(nll.mean()))
         dense_ppl = dense_ppl or ppl
+        dense_top = top if dense_top is None else dense_top
         row = {"scheme": name, "ppl": ppl, "delta_pct": 100.0 * (ppl / dense_ppl - 1.0),
+               "top1_agreement": float((top == dense_top).mean()),
                "tokens": int(nll.size), "seconds": round(time.time() - t0, 1)}
         results.append(row)
         print(json.dumps(row), flush=True)

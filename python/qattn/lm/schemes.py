@@ -7,8 +7,8 @@
   of the GPU decode kernels (scale · code in float, f32 accumulation) run on the CPU in NumPy.
 - ``NomadKV(codebooks, dsub)`` — NoMAD-Attention through kernels compiled by attn-opt: each layer's
   keys are encoded into the 4-bit code cache by ``attn.pq.encode``, and every query position runs
-  ``attn.pq.attention`` (u8 lookup tables, u16 accumulation, softmax, P·V over float32 values) over
-  the keys before it — the compiled object, called through ``qattn.build``.
+  ``attn.pq.attention`` (u8 lookup tables, u16 accumulation, softmax, P·V over f32, f16 or i8
+  values) over the keys before it — the compiled object, called through ``qattn.build``.
 """
 
 from __future__ import annotations
@@ -52,7 +52,8 @@ class NomadKV:
     """
 
     def __init__(self, codebooks: Dict[int, np.ndarray], dsub: int, q_heads: int,
-                 isa: Optional[str] = None, attn_opt=None, dense_sinks: int = 0):
+                 isa: Optional[str] = None, attn_opt=None, dense_sinks: int = 0,
+                 values: str = "f32"):
         self.codebooks = {i: np.ascontiguousarray(b, np.float32) for i, b in codebooks.items()}
         self.dense_sinks = int(dense_sinks)
         self.dsub = dsub
@@ -61,13 +62,15 @@ class NomadKV:
         self.head_dim = self.subq * dsub
         self.q_heads = q_heads
         self.isa = isa or host_isa()
+        self.values = values  # the value cache's precision: f32, f16, or i8 per (token, head)
         self.lib = build(nomad_spec(q_heads, self.kv_heads, self.head_dim, dsub, self.isa,
-                                    self.centroids), attn_opt=attn_opt)
+                                    self.centroids, values=values), attn_opt=attn_opt)
 
     @property
     def name(self) -> str:
         sinks = f" + {self.dense_sinks} dense sink" if self.dense_sinks else ""
-        return f"NoMAD dsub {self.dsub}{sinks}"
+        vals = "" if self.values == "f32" else f" + {self.values} V"
+        return f"NoMAD dsub {self.dsub}{sinks}{vals}"
 
     def encode(self, layer: int, k: np.ndarray) -> np.ndarray:
         """The code cache [H, NB, S, R] of keys k [T, H, D], written by the compiled encoder."""
@@ -79,16 +82,20 @@ class NomadKV:
         return codes
 
     def __call__(self, layer: int, q, k, v, window: Optional[int] = None):
+        from .decode import store_values
         codes = self.encode(layer, k)
         q = np.ascontiguousarray(q, np.float32)
         v = np.ascontiguousarray(v, np.float32)
+        stored, scale = store_values(v, self.values)
         out = np.empty_like(q)
         books = self.codebooks[layer]
-        if self.dense_sinks or window is not None:
-            return self._scored(q, k, v, codes, books, window)
+        if self.dense_sinks or window is not None:  # NumPy P·V over the stored values
+            deq = stored.astype(np.float32) * (1 if scale is None else scale[..., None])
+            return self._scored(q, k, deq, codes, books, window)
         attend = self.lib.nomad_attend
+        extra = () if scale is None else (scale,)
         for i in range(q.shape[0]):  # causal: position i reads keys 0..i
-            attend(q[i], books, codes, v, i + 1, out[i])
+            attend(q[i], books, codes, stored, *extra, i + 1, out[i])
         return out
 
     def _scored(self, q, k, v, codes, books, window):
