@@ -77,13 +77,11 @@ static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
 /// that schedule (tile_n 64, two stages, one producer warpgroup of 56 registers and one consumer
 /// of 200), which launchers take when one split's CTAs exceed the SMs. Both kernels then load
 /// tiles as 64-row TMA boxes, so they share the tensor maps.
-static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape shape) {
+static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s) {
   if (p.prefill || p.batch >= 0 || s.getCtasPerSm() != 0 || p.tileN % 64)
     return;
-  shape.int8QK = p.qI8 && p.kv == KVType::I8;
-  shape.queryTiles = 1;
   GPUInfo gpu;
-  if (selectCtasPerSm(shape, std::numeric_limits<int64_t>::max(), gpu) != 2)
+  if (selectCtasPerSm(p.sharedMemoryShape(), std::numeric_limits<int64_t>::max(), gpu) != 2)
     return;
   DecodePlan w = p;
   w.wideBatch = true;
@@ -93,8 +91,7 @@ static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape 
   w.producerWGs = w.consumerWGs = 1;
   w.producerRegs = TwoCtaSchedule::producerRegs;
   w.consumerRegs = TwoCtaSchedule::consumerRegs;
-  if (w.smemBytes() != decodeSharedBytes(shape, w.tileN, w.stages) ||
-      2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
+  if (2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
     return;
   p.tmaBoxRows = w.tileN;
   p.wide = std::make_shared<const DecodePlan>(std::move(w));
@@ -412,26 +409,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << (4 + p.headDim / 2) * 512 << " bytes of pipeline buffers";
     return failure();
   }
-  // The heuristic's formula and the generator's layout must agree.
-  AttentionShape shape;
-  shape.headDim = p.headDim;
-  shape.kvElemBytes = p.kvElemBytes();
-  shape.int8QK = p.qI8;
-  shape.fp8 = p.fp8;
-  shape.fullInt8 = p.fullI8;
-  shape.zeroPoints = p.zeroPoints;
-  shape.queryTiles = p.qTiles();
   if (p.persistent) { // a second set of query tiles for the next work item, when it fits
-    AttentionShape two = shape;
-    two.queryBuffers = 2;
-    if (decodeSharedBytes(two, p.tileN, p.stages, p.kDirect()) <= kMaxSharedBytesSm90) {
+    DecodePlan two = p;
+    two.qBuffers = 2;
+    if (two.smemBytes() <= kMaxSharedBytesSm90)
       p.qBuffers = 2;
-      shape = two;
-    }
-  }
-  if (p.smemBytes() != decodeSharedBytes(shape, p.tileN, p.stages, p.kDirect())) {
-    op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
-    return failure();
   }
   if (p.ctasPerSm > 1 && p.ctasPerSm * (p.smemBytes() + 1024) > kSharedBytesPerSmSm90) {
     c.fail() << "ctas_per_sm " << p.ctasPerSm << " with " << p.smemBytes()
@@ -446,7 +428,7 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << "); an sm_90a CTA has " << kMaxSharedBytesSm90 << ": lower tile_n or stages";
     return failure();
   }
-  addWideBatchCompanion(p, s, shape);
+  addWideBatchCompanion(p, s);
   return p;
 }
 

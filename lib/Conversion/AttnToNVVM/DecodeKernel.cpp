@@ -27,40 +27,6 @@ using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using P = LLVM::ICmpPredicate;
 
-static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-DecodePlan::Smem DecodePlan::smem() const {
-  Smem m;
-  int64_t off = 0;
-  m.q = off;
-  off += qBuffers * qTiles() * qTileBytes();
-  m.stage = off;
-  m.stageStride = alignUp(2 * stageTileBytes(), 1024);
-  m.stageV = stageTileBytes();
-  off += stages * m.stageStride;
-  m.conv = off;
-  m.scales = off;
-  m.nConv = convBufs();
-  if (m.nConv) { // conversion buffers (K unless read from the stage, then bf16 V) and scales
-    m.convV = kDirect() ? 0 : tileN * qkRowBytes(); // 8-bit Q·Kᵀ: K in 8 bits
-    m.convStride = m.convV + tileN * headDim * (pv8() ? 1 : 2); // V: bf16, or 8-bit Vᵀ
-    off += m.nConv * m.convStride;
-    m.scales = off;
-    m.scaleStride = 2 * tileN * 4;
-    off += m.nConv * m.scaleStride;
-  }
-  m.zeros = off; // K then V: per key, the magic constant whose subtraction gives k̂ − z
-  if (zeroPoints)
-    off += 2 * tileN * 4;
-  m.qScales = off; // parkQScales: two floats per consumer thread
-  if (parkQScales())
-    off += consumerWGs * 128 * 8;
-  m.bars = off;
-  off += 8 * (stages + 2 * m.nConv + (directKV() || kDirect() ? stages : 0) + (directKV() ? 1 : 0));
-  m.total = alignUp(off, 128);
-  return m;
-}
-
 //===----------------------------------------------------------------------===//
 // The kernel
 //===----------------------------------------------------------------------===//

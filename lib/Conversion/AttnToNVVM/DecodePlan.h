@@ -10,6 +10,7 @@
 #define ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -197,27 +198,27 @@ struct DecodePlan {
     return (ctaTokens() * pack * (headDim + 2) + 3) / 4 * 4; // rows() · (D + 2) for decode
   }
 
-  // Shared memory map (offsets from a 1024-aligned base).
-  struct Smem {
-    // Rings: buffer i of a ring starts at base + i · stride; V follows K at +stageV / +convV.
-    int64_t q = 0, stage = 0, stageStride = 0, stageV = 0, conv = 0, convStride = 0, convV = 0,
-            scales = 0, scaleStride = 0, zeros = 0, qScales = 0, bars = 0, total = 0;
-    int64_t nConv = 0; // convBufs()
-    // Offsets of the mbarriers inside `bars`: full per stage, full and empty per conversion
-    // buffer, then (directKV, kDirect) empty per stage — the consumers release what they read
-    // from a stage — and (directKV) `tail`, on which the partial tile's loads complete (the
-    // producer zeroes its V rows past the end, then arrives on full).
-    int64_t fullStage(int64_t s) const { return bars + 8 * s; }
-    int64_t fullConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + b); }
-    int64_t emptyConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + nConv + b); }
-    int64_t emptyStage(int64_t s, int64_t stages) const {
-      return bars + 8 * (stages + 2 * nConv + s);
-    }
-    int64_t tail(int64_t stages) const { return bars + 8 * (2 * stages + 2 * nConv); }
-  };
-  Smem smem() const;
+  /// What the shared-memory layout depends on, as the schedule heuristic sees it.
+  AttentionShape sharedMemoryShape() const {
+    AttentionShape s;
+    s.headDim = headDim;
+    s.kvElemBytes = kvElemBytes();
+    s.int8QK = qI8 && kv == KVType::I8;
+    s.fp8 = fp8;
+    s.fullInt8 = fullI8;
+    s.zeroPoints = zeroPoints;
+    s.queryTiles = qTiles();
+    s.queryBuffers = qBuffers;
+    return s;
+  }
+  /// The shared memory map (offsets from a 1024-aligned base): the layout attn-select-schedule's
+  /// fit checks compute too (ForwardSharedMemory.h).
+  using Smem = ForwardSharedLayout;
+  Smem smem() const {
+    return layoutForwardSharedMemory(sharedMemoryShape(), tileN, stages, kDirect());
+  }
   /// Dynamic shared memory to request: the map plus 1 KiB to align the base.
-  int64_t smemBytes() const { return smem().total + 1024; }
+  int64_t smemBytes() const { return smem().bytes(); }
   /// Bytes of one K (or V) tile in a pipeline stage.
   int64_t stageTileBytes() const { return tileN * headDim * kvElemBytes(); }
 };

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
 
 #include "mlir/IR/Builders.h"
@@ -180,7 +181,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
                   (shape.int8QK && !shape.pv8() && tileScaled(op.getVQuantAttr()));
       // (With the overlap int8 queries read K from the stages: directK.)
       bool threeFit =
-          decodeSharedBytes(shape, f.tileN, 3, /*directK=*/shape.int8QK) <= kMaxSharedBytesSm90;
+          layoutForwardSharedMemory(shape, f.tileN, 3, /*kDirect=*/shape.int8QK).bytes() <=
+          kMaxSharedBytesSm90;
       // A spec's own choice stands.
       bool overlap = f.intraWgOverlap ? f.intraWgOverlap.getValue()
                                       : !threeConsumers && bf16 && threeFit &&
@@ -245,7 +247,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // 4096, −3.5 to +0.1% causal from 8192 (where the rule above keeps one CTA per item).
       bool fp8Matrices = shape.fp8 && shape.headDim == 128 && kvTileScaled;
       if (fp8Matrices && threeConsumers && f.persistent.getValue() && !specStages &&
-          decodeSharedBytes(oneToken, f.tileN, 3) <= kMaxSharedBytesSm90)
+          layoutForwardSharedMemory(oneToken, f.tileN, 3).bytes() <= kMaxSharedBytesSm90)
         f.stages = 3;
     }
     // The spec's fields and the defaults together may not fit (e.g. ctas_per_sm 3 with the
