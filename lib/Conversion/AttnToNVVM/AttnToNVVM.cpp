@@ -137,9 +137,9 @@ static LogicalResult checkLaunchLimits(Operation *op) {
   return success();
 }
 
-/// Bytes of the split-KV workspace a batch needs (one sequence of a dynamic batch) (split partials of every packed row),
-/// checked against a bound no launch of these kernels comes near; and splits beyond the key
-/// tiles of a static kv_len, which would get no keys.
+/// Bytes of the split-KV workspace a batch needs (one sequence of a dynamic batch: split
+/// partials of every packed row), checked against a bound no launch of these kernels comes
+/// near; and splits beyond the key tiles of a static kv_len, which would get no keys.
 static void checkSplits(Checker &c, const DecodePlan &p) {
   if (p.prefill || p.splitKv < 1)
     return;
@@ -157,29 +157,10 @@ static void checkSplits(Checker &c, const DecodePlan &p) {
              << ", " << p.groups() << " head groups)";
 }
 
-static FailureOr<DecodePlan> planDecode(AttentionOp op) {
-  Checker c{op};
-  DecodePlan p;
-  p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
-  auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType(),
-       oT = op.getOut().getType();
-  p.prefill = op.getKind() == AttentionKind::prefill;
-  bool prefill = op.getKind() == AttentionKind::prefill;
-  for (int64_t d : {1, 2, 3})
-    if (((d > 1 || !prefill) && (qT.isDynamicDim(d) || oT.isDynamicDim(d))) ||
-        (d > 1 && kT.isDynamicDim(d)))
-      c.fail() << (prefill ? "a dynamic head count or head_dim (batch, the query length and the "
-                             "K/V length may be dynamic)"
-                           : "a dynamic query length, head count or head_dim (only batch and the "
-                             "K/V length may be dynamic)");
-  if (!c.ok)
-    return failure();
-  p.batch = qT.isDynamicDim(0) ? -1 : qT.getDimSize(0);
-  p.qLen = qT.isDynamicDim(1) ? -1 : qT.getDimSize(1); // -1: prefill, a kernel parameter
-  p.qHeads = qT.getDimSize(2);
-  p.kvHeads = kT.getDimSize(2);
-  p.headDim = qT.getDimSize(3);
-  p.kvLen = kT.isDynamicDim(1) ? -1 : kT.getDimSize(1);
+/// The queries' and the output's element types, head_dim and (decode) q_len.
+static void planQueryAndOutput(Checker &c, AttentionOp op, DecodePlan &p) {
+  auto qT = op.getQ().getType(), vT = op.getV().getType(), oT = op.getOut().getType();
+  auto kT = op.getK().getType();
   if (qT.getElementType().isSignlessInteger(8)) {
     // half_int8 with int8 queries: Q·Kᵀ on int8 tensor cores, S scaled by s_q · s_k.
     p.qI8 = true;
@@ -213,6 +194,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "a value head_dim different from the key head_dim";
   if (!p.prefill && p.qLen > 8)
     c.fail() << "q_len " << p.qLen << " (decode kernels take 1 to 8 new tokens)";
+}
+
+/// The K/V cache's element type and zero points, and the arithmetic mode.
+static void planCacheAndMode(Checker &c, AttentionOp op, DecodePlan &p) {
+  auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType();
   Type kE = kT.getElementType();
   p.zeroPoints = op.getKZero() || op.getVZero();
   if (p.zeroPoints) {
@@ -266,6 +252,10 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
       c.fail() << "mode half_int8 for prefill with " << qT.getElementType()
                << " queries (Q·Kᵀ on s8 WGMMA needs int8 queries with per_token_head scales)";
   }
+}
+
+/// The granularities of the K/V scales (and, fp8, of the query scales).
+static void planScales(Checker &c, AttentionOp op, DecodePlan &p) {
   if (p.hasScales()) {
     for (QuantAttr qa : {op.getKQuantAttr(), op.getVQuantAttr()}) {
       if (!qa) {
@@ -296,24 +286,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   }
   if (p.fp8)
     checkFp8Prefill(c, op, p);
-  p.causal = op.getCausal();
-  p.alibi = static_cast<bool>(op.getAlibi());
-  p.hadamard = op.getHadamard();
-  p.seqLens = static_cast<bool>(op.getSeqLens());
-  p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()
-                                            : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+}
 
-  ScheduleAttr s = op.getScheduleAttr();
-  if (!s || !s.getPackQHeads() || !s.getTileN() || !s.getStages() || !s.getSplitKv() ||
-      !s.getRoles()) {
-    c.fail() << "an incomplete schedule: run attn-select-schedule first";
-    return failure();
-  }
-  p.pack = s.getPackQHeads();
-  p.tileN = s.getTileN();
-  p.stages = s.getStages();
-  p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
-  p.ctasPerSm = s.getCtasPerSm() ? s.getCtasPerSm() : 1;
+/// The warp roles: warpgroups per role, and register budgets within what the threads enter
+/// with.
+static void planWarpRoles(Checker &c, ScheduleAttr s, DecodePlan &p) {
   WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
   if (s.getRoleList(RoleKind::consumer).size() > 1)
     c.fail() << "one register budget per consumer warpgroup (decode and prefill consumers take "
@@ -341,6 +318,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
                << (p.ctasPerSm > 1 ? " (with ctas_per_sm " + std::to_string(p.ctasPerSm) + ")"
                                    : std::string());
   }
+}
+
+/// The schedule's flags (overlap, pingpong, persistent grid), query chunks, tile_n, stages and
+/// packing, each checked against what the generators build.
+static void planScheduleFields(Checker &c, ScheduleAttr s, DecodePlan &p) {
   p.overlap = s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue();
   p.pingpong = s.getPingpong() && s.getPingpong().getValue();
   if (p.pingpong && !(p.prefill && p.overlap))
@@ -398,16 +380,17 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   if (p.groupSize() % p.pack != 0 || p.rows() > 64)
     c.fail() << "pack_q_heads " << p.pack << " (a divisor of " << p.groupSize()
              << " with pack · q_len ≤ 64)";
-  if (c.ok)
-    checkSplits(c, p);
-  if (!c.ok)
-    return failure();
+}
+
+/// Shared memory: the two decode consumers' merge space, a second set of query tiles for a
+/// persistent grid where it fits, and the CTA's and the SM's limits.
+static void planSharedMemory(Checker &c, DecodePlan &p) {
   // Two consumer warpgroups merge through the idle pipeline buffers.
   DecodePlan::Smem sm = p.smem();
   if (!p.prefill && p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage) {
     c.fail() << "two consumer warpgroups with this tile: their merge needs "
              << (4 + p.headDim / 2) * 512 << " bytes of pipeline buffers";
-    return failure();
+    return;
   }
   if (p.persistent) { // a second set of query tiles for the next work item, when it fits
     DecodePlan two = p;
@@ -420,14 +403,68 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
              << " bytes of shared memory per CTA (tile_n " << p.tileN << ", stages " << p.stages
              << "): an SM has " << kSharedBytesPerSmSm90
              << " (and reserves 1024 per CTA); lower tile_n, stages or ctas_per_sm";
-    return failure();
+    return;
   }
   if (p.smemBytes() > kMaxSharedBytesSm90) {
     c.fail() << "this schedule needs " << p.smemBytes() << " bytes of shared memory (head_dim "
              << p.headDim << ", tile_n " << p.tileN << ", stages " << p.stages
              << "); an sm_90a CTA has " << kMaxSharedBytesSm90 << ": lower tile_n or stages";
+    return;
+  }
+}
+
+static FailureOr<DecodePlan> planDecode(AttentionOp op) {
+  Checker c{op};
+  DecodePlan p;
+  p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
+  auto qT = op.getQ().getType(), kT = op.getK().getType(), oT = op.getOut().getType();
+  p.prefill = op.getKind() == AttentionKind::prefill;
+  bool prefill = op.getKind() == AttentionKind::prefill;
+  for (int64_t d : {1, 2, 3})
+    if (((d > 1 || !prefill) && (qT.isDynamicDim(d) || oT.isDynamicDim(d))) ||
+        (d > 1 && kT.isDynamicDim(d)))
+      c.fail() << (prefill ? "a dynamic head count or head_dim (batch, the query length and the "
+                             "K/V length may be dynamic)"
+                           : "a dynamic query length, head count or head_dim (only batch and the "
+                             "K/V length may be dynamic)");
+  if (!c.ok)
+    return failure();
+  p.batch = qT.isDynamicDim(0) ? -1 : qT.getDimSize(0);
+  p.qLen = qT.isDynamicDim(1) ? -1 : qT.getDimSize(1); // -1: prefill, a kernel parameter
+  p.qHeads = qT.getDimSize(2);
+  p.kvHeads = kT.getDimSize(2);
+  p.headDim = qT.getDimSize(3);
+  p.kvLen = kT.isDynamicDim(1) ? -1 : kT.getDimSize(1);
+  planQueryAndOutput(c, op, p);
+  planCacheAndMode(c, op, p);
+  planScales(c, op, p);
+  p.causal = op.getCausal();
+  p.alibi = static_cast<bool>(op.getAlibi());
+  p.hadamard = op.getHadamard();
+  p.seqLens = static_cast<bool>(op.getSeqLens());
+  p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()
+                                            : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s || !s.getPackQHeads() || !s.getTileN() || !s.getStages() || !s.getSplitKv() ||
+      !s.getRoles()) {
+    c.fail() << "an incomplete schedule: run attn-select-schedule first";
     return failure();
   }
+  p.pack = s.getPackQHeads();
+  p.tileN = s.getTileN();
+  p.stages = s.getStages();
+  p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
+  p.ctasPerSm = s.getCtasPerSm() ? s.getCtasPerSm() : 1;
+  planWarpRoles(c, s, p);
+  planScheduleFields(c, s, p);
+  if (c.ok)
+    checkSplits(c, p);
+  if (!c.ok)
+    return failure();
+  planSharedMemory(c, p);
+  if (!c.ok)
+    return failure();
   addWideBatchCompanion(p, s);
   return p;
 }

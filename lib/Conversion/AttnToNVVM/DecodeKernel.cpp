@@ -165,8 +165,10 @@ static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
   setupWorkIds(k, c, chunk, grp, b);
 }
 
-void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                         const DecodePlan &p) {
+/// Declares the kernel: its parameters (the K and V tensor maps by value as grid constants,
+/// the buffers, the extents, q_len for a dynamic prefill) and launch bounds.
+static LLVM::LLVMFuncOp declareForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                             const DecodePlan &p) {
   ensureSharedSymbol(b, loc, module);
   MLIRContext *ctx = b.getContext();
   Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
@@ -186,12 +188,12 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   }
   for (unsigned a = 2; a < 9; ++a)
     fn.setArgAttr(a, "llvm.noalias", UnitAttr::get(ctx));
+  return fn;
+}
 
-  OpBuilder::InsertionGuard g(b);
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  KernelBuilder k(b, loc);
-  Ctx c{p, p.smem()};
+/// The kernel's parameters as the Ctx names them.
+static void bindArguments(Ctx &c, LLVM::LLVMFuncOp fn) {
+  const DecodePlan &p = c.p;
   c.kMap = fn.getArgument(0);
   c.vMap = fn.getArgument(1);
   c.q = fn.getArgument(2);
@@ -209,6 +211,105 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   c.vZero = fn.getArgument(14);
   if (p.qLen < 0)
     c.qLenArg = fn.getArgument(15);
+}
+
+/// Thread 0: the mbarriers of the stages and conversion buffers with their arrival counts.
+static void initBarriers(KernelBuilder &k, Ctx &c) {
+  const DecodePlan &p = c.p;
+  for (int64_t s = 0; s < p.stages; ++s)
+    k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
+  // Decode: the one consumer that took the tile releases it; prefill: all of them.
+  int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
+  for (int64_t bf = 0; bf < p.convBufs(); ++bf) {
+    k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
+    k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), releases);
+  }
+  if (p.directKV() || p.kDirect())
+    for (int64_t s = 0; s < p.stages; ++s)
+      k.mbarrierInit(sptr(k, c, c.sm.emptyStage(s, p.stages)), releases);
+  if (p.directKV())
+    k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
+}
+
+/// Persistent grid: every warpgroup walks the CTA's work items (item = ctaid.x + n · nctaid.x)
+/// in the same order; the rings continue across items (tileBase), so the producer runs ahead
+/// into the next item while the consumers finish the last one. Carried: the tiles streamed so
+/// far and (`tail`, bf16 producer) the partial tiles' parity.
+static void forEachWorkItem(KernelBuilder &k, Ctx &c, bool tail,
+                            llvm::function_ref<void(Value item, Value total)> body) {
+  const DecodePlan &p = c.p;
+  Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
+  SmallVector<Value> init = {k.i32(0)};
+  if (tail)
+    init.push_back(k.i32(0));
+  k.forLoop(k.ctaidX(), total, k.nctaidX(), init, [&](Value item, ValueRange st) {
+    setupWorkItemIds(k, c, item);
+    setupWorkTiles(k, c);
+    c.tileBase = st[0];
+    c.tailParity = tail ? st[1] : Value();
+    body(item, total);
+    SmallVector<Value> next = {k.add(st[0], c.numTiles)};
+    if (tail) { // the item's last tile is partial when it runs past the length
+      Value partial = k.band(k.cmp(P::sgt, c.numTiles, k.i32(0)),
+                             k.cmp(P::sgt, k.mul(k.add(c.tile0, c.numTiles), p.tileN), c.len));
+      next.push_back(k.bxor(st[1], k.select(partial, k.i32(1), k.i32(0))));
+    }
+    return next;
+  });
+}
+
+/// A consumer warpgroup's work item on the persistent grid: its query tile (one set, reloaded
+/// once the previous item's WGMMAs are past; or two, the next item's copied during this one),
+/// then the consumers' attention.
+static void buildPersistentConsumerItem(KernelBuilder &k, Ctx &c, Value item, Value total) {
+  const DecodePlan &p = c.p;
+  Value wg = k.warpUniform(k.lshr(k.add(c.tid, -p.producerThreads()), 7));
+  Value ct = k.band(c.tid, 127), bar = k.add(wg, 6);
+  if (p.qBuffers == 1) {
+    // This warpgroup's query tile: the previous item's WGMMAs read it until every
+    // warp of the warpgroup is past them.
+    k.barrierSync(bar, 128);
+    loadQueryTile(k, c, wg, ct);
+    k.fenceProxyAsyncShared();
+    k.barrierSync(bar, 128);
+    buildConsumer(k, c);
+    return;
+  }
+  // Two sets of query tiles: the CTA's n-th item reads set n mod 2, which the
+  // consumers filled (cp.async) during item n − 1 — the first item's, here.
+  int64_t setBytes = p.qTiles() * p.qTileBytes();
+  Value n = k.udiv(k.sub(item, k.ctaidX()), k.nctaidX());
+  Value set = k.band(n, 1);
+  k.ifThen(k.cmp(P::eq, n, 0), [&] {
+    loadQueryTile(k, c, wg, ct, /*async=*/true, k.i32(0));
+    k.cpAsyncCommit();
+  });
+  k.cpAsyncWaitAll();
+  k.fenceProxyAsyncShared();
+  // Every warp's copies have landed; and every warp is past the previous item's
+  // WGMMAs, which read the other set.
+  k.barrierSync(bar, 128);
+  Value next = k.add(item, k.nctaidX());
+  k.ifThen(k.cmp(P::ult, next, total), [&] {
+    Ctx nc = c;
+    setupWorkItemIds(k, nc, next);
+    loadQueryTile(k, nc, wg, ct, /*async=*/true, k.mul(k.bxor(set, k.i32(1)), setBytes));
+    k.cpAsyncCommit();
+  });
+  c.qSetOff = k.mul(set, setBytes);
+  buildConsumer(k, c);
+}
+
+void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                         const DecodePlan &p) {
+  LLVM::LLVMFuncOp fn = declareForwardKernel(b, loc, module, p);
+
+  OpBuilder::InsertionGuard g(b);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  KernelBuilder k(b, loc);
+  Ctx c{p, p.smem()};
+  bindArguments(c, fn);
 
   c.tid = k.tidX();
   if (!p.persistent)
@@ -223,19 +324,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
     setupWorkTiles(k, c);
 
   k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
-    for (int64_t s = 0; s < p.stages; ++s)
-      k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
-    // Decode: the one consumer that took the tile releases it; prefill: all of them.
-    int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
-    for (int64_t bf = 0; bf < p.convBufs(); ++bf) {
-      k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
-      k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), releases);
-    }
-    if (p.directKV() || p.kDirect())
-      for (int64_t s = 0; s < p.stages; ++s)
-        k.mbarrierInit(sptr(k, c, c.sm.emptyStage(s, p.stages)), releases);
-    if (p.directKV())
-      k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
+    initBarriers(k, c);
     k.fenceMbarrierInit();
     if (!p.persistent)
       issuePipelineFill(k, c);
@@ -245,37 +334,13 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   k.fenceProxyAsyncShared();
   k.barrier(0, 0);
 
-  // Persistent grid: every warpgroup walks the CTA's work items (item = ctaid.x + n · nctaid.x)
-  // in the same order; the rings continue across items (tileBase), so the producer runs ahead
-  // into the next item while the consumers finish the last one.
-  // Carried: the tiles streamed so far and (bf16 producer) the partial tiles' parity.
-  auto forEachItem = [&](bool tail, std::function<void(Value item, Value total)> body) {
-    Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
-    SmallVector<Value> init = {k.i32(0)};
-    if (tail)
-      init.push_back(k.i32(0));
-    k.forLoop(k.ctaidX(), total, k.nctaidX(), init, [&](Value item, ValueRange st) {
-      setupWorkItemIds(k, c, item);
-      setupWorkTiles(k, c);
-      c.tileBase = st[0];
-      c.tailParity = tail ? st[1] : Value();
-      body(item, total);
-      SmallVector<Value> next = {k.add(st[0], c.numTiles)};
-      if (tail) { // the item's last tile is partial when it runs past the length
-        Value partial = k.band(k.cmp(P::sgt, c.numTiles, k.i32(0)),
-                               k.cmp(P::sgt, k.mul(k.add(c.tile0, c.numTiles), p.tileN), c.len));
-        next.push_back(k.bxor(st[1], k.select(partial, k.i32(1), k.i32(0))));
-      }
-      return next;
-    });
-  };
   k.ifThenElse(
       k.cmp(P::ult, c.tid, p.producerThreads()), TypeRange{},
       [&] {
         NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
                                        NVVM::SetMaxRegisterAction::decrease);
         if (p.persistent)
-          forEachItem(p.directKV(), [&](Value, Value) { buildProducer(k, c); });
+          forEachWorkItem(k, c, p.directKV(), [&](Value, Value) { buildProducer(k, c); });
         else
           buildProducer(k, c);
         if (p.clusterSplits()) // the two cluster barriers of the consumers' in-cluster merge
@@ -289,42 +354,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
         NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
                                        NVVM::SetMaxRegisterAction::increase);
         if (p.persistent)
-          forEachItem(false, [&](Value item, Value total) {
-            Value wg = k.warpUniform(k.lshr(k.add(c.tid, -p.producerThreads()), 7));
-            Value ct = k.band(c.tid, 127), bar = k.add(wg, 6);
-            if (p.qBuffers == 1) {
-              // This warpgroup's query tile: the previous item's WGMMAs read it until every
-              // warp of the warpgroup is past them.
-              k.barrierSync(bar, 128);
-              loadQueryTile(k, c, wg, ct);
-              k.fenceProxyAsyncShared();
-              k.barrierSync(bar, 128);
-              buildConsumer(k, c);
-              return;
-            }
-            // Two sets of query tiles: the CTA's n-th item reads set n mod 2, which the
-            // consumers filled (cp.async) during item n − 1 — the first item's, here.
-            int64_t setBytes = p.qTiles() * p.qTileBytes();
-            Value n = k.udiv(k.sub(item, k.ctaidX()), k.nctaidX());
-            Value set = k.band(n, 1);
-            k.ifThen(k.cmp(P::eq, n, 0), [&] {
-              loadQueryTile(k, c, wg, ct, /*async=*/true, k.i32(0));
-              k.cpAsyncCommit();
-            });
-            k.cpAsyncWaitAll();
-            k.fenceProxyAsyncShared();
-            // Every warp's copies have landed; and every warp is past the previous item's
-            // WGMMAs, which read the other set.
-            k.barrierSync(bar, 128);
-            Value next = k.add(item, k.nctaidX());
-            k.ifThen(k.cmp(P::ult, next, total), [&] {
-              Ctx nc = c;
-              setupWorkItemIds(k, nc, next);
-              loadQueryTile(k, nc, wg, ct, /*async=*/true, k.mul(k.bxor(set, k.i32(1)), setBytes));
-              k.cpAsyncCommit();
-            });
-            c.qSetOff = k.mul(set, setBytes);
-            buildConsumer(k, c);
+          forEachWorkItem(k, c, false, [&](Value item, Value total) {
+            buildPersistentConsumerItem(k, c, item, total);
           });
         else
           buildConsumer(k, c);

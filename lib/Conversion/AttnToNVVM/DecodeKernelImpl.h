@@ -1,7 +1,8 @@
 //===- DecodeKernelImpl.h - what the decode kernel's parts share -*- C++ -*-===//
 //
 // What this file is: the state the producer (DecodeProducer.cpp), the consumers
-// (DecodeConsumer.cpp; their output stores DecodeStore.cpp, their merges DecodeMerge.cpp) and
+// (DecodeConsumer.cpp; their softmax DecodeSoftmax.cpp, their output stores DecodeStore.cpp,
+// their merges DecodeMerge.cpp) and
 // the kernel frame (DecodeKernel.cpp) of `<name>_decode` share — the kernel's values (Ctx),
 // shared-memory addressing and the 128-byte swizzle — and the producer's and consumers' entry
 // points. Private to this folder.
@@ -157,6 +158,24 @@ Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t b
 /// barrier, which would otherwise delay the first bytes by a DRAM round trip. (With a
 /// persistent grid the producer fills the pipeline per work item.)
 void issuePipelineFill(KernelBuilder &k, Ctx &c);
+
+/// A softmax step's result: the new row maxima, sums and correction factors, and P.
+struct SoftmaxOut {
+  Value m[2], l[2], alpha[2];
+  SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments (or N/2 floats with packP false)
+};
+
+/// Scales, masks, exponentiates one S tile and returns the new row state and the P fragments
+/// (DecodeSoftmax.cpp).
+/// With `rowF` (one factor per row: plan.rawRowMax) `acc` is unscaled: the row maximum is taken
+/// on it and scaled once, and each P is exp2(fma(S, f, −m)) — one FFMA where scaling every S
+/// first costs an FMUL and an FSUB. With `log2R` (half-int8's per_block V: see vRefStep) every
+/// P is multiplied by r = 2^log2R ≤ 1 through exp2's argument and the row sums by `invR` = 1 / r,
+/// so that l still sums the P themselves.
+SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> acc, Value scOff,
+                       Value tileStart, Value mOld[2], Value lOld[2], bool masked, bool packP,
+                       ArrayRef<Value> rowF, Value log2R, Value invR);
+
 /// The consumer warpgroups (DecodeConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);
 
