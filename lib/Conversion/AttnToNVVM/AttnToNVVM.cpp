@@ -5,7 +5,7 @@
 // MLAKernel.cpp) for sm_90a into
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
 // the generators implement (and says which part is not, on the op, otherwise), resolves the spec
-// and its schedule into a DecodePlan, builds the decode and combine kernels (DecodeKernel.cpp,
+// and its schedule into a ForwardPlan, builds the decode and combine kernels (ForwardKernel.cpp,
 // CombineKernel.cpp) and attaches the launch metadata to the decode kernel as `attn.launch`. Ops
 // that cannot become kernels (placement, names, launch limits) are refused first. The
 // host function is removed: the launcher (attn-bench, qattn) drives the kernels through the
@@ -15,7 +15,7 @@
 
 #include "attn/Conversion/Passes.h"
 
-#include "DecodePlan.h"
+#include "ForwardPlan.h"
 #include "MLAPlan.h"
 #include "QuantizePlan.h"
 
@@ -52,7 +52,7 @@ struct Checker {
 } // namespace
 
 /// fp8 prefill (plan.fp8): what the e4m3 GEMMs need beyond the element types.
-static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
+static void checkFp8Prefill(Checker &c, AttentionOp op, ForwardPlan &p) {
   QuantAttr qq = op.getQQuantAttr();
   bool qBlock =
       qq && qq.getGranularity() == Granularity::per_block && qq.getBlockCols() == p.headDim;
@@ -77,13 +77,13 @@ static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
 /// that schedule (tile_n 64, two stages, one producer warpgroup of 56 registers and one consumer
 /// of 200), which launchers take when one split's CTAs exceed the SMs. Both kernels then load
 /// tiles as 64-row TMA boxes, so they share the tensor maps.
-static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s) {
+static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
   if (p.prefill || p.batch >= 0 || s.getCtasPerSm() != 0 || p.tileN % 64)
     return;
   GPUInfo gpu;
   if (selectCtasPerSm(p.sharedMemoryShape(), std::numeric_limits<int64_t>::max(), gpu) != 2)
     return;
-  DecodePlan w = p;
+  ForwardPlan w = p;
   w.wideBatch = true;
   w.ctasPerSm = 2;
   w.tileN = w.tmaBoxRows = TwoCtaSchedule::tileN;
@@ -94,7 +94,7 @@ static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s) {
   if (2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
     return;
   p.tmaBoxRows = w.tileN;
-  p.wide = std::make_shared<const DecodePlan>(std::move(w));
+  p.wide = std::make_shared<const ForwardPlan>(std::move(w));
 }
 
 /// Launch limits of the sm_90a kernels, for the extents known at compile time (the launcher
@@ -140,7 +140,7 @@ static LogicalResult checkLaunchLimits(Operation *op) {
 /// Bytes of the split-KV workspace a batch needs (one sequence of a dynamic batch: split
 /// partials of every packed row), checked against a bound no launch of these kernels comes
 /// near; and splits beyond the key tiles of a static kv_len, which would get no keys.
-static void checkSplits(Checker &c, const DecodePlan &p) {
+static void checkSplits(Checker &c, const ForwardPlan &p) {
   if (p.prefill || p.splitKv < 1)
     return;
   if (p.kvLen > 0 && p.splitKv > (p.kvLen + p.tileN - 1) / p.tileN)
@@ -158,7 +158,7 @@ static void checkSplits(Checker &c, const DecodePlan &p) {
 }
 
 /// The queries' and the output's element types, head_dim and (decode) q_len.
-static void planQueryAndOutput(Checker &c, AttentionOp op, DecodePlan &p) {
+static void planQueryAndOutput(Checker &c, AttentionOp op, ForwardPlan &p) {
   auto qT = op.getQ().getType(), vT = op.getV().getType(), oT = op.getOut().getType();
   auto kT = op.getK().getType();
   if (qT.getElementType().isSignlessInteger(8)) {
@@ -197,7 +197,7 @@ static void planQueryAndOutput(Checker &c, AttentionOp op, DecodePlan &p) {
 }
 
 /// The K/V cache's element type and zero points, and the arithmetic mode.
-static void planCacheAndMode(Checker &c, AttentionOp op, DecodePlan &p) {
+static void planCacheAndMode(Checker &c, AttentionOp op, ForwardPlan &p) {
   auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType();
   Type kE = kT.getElementType();
   p.zeroPoints = op.getKZero() || op.getVZero();
@@ -255,7 +255,7 @@ static void planCacheAndMode(Checker &c, AttentionOp op, DecodePlan &p) {
 }
 
 /// The granularities of the K/V scales (and, fp8, of the query scales).
-static void planScales(Checker &c, AttentionOp op, DecodePlan &p) {
+static void planScales(Checker &c, AttentionOp op, ForwardPlan &p) {
   if (p.hasScales()) {
     for (QuantAttr qa : {op.getKQuantAttr(), op.getVQuantAttr()}) {
       if (!qa) {
@@ -290,7 +290,7 @@ static void planScales(Checker &c, AttentionOp op, DecodePlan &p) {
 
 /// The warp roles: warpgroups per role, and register budgets within what the threads enter
 /// with.
-static void planWarpRoles(Checker &c, ScheduleAttr s, DecodePlan &p) {
+static void planWarpRoles(Checker &c, ScheduleAttr s, ForwardPlan &p) {
   WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
   if (s.getRoleList(RoleKind::consumer).size() > 1)
     c.fail() << "one register budget per consumer warpgroup (decode and prefill consumers take "
@@ -322,7 +322,7 @@ static void planWarpRoles(Checker &c, ScheduleAttr s, DecodePlan &p) {
 
 /// The schedule's flags (overlap, pingpong, persistent grid), query chunks, tile_n, stages and
 /// packing, each checked against what the generators build.
-static void planScheduleFields(Checker &c, ScheduleAttr s, DecodePlan &p) {
+static void planScheduleFields(Checker &c, ScheduleAttr s, ForwardPlan &p) {
   p.overlap = s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue();
   p.pingpong = s.getPingpong() && s.getPingpong().getValue();
   if (p.pingpong && !(p.prefill && p.overlap))
@@ -384,16 +384,16 @@ static void planScheduleFields(Checker &c, ScheduleAttr s, DecodePlan &p) {
 
 /// Shared memory: the two decode consumers' merge space, a second set of query tiles for a
 /// persistent grid where it fits, and the CTA's and the SM's limits.
-static void planSharedMemory(Checker &c, DecodePlan &p) {
+static void planSharedMemory(Checker &c, ForwardPlan &p) {
   // Two consumer warpgroups merge through the idle pipeline buffers.
-  DecodePlan::Smem sm = p.smem();
+  ForwardPlan::Smem sm = p.smem();
   if (!p.prefill && p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage) {
     c.fail() << "two consumer warpgroups with this tile: their merge needs "
              << (4 + p.headDim / 2) * 512 << " bytes of pipeline buffers";
     return;
   }
   if (p.persistent) { // a second set of query tiles for the next work item, when it fits
-    DecodePlan two = p;
+    ForwardPlan two = p;
     two.qBuffers = 2;
     if (two.smemBytes() <= kMaxSharedBytesSm90)
       p.qBuffers = 2;
@@ -413,9 +413,9 @@ static void planSharedMemory(Checker &c, DecodePlan &p) {
   }
 }
 
-static FailureOr<DecodePlan> planDecode(AttentionOp op) {
+static FailureOr<ForwardPlan> planForward(AttentionOp op) {
   Checker c{op};
-  DecodePlan p;
+  ForwardPlan p;
   p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
   auto qT = op.getQ().getType(), kT = op.getK().getType(), oT = op.getOut().getType();
   p.prefill = op.getKind() == AttentionKind::prefill;
@@ -486,7 +486,7 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
     if (gpuOps.empty())
       return;
     bool ok = true;
-    SmallVector<std::pair<func::FuncOp, DecodePlan>, 1> plans;
+    SmallVector<std::pair<func::FuncOp, ForwardPlan>, 1> plans;
     SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
     SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;
@@ -546,7 +546,7 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
           quantPlans.push_back({fn, *plan});
         continue;
       }
-      FailureOr<DecodePlan> plan = planDecode(att);
+      FailureOr<ForwardPlan> plan = planForward(att);
       if (failed(plan)) {
         ok = false;
         continue;
@@ -587,11 +587,11 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       emit(
           fn, plan.kernelName(),
           [&, &plan = plan](Location loc) {
-            buildDecodeKernel(b, loc, gpuModule, plan);
+            buildForwardKernel(b, loc, gpuModule, plan);
             if (!plan.prefill)
               buildCombineKernel(b, loc, gpuModule, plan);
             if (plan.wide)
-              buildDecodeKernel(b, loc, gpuModule, *plan.wide);
+              buildForwardKernel(b, loc, gpuModule, *plan.wide);
           },
           launchMetadataJSON(plan));
     for (auto &[fn, plan] : mlaPlans)

@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 #include "MLAPlan.h"
 
 #include <cmath>

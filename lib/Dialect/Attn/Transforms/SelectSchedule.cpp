@@ -239,7 +239,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       Fields::fill(f.persistent, ctx, persistentDefault);
       // fp8 at head_dim 128 with tile scales on the persistent grid: three stages. Its producer
       // transposes V with ldmatrix / stmatrix and keeps ahead of the consumers, so
-      // its loads may lead by two tiles (refilled without blocking: DecodeProducer.cpp). Measured
+      // its loads may lead by two tiles (refilled without blocking: ForwardProducer.cpp). Measured
       // on the H100 Table-1/2 shapes, each comparison in one call (docs/benchmarks/
       // gpu-prefill.md): against two stages (before that refill) +0.6 to +7.6% up to
       // 4096 keys, +3.6 to +7.1% non-causal from 8192, and the refill added +0.4 to +2.8%; with

@@ -1,12 +1,12 @@
-//===- DecodeSoftmax.cpp - the online softmax of one S tile ---------------===//
+//===- ForwardSoftmax.cpp - the online softmax of one S tile --------------===//
 //
-// What this file is: softmaxTile (DecodeKernelImpl.h), the consumers' softmax step over one
+// What this file is: softmaxTile (ForwardKernelImpl.h), the consumers' softmax step over one
 // Q·Kᵀ accumulator fragment: the query, key and softmax scales, ALiBi, the length and causal
 // masks, the new row maxima and sums, and P — packed for the P·V WGMMA or left in floats.
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 #include <cmath>
 
@@ -21,7 +21,7 @@ SoftmaxOut mlir::attn::nvvm::softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f
                                          ArrayRef<Value> acc, Value scOff, Value tileStart,
                                          Value mOld[2], Value lOld[2], bool masked, bool packP,
                                          ArrayRef<Value> rowF, Value log2R, Value invR) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t nacc = p.tileN / 2;
   Value negInf = k.f32(-INFINITY);
   // Scale (and mask) column pair by column pair: each thread owns columns colBase + 8·cb + {0,1};

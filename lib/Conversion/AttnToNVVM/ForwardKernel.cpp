@@ -1,16 +1,17 @@
-//===- DecodeKernel.cpp - the warp-specialized Hopper decode kernel -------===//
+//===- ForwardKernel.cpp - the warp-specialized Hopper forward kernel -----===//
 //
-// What this file is: the generator of `<name>_decode`, one CTA per (KV split, group of packed query
+// What this file is: the generator of the forward-attention kernel, `<name>_decode` (decode
+// schedules) and `<name>_prefill` (below): for decode one CTA per (KV split, group of packed query
 // heads, batch element), 128 · (producers + consumers) threads in warp-specialized warpgroups —
 // its frame: the shared-memory map, the parameters, the CTA's key tiles, the mbarriers, the query
 // tile, and the split into
 //
-//   producer warpgroups (setmaxnreg.dec; DecodeProducer.cpp): TMA streams K/V tiles into `stages`
+//   producer warpgroups (setmaxnreg.dec; ForwardProducer.cpp): TMA streams K/V tiles into `stages`
 //     mbarrier-guarded shared-memory stages; the warpgroup dequantizes each tile (int8 / e4m3 →
 //     bf16, exact) into 128-byte-swizzled bf16 buffers — or copies int8 K, or transposes e4m3 V
 //     for fp8 —, zeroes keys past the sequence length, stages the scales, and signals the
 //     consumers; bf16 caches need no conversion (the WGMMAs read the stages);
-//   consumer warpgroups (setmaxnreg.inc; DecodeConsumer.cpp): S = Q·Kᵀ, masks, online softmax,
+//   consumer warpgroups (setmaxnreg.inc; ForwardConsumer.cpp): S = Q·Kᵀ, masks, online softmax,
 //     O += P·V on WGMMA, and the epilogue (O / l as bf16, or the split-KV partial (O, m, l) that
 //     `<name>_combine` merges).
 //
@@ -20,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -36,7 +37,7 @@ using P = LLVM::ICmpPredicate;
 /// store, or (`async`) a cp.async into the set of query tiles at byte offset `setOff`.
 static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk, bool async = false,
                             Value setOff = {}) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t qBytes = p.qk8() ? 1 : 2;
   int64_t chunksPerRow = p.headDim * qBytes / 16;
   Value row = k.udiv(chunk, chunksPerRow);
@@ -73,7 +74,7 @@ static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk, bool
 /// Copies the packed query rows into the swizzled Q tiles: the first 256 threads, 64 × D / 8
 /// chunks of 16 bytes per tile.
 static void loadQueries(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t chunksPerRow = p.headDim * (p.qk8() ? 1 : 2) / 16;
   k.ifThen(k.cmp(P::ult, c.tid, 256), [&] {
     for (int64_t t = 0; t < p.qTiles(); ++t)
@@ -87,7 +88,7 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
 /// first), with loads and stores or (`async`) cp.async.
 static void loadQueryTile(KernelBuilder &k, Ctx &c, Value wg, Value ct, bool async = false,
                           Value setOff = {}) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t chunksPerRow = p.headDim * (p.qk8() ? 1 : 2) / 16;
   for (int64_t it = 0; it < 64 * chunksPerRow / 128; ++it)
     storeQueryChunk(k, c, wg, k.add(ct, it * 128), async, setOff);
@@ -107,7 +108,7 @@ void mlir::attn::nvvm::ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUMo
 /// for prefill the query chunk), y (the head group) and z (the batch element); null: the CTA's
 /// ctaid.
 static void setupWorkIds(KernelBuilder &k, Ctx &c, Value x, Value y, Value z) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   c.split = x ? x : k.ctaidX();
   c.qBase = k.i32(0);
   if (p.prefill) { // grid x: query chunks (one split)
@@ -126,7 +127,7 @@ static void setupWorkIds(KernelBuilder &k, Ctx &c, Value x, Value y, Value z) {
 
 /// The key tiles of the work set up by setupWorkIds.
 static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Type i32 = k.i32();
   // This CTA's keys: tiles [tile0, tile0 + numTiles) of the batch element's length.
   c.len = c.kvLen;
@@ -156,7 +157,7 @@ static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
 /// Persistent grid (prefill): the ids of work item `item` of q_chunks × groups × batch, the
 /// query chunks with the most keys (the last, when causal) first.
 static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value gb = k.mul(k.i32(p.groups()), c.batch);
   Value chunks = k.ceilDiv(c.qLen(k), p.ctaTokens());
   Value chunk = k.sub(k.add(chunks, -1), k.udiv(item, gb));
@@ -168,7 +169,7 @@ static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
 /// Declares the kernel: its parameters (the K and V tensor maps by value as grid constants,
 /// the buffers, the extents, q_len for a dynamic prefill) and launch bounds.
 static LLVM::LLVMFuncOp declareForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                             const DecodePlan &p) {
+                                             const ForwardPlan &p) {
   ensureSharedSymbol(b, loc, module);
   MLIRContext *ctx = b.getContext();
   Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
@@ -193,7 +194,7 @@ static LLVM::LLVMFuncOp declareForwardKernel(OpBuilder &b, Location loc, gpu::GP
 
 /// The kernel's parameters as the Ctx names them.
 static void bindArguments(Ctx &c, LLVM::LLVMFuncOp fn) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   c.kMap = fn.getArgument(0);
   c.vMap = fn.getArgument(1);
   c.q = fn.getArgument(2);
@@ -215,7 +216,7 @@ static void bindArguments(Ctx &c, LLVM::LLVMFuncOp fn) {
 
 /// Thread 0: the mbarriers of the stages and conversion buffers with their arrival counts.
 static void initBarriers(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   for (int64_t s = 0; s < p.stages; ++s)
     k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
   // Decode: the one consumer that took the tile releases it; prefill: all of them.
@@ -237,7 +238,7 @@ static void initBarriers(KernelBuilder &k, Ctx &c) {
 /// far and (`tail`, bf16 producer) the partial tiles' parity.
 static void forEachWorkItem(KernelBuilder &k, Ctx &c, bool tail,
                             llvm::function_ref<void(Value item, Value total)> body) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
   SmallVector<Value> init = {k.i32(0)};
   if (tail)
@@ -262,7 +263,7 @@ static void forEachWorkItem(KernelBuilder &k, Ctx &c, bool tail,
 /// once the previous item's WGMMAs are past; or two, the next item's copied during this one),
 /// then the consumers' attention.
 static void buildPersistentConsumerItem(KernelBuilder &k, Ctx &c, Value item, Value total) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value wg = k.warpUniform(k.lshr(k.add(c.tid, -p.producerThreads()), 7));
   Value ct = k.band(c.tid, 127), bar = k.add(wg, 6);
   if (p.qBuffers == 1) {
@@ -300,8 +301,8 @@ static void buildPersistentConsumerItem(KernelBuilder &k, Ctx &c, Value item, Va
   buildConsumer(k, c);
 }
 
-void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                         const DecodePlan &p) {
+void mlir::attn::nvvm::buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                         const ForwardPlan &p) {
   LLVM::LLVMFuncOp fn = declareForwardKernel(b, loc, module, p);
 
   OpBuilder::InsertionGuard g(b);

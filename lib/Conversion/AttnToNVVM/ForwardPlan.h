@@ -1,13 +1,14 @@
-//===- DecodePlan.h - one Hopper decode kernel, fully decided ---*- C++ -*-===//
+//===- ForwardPlan.h - one Hopper forward kernel, decided -------*- C++ -*-===//
 //
-// What this file is: the kernel-level description of a decode attention kernel — every decision
-// of the spec and its schedule resolved to numbers (packing, tiles, stages, roles, the shared
-// memory map) — that the generators in DecodeKernel.cpp and CombineKernel.cpp turn into NVVM, and
-// that the launch metadata (docs/GPUDecode.md) is written from. Private to this folder.
+// What this file is: the kernel-level description of a forward-attention kernel (decode, with its
+// split-KV combine, and prefill: one generator under different schedules) — every decision of the
+// spec and its schedule resolved to numbers (packing, tiles, stages, roles, the shared memory map)
+// — that the generators in ForwardKernel.cpp and CombineKernel.cpp turn into NVVM, and that the
+// launch metadata (docs/GPUDecode.md) is written from. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
-#define ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDPLAN_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDPLAN_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
@@ -22,7 +23,7 @@ namespace mlir::attn::nvvm {
 
 enum class KVType { I8, F8E4M3, BF16 };
 
-struct DecodePlan {
+struct ForwardPlan {
   std::string name;
   // Problem (-1: known at launch).
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 128, kvLen = -1;
@@ -104,7 +105,7 @@ struct DecodePlan {
   /// `<name>_decode` when the batch, known only at launch, makes more than one wave of CTAs.
   bool wideBatch = false;
   /// Decode with a dynamic batch whose two-CTA schedule fits: the companion's plan.
-  std::shared_ptr<const DecodePlan> wide;
+  std::shared_ptr<const ForwardPlan> wide;
   /// Decode: split counts up to this one merge inside the decode kernel — launched with a
   /// cluster of `num_splits` CTAs along x, the splits exchange their partials through
   /// distributed shared memory and each writes part of the output, so no combine kernel runs.
@@ -224,11 +225,11 @@ struct DecodePlan {
 };
 
 /// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
-void buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
+void buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
 /// Adds `<name>_combine`, which merges split-KV partials.
-void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
+void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
-std::string launchMetadataJSON(const DecodePlan &p);
+std::string launchMetadataJSON(const ForwardPlan &p);
 
 /// Name of the dynamic shared-memory symbol of the module.
 inline constexpr const char *kSharedSymbol = "__attn_dynamic_smem";
@@ -237,4 +238,4 @@ void ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module);
 
 } // namespace mlir::attn::nvvm
 
-#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDPLAN_H

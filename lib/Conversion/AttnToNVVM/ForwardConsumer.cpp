@@ -1,17 +1,17 @@
-//===- DecodeConsumer.cpp - the consumer warpgroups of the decode kernel --===//
+//===- ForwardConsumer.cpp - the forward kernel's consumer warpgroups -----===//
 //
-// What this file is: the consumers of `<name>_decode` / `<name>_prefill` (DecodeKernel.cpp):
+// What this file is: the consumers of `<name>_decode` / `<name>_prefill` (ForwardKernel.cpp):
 // S = Q·Kᵀ on WGMMA (bf16; s8 for int8 queries; e4m3 for fp8), S scaled by the query and key
 // scales, masks (length, causal) and ALiBi, online softmax in the log2 domain, P packed in
 // registers (bf16; f16 with int8 queries; e4m3 for fp8; u8 with a scale per row and tile for
 // full_int8) and O += P·V on
 // WGMMA with A from registers (full_int8: into s32, added to O in float); the
 // intra-warpgroup overlap and pingpong of FA3 for prefill; and the epilogue (O / l as bf16, stored
-// by DecodeStore.cpp; for split-KV the merges of DecodeMerge.cpp).
+// by ForwardStore.cpp; for split-KV the merges of ForwardMerge.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 #include <cmath>
 #include <limits>
@@ -74,7 +74,7 @@ public:
 private:
   KernelBuilder &k;
   Ctx &c;
-  const DecodePlan &p;
+  const ForwardPlan &p;
   // The thread: its index among the consumers, warpgroup, index in the warpgroup, fragment rows.
   Value ctAll, wg, ct;
   Frag f;
