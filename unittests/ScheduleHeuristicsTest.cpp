@@ -5,6 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
 
 #include <gtest/gtest.h>
@@ -137,7 +138,7 @@ TEST(TileN, HeadDim256HalvesTheTile) {
     for (int64_t e : {1, 2}) {
       AttentionShape s = decode(1, 1, 1, 1, 1, d);
       s.kvElemBytes = e;
-      EXPECT_LE(decodeSharedBytes(s, selectTileN(s), 2), kMaxSharedBytesSm90);
+      EXPECT_LE(layoutForwardSharedMemory(s, selectTileN(s), 2).bytes(), kMaxSharedBytesSm90);
     }
   // fp8 prefill: one-byte query tiles, K read from the stages, three one-byte transposed V
   // buffers — three stages of 128 keys fit.
@@ -147,16 +148,16 @@ TEST(TileN, HeadDim256HalvesTheTile) {
   EXPECT_EQ(selectTileN(f8), 128);
   // 2 · 8 KiB queries + 3 · 32 KiB stages + 3 · 16 KiB V buffers + 3 KiB scales + 12
   // mbarriers, rounded to 128, + 1 KiB of alignment.
-  EXPECT_EQ(decodeSharedBytes(f8, 128, 3), 168064);
+  EXPECT_EQ(layoutForwardSharedMemory(f8, 128, 3).bytes(), 168064);
   // full_int8 prefill: the same layout with int8 queries (and two stages by default); half-int8
   // without the overlap copies K into two buffers beside bf16 V instead.
   AttentionShape fi8 = decode(1, 1, 1, 1, 1, 128);
   fi8.int8QK = true;
   fi8.fullInt8 = true;
   fi8.queryTiles = 2;
-  EXPECT_EQ(decodeSharedBytes(fi8, 128, 3), 168064);
+  EXPECT_EQ(layoutForwardSharedMemory(fi8, 128, 3).bytes(), 168064);
   // 2 · 8 KiB queries + 2 · 32 KiB stages + 3 · 16 KiB V buffers + 3 KiB scales + 10 mbarriers.
-  EXPECT_EQ(decodeSharedBytes(fi8, 128, 2), 135296);
+  EXPECT_EQ(layoutForwardSharedMemory(fi8, 128, 2).bytes(), 135296);
   fi8.fullInt8 = false;
-  EXPECT_GT(decodeSharedBytes(fi8, 128, 2), 135296);
+  EXPECT_GT(layoutForwardSharedMemory(fi8, 128, 2).bytes(), 135296);
 }

@@ -62,7 +62,8 @@ static int x86Rank(TargetKind t) {
 }
 
 /// Header, object or assembly for a module whose attn ops all have CPU targets.
-static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostream &os) {
+static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostream &os,
+                             PassManagerSetup setup) {
   llvm::StringMap<TargetKind> isaOf;
   for (auto fn : module.getOps<func::FuncOp>()) {
     std::optional<TargetKind> isa;
@@ -94,6 +95,8 @@ static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostre
         failed(symbols.rename(fn, (Twine(kKernelSymbolPrefix) + fn.getSymName()).str())))
       return fn.emitError() << "cannot rename the kernel's internal symbol";
   PassManager pm(module.getContext());
+  if (setup && failed(setup(pm)))
+    return failure();
   pm.addPass(createConvertAttnToCPU());
   buildCPUToLLVMPipeline(pm);
   if (failed(pm.run(*clone)))
@@ -113,7 +116,7 @@ static LogicalResult emitCPU(ModuleOp module, EmitFormat format, llvm::raw_ostre
 }
 
 LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm::raw_ostream &os,
-                                       std::string *launchJSON) {
+                                       std::string *launchJSON, PassManagerSetup setup) {
   if (format == EmitFormat::MLIR)
     return success(); // printed by the MLIR driver itself
   AttnDialect *dialect = module.getContext()->getLoadedDialect<AttnDialect>();
@@ -173,7 +176,7 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
              << " takes one function with one attn op per file (this is the second)";
   }
   if (!wantsGPU && !anyGPU)
-    return emitCPU(module, format, os);
+    return emitCPU(module, format, os, setup);
   if (!wantsGPU) {
     for (Operation *op : kernels)
       if (isGPUTarget(*getOpTarget(op)))
@@ -185,7 +188,7 @@ LogicalResult mlir::attn::emitArtifact(ModuleOp module, EmitFormat format, llvm:
   GPUArtifact kind = format == EmitFormat::Cubin    ? GPUArtifact::Cubin
                      : format == EmitFormat::Launch ? GPUArtifact::LaunchOnly
                                                     : GPUArtifact::PTX;
-  if (failed(compileGPU(module, kind, artifact, launch)))
+  if (failed(compileGPU(module, kind, artifact, launch, setup)))
     return failure();
   if (format == EmitFormat::Launch) {
     os << launch;

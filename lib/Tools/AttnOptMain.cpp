@@ -55,10 +55,14 @@ static LogicalResult compileChunk(llvm::SourceMgr &sourceMgr, MLIRContext &conte
   OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)
     return failure();
+  // --mlir-print-ir-*, the crash reproducer and the other pass-manager flags apply to the
+  // command-line pipeline and to every pipeline emitArtifact runs inside (registered by
+  // registerCLIOptions in parseOptions).
+  auto applyFlags = [](PassManager &pm) { return applyPassManagerCLOptions(pm); };
   PassManager pm(&context);
-  if (failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
+  if (failed(applyFlags(pm)) || failed(config.setupPassPipeline(pm)) || failed(pm.run(*module)))
     return failure();
-  return emitArtifact(*module, emitFormat, os, &launch);
+  return emitArtifact(*module, emitFormat, os, &launch, applyFlags);
 }
 
 /// The --emit path: like MlirOptMain (honours -split-input-file and -verify-diagnostics) but

@@ -9,6 +9,8 @@
 #ifndef ATTN_TARGET_GPU_H
 #define ATTN_TARGET_GPU_H
 
+#include "attn/Target/Emit.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
 
@@ -27,9 +29,10 @@ enum class GPUArtifact { PTX, Cubin, LaunchOnly };
 
 /// Compiles the sm_90a ops of `module` (a clone is lowered; `module` is untouched).
 /// `launchJSON` receives the launch metadata. Located diagnostics on failure (unsupported
-/// variant, no ptxas for a cubin, more than one GPU kernel in the module).
+/// variant, no ptxas for a cubin, more than one GPU kernel in the module). `setup` (when given)
+/// prepares both pass managers: spec to NVVM, and NVVM to the gpu.binary.
 LogicalResult compileGPU(ModuleOp module, GPUArtifact kind, std::string &artifact,
-                         std::string &launchJSON);
+                         std::string &launchJSON, PassManagerSetup setup = {});
 
 } // namespace mlir::attn
 

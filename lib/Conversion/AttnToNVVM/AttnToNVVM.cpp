@@ -5,7 +5,7 @@
 // MLAKernel.cpp) for sm_90a into
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
 // the generators implement (and says which part is not, on the op, otherwise), resolves the spec
-// and its schedule into a DecodePlan, builds the decode and combine kernels (DecodeKernel.cpp,
+// and its schedule into a ForwardPlan, builds the decode and combine kernels (ForwardKernel.cpp,
 // CombineKernel.cpp) and attaches the launch metadata to the decode kernel as `attn.launch`. Ops
 // that cannot become kernels (placement, names, launch limits) are refused first. The
 // host function is removed: the launcher (attn-bench, qattn) drives the kernels through the
@@ -15,7 +15,7 @@
 
 #include "attn/Conversion/Passes.h"
 
-#include "DecodePlan.h"
+#include "ForwardPlan.h"
 #include "MLAPlan.h"
 #include "QuantizePlan.h"
 
@@ -52,7 +52,7 @@ struct Checker {
 } // namespace
 
 /// fp8 prefill (plan.fp8): what the e4m3 GEMMs need beyond the element types.
-static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
+static void checkFp8Prefill(Checker &c, AttentionOp op, ForwardPlan &p) {
   QuantAttr qq = op.getQQuantAttr();
   bool qBlock =
       qq && qq.getGranularity() == Granularity::per_block && qq.getBlockCols() == p.headDim;
@@ -77,15 +77,13 @@ static void checkFp8Prefill(Checker &c, AttentionOp op, DecodePlan &p) {
 /// that schedule (tile_n 64, two stages, one producer warpgroup of 56 registers and one consumer
 /// of 200), which launchers take when one split's CTAs exceed the SMs. Both kernels then load
 /// tiles as 64-row TMA boxes, so they share the tensor maps.
-static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape shape) {
+static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
   if (p.prefill || p.batch >= 0 || s.getCtasPerSm() != 0 || p.tileN % 64)
     return;
-  shape.int8QK = p.qI8 && p.kv == KVType::I8;
-  shape.queryTiles = 1;
   GPUInfo gpu;
-  if (selectCtasPerSm(shape, std::numeric_limits<int64_t>::max(), gpu) != 2)
+  if (selectCtasPerSm(p.sharedMemoryShape(), std::numeric_limits<int64_t>::max(), gpu) != 2)
     return;
-  DecodePlan w = p;
+  ForwardPlan w = p;
   w.wideBatch = true;
   w.ctasPerSm = 2;
   w.tileN = w.tmaBoxRows = TwoCtaSchedule::tileN;
@@ -93,11 +91,10 @@ static void addWideBatchCompanion(DecodePlan &p, ScheduleAttr s, AttentionShape 
   w.producerWGs = w.consumerWGs = 1;
   w.producerRegs = TwoCtaSchedule::producerRegs;
   w.consumerRegs = TwoCtaSchedule::consumerRegs;
-  if (w.smemBytes() != decodeSharedBytes(shape, w.tileN, w.stages) ||
-      2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
+  if (2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
     return;
   p.tmaBoxRows = w.tileN;
-  p.wide = std::make_shared<const DecodePlan>(std::move(w));
+  p.wide = std::make_shared<const ForwardPlan>(std::move(w));
 }
 
 /// Launch limits of the sm_90a kernels, for the extents known at compile time (the launcher
@@ -140,10 +137,10 @@ static LogicalResult checkLaunchLimits(Operation *op) {
   return success();
 }
 
-/// Bytes of the split-KV workspace a batch needs (one sequence of a dynamic batch) (split partials of every packed row),
-/// checked against a bound no launch of these kernels comes near; and splits beyond the key
-/// tiles of a static kv_len, which would get no keys.
-static void checkSplits(Checker &c, const DecodePlan &p) {
+/// Bytes of the split-KV workspace a batch needs (one sequence of a dynamic batch: split
+/// partials of every packed row), checked against a bound no launch of these kernels comes
+/// near; and splits beyond the key tiles of a static kv_len, which would get no keys.
+static void checkSplits(Checker &c, const ForwardPlan &p) {
   if (p.prefill || p.splitKv < 1)
     return;
   if (p.kvLen > 0 && p.splitKv > (p.kvLen + p.tileN - 1) / p.tileN)
@@ -160,29 +157,10 @@ static void checkSplits(Checker &c, const DecodePlan &p) {
              << ", " << p.groups() << " head groups)";
 }
 
-static FailureOr<DecodePlan> planDecode(AttentionOp op) {
-  Checker c{op};
-  DecodePlan p;
-  p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
-  auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType(),
-       oT = op.getOut().getType();
-  p.prefill = op.getKind() == AttentionKind::prefill;
-  bool prefill = op.getKind() == AttentionKind::prefill;
-  for (int64_t d : {1, 2, 3})
-    if (((d > 1 || !prefill) && (qT.isDynamicDim(d) || oT.isDynamicDim(d))) ||
-        (d > 1 && kT.isDynamicDim(d)))
-      c.fail() << (prefill ? "a dynamic head count or head_dim (batch, the query length and the "
-                             "K/V length may be dynamic)"
-                           : "a dynamic query length, head count or head_dim (only batch and the "
-                             "K/V length may be dynamic)");
-  if (!c.ok)
-    return failure();
-  p.batch = qT.isDynamicDim(0) ? -1 : qT.getDimSize(0);
-  p.qLen = qT.isDynamicDim(1) ? -1 : qT.getDimSize(1); // -1: prefill, a kernel parameter
-  p.qHeads = qT.getDimSize(2);
-  p.kvHeads = kT.getDimSize(2);
-  p.headDim = qT.getDimSize(3);
-  p.kvLen = kT.isDynamicDim(1) ? -1 : kT.getDimSize(1);
+/// The queries' and the output's element types, head_dim and (decode) q_len.
+static void planQueryAndOutput(Checker &c, AttentionOp op, ForwardPlan &p) {
+  auto qT = op.getQ().getType(), vT = op.getV().getType(), oT = op.getOut().getType();
+  auto kT = op.getK().getType();
   if (qT.getElementType().isSignlessInteger(8)) {
     // half_int8 with int8 queries: Q·Kᵀ on int8 tensor cores, S scaled by s_q · s_k.
     p.qI8 = true;
@@ -216,6 +194,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
     c.fail() << "a value head_dim different from the key head_dim";
   if (!p.prefill && p.qLen > 8)
     c.fail() << "q_len " << p.qLen << " (decode kernels take 1 to 8 new tokens)";
+}
+
+/// The K/V cache's element type and zero points, and the arithmetic mode.
+static void planCacheAndMode(Checker &c, AttentionOp op, ForwardPlan &p) {
+  auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType();
   Type kE = kT.getElementType();
   p.zeroPoints = op.getKZero() || op.getVZero();
   if (p.zeroPoints) {
@@ -269,6 +252,10 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
       c.fail() << "mode half_int8 for prefill with " << qT.getElementType()
                << " queries (Q·Kᵀ on s8 WGMMA needs int8 queries with per_token_head scales)";
   }
+}
+
+/// The granularities of the K/V scales (and, fp8, of the query scales).
+static void planScales(Checker &c, AttentionOp op, ForwardPlan &p) {
   if (p.hasScales()) {
     for (QuantAttr qa : {op.getKQuantAttr(), op.getVQuantAttr()}) {
       if (!qa) {
@@ -299,24 +286,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   }
   if (p.fp8)
     checkFp8Prefill(c, op, p);
-  p.causal = op.getCausal();
-  p.alibi = static_cast<bool>(op.getAlibi());
-  p.hadamard = op.getHadamard();
-  p.seqLens = static_cast<bool>(op.getSeqLens());
-  p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()
-                                            : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+}
 
-  ScheduleAttr s = op.getScheduleAttr();
-  if (!s || !s.getPackQHeads() || !s.getTileN() || !s.getStages() || !s.getSplitKv() ||
-      !s.getRoles()) {
-    c.fail() << "an incomplete schedule: run attn-select-schedule first";
-    return failure();
-  }
-  p.pack = s.getPackQHeads();
-  p.tileN = s.getTileN();
-  p.stages = s.getStages();
-  p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
-  p.ctasPerSm = s.getCtasPerSm() ? s.getCtasPerSm() : 1;
+/// The warp roles: warpgroups per role, and register budgets within what the threads enter
+/// with.
+static void planWarpRoles(Checker &c, ScheduleAttr s, ForwardPlan &p) {
   WarpRoleAttr prod = s.getRole(RoleKind::producer), cons = s.getRole(RoleKind::consumer);
   if (s.getRoleList(RoleKind::consumer).size() > 1)
     c.fail() << "one register budget per consumer warpgroup (decode and prefill consumers take "
@@ -344,6 +318,11 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
                << (p.ctasPerSm > 1 ? " (with ctas_per_sm " + std::to_string(p.ctasPerSm) + ")"
                                    : std::string());
   }
+}
+
+/// The schedule's flags (overlap, pingpong, persistent grid), query chunks, tile_n, stages and
+/// packing, each checked against what the generators build.
+static void planScheduleFields(Checker &c, ScheduleAttr s, ForwardPlan &p) {
   p.overlap = s.getIntraWgOverlap() && s.getIntraWgOverlap().getValue();
   p.pingpong = s.getPingpong() && s.getPingpong().getValue();
   if (p.pingpong && !(p.prefill && p.overlap))
@@ -401,52 +380,92 @@ static FailureOr<DecodePlan> planDecode(AttentionOp op) {
   if (p.groupSize() % p.pack != 0 || p.rows() > 64)
     c.fail() << "pack_q_heads " << p.pack << " (a divisor of " << p.groupSize()
              << " with pack · q_len ≤ 64)";
-  if (c.ok)
-    checkSplits(c, p);
-  if (!c.ok)
-    return failure();
+}
+
+/// Shared memory: the two decode consumers' merge space, a second set of query tiles for a
+/// persistent grid where it fits, and the CTA's and the SM's limits.
+static void planSharedMemory(Checker &c, ForwardPlan &p) {
   // Two consumer warpgroups merge through the idle pipeline buffers.
-  DecodePlan::Smem sm = p.smem();
+  ForwardPlan::Smem sm = p.smem();
   if (!p.prefill && p.consumerWGs == 2 && (4 + p.headDim / 2) * 128 * 4 > sm.bars - sm.stage) {
     c.fail() << "two consumer warpgroups with this tile: their merge needs "
              << (4 + p.headDim / 2) * 512 << " bytes of pipeline buffers";
-    return failure();
+    return;
   }
-  // The heuristic's formula and the generator's layout must agree.
-  AttentionShape shape;
-  shape.headDim = p.headDim;
-  shape.kvElemBytes = p.kvElemBytes();
-  shape.int8QK = p.qI8;
-  shape.fp8 = p.fp8;
-  shape.fullInt8 = p.fullI8;
-  shape.zeroPoints = p.zeroPoints;
-  shape.queryTiles = p.qTiles();
   if (p.persistent) { // a second set of query tiles for the next work item, when it fits
-    AttentionShape two = shape;
-    two.queryBuffers = 2;
-    if (decodeSharedBytes(two, p.tileN, p.stages, p.kDirect()) <= kMaxSharedBytesSm90) {
+    ForwardPlan two = p;
+    two.qBuffers = 2;
+    if (two.smemBytes() <= kMaxSharedBytesSm90)
       p.qBuffers = 2;
-      shape = two;
-    }
-  }
-  if (p.smemBytes() != decodeSharedBytes(shape, p.tileN, p.stages, p.kDirect())) {
-    op->emitError() << "internal error: shared-memory layout and schedule formula disagree";
-    return failure();
   }
   if (p.ctasPerSm > 1 && p.ctasPerSm * (p.smemBytes() + 1024) > kSharedBytesPerSmSm90) {
     c.fail() << "ctas_per_sm " << p.ctasPerSm << " with " << p.smemBytes()
              << " bytes of shared memory per CTA (tile_n " << p.tileN << ", stages " << p.stages
              << "): an SM has " << kSharedBytesPerSmSm90
              << " (and reserves 1024 per CTA); lower tile_n, stages or ctas_per_sm";
-    return failure();
+    return;
   }
   if (p.smemBytes() > kMaxSharedBytesSm90) {
     c.fail() << "this schedule needs " << p.smemBytes() << " bytes of shared memory (head_dim "
              << p.headDim << ", tile_n " << p.tileN << ", stages " << p.stages
              << "); an sm_90a CTA has " << kMaxSharedBytesSm90 << ": lower tile_n or stages";
+    return;
+  }
+}
+
+static FailureOr<ForwardPlan> planForward(AttentionOp op) {
+  Checker c{op};
+  ForwardPlan p;
+  p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
+  auto qT = op.getQ().getType(), kT = op.getK().getType(), oT = op.getOut().getType();
+  p.prefill = op.getKind() == AttentionKind::prefill;
+  bool prefill = op.getKind() == AttentionKind::prefill;
+  for (int64_t d : {1, 2, 3})
+    if (((d > 1 || !prefill) && (qT.isDynamicDim(d) || oT.isDynamicDim(d))) ||
+        (d > 1 && kT.isDynamicDim(d)))
+      c.fail() << (prefill ? "a dynamic head count or head_dim (batch, the query length and the "
+                             "K/V length may be dynamic)"
+                           : "a dynamic query length, head count or head_dim (only batch and the "
+                             "K/V length may be dynamic)");
+  if (!c.ok)
+    return failure();
+  p.batch = qT.isDynamicDim(0) ? -1 : qT.getDimSize(0);
+  p.qLen = qT.isDynamicDim(1) ? -1 : qT.getDimSize(1); // -1: prefill, a kernel parameter
+  p.qHeads = qT.getDimSize(2);
+  p.kvHeads = kT.getDimSize(2);
+  p.headDim = qT.getDimSize(3);
+  p.kvLen = kT.isDynamicDim(1) ? -1 : kT.getDimSize(1);
+  planQueryAndOutput(c, op, p);
+  planCacheAndMode(c, op, p);
+  planScales(c, op, p);
+  p.causal = op.getCausal();
+  p.alibi = static_cast<bool>(op.getAlibi());
+  p.hadamard = op.getHadamard();
+  p.seqLens = static_cast<bool>(op.getSeqLens());
+  p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()
+                                            : 1.0 / std::sqrt(static_cast<double>(p.headDim));
+
+  ScheduleAttr s = op.getScheduleAttr();
+  if (!s || !s.getPackQHeads() || !s.getTileN() || !s.getStages() || !s.getSplitKv() ||
+      !s.getRoles()) {
+    c.fail() << "an incomplete schedule: run attn-select-schedule first";
     return failure();
   }
-  addWideBatchCompanion(p, s, shape);
+  p.pack = s.getPackQHeads();
+  p.tileN = s.getTileN();
+  p.stages = s.getStages();
+  p.splitKv = s.isSplitAuto() ? 0 : s.getSplitKv();
+  p.ctasPerSm = s.getCtasPerSm() ? s.getCtasPerSm() : 1;
+  planWarpRoles(c, s, p);
+  planScheduleFields(c, s, p);
+  if (c.ok)
+    checkSplits(c, p);
+  if (!c.ok)
+    return failure();
+  planSharedMemory(c, p);
+  if (!c.ok)
+    return failure();
+  addWideBatchCompanion(p, s);
   return p;
 }
 
@@ -467,7 +486,7 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
     if (gpuOps.empty())
       return;
     bool ok = true;
-    SmallVector<std::pair<func::FuncOp, DecodePlan>, 1> plans;
+    SmallVector<std::pair<func::FuncOp, ForwardPlan>, 1> plans;
     SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
     SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;
@@ -527,7 +546,7 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
           quantPlans.push_back({fn, *plan});
         continue;
       }
-      FailureOr<DecodePlan> plan = planDecode(att);
+      FailureOr<ForwardPlan> plan = planForward(att);
       if (failed(plan)) {
         ok = false;
         continue;
@@ -568,11 +587,11 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       emit(
           fn, plan.kernelName(),
           [&, &plan = plan](Location loc) {
-            buildDecodeKernel(b, loc, gpuModule, plan);
+            buildForwardKernel(b, loc, gpuModule, plan);
             if (!plan.prefill)
               buildCombineKernel(b, loc, gpuModule, plan);
             if (plan.wide)
-              buildDecodeKernel(b, loc, gpuModule, *plan.wide);
+              buildForwardKernel(b, loc, gpuModule, *plan.wide);
           },
           launchMetadataJSON(plan));
     for (auto &[fn, plan] : mlaPlans)

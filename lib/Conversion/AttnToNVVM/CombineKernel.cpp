@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodePlan.h"
+#include "ForwardPlan.h"
 #include "KernelBuilder.h"
 
 #include "llvm/Support/JSON.h"
@@ -38,12 +38,12 @@ namespace {
 /// What both kernels share: where packed row `row`'s partials and output live.
 struct Rows {
   KernelBuilder &k;
-  const DecodePlan &p;
+  const ForwardPlan &p;
   Value ws, out, numSplits, grp, bIdx, row;
   int64_t D, R, W;
   Value active, rowc, slot0, mOff, negInf;
 
-  Rows(KernelBuilder &k, const DecodePlan &p, LLVM::LLVMFuncOp fn, Value row)
+  Rows(KernelBuilder &k, const ForwardPlan &p, LLVM::LLVMFuncOp fn, Value row)
       : k(k), p(p), ws(fn.getArgument(0)), out(fn.getArgument(1)), numSplits(fn.getArgument(3)),
         grp(k.ctaidY()), bIdx(k.ctaidZ()), row(row), D(p.headDim), R(p.rows()),
         W(p.workspaceFloatsPerSplit()) {
@@ -69,7 +69,7 @@ struct Rows {
 /// Declares `<name><suffix>` (workspace, out, batch, num_splits) and opens its body, which starts
 /// by waiting for the decode kernel (a no-op unless launched as its programmatic dependent).
 LLVM::LLVMFuncOp openCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                             const DecodePlan &p, StringRef suffix, int64_t threads) {
+                             const ForwardPlan &p, StringRef suffix, int64_t threads) {
   Type glob = LLVM::LLVMPointerType::get(b.getContext(), kGlobal);
   Type i32 = b.getI32Type();
   auto fn = declareKernel(b, loc, module, (p.name + suffix).str(), {glob, glob, i32, i32}, threads);
@@ -84,7 +84,7 @@ LLVM::LLVMFuncOp openCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
 /// D/32 columns from l · D/32 and holds split l's m and l. All kNarrowSplits splits' O loads are
 /// issued before the first use (splits past the last repeat it — cache hits — with weight 0).
 static void buildNarrowCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                               const DecodePlan &p) {
+                               const ForwardPlan &p) {
   OpBuilder::InsertionGuard g(b);
   auto fn = openCombine(b, loc, module, p, "_combine", 128);
   KernelBuilder k(b, loc);
@@ -140,7 +140,7 @@ static void buildNarrowCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp modu
 /// `<name>_combine_wide`: packed row ctaid.x; warp q merges splits [q · c, (q + 1) · c) with
 /// c = ceil(num_splits / 16), and warp 0 merges the sixteen.
 static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                             const DecodePlan &p) {
+                             const ForwardPlan &p) {
   OpBuilder::InsertionGuard g(b);
   auto fn = openCombine(b, loc, module, p, "_combine_wide", kWideThreads);
   ensureSharedSymbol(b, loc, module);
@@ -269,12 +269,12 @@ static void buildWideCombine(OpBuilder &b, Location loc, gpu::GPUModuleOp module
 }
 
 void mlir::attn::nvvm::buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                          const DecodePlan &p) {
+                                          const ForwardPlan &p) {
   buildNarrowCombine(b, loc, module, p);
   buildWideCombine(b, loc, module, p);
 }
 
-static const char *kvName(const DecodePlan &p) {
+static const char *kvName(const ForwardPlan &p) {
   switch (p.kv) {
   case KVType::I8:
     return p.unsignedCodes ? "ui8" : "i8";
@@ -286,7 +286,7 @@ static const char *kvName(const DecodePlan &p) {
   return "?";
 }
 
-std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
+std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p) {
   using llvm::json::Array;
   using llvm::json::Object;
   std::string kq = p.hasScales() ? stringifyGranularity(p.kGran).str() : "none";
@@ -370,7 +370,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const DecodePlan &p) {
   if (p.clusterSplits()) // 2 .. cluster_splits splits: one cluster of the splits, no combine
     (*kernels[0].getAsObject())["cluster_splits"] = p.clusterSplits();
   if (p.wide) { // launched instead of the first decode kernel when one split's CTAs exceed the SMs
-    const DecodePlan &w = *p.wide;
+    const ForwardPlan &w = *p.wide;
     Object wide = *kernels[0].getAsObject();
     wide.erase("cluster_splits");
     wide["name"] = w.kernelName();

@@ -24,7 +24,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 #include "MLAPlan.h"
 
 #include <cmath>
@@ -139,50 +139,84 @@ struct Unit {
 };
 } // namespace
 
-static void buildMLAProducer(KernelBuilder &k, MCtx &c) {
-  const MLAPlan &p = c.p;
-  NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
-                                 NVVM::SetMaxRegisterAction::decrease);
-  // A round is 32 tokens: lane l of warp w takes token w·8 + l mod 8 and its segment s = l / 8 (a
-  // quarter of the row: 128 e4m3 bytes sharing one tile scale, or 256 bf16 bytes, plus a
-  // quarter of the RoPE part). This CTA converts one round per block (its half, with crossover)
-  // or two. The loads are software-pipelined: the next unit's loads (the next block's first,
-  // after the last unit) are issued before this unit is converted, so one gather round trip
-  // hides behind the conversion instead of adding to it.
-  Value warp = k.lshr(c.tid, 5), lane = k.band(c.tid, 31);
-  Value seg = k.lshr(lane, 3);
-  Value slot = k.add(k.mul(warp, 8), k.band(lane, 7));
-  int64_t rounds = p.crossover ? 1 : 2;
-  Value tok0 = p.crossover ? k.mul(c.rank, kB / 2) : k.i32(0);
-  Value maskTok = k.band(c.tid, kB - 1); // threads 0–63 write the mask row, every key
-  int64_t ropeOff = p.fp8 ? p.dv + 4 * (p.dv / p.quantTile) : 2 * p.dv;
-  Value zero4 = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
-  Value negInf = k.f32(-INFINITY);
+namespace {
+/// The producer warpgroup of the MLA kernel: gathers each block's tokens (top-k indices or a
+/// dense range), dequantizes them into bf16 and writes the interleaved K/V buffer (with
+/// crossover, its half of the tokens into both CTAs' buffers) and the block's key mask.
+class MLAProducer {
+public:
+  MLAProducer(KernelBuilder &k, MCtx &c) : k(k), c(c), p(c.p) {}
 
-  SmallVector<Piece> dvPieces;
-  for (int64_t i = 0; i < (p.fp8 ? 8 : 16); ++i)
-    dvPieces.push_back(p.fp8 ? Piece{false, 16 * i, i / 4, (2 * i) % 8, true}
-                             : Piece{false, 16 * i, i / 8, i % 8, false});
-  SmallVector<Unit> units;
-  for (int64_t r = 0; r < rounds; ++r) {
-    Unit u{r, {}};
-    for (int64_t i = 0; i < 8; ++i)
-      u.pieces.push_back(dvPieces[i]);
-    for (int64_t i = 0; i < 2; ++i) // RoPE chunks dv/8 + 2·seg + i
-      u.pieces.push_back(Piece{true, 16 * i, 0, 0, false});
-    units.push_back(u);
-    if (!p.fp8) // the second half of a bf16 row
-      units.push_back(Unit{r, SmallVector<Piece>(dvPieces.begin() + 8, dvPieces.end())});
+  void build() {
+    NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
+                                   NVVM::SetMaxRegisterAction::decrease);
+    // A round is 32 tokens: lane l of warp w takes token w·8 + l mod 8 and its segment
+    // s = l / 8 (a quarter of the row: 128 e4m3 bytes sharing one tile scale, or 256 bf16
+    // bytes, plus a quarter of the RoPE part). This CTA converts one round per block (its half,
+    // with crossover) or two. The loads are software-pipelined: the next unit's loads (the next
+    // block's first, after the last unit) are issued before this unit is converted, so one
+    // gather round trip hides behind the conversion instead of adding to it.
+    Value warp = k.lshr(c.tid, 5), lane = k.band(c.tid, 31);
+    seg = k.lshr(lane, 3);
+    slot = k.add(k.mul(warp, 8), k.band(lane, 7));
+    tok0 = p.crossover ? k.mul(c.rank, kB / 2) : k.i32(0);
+    maskTok = k.band(c.tid, kB - 1); // threads 0–63 write the mask row, every key
+    int64_t ropeOff = p.fp8 ? p.dv + 4 * (p.dv / p.quantTile) : 2 * p.dv;
+    zero4 = k.vector({k.i32(0), k.i32(0), k.i32(0), k.i32(0)});
+    negInf = k.f32(-INFINITY);
+
+    SmallVector<Piece> dvPieces;
+    for (int64_t i = 0; i < (p.fp8 ? 8 : 16); ++i)
+      dvPieces.push_back(p.fp8 ? Piece{false, 16 * i, i / 4, (2 * i) % 8, true}
+                               : Piece{false, 16 * i, i / 8, i % 8, false});
+    for (int64_t r = 0; r < rounds; ++r) {
+      Unit u{r, {}};
+      for (int64_t i = 0; i < 8; ++i)
+        u.pieces.push_back(dvPieces[i]);
+      for (int64_t i = 0; i < 2; ++i) // RoPE chunks dv/8 + 2·seg + i
+        u.pieces.push_back(Piece{true, 16 * i, 0, 0, false});
+      units.push_back(u);
+      if (!p.fp8) // the second half of a bf16 row
+        units.push_back(Unit{r, SmallVector<Piece>(dvPieces.begin() + 8, dvPieces.end())});
+    }
+    segDv = k.zext64(k.mul(seg, p.fp8 ? p.dv / 4 : p.dv / 2));
+    segRope = k.zext64(k.add(k.mul(seg, 32), ropeOff));
+    segScale = k.zext64(k.add(k.mul(seg, 4), p.dv));
+    // Carried: keys of the next block (one per round) and of the one after, the mask key of this
+    // block and the next, and the loads of this block's first unit.
+    SmallVector<Value> init;
+    for (int64_t r = 0; r < rounds; ++r)
+      init.push_back(loadKey(k, c, k.add(k.i32(kB), tokenOf(r))));
+    init.push_back(loadKey(k, c, maskTok));
+    SmallVector<Value> keys0;
+    for (int64_t r = 0; r < rounds; ++r)
+      keys0.push_back(loadKey(k, c, tokenOf(r)));
+    SmallVector<Value> first = issue(units[0], k.i32(0), keys0[0]);
+    init.append(keys0.begin(), keys0.end());
+    init.append(first.begin(), first.end());
+
+    k.forLoop(k.i32(0), c.numBlocks, 1, init,
+              [&](Value j, ValueRange st) { return convertBlock(j, st); });
   }
-  Value segDv = k.zext64(k.mul(seg, p.fp8 ? p.dv / 4 : p.dv / 2));
-  Value segRope = k.zext64(k.add(k.mul(seg, 32), ropeOff));
-  Value segScale = k.zext64(k.add(k.mul(seg, 4), p.dv));
-  auto tokenOf = [&](int64_t r) { return k.add(k.add(tok0, slot), 32 * r); };
+
+private:
+  KernelBuilder &k;
+  MCtx &c;
+  const MLAPlan &p;
+  // This thread's segment of a token row and its token slot in a round; rounds per block.
+  Value seg, slot;
+  int64_t rounds = p.crossover ? 1 : 2;
+  Value tok0, maskTok, zero4, negInf;
+  SmallVector<Unit> units;
+  static constexpr int64_t nv = 11; // the most vectors of a unit (10) and the scale
+  // Byte offsets of this segment's Dv values, RoPE part and tile scale within a token row.
+  Value segDv, segRope, segScale;
+
+  Value tokenOf(int64_t r) { return k.add(k.add(tok0, slot), 32 * r); }
 
   // The loads of unit `u` of block `j` with the key of its token: 16-byte vectors and the tile
   // scale, zeros for a skipped key.
-  int64_t nv = 11; // the most vectors of a unit (10) and the scale
-  auto issue = [&](const Unit &u, Value j, Value key) {
+  SmallVector<Value> issue(const Unit &u, Value j, Value key) {
     Value ok = keyOk(k, c, k.add(k.mul(j, kB), tokenOf(u.round)), key);
     SmallVector<Type> types(u.pieces.size(), k.vec4Type());
     types.push_back(k.f32());
@@ -208,22 +242,12 @@ static void buildMLAProducer(KernelBuilder &k, MCtx &c) {
     while (static_cast<int64_t>(v.size()) < nv) // pad to a fixed carried width
       v.insert(v.end() - 1, zero4);
     return v;
-  };
+  }
 
-  // Carried: keys of the next block (one per round) and of the one after, the mask key of this
-  // block and the next, and the loads of this block's first unit.
-  SmallVector<Value> init;
-  for (int64_t r = 0; r < rounds; ++r)
-    init.push_back(loadKey(k, c, k.add(k.i32(kB), tokenOf(r))));
-  init.push_back(loadKey(k, c, maskTok));
-  SmallVector<Value> keys0;
-  for (int64_t r = 0; r < rounds; ++r)
-    keys0.push_back(loadKey(k, c, tokenOf(r)));
-  SmallVector<Value> first = issue(units[0], k.i32(0), keys0[0]);
-  init.append(keys0.begin(), keys0.end());
-  init.append(first.begin(), first.end());
-
-  k.forLoop(k.i32(0), c.numBlocks, 1, init, [&](Value j, ValueRange st) {
+  /// Block j with the loop state st: waits for the buffer, converts and stores each unit while
+  /// the next unit's loads are in flight, writes the mask row and arrives on the block's
+  /// full barrier; returns the next state.
+  SmallVector<Value> convertBlock(Value j, ValueRange st) {
     ValueRange nextKeys = st.take_front(rounds);
     Value maskKey = st[rounds];
     ValueRange curKeys = st.slice(rounds + 1, rounds);
@@ -298,42 +322,66 @@ static void buildMLAProducer(KernelBuilder &k, MCtx &c) {
     next.append(nextKeys.begin(), nextKeys.end());
     next.append(nextFirst.begin(), nextFirst.end());
     return next;
-  });
-}
+  }
+};
+} // namespace
+
+static void buildMLAProducer(KernelBuilder &k, MCtx &c) { MLAProducer(k, c).build(); }
 
 //===----------------------------------------------------------------------===//
 // Consumers
 //===----------------------------------------------------------------------===//
 
 
+namespace {
 /// Consumer `which` (0: S, softmax, left half of O; 1: right half of O). Its register budget is
 /// set first thing: ptxas plans each warpgroup's WGMMA pipeline in the region it dominates.
-static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t which) {
-  const MLAPlan &p = c.p;
-  int64_t regs = which == 0 ? p.consumerRegs : p.consumer1Regs;
-  if (regs != MLAPlan::kEntryRegs)
-    NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), regs,
-                                   regs > MLAPlan::kEntryRegs
-                                       ? NVVM::SetMaxRegisterAction::increase
-                                       : NVVM::SetMaxRegisterAction::decrease);
-  Value cw = k.i32(which);
-  AccGeom f = accGeom(k, c.tid);
-  Value ct = f.ct, colBase = f.colBase, quadLead = f.quadLead;
-  Value rows[2] = {f.rows[0], f.rows[1]};
-  int64_t nS = kB / 2, halfV = p.dv / 2, nO = halfV / 2;
-  Value negInf = k.f32(-INFINITY);
-  double scaleLog2 = p.softmaxScale * kLog2e;
-  Value qAddr = c.addr(k, c.sm.q);
-  Value pAddr = c.addr(k, c.sm.p);
+class MLAConsumer {
+public:
+  MLAConsumer(KernelBuilder &k, MCtx &c, int64_t which) : k(k), c(c), p(c.p), which(which) {}
 
-  auto waitFull = [&](Value buf, Value phase) {
+  /// The consumer's loop over the key blocks: {l0, l1, O...} (consumer 1: l = 0).
+  SmallVector<Value> build() {
+    int64_t regs = which == 0 ? p.consumerRegs : p.consumer1Regs;
+    if (regs != MLAPlan::kEntryRegs)
+      NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), regs,
+                                     regs > MLAPlan::kEntryRegs
+                                         ? NVVM::SetMaxRegisterAction::increase
+                                         : NVVM::SetMaxRegisterAction::decrease);
+    cw = k.i32(which);
+    AccGeom f = accGeom(k, c.tid);
+    ct = f.ct;
+    colBase = f.colBase;
+    quadLead = f.quadLead;
+    rows[0] = f.rows[0];
+    rows[1] = f.rows[1];
+    negInf = k.f32(-INFINITY);
+    qAddr = c.addr(k, c.sm.q);
+    pAddr = c.addr(k, c.sm.p);
+    SmallVector<Value> zeros(nO, k.f32(0));
+    return which == 0 ? softmaxLoop(zeros) : outputLoop(zeros);
+  }
+
+private:
+  KernelBuilder &k;
+  MCtx &c;
+  const MLAPlan &p;
+  int64_t which;
+  // The named barrier of this warpgroup (minus one), the thread's place in the fragment.
+  Value cw, ct, colBase, quadLead;
+  Value rows[2];
+  int64_t nS = kB / 2, halfV = p.dv / 2, nO = halfV / 2;
+  Value negInf, qAddr, pAddr;
+  double scaleLog2 = p.softmaxScale * kLog2e;
+
+  void waitFull(Value buf, Value phase) {
     k.mbarrierWait(c.ptr(k, k.add(k.mul(buf, 8), c.sm.full(0))), phase);
     if (p.crossover)
       k.mbarrierWait(c.ptr(k, k.add(k.mul(buf, 8), c.sm.remote(0))), phase);
-  };
+  }
   // One release per warpgroup, once all its WGMMAs have read the buffer: here and, with
   // crossover, in the peer (whose producer also writes into this CTA's buffer).
-  auto release = [&](Value buf) {
+  void release(Value buf) {
     NVVM::BarrierOp::create(k.builder(), k.getLoc(), Type(), k.add(cw, 1), k.i32(128),
                             NVVM::BarrierReductionAttr(), Value());
     k.ifThen(k.cmp(P::eq, ct, 0), [&] {
@@ -342,134 +390,147 @@ static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t wh
       if (p.crossover)
         k.mbarrierArriveCluster(k.add(c.peerBase, k.add(k.mul(buf, 8), off)));
     });
-  };
-  auto vDesc = [&](Value bufOff, int64_t kk, Value half) {
+  }
+  Value vDesc(Value bufOff, int64_t kk, Value half) {
     // V rows (tokens) kk·16 .. +16 of this warpgroup's Dv/2 columns, MN-major interleaved: core
     // matrices of 8 tokens × 8 columns; the next 8 tokens 128 bytes on (LBO), the next 8
     // columns kB·16 (SBO).
     Value a = k.add(c.addr(k, 0), k.add(bufOff, k.mul(half, halfV / 8 * kB * 16)));
-    return k.wgmmaDescriptor(k.add(a, kk * 16 * 16), 128, kB * 16, KernelBuilder::WgmmaLayout::Interleave);
-  };
-
-  SmallVector<Value> zeros(nO, k.f32(0));
-  if (which == 0) {
-        SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
-        inits.append(zeros);
-        SmallVector<Value> st = k.forLoop(k.i32(0), c.numBlocks, 1, inits,
-                                          [&](Value j, ValueRange st) {
-          Value buf = k.band(j, 1);
-          Value bufOff = k.add(k.mul(buf, c.sm.kvStride), c.sm.kv);
-          waitFull(buf, k.band(k.lshr(j, 1), 1));
-          Value kAddr = k.add(c.addr(k, 0), bufOff);
-          // Each step's descriptors are a base descriptor plus the step's offset (address field
-          // in 16-byte units, no carry: shared memory is < 256 KiB). K (K-major, interleaved):
-          // the next 8 tokens 128 bytes on (SBO), the next 8 columns kB·16 (LBO). Q (128-byte
-          // swizzle) is derived from a swizzled descriptor of K's address minus the distance —
-          // which depends on the buffer, so the 36 Q descriptors are not hoisted out of the loop
-          // into (spilled) registers.
-          Value kDesc = k.wgmmaDescriptor(kAddr, kB * 16, 128, KernelBuilder::WgmmaLayout::Interleave);
-          Value qFrom = k.sub(k.wgmmaDescriptor(kAddr, 16, 1024),
-                              k.zext64(k.lshr(k.sub(kAddr, qAddr), 4)));
-          k.wgmmaFence();
-          SmallVector<Value> acc(nS);
-          for (int64_t kk = 0; kk < p.dk() / 16; ++kk) {
-            int64_t qOff = (kk / 4) * MLAPlan::kHeadsPerCTA * 128 + (kk % 4) * 32;
-            Value kd = k.add(kDesc, k.i64(kk * 2 * kB * 16 >> 4));
-            acc = k.wgmmaSS(acc, k.add(qFrom, k.i64(qOff >> 4)), kd, kB, /*accumulate=*/kk > 0,
-                            /*transB=*/false);
-          }
-          k.wgmmaCommit();
-          k.wgmmaWait(0);
-          // Scale, mask (per key, from the producer), online softmax in the log2 domain.
-          Value maskOff = k.add(k.mul(buf, kB * 4), c.sm.mask);
-          SmallVector<Value> s(nS), rowVals[2];
-          for (int64_t cb = 0; cb < kB / 8; ++cb) {
-            Value col = k.add(colBase, cb * 8);
-            Value m2 = k.load(k.vec2f32Type(), c.ptr(k, k.add(maskOff, k.mul(col, 4))), 8);
-            for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
-              s[i] = k.fma(acc[i], k.f32(scaleLog2), k.extract(m2, i % 2));
-              rowVals[accRow(i)].push_back(s[i]);
-            }
-          }
-          Value mNew[2], mUse[2], alpha[2];
-          for (int r = 0; r < 2; ++r) {
-            Value mx = reduceTree(k, rowVals[r], true);
-            mx = k.fmax(mx, k.shflXor(mx, 1));
-            mx = k.fmax(mx, k.shflXor(mx, 2));
-            mNew[r] = k.fmax(st[r], mx);
-            mUse[r] = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mNew[r], negInf), k.f32(0),
-                               mNew[r]);
-            alpha[r] = k.exp2(k.fsub(st[r], mUse[r]));
-          }
-          SmallVector<Value> pr(nS), sums[2];
-          for (int64_t i = 0; i < nS; ++i) {
-            pr[i] = k.exp2(k.fsub(s[i], mUse[accRow(i)]));
-            sums[accRow(i)].push_back(pr[i]);
-          }
-          // Row sums now: the probabilities are dead before the P·V WGMMA.
-          Value lNew[2] = {k.fma(st[2], alpha[0], reduceTree(k, sums[0], false)),
-                           k.fma(st[3], alpha[1], reduceTree(k, sums[1], false))};
-          SmallVector<Value> words;
-          for (int64_t i = 0; i < nS; i += 2)
-            words.push_back(k.packBF16x2(pr[i], pr[i + 1]));
-          // P and the row factors for consumer 1, once it has read the previous ones.
-          k.mbarrierWait(c.ptr(k, c.sm.pEmpty()), k.bxor(k.band(j, 1), k.i32(1)));
-          for (int64_t i = 0; i < nS; i += 2) {
-            int64_t r = accRow(i), cb = i / 4;
-            Value off = k.add(k.mul(rows[r], 128),
-                              k.add(k.shl(k.bxor(k.i32(cb), k.band(rows[r], 7)), 4),
-                                    k.mul(colBase, 2)));
-            k.store(words[i / 2], c.ptr(k, k.add(off, c.sm.p)));
-          }
-          k.ifThen(quadLead, [&] {
-            for (int r = 0; r < 2; ++r)
-              k.store(alpha[r], c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.alpha)));
-          });
-          k.fenceProxyAsyncShared();
-          k.mbarrierArrive(c.ptr(k, c.sm.pFull()));
-          SmallVector<Value> o(st.begin() + 4, st.end());
-          for (int64_t i = 0; i < nO; ++i)
-            o[i] = k.fmul(o[i], alpha[accRow(i)]);
-          k.wgmmaFence();
-          for (int64_t kk = 0; kk < kB / 16; ++kk)
-            o = k.wgmmaRS(o, ArrayRef<Value>(words).slice(4 * kk, 4), vDesc(bufOff, kk, k.i32(0)),
-                          halfV, /*transB=*/true);
-          k.wgmmaCommit();
-          k.wgmmaWait(0);
-          release(buf);
-          SmallVector<Value> r = {mNew[0], mNew[1], lNew[0], lNew[1]};
-          r.append(o.begin(), o.end());
-          return r;
-        });
-        return SmallVector<Value>(st.begin() + 2, st.end());
-  } else {
-        SmallVector<Value> st = k.forLoop(k.i32(0), c.numBlocks, 1, zeros,
-                                          [&](Value j, ValueRange st) {
-          Value buf = k.band(j, 1);
-          Value bufOff = k.add(k.mul(buf, c.sm.kvStride), c.sm.kv);
-          k.mbarrierWait(c.ptr(k, c.sm.pFull()), k.band(j, 1));
-          waitFull(buf, k.band(k.lshr(j, 1), 1));
-          Value alpha[2];
-          for (int r = 0; r < 2; ++r)
-            alpha[r] = k.load(k.f32(), c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.alpha)));
-          SmallVector<Value> o(st.begin(), st.end());
-          for (int64_t i = 0; i < nO; ++i)
-            o[i] = k.fmul(o[i], alpha[accRow(i)]);
-          k.wgmmaFence();
-          for (int64_t kk = 0; kk < kB / 16; ++kk)
-            o = k.wgmmaSS(o, k.wgmmaDescriptor(k.add(pAddr, kk * 32), 16, 1024),
-                          vDesc(bufOff, kk, k.i32(1)), halfV, /*accumulate=*/true,
-                          /*transB=*/true);
-          k.wgmmaCommit();
-          k.wgmmaWait(0);
-          k.mbarrierArrive(c.ptr(k, c.sm.pEmpty()));
-          release(buf);
-          return o;
-        });
-        SmallVector<Value> fin = {k.f32(0), k.f32(0)};
-        fin.append(st.begin(), st.end());
-        return fin;
+    return k.wgmmaDescriptor(k.add(a, kk * 16 * 16), 128, kB * 16,
+                             KernelBuilder::WgmmaLayout::Interleave);
   }
+
+  /// Consumer 0: per block S = Q·Kᵀ, the online softmax, P and the row factors handed to
+  /// consumer 1, and the left half of O += P·V.
+  SmallVector<Value> softmaxLoop(SmallVector<Value> &zeros) {
+    SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
+    inits.append(zeros);
+    SmallVector<Value> st = k.forLoop(k.i32(0), c.numBlocks, 1, inits,
+                                      [&](Value j, ValueRange st) { return softmaxBlock(j, st); });
+    return SmallVector<Value>(st.begin() + 2, st.end());
+  }
+
+  /// Consumer 0's work on block j with the loop state st = {m0, m1, l0, l1, O...}.
+  SmallVector<Value> softmaxBlock(Value j, ValueRange st) {
+    Value buf = k.band(j, 1);
+    Value bufOff = k.add(k.mul(buf, c.sm.kvStride), c.sm.kv);
+    waitFull(buf, k.band(k.lshr(j, 1), 1));
+    Value kAddr = k.add(c.addr(k, 0), bufOff);
+    // Each step's descriptors are a base descriptor plus the step's offset (address field
+    // in 16-byte units, no carry: shared memory is < 256 KiB). K (K-major, interleaved):
+    // the next 8 tokens 128 bytes on (SBO), the next 8 columns kB·16 (LBO). Q (128-byte
+    // swizzle) is derived from a swizzled descriptor of K's address minus the distance —
+    // which depends on the buffer, so the 36 Q descriptors are not hoisted out of the loop
+    // into (spilled) registers.
+    Value kDesc = k.wgmmaDescriptor(kAddr, kB * 16, 128, KernelBuilder::WgmmaLayout::Interleave);
+    Value qFrom = k.sub(k.wgmmaDescriptor(kAddr, 16, 1024),
+                        k.zext64(k.lshr(k.sub(kAddr, qAddr), 4)));
+    k.wgmmaFence();
+    SmallVector<Value> acc(nS);
+    for (int64_t kk = 0; kk < p.dk() / 16; ++kk) {
+      int64_t qOff = (kk / 4) * MLAPlan::kHeadsPerCTA * 128 + (kk % 4) * 32;
+      Value kd = k.add(kDesc, k.i64(kk * 2 * kB * 16 >> 4));
+      acc = k.wgmmaSS(acc, k.add(qFrom, k.i64(qOff >> 4)), kd, kB, /*accumulate=*/kk > 0,
+                      /*transB=*/false);
+    }
+    k.wgmmaCommit();
+    k.wgmmaWait(0);
+    // Scale, mask (per key, from the producer), online softmax in the log2 domain.
+    Value maskOff = k.add(k.mul(buf, kB * 4), c.sm.mask);
+    SmallVector<Value> s(nS), rowVals[2];
+    for (int64_t cb = 0; cb < kB / 8; ++cb) {
+      Value col = k.add(colBase, cb * 8);
+      Value m2 = k.load(k.vec2f32Type(), c.ptr(k, k.add(maskOff, k.mul(col, 4))), 8);
+      for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
+        s[i] = k.fma(acc[i], k.f32(scaleLog2), k.extract(m2, i % 2));
+        rowVals[accRow(i)].push_back(s[i]);
+      }
+    }
+    Value mNew[2], mUse[2], alpha[2];
+    for (int r = 0; r < 2; ++r) {
+      Value mx = reduceTree(k, rowVals[r], true);
+      mx = k.fmax(mx, k.shflXor(mx, 1));
+      mx = k.fmax(mx, k.shflXor(mx, 2));
+      mNew[r] = k.fmax(st[r], mx);
+      mUse[r] = k.select(k.fcmp(LLVM::FCmpPredicate::oeq, mNew[r], negInf), k.f32(0),
+                         mNew[r]);
+      alpha[r] = k.exp2(k.fsub(st[r], mUse[r]));
+    }
+    SmallVector<Value> pr(nS), sums[2];
+    for (int64_t i = 0; i < nS; ++i) {
+      pr[i] = k.exp2(k.fsub(s[i], mUse[accRow(i)]));
+      sums[accRow(i)].push_back(pr[i]);
+    }
+    // Row sums now: the probabilities are dead before the P·V WGMMA.
+    Value lNew[2] = {k.fma(st[2], alpha[0], reduceTree(k, sums[0], false)),
+                     k.fma(st[3], alpha[1], reduceTree(k, sums[1], false))};
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < nS; i += 2)
+      words.push_back(k.packBF16x2(pr[i], pr[i + 1]));
+    // P and the row factors for consumer 1, once it has read the previous ones.
+    k.mbarrierWait(c.ptr(k, c.sm.pEmpty()), k.bxor(k.band(j, 1), k.i32(1)));
+    for (int64_t i = 0; i < nS; i += 2) {
+      int64_t r = accRow(i), cb = i / 4;
+      Value off = k.add(k.mul(rows[r], 128),
+                        k.add(k.shl(k.bxor(k.i32(cb), k.band(rows[r], 7)), 4),
+                              k.mul(colBase, 2)));
+      k.store(words[i / 2], c.ptr(k, k.add(off, c.sm.p)));
+    }
+    k.ifThen(quadLead, [&] {
+      for (int r = 0; r < 2; ++r)
+        k.store(alpha[r], c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.alpha)));
+    });
+    k.fenceProxyAsyncShared();
+    k.mbarrierArrive(c.ptr(k, c.sm.pFull()));
+    SmallVector<Value> o(st.begin() + 4, st.end());
+    for (int64_t i = 0; i < nO; ++i)
+      o[i] = k.fmul(o[i], alpha[accRow(i)]);
+    k.wgmmaFence();
+    for (int64_t kk = 0; kk < kB / 16; ++kk)
+      o = k.wgmmaRS(o, ArrayRef<Value>(words).slice(4 * kk, 4), vDesc(bufOff, kk, k.i32(0)),
+                    halfV, /*transB=*/true);
+    k.wgmmaCommit();
+    k.wgmmaWait(0);
+    release(buf);
+    SmallVector<Value> r = {mNew[0], mNew[1], lNew[0], lNew[1]};
+    r.append(o.begin(), o.end());
+    return r;
+  }
+
+  /// Consumer 1: per block the right half of O += P·V, P read from shared memory.
+  SmallVector<Value> outputLoop(SmallVector<Value> &zeros) {
+    SmallVector<Value> st = k.forLoop(k.i32(0), c.numBlocks, 1, zeros,
+                                      [&](Value j, ValueRange st) {
+      Value buf = k.band(j, 1);
+      Value bufOff = k.add(k.mul(buf, c.sm.kvStride), c.sm.kv);
+      k.mbarrierWait(c.ptr(k, c.sm.pFull()), k.band(j, 1));
+      waitFull(buf, k.band(k.lshr(j, 1), 1));
+      Value alpha[2];
+      for (int r = 0; r < 2; ++r)
+        alpha[r] = k.load(k.f32(), c.ptr(k, k.add(k.mul(rows[r], 4), c.sm.alpha)));
+      SmallVector<Value> o(st.begin(), st.end());
+      for (int64_t i = 0; i < nO; ++i)
+        o[i] = k.fmul(o[i], alpha[accRow(i)]);
+      k.wgmmaFence();
+      for (int64_t kk = 0; kk < kB / 16; ++kk)
+        o = k.wgmmaSS(o, k.wgmmaDescriptor(k.add(pAddr, kk * 32), 16, 1024),
+                      vDesc(bufOff, kk, k.i32(1)), halfV, /*accumulate=*/true,
+                      /*transB=*/true);
+      k.wgmmaCommit();
+      k.wgmmaWait(0);
+      k.mbarrierArrive(c.ptr(k, c.sm.pEmpty()));
+      release(buf);
+      return o;
+    });
+    SmallVector<Value> fin = {k.f32(0), k.f32(0)};
+    fin.append(st.begin(), st.end());
+    return fin;
+  }
+};
+} // namespace
+
+static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t which) {
+  return MLAConsumer(k, c, which).build();
 }
 
 /// After both consumers' loops: O / l as bf16 into each warpgroup's half of out[b, qi, head, :].

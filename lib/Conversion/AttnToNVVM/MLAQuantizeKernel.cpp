@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodePlan.h"
+#include "ForwardPlan.h"
 #include "KernelBuilder.h"
 #include "MLAPlan.h"
 

@@ -59,7 +59,7 @@ static std::string findToolkit() {
 }
 
 LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::string &artifact,
-                                     std::string &launchJSON) {
+                                     std::string &launchJSON, PassManagerSetup setup) {
   bool cubin = kind == GPUArtifact::Cubin;
   OwningOpRef<ModuleOp> clone = module.clone();
   // Only the GPU functions: CPU functions in the same file go to --emit=obj.
@@ -73,6 +73,8 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::str
       fn.erase();
   }
   PassManager pm(module.getContext());
+  if (setup && failed(setup(pm)))
+    return failure();
   pm.addPass(createAttnNormalize());
   pm.addPass(createAttnSelectSchedule());
   ConvertAttnToNVVMOptions nvvmOptions;
@@ -103,6 +105,8 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::str
     return success();
 
   PassManager lower(module.getContext());
+  if (setup && failed(setup(lower)))
+    return failure();
   buildNVVMToLLVMPipeline(lower);
   GpuModuleToBinaryPassOptions opts;
   opts.compilationTarget = cubin ? "bin" : "isa";

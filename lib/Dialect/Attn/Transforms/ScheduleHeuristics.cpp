@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -31,42 +32,11 @@ int64_t mlir::attn::selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu
   return best;
 }
 
-static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-int64_t mlir::attn::decodeSharedBytes(const AttentionShape &s, int64_t tileN, int64_t stages,
-                                      bool directK) {
-  // 8-bit Q·Kᵀ (int8 or fp8): the query tile (and copied K buffers) hold one byte per element.
-  int64_t qkBytes = s.int8QK || s.fp8 ? 1 : 2;
-  // bf16 caches: the WGMMAs read the TMA stages themselves (no conversion buffers, no scales).
-  // directK: K read from the stage, only V converted (to bf16, or transposed in 8 bits), into
-  // three buffers; fp8 and full_int8 always read K from the stage.
-  bool direct = s.kvElemBytes == 2;
-  // Half-int8 with the overlap: each consumer thread parks its two rows' query scales (8 bytes).
-  bool parkedScales = directK && s.int8QK && !s.pv8();
-  directK = directK || s.pv8();
-  int64_t vBytes = s.pv8() ? 1 : 2;
-  int64_t bufs = direct ? 0 : directK ? 3 : 2;
-  // A row of Q (and of copied K) spans at least one 128-byte swizzle row (8-bit head_dim 64).
-  int64_t qkRow = std::max<int64_t>(128, s.headDim * qkBytes);
-  int64_t bytes = s.queryBuffers * s.queryTiles * 64 * qkRow; // packed queries
-  bytes += stages * alignUp(2 * tileN * s.headDim * s.kvElemBytes, 1024); // K+V stages (TMA)
-  bytes += bufs * tileN * ((directK ? 0 : qkRow) + s.headDim * vBytes); // (K +) V buffers
-  bytes += bufs * 2 * tileN * 4;                                          // K and V scales
-  if (s.zeroPoints)
-    bytes += 2 * tileN * 4; // K and V zero points
-  if (parkedScales)
-    bytes += s.queryTiles * 128 * 8;
-  // mbarriers: full per stage, full + empty per buffer, empty per stage read by the WGMMAs,
-  // the partial tile's (direct).
-  bytes += 8 * (stages + 2 * bufs + (direct || directK ? stages : 0) + (direct ? 1 : 0));
-  return alignUp(bytes, 128) + 1024;
-}
-
 int64_t mlir::attn::selectTileN(const AttentionShape &s) {
   // Long tiles amortize the per-tile softmax bookkeeping; shared memory bounds them: int8/fp8
   // caches get 128 keys up to head_dim 128 and 64 at 256, bf16 caches half of that.
   for (int64_t n : {128, 64, 32})
-    if (decodeSharedBytes(s, n, 2) <= kMaxSharedBytesSm90)
+    if (layoutForwardSharedMemory(s, n, 2).bytes() <= kMaxSharedBytesSm90)
       return n;
   return 32;
 }
@@ -87,7 +57,8 @@ int64_t mlir::attn::selectCtasPerSm(const AttentionShape &s, int64_t ctas, const
     return 1;
   // The lowering's bound: each CTA's shared memory plus the 1 KiB the SM reserves per CTA.
   // (bf16 queries convert K to bf16 too: 116864 bytes at head_dim 128, 2304 too many.)
-  int64_t bytes = decodeSharedBytes(s, TwoCtaSchedule::tileN, TwoCtaSchedule::stages);
+  int64_t bytes =
+      layoutForwardSharedMemory(s, TwoCtaSchedule::tileN, TwoCtaSchedule::stages).bytes();
   return 2 * (bytes + 1024) <= kSharedBytesPerSmSm90 ? 2 : 1;
 }
 

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/Attn/Transforms/Passes.h"
+#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
 
 #include "mlir/IR/Builders.h"
@@ -180,7 +181,8 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
                   (shape.int8QK && !shape.pv8() && tileScaled(op.getVQuantAttr()));
       // (With the overlap int8 queries read K from the stages: directK.)
       bool threeFit =
-          decodeSharedBytes(shape, f.tileN, 3, /*directK=*/shape.int8QK) <= kMaxSharedBytesSm90;
+          layoutForwardSharedMemory(shape, f.tileN, 3, /*kDirect=*/shape.int8QK).bytes() <=
+          kMaxSharedBytesSm90;
       // A spec's own choice stands.
       bool overlap = f.intraWgOverlap ? f.intraWgOverlap.getValue()
                                       : !threeConsumers && bf16 && threeFit &&
@@ -237,7 +239,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       Fields::fill(f.persistent, ctx, persistentDefault);
       // fp8 at head_dim 128 with tile scales on the persistent grid: three stages. Its producer
       // transposes V with ldmatrix / stmatrix and keeps ahead of the consumers, so
-      // its loads may lead by two tiles (refilled without blocking: DecodeProducer.cpp). Measured
+      // its loads may lead by two tiles (refilled without blocking: ForwardProducer.cpp). Measured
       // on the H100 Table-1/2 shapes, each comparison in one call (docs/benchmarks/
       // gpu-prefill.md): against two stages (before that refill) +0.6 to +7.6% up to
       // 4096 keys, +3.6 to +7.1% non-causal from 8192, and the refill added +0.4 to +2.8%; with
@@ -245,7 +247,7 @@ struct SelectSchedulePass : public attn::impl::AttnSelectScheduleBase<SelectSche
       // 4096, −3.5 to +0.1% causal from 8192 (where the rule above keeps one CTA per item).
       bool fp8Matrices = shape.fp8 && shape.headDim == 128 && kvTileScaled;
       if (fp8Matrices && threeConsumers && f.persistent.getValue() && !specStages &&
-          decodeSharedBytes(oneToken, f.tileN, 3) <= kMaxSharedBytesSm90)
+          layoutForwardSharedMemory(oneToken, f.tileN, 3).bytes() <= kMaxSharedBytesSm90)
         f.stages = 3;
     }
     // The spec's fields and the defaults together may not fit (e.g. ctas_per_sm 3 with the

@@ -61,17 +61,6 @@ struct DecodeSchedule {
 /// Largest divisor of (qHeads / kvHeads) whose packed rows (pack × qLen) fit in one WGMMA M tile.
 int64_t selectPackQHeads(const AttentionShape &s, const GPUInfo &gpu);
 
-/// Dynamic shared memory of the sm_90a decode kernel (convert-attn-to-nvvm's layout: the 64-row
-/// query tiles, `stages` K+V stages in the cache's type, two bf16 K+V buffers, scales, mbarriers,
-/// and 1 KiB to align the base) for `s` with `tileN` keys per tile. With `s.int8QK` the query tile
-/// and the K buffers are int8; with `s.zeroPoints` a K and a V zero-point constant per key follow
-/// the scales; `s.queryTiles` 64-row query tiles (prefill: one per consumer warpgroup). A bf16
-/// cache (kvElemBytes 2) has no conversion buffers or scales: the WGMMAs read the stages TMA
-/// fills. `directK` (prefill with int8 queries and the overlap) and `s.pv8()`: K is read from the
-/// stages too and three buffers hold the converted V (bf16, or 8-bit Vᵀ for fp8 and full_int8);
-/// with int8 queries (half-int8) 8 bytes per consumer thread hold its rows' query scales.
-int64_t decodeSharedBytes(const AttentionShape &s, int64_t tileN, int64_t stages,
-                          bool directK = false);
 /// Shared memory of one sm_90a CTA.
 inline constexpr int64_t kMaxSharedBytesSm90 = 227 * 1024;
 /// Shared memory of one sm_90a SM, shared by its resident CTAs (each also holds 1 KiB reserved).

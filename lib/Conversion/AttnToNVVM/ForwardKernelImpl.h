@@ -1,16 +1,17 @@
-//===- DecodeKernelImpl.h - what the decode kernel's parts share -*- C++ -*-===//
+//===- ForwardKernelImpl.h - the forward kernel's shared parts -*- C++ -*-===//
 //
-// What this file is: the state the producer (DecodeProducer.cpp), the consumers
-// (DecodeConsumer.cpp; their output stores DecodeStore.cpp, their merges DecodeMerge.cpp) and
-// the kernel frame (DecodeKernel.cpp) of `<name>_decode` share — the kernel's values (Ctx),
-// shared-memory addressing and the 128-byte swizzle — and the producer's and consumers' entry
-// points. Private to this folder.
+// What this file is: the state the producer (ForwardProducer.cpp), the consumers
+// (ForwardConsumer.cpp; their softmax ForwardSoftmax.cpp, their output stores ForwardStore.cpp,
+// their merges ForwardMerge.cpp) and the kernel frame (ForwardKernel.cpp) of the forward kernel
+// (`<name>_decode`, `<name>_prefill`) share — the kernel's values (Ctx), shared-memory
+// addressing and the 128-byte swizzle — and the producer's and consumers' entry points. Private
+// to this folder.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
-#define ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDKERNELIMPL_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDKERNELIMPL_H
 
-#include "DecodePlan.h"
+#include "ForwardPlan.h"
 #include "KernelBuilder.h"
 
 #include <cmath>
@@ -21,8 +22,8 @@ inline constexpr double kLog2e = 1.4426950408889634;
 
 /// Values every part of the kernel uses.
 struct Ctx {
-  const DecodePlan &p;
-  DecodePlan::Smem sm;
+  const ForwardPlan &p;
+  ForwardPlan::Smem sm;
   Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
         ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {}, kZero = {}, vZero = {};
   Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
@@ -123,19 +124,19 @@ inline Value outAt(KernelBuilder &k, Ctx &c, Value rowOffset, Value col) {
   return k.gep(c.out, k.add(rowOffset, k.mul(k.sext64(col), int64_t(2))));
 }
 
-/// Merges of partial (m0, m1, l0, l1, O...) states (DecodeMerge.cpp). Two decode consumer
+/// Merges of partial (m0, m1, l0, l1, O...) states (ForwardMerge.cpp). Two decode consumer
 /// warpgroups over disjoint tiles: returns warpgroup 0's merged state.
 SmallVector<Value> mergeConsumers(KernelBuilder &k, Ctx &c, Value wg, Value ct,
                                   SmallVector<Value> st);
 /// Split-KV: warpgroup 0's merged state `fin` as this split's partial in the workspace.
 void storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef<Value> fin, const Value rowOk[2],
                   const Frag &f);
-/// Split-KV in a cluster of the splits: every CTA's consumers (and, in DecodeKernel.cpp, its
+/// Split-KV in a cluster of the splits: every CTA's consumers (and, in ForwardKernel.cpp, its
 /// producers) take part; warpgroup 0 writes its share of the merged output.
 void clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct, ArrayRef<Value> fin,
                   const Value rowOk[2], const Value qi[2], const Value head[2], const Frag &f);
 
-/// One split's finished O (times inv[r] per row) to `out` as bf16 (DecodeStore.cpp): rows
+/// One split's finished O (times inv[r] per row) to `out` as bf16 (ForwardStore.cpp): rows
 /// rowOk; prefill also uses the warpgroup's query tile (wg) and first token (qBase).
 void storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Value inv[2],
                  const Value rowOk[2], const Value qi[2], const Value head[2], Value qBase,
@@ -145,7 +146,7 @@ void storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Va
 void buildProducer(KernelBuilder &k, Ctx &c);
 /// Index (in f32 elements) of the scale of (batch `b`, `token`, `head`) of a [B, len, heads]
 /// operand for a granularity (per_block: `blockRows` tokens of a head share one, [B, ceil(len /
-/// r), heads]); DecodeProducer.cpp.
+/// r), heads]); ForwardProducer.cpp.
 Value scaleIndex(KernelBuilder &k, Granularity g, Value b, Value len, int64_t heads, Value head,
                  Value token, int64_t blockRows = 1);
 /// The K/V scale of key `token` of this CTA's batch element and KV head.
@@ -157,9 +158,27 @@ Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t b
 /// barrier, which would otherwise delay the first bytes by a DRAM round trip. (With a
 /// persistent grid the producer fills the pipeline per work item.)
 void issuePipelineFill(KernelBuilder &k, Ctx &c);
-/// The consumer warpgroups (DecodeConsumer.cpp): the attention math and the epilogue.
+
+/// A softmax step's result: the new row maxima, sums and correction factors, and P.
+struct SoftmaxOut {
+  Value m[2], l[2], alpha[2];
+  SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments (or N/2 floats with packP false)
+};
+
+/// Scales, masks, exponentiates one S tile and returns the new row state and the P fragments
+/// (ForwardSoftmax.cpp).
+/// With `rowF` (one factor per row: plan.rawRowMax) `acc` is unscaled: the row maximum is taken
+/// on it and scaled once, and each P is exp2(fma(S, f, −m)) — one FFMA where scaling every S
+/// first costs an FMUL and an FSUB. With `log2R` (half-int8's per_block V: see vRefStep) every
+/// P is multiplied by r = 2^log2R ≤ 1 through exp2's argument and the row sums by `invR` = 1 / r,
+/// so that l still sums the P themselves.
+SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> acc, Value scOff,
+                       Value tileStart, Value mOld[2], Value lOld[2], bool masked, bool packP,
+                       ArrayRef<Value> rowF, Value log2R, Value invR);
+
+/// The consumer warpgroups (ForwardConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);
 
 } // namespace mlir::attn::nvvm
 
-#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEKERNELIMPL_H
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDKERNELIMPL_H

@@ -1,4 +1,4 @@
-//===- DecodeMerge.cpp - merges of partial softmax states in the decode kernel ===//
+//===- ForwardMerge.cpp - merges of partial softmax states ----------------===//
 //
 // What this file is: where `<name>_decode` combines partial (m, l, O) states: its two consumer
 // warpgroups' (through shared memory), and the split-KV epilogue — a split's partial written to
@@ -7,7 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 #include <algorithm>
 #include <cmath>
@@ -70,7 +70,7 @@ SmallVector<Value> mlir::attn::nvvm::mergeConsumers(KernelBuilder &k, Ctx &c, Va
 /// for the combine kernel.
 void mlir::attn::nvvm::storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef<Value> fin,
                                     const Value rowOk[2], const Frag &f) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t nO = p.headDim / 2;
   Value m[2] = {fin[0], fin[1]}, l[2] = {fin[2], fin[3]};
   ArrayRef<Value> o = fin.drop_front(4);
@@ -108,7 +108,7 @@ void mlir::attn::nvvm::storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef
 void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct,
                                     ArrayRef<Value> fin, const Value rowOk[2], const Value qi[2],
                                     const Value head[2], const Frag &f) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t nO = p.headDim / 2, groups = nO / 4;
   Value n = c.numSplits;
   // A cluster that is not the splits of one (group, batch) would merge the wrong partials.

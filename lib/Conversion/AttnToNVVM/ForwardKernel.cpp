@@ -1,16 +1,17 @@
-//===- DecodeKernel.cpp - the warp-specialized Hopper decode kernel -------===//
+//===- ForwardKernel.cpp - the warp-specialized Hopper forward kernel -----===//
 //
-// What this file is: the generator of `<name>_decode`, one CTA per (KV split, group of packed query
+// What this file is: the generator of the forward-attention kernel, `<name>_decode` (decode
+// schedules) and `<name>_prefill` (below): for decode one CTA per (KV split, group of packed query
 // heads, batch element), 128 · (producers + consumers) threads in warp-specialized warpgroups —
 // its frame: the shared-memory map, the parameters, the CTA's key tiles, the mbarriers, the query
 // tile, and the split into
 //
-//   producer warpgroups (setmaxnreg.dec; DecodeProducer.cpp): TMA streams K/V tiles into `stages`
+//   producer warpgroups (setmaxnreg.dec; ForwardProducer.cpp): TMA streams K/V tiles into `stages`
 //     mbarrier-guarded shared-memory stages; the warpgroup dequantizes each tile (int8 / e4m3 →
 //     bf16, exact) into 128-byte-swizzled bf16 buffers — or copies int8 K, or transposes e4m3 V
 //     for fp8 —, zeroes keys past the sequence length, stages the scales, and signals the
 //     consumers; bf16 caches need no conversion (the WGMMAs read the stages);
-//   consumer warpgroups (setmaxnreg.inc; DecodeConsumer.cpp): S = Q·Kᵀ, masks, online softmax,
+//   consumer warpgroups (setmaxnreg.inc; ForwardConsumer.cpp): S = Q·Kᵀ, masks, online softmax,
 //     O += P·V on WGMMA, and the epilogue (O / l as bf16, or the split-KV partial (O, m, l) that
 //     `<name>_combine` merges).
 //
@@ -20,46 +21,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using P = LLVM::ICmpPredicate;
-
-static int64_t alignUp(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
-
-DecodePlan::Smem DecodePlan::smem() const {
-  Smem m;
-  int64_t off = 0;
-  m.q = off;
-  off += qBuffers * qTiles() * qTileBytes();
-  m.stage = off;
-  m.stageStride = alignUp(2 * stageTileBytes(), 1024);
-  m.stageV = stageTileBytes();
-  off += stages * m.stageStride;
-  m.conv = off;
-  m.scales = off;
-  m.nConv = convBufs();
-  if (m.nConv) { // conversion buffers (K unless read from the stage, then bf16 V) and scales
-    m.convV = kDirect() ? 0 : tileN * qkRowBytes(); // 8-bit Q·Kᵀ: K in 8 bits
-    m.convStride = m.convV + tileN * headDim * (pv8() ? 1 : 2); // V: bf16, or 8-bit Vᵀ
-    off += m.nConv * m.convStride;
-    m.scales = off;
-    m.scaleStride = 2 * tileN * 4;
-    off += m.nConv * m.scaleStride;
-  }
-  m.zeros = off; // K then V: per key, the magic constant whose subtraction gives k̂ − z
-  if (zeroPoints)
-    off += 2 * tileN * 4;
-  m.qScales = off; // parkQScales: two floats per consumer thread
-  if (parkQScales())
-    off += consumerWGs * 128 * 8;
-  m.bars = off;
-  off += 8 * (stages + 2 * m.nConv + (directKV() || kDirect() ? stages : 0) + (directKV() ? 1 : 0));
-  m.total = alignUp(off, 128);
-  return m;
-}
 
 //===----------------------------------------------------------------------===//
 // The kernel
@@ -70,7 +37,7 @@ DecodePlan::Smem DecodePlan::smem() const {
 /// store, or (`async`) a cp.async into the set of query tiles at byte offset `setOff`.
 static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk, bool async = false,
                             Value setOff = {}) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t qBytes = p.qk8() ? 1 : 2;
   int64_t chunksPerRow = p.headDim * qBytes / 16;
   Value row = k.udiv(chunk, chunksPerRow);
@@ -107,7 +74,7 @@ static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk, bool
 /// Copies the packed query rows into the swizzled Q tiles: the first 256 threads, 64 × D / 8
 /// chunks of 16 bytes per tile.
 static void loadQueries(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t chunksPerRow = p.headDim * (p.qk8() ? 1 : 2) / 16;
   k.ifThen(k.cmp(P::ult, c.tid, 256), [&] {
     for (int64_t t = 0; t < p.qTiles(); ++t)
@@ -121,7 +88,7 @@ static void loadQueries(KernelBuilder &k, Ctx &c) {
 /// first), with loads and stores or (`async`) cp.async.
 static void loadQueryTile(KernelBuilder &k, Ctx &c, Value wg, Value ct, bool async = false,
                           Value setOff = {}) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t chunksPerRow = p.headDim * (p.qk8() ? 1 : 2) / 16;
   for (int64_t it = 0; it < 64 * chunksPerRow / 128; ++it)
     storeQueryChunk(k, c, wg, k.add(ct, it * 128), async, setOff);
@@ -141,7 +108,7 @@ void mlir::attn::nvvm::ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUMo
 /// for prefill the query chunk), y (the head group) and z (the batch element); null: the CTA's
 /// ctaid.
 static void setupWorkIds(KernelBuilder &k, Ctx &c, Value x, Value y, Value z) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   c.split = x ? x : k.ctaidX();
   c.qBase = k.i32(0);
   if (p.prefill) { // grid x: query chunks (one split)
@@ -160,7 +127,7 @@ static void setupWorkIds(KernelBuilder &k, Ctx &c, Value x, Value y, Value z) {
 
 /// The key tiles of the work set up by setupWorkIds.
 static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Type i32 = k.i32();
   // This CTA's keys: tiles [tile0, tile0 + numTiles) of the batch element's length.
   c.len = c.kvLen;
@@ -190,7 +157,7 @@ static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
 /// Persistent grid (prefill): the ids of work item `item` of q_chunks × groups × batch, the
 /// query chunks with the most keys (the last, when causal) first.
 static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value gb = k.mul(k.i32(p.groups()), c.batch);
   Value chunks = k.ceilDiv(c.qLen(k), p.ctaTokens());
   Value chunk = k.sub(k.add(chunks, -1), k.udiv(item, gb));
@@ -199,8 +166,10 @@ static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
   setupWorkIds(k, c, chunk, grp, b);
 }
 
-void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                         const DecodePlan &p) {
+/// Declares the kernel: its parameters (the K and V tensor maps by value as grid constants,
+/// the buffers, the extents, q_len for a dynamic prefill) and launch bounds.
+static LLVM::LLVMFuncOp declareForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                             const ForwardPlan &p) {
   ensureSharedSymbol(b, loc, module);
   MLIRContext *ctx = b.getContext();
   Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
@@ -220,12 +189,12 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   }
   for (unsigned a = 2; a < 9; ++a)
     fn.setArgAttr(a, "llvm.noalias", UnitAttr::get(ctx));
+  return fn;
+}
 
-  OpBuilder::InsertionGuard g(b);
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  KernelBuilder k(b, loc);
-  Ctx c{p, p.smem()};
+/// The kernel's parameters as the Ctx names them.
+static void bindArguments(Ctx &c, LLVM::LLVMFuncOp fn) {
+  const ForwardPlan &p = c.p;
   c.kMap = fn.getArgument(0);
   c.vMap = fn.getArgument(1);
   c.q = fn.getArgument(2);
@@ -243,6 +212,105 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   c.vZero = fn.getArgument(14);
   if (p.qLen < 0)
     c.qLenArg = fn.getArgument(15);
+}
+
+/// Thread 0: the mbarriers of the stages and conversion buffers with their arrival counts.
+static void initBarriers(KernelBuilder &k, Ctx &c) {
+  const ForwardPlan &p = c.p;
+  for (int64_t s = 0; s < p.stages; ++s)
+    k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
+  // Decode: the one consumer that took the tile releases it; prefill: all of them.
+  int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
+  for (int64_t bf = 0; bf < p.convBufs(); ++bf) {
+    k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
+    k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), releases);
+  }
+  if (p.directKV() || p.kDirect())
+    for (int64_t s = 0; s < p.stages; ++s)
+      k.mbarrierInit(sptr(k, c, c.sm.emptyStage(s, p.stages)), releases);
+  if (p.directKV())
+    k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
+}
+
+/// Persistent grid: every warpgroup walks the CTA's work items (item = ctaid.x + n · nctaid.x)
+/// in the same order; the rings continue across items (tileBase), so the producer runs ahead
+/// into the next item while the consumers finish the last one. Carried: the tiles streamed so
+/// far and (`tail`, bf16 producer) the partial tiles' parity.
+static void forEachWorkItem(KernelBuilder &k, Ctx &c, bool tail,
+                            llvm::function_ref<void(Value item, Value total)> body) {
+  const ForwardPlan &p = c.p;
+  Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
+  SmallVector<Value> init = {k.i32(0)};
+  if (tail)
+    init.push_back(k.i32(0));
+  k.forLoop(k.ctaidX(), total, k.nctaidX(), init, [&](Value item, ValueRange st) {
+    setupWorkItemIds(k, c, item);
+    setupWorkTiles(k, c);
+    c.tileBase = st[0];
+    c.tailParity = tail ? st[1] : Value();
+    body(item, total);
+    SmallVector<Value> next = {k.add(st[0], c.numTiles)};
+    if (tail) { // the item's last tile is partial when it runs past the length
+      Value partial = k.band(k.cmp(P::sgt, c.numTiles, k.i32(0)),
+                             k.cmp(P::sgt, k.mul(k.add(c.tile0, c.numTiles), p.tileN), c.len));
+      next.push_back(k.bxor(st[1], k.select(partial, k.i32(1), k.i32(0))));
+    }
+    return next;
+  });
+}
+
+/// A consumer warpgroup's work item on the persistent grid: its query tile (one set, reloaded
+/// once the previous item's WGMMAs are past; or two, the next item's copied during this one),
+/// then the consumers' attention.
+static void buildPersistentConsumerItem(KernelBuilder &k, Ctx &c, Value item, Value total) {
+  const ForwardPlan &p = c.p;
+  Value wg = k.warpUniform(k.lshr(k.add(c.tid, -p.producerThreads()), 7));
+  Value ct = k.band(c.tid, 127), bar = k.add(wg, 6);
+  if (p.qBuffers == 1) {
+    // This warpgroup's query tile: the previous item's WGMMAs read it until every
+    // warp of the warpgroup is past them.
+    k.barrierSync(bar, 128);
+    loadQueryTile(k, c, wg, ct);
+    k.fenceProxyAsyncShared();
+    k.barrierSync(bar, 128);
+    buildConsumer(k, c);
+    return;
+  }
+  // Two sets of query tiles: the CTA's n-th item reads set n mod 2, which the
+  // consumers filled (cp.async) during item n − 1 — the first item's, here.
+  int64_t setBytes = p.qTiles() * p.qTileBytes();
+  Value n = k.udiv(k.sub(item, k.ctaidX()), k.nctaidX());
+  Value set = k.band(n, 1);
+  k.ifThen(k.cmp(P::eq, n, 0), [&] {
+    loadQueryTile(k, c, wg, ct, /*async=*/true, k.i32(0));
+    k.cpAsyncCommit();
+  });
+  k.cpAsyncWaitAll();
+  k.fenceProxyAsyncShared();
+  // Every warp's copies have landed; and every warp is past the previous item's
+  // WGMMAs, which read the other set.
+  k.barrierSync(bar, 128);
+  Value next = k.add(item, k.nctaidX());
+  k.ifThen(k.cmp(P::ult, next, total), [&] {
+    Ctx nc = c;
+    setupWorkItemIds(k, nc, next);
+    loadQueryTile(k, nc, wg, ct, /*async=*/true, k.mul(k.bxor(set, k.i32(1)), setBytes));
+    k.cpAsyncCommit();
+  });
+  c.qSetOff = k.mul(set, setBytes);
+  buildConsumer(k, c);
+}
+
+void mlir::attn::nvvm::buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                         const ForwardPlan &p) {
+  LLVM::LLVMFuncOp fn = declareForwardKernel(b, loc, module, p);
+
+  OpBuilder::InsertionGuard g(b);
+  Block *entry = fn.addEntryBlock(b);
+  b.setInsertionPointToStart(entry);
+  KernelBuilder k(b, loc);
+  Ctx c{p, p.smem()};
+  bindArguments(c, fn);
 
   c.tid = k.tidX();
   if (!p.persistent)
@@ -257,19 +325,7 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
     setupWorkTiles(k, c);
 
   k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
-    for (int64_t s = 0; s < p.stages; ++s)
-      k.mbarrierInit(sptr(k, c, c.sm.fullStage(s)), 1);
-    // Decode: the one consumer that took the tile releases it; prefill: all of them.
-    int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
-    for (int64_t bf = 0; bf < p.convBufs(); ++bf) {
-      k.mbarrierInit(sptr(k, c, c.sm.fullConv(bf, p.stages)), p.producerThreads());
-      k.mbarrierInit(sptr(k, c, c.sm.emptyConv(bf, p.stages)), releases);
-    }
-    if (p.directKV() || p.kDirect())
-      for (int64_t s = 0; s < p.stages; ++s)
-        k.mbarrierInit(sptr(k, c, c.sm.emptyStage(s, p.stages)), releases);
-    if (p.directKV())
-      k.mbarrierInit(sptr(k, c, c.sm.tail(p.stages)), 1);
+    initBarriers(k, c);
     k.fenceMbarrierInit();
     if (!p.persistent)
       issuePipelineFill(k, c);
@@ -279,37 +335,13 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
   k.fenceProxyAsyncShared();
   k.barrier(0, 0);
 
-  // Persistent grid: every warpgroup walks the CTA's work items (item = ctaid.x + n · nctaid.x)
-  // in the same order; the rings continue across items (tileBase), so the producer runs ahead
-  // into the next item while the consumers finish the last one.
-  // Carried: the tiles streamed so far and (bf16 producer) the partial tiles' parity.
-  auto forEachItem = [&](bool tail, std::function<void(Value item, Value total)> body) {
-    Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
-    SmallVector<Value> init = {k.i32(0)};
-    if (tail)
-      init.push_back(k.i32(0));
-    k.forLoop(k.ctaidX(), total, k.nctaidX(), init, [&](Value item, ValueRange st) {
-      setupWorkItemIds(k, c, item);
-      setupWorkTiles(k, c);
-      c.tileBase = st[0];
-      c.tailParity = tail ? st[1] : Value();
-      body(item, total);
-      SmallVector<Value> next = {k.add(st[0], c.numTiles)};
-      if (tail) { // the item's last tile is partial when it runs past the length
-        Value partial = k.band(k.cmp(P::sgt, c.numTiles, k.i32(0)),
-                               k.cmp(P::sgt, k.mul(k.add(c.tile0, c.numTiles), p.tileN), c.len));
-        next.push_back(k.bxor(st[1], k.select(partial, k.i32(1), k.i32(0))));
-      }
-      return next;
-    });
-  };
   k.ifThenElse(
       k.cmp(P::ult, c.tid, p.producerThreads()), TypeRange{},
       [&] {
         NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
                                        NVVM::SetMaxRegisterAction::decrease);
         if (p.persistent)
-          forEachItem(p.directKV(), [&](Value, Value) { buildProducer(k, c); });
+          forEachWorkItem(k, c, p.directKV(), [&](Value, Value) { buildProducer(k, c); });
         else
           buildProducer(k, c);
         if (p.clusterSplits()) // the two cluster barriers of the consumers' in-cluster merge
@@ -323,42 +355,8 @@ void mlir::attn::nvvm::buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUMod
         NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
                                        NVVM::SetMaxRegisterAction::increase);
         if (p.persistent)
-          forEachItem(false, [&](Value item, Value total) {
-            Value wg = k.warpUniform(k.lshr(k.add(c.tid, -p.producerThreads()), 7));
-            Value ct = k.band(c.tid, 127), bar = k.add(wg, 6);
-            if (p.qBuffers == 1) {
-              // This warpgroup's query tile: the previous item's WGMMAs read it until every
-              // warp of the warpgroup is past them.
-              k.barrierSync(bar, 128);
-              loadQueryTile(k, c, wg, ct);
-              k.fenceProxyAsyncShared();
-              k.barrierSync(bar, 128);
-              buildConsumer(k, c);
-              return;
-            }
-            // Two sets of query tiles: the CTA's n-th item reads set n mod 2, which the
-            // consumers filled (cp.async) during item n − 1 — the first item's, here.
-            int64_t setBytes = p.qTiles() * p.qTileBytes();
-            Value n = k.udiv(k.sub(item, k.ctaidX()), k.nctaidX());
-            Value set = k.band(n, 1);
-            k.ifThen(k.cmp(P::eq, n, 0), [&] {
-              loadQueryTile(k, c, wg, ct, /*async=*/true, k.i32(0));
-              k.cpAsyncCommit();
-            });
-            k.cpAsyncWaitAll();
-            k.fenceProxyAsyncShared();
-            // Every warp's copies have landed; and every warp is past the previous item's
-            // WGMMAs, which read the other set.
-            k.barrierSync(bar, 128);
-            Value next = k.add(item, k.nctaidX());
-            k.ifThen(k.cmp(P::ult, next, total), [&] {
-              Ctx nc = c;
-              setupWorkItemIds(k, nc, next);
-              loadQueryTile(k, nc, wg, ct, /*async=*/true, k.mul(k.bxor(set, k.i32(1)), setBytes));
-              k.cpAsyncCommit();
-            });
-            c.qSetOff = k.mul(set, setBytes);
-            buildConsumer(k, c);
+          forEachWorkItem(k, c, false, [&](Value item, Value total) {
+            buildPersistentConsumerItem(k, c, item, total);
           });
         else
           buildConsumer(k, c);

@@ -1,13 +1,13 @@
-//===- DecodeStore.cpp - the decode kernel's output stores ---------------===//
+//===- ForwardStore.cpp - the forward kernel's output stores --------------===//
 //
 // What this file is: how `<name>_decode` / `<name>_prefill` writes its finished, normalized O
-// (one split; split-KV partials and merges: DecodeMerge.cpp) — prefill through the freed query
+// (one split; split-KV partials and merges: ForwardMerge.cpp) — prefill through the freed query
 // tile in whole row chunks, prefill on the persistent grid in 16-byte chunks after a transpose
 // over each quad, decode word by word from the accumulator fragment.
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -29,7 +29,7 @@ static Value normalizedPair(KernelBuilder &k, ArrayRef<Value> o, const Value inv
 // passes.
 static void storeStaged(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Value inv[2],
                         Value qBase, const Frag &f) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t nO = o.size();
   int64_t tileBytes = p.qTileBytes(), rowBytes = tileBytes / 64;
   int64_t chunks = p.headDim * 2 / 16, perPass = rowBytes / 16;
@@ -75,7 +75,7 @@ static void storeStaged(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, c
 static void storeQuads(KernelBuilder &k, Ctx &c, ArrayRef<Value> o, const Value inv[2],
                        const Value rowOk[2], const Value qi[2], const Value head[2],
                        const Frag &f) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value t = k.lshr(f.colBase, 1); // lane mod 4
   Value hi2 = k.cmp(P::ne, k.band(t, 2), k.i32(0)), hi1 = k.cmp(P::ne, k.band(t, 1), k.i32(0));
   int64_t groups = p.headDim / 32; // four 8-column chunks each
@@ -113,7 +113,7 @@ static void storeQuads(KernelBuilder &k, Ctx &c, ArrayRef<Value> o, const Value 
 void mlir::attn::nvvm::storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o,
                                    const Value inv[2], const Value rowOk[2], const Value qi[2],
                                    const Value head[2], Value qBase, const Frag &f) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   if (p.prefill && !p.persistent) // (persistent: its item loop would spill 100 bytes)
     return storeStaged(k, c, wg, o, inv, qBase, f);
   if (p.prefill)

@@ -1,15 +1,17 @@
-//===- DecodePlan.h - one Hopper decode kernel, fully decided ---*- C++ -*-===//
+//===- ForwardPlan.h - one Hopper forward kernel, decided -------*- C++ -*-===//
 //
-// What this file is: the kernel-level description of a decode attention kernel — every decision
-// of the spec and its schedule resolved to numbers (packing, tiles, stages, roles, the shared
-// memory map) — that the generators in DecodeKernel.cpp and CombineKernel.cpp turn into NVVM, and
-// that the launch metadata (docs/GPUDecode.md) is written from. Private to this folder.
+// What this file is: the kernel-level description of a forward-attention kernel (decode, with its
+// split-KV combine, and prefill: one generator under different schedules) — every decision of the
+// spec and its schedule resolved to numbers (packing, tiles, stages, roles, the shared memory map)
+// — that the generators in ForwardKernel.cpp and CombineKernel.cpp turn into NVVM, and that the
+// launch metadata (docs/GPUDecode.md) is written from. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
-#define ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
+#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDPLAN_H
+#define ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDPLAN_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -21,7 +23,7 @@ namespace mlir::attn::nvvm {
 
 enum class KVType { I8, F8E4M3, BF16 };
 
-struct DecodePlan {
+struct ForwardPlan {
   std::string name;
   // Problem (-1: known at launch).
   int64_t batch = -1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 128, kvLen = -1;
@@ -103,7 +105,7 @@ struct DecodePlan {
   /// `<name>_decode` when the batch, known only at launch, makes more than one wave of CTAs.
   bool wideBatch = false;
   /// Decode with a dynamic batch whose two-CTA schedule fits: the companion's plan.
-  std::shared_ptr<const DecodePlan> wide;
+  std::shared_ptr<const ForwardPlan> wide;
   /// Decode: split counts up to this one merge inside the decode kernel — launched with a
   /// cluster of `num_splits` CTAs along x, the splits exchange their partials through
   /// distributed shared memory and each writes part of the output, so no combine kernel runs.
@@ -197,37 +199,37 @@ struct DecodePlan {
     return (ctaTokens() * pack * (headDim + 2) + 3) / 4 * 4; // rows() · (D + 2) for decode
   }
 
-  // Shared memory map (offsets from a 1024-aligned base).
-  struct Smem {
-    // Rings: buffer i of a ring starts at base + i · stride; V follows K at +stageV / +convV.
-    int64_t q = 0, stage = 0, stageStride = 0, stageV = 0, conv = 0, convStride = 0, convV = 0,
-            scales = 0, scaleStride = 0, zeros = 0, qScales = 0, bars = 0, total = 0;
-    int64_t nConv = 0; // convBufs()
-    // Offsets of the mbarriers inside `bars`: full per stage, full and empty per conversion
-    // buffer, then (directKV, kDirect) empty per stage — the consumers release what they read
-    // from a stage — and (directKV) `tail`, on which the partial tile's loads complete (the
-    // producer zeroes its V rows past the end, then arrives on full).
-    int64_t fullStage(int64_t s) const { return bars + 8 * s; }
-    int64_t fullConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + b); }
-    int64_t emptyConv(int64_t b, int64_t stages) const { return bars + 8 * (stages + nConv + b); }
-    int64_t emptyStage(int64_t s, int64_t stages) const {
-      return bars + 8 * (stages + 2 * nConv + s);
-    }
-    int64_t tail(int64_t stages) const { return bars + 8 * (2 * stages + 2 * nConv); }
-  };
-  Smem smem() const;
+  /// What the shared-memory layout depends on, as the schedule heuristic sees it.
+  AttentionShape sharedMemoryShape() const {
+    AttentionShape s;
+    s.headDim = headDim;
+    s.kvElemBytes = kvElemBytes();
+    s.int8QK = qI8 && kv == KVType::I8;
+    s.fp8 = fp8;
+    s.fullInt8 = fullI8;
+    s.zeroPoints = zeroPoints;
+    s.queryTiles = qTiles();
+    s.queryBuffers = qBuffers;
+    return s;
+  }
+  /// The shared memory map (offsets from a 1024-aligned base): the layout attn-select-schedule's
+  /// fit checks compute too (ForwardSharedMemory.h).
+  using Smem = ForwardSharedLayout;
+  Smem smem() const {
+    return layoutForwardSharedMemory(sharedMemoryShape(), tileN, stages, kDirect());
+  }
   /// Dynamic shared memory to request: the map plus 1 KiB to align the base.
-  int64_t smemBytes() const { return smem().total + 1024; }
+  int64_t smemBytes() const { return smem().bytes(); }
   /// Bytes of one K (or V) tile in a pipeline stage.
   int64_t stageTileBytes() const { return tileN * headDim * kvElemBytes(); }
 };
 
 /// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
-void buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
+void buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
 /// Adds `<name>_combine`, which merges split-KV partials.
-void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
+void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
-std::string launchMetadataJSON(const DecodePlan &p);
+std::string launchMetadataJSON(const ForwardPlan &p);
 
 /// Name of the dynamic shared-memory symbol of the module.
 inline constexpr const char *kSharedSymbol = "__attn_dynamic_smem";
@@ -236,4 +238,4 @@ void ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module);
 
 } // namespace mlir::attn::nvvm
 
-#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_DECODEPLAN_H
+#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDPLAN_H

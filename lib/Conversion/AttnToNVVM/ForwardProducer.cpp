@@ -1,6 +1,6 @@
-//===- DecodeProducer.cpp - the producer warpgroup of the decode kernel ---===//
+//===- ForwardProducer.cpp - the forward kernel's producer warpgroup ------===//
 //
-// What this file is: the producer of `<name>_decode` (DecodeKernel.cpp): thread 0 streams K/V
+// What this file is: the producer of `<name>_decode` (ForwardKernel.cpp): thread 0 streams K/V
 // tiles with TMA into `stages` mbarrier-guarded shared-memory stages; the warpgroup converts each
 // tile (int8 / uint8 / e4m3 → bf16, exactly; asymmetric codes minus their zero point) into one of
 // two 128-byte-swizzled bf16 buffers — or, with int8 queries, copies K's bytes (prefill with the
@@ -15,7 +15,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -104,7 +104,7 @@ struct TileChunks {
   int64_t n = 0, rowStep = 0, pt = 0;
   Value row0, src0, outChunk0;
   TileChunks(KernelBuilder &k, Ctx &c, Value stageOff, bool copyBytes) {
-    const DecodePlan &p = c.p;
+    const ForwardPlan &p = c.p;
     int64_t e = p.kvElemBytes();
     int64_t chunksPerRow = p.headDim * e / 16;
     pt = p.producerThreads();
@@ -130,7 +130,7 @@ struct TileChunks {
 /// `rowsValid` become zeros (keys past the length must not poison P·V with NaN/Inf).
 static void storeChunk(KernelBuilder &k, Ctx &c, const TileChunks &t, int64_t it, Value v4,
                        Value magic, Value convOff, Value rowsValid, bool masked, bool copyBytes) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value row = t.row(k, it);
   // An 8-bit chunk widens into two bf16 chunks, 2c and 2c + 1 of the row. A quarter-warp (one
   // 128-byte shared-memory wavefront per 16-byte store) holds the 8 chunks c of one row at
@@ -198,7 +198,7 @@ static void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
 /// (l / 2) mod 4 so that each quarter-warp's stores hit eight distinct chunks.
 static void transposeTilePrmt(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
                               Value rowsValid, bool masked) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t warps = p.producerThreads() / 32, groups = p.tileN / 16;
   // The thread's addresses are recomputed per tile (a few integer ops) rather than held across
   // the tile loop: hoisted, they spill the producer's registers.
@@ -251,7 +251,7 @@ static void transposeTilePrmt(KernelBuilder &k, Ctx &c, Value stageOff, Value co
 /// become zeros.
 static void transposeTileMatrices(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff,
                                   Value rowsValid, bool masked) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   int64_t warps = p.producerThreads() / 32, groups = p.tileN / 16;
   assert(groups % warps == 0 && llvm::isPowerOf2_64(warps) && "groups split evenly over warps");
   Value tid = k.tidXHere();
@@ -334,7 +334,7 @@ Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Valu
 /// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid) and,
 /// for asymmetric caches, its zero points as int8x4ToF32's magic constants: {ks, vs, kz, vz}.
 static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   if (!p.hasScales())
     return {k.f32(0), k.f32(0)};
   Value t = k.smax(k.smin(token, k.add(c.len, -1)), k.i32(0));
@@ -367,7 +367,7 @@ static SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token) {
 /// block of the 128-byte-swizzled layout the WGMMAs read; a box of fewer rows than the tile
 /// (plan.tmaBoxRows) is loaded tile_n / rows times.
 static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value bar = {}) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value stageOff = ringOffset(k, stage, c.sm.stage, c.sm.stageStride);
   if (!bar)
     bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
@@ -395,7 +395,7 @@ static std::pair<Value, Value> previousUse(KernelBuilder &k, Ctx &c, Value g, Va
 /// on from earlier items: a stage the consumers read (bf16, kDirect's K) is waited for until they
 /// released its previous tile.
 static Value fillSlot(KernelBuilder &k, Ctx &c, Value s) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   if (!c.tileBase)
     return s;
   Value g = c.ring(k, s);
@@ -417,7 +417,7 @@ static Value isPartialTile(KernelBuilder &k, Ctx &c, Value tile) {
 /// producer zeroes its V rows past the end before arriving on the stage's full barrier;
 /// buildDirectProducer).
 static void issueLoads(KernelBuilder &k, Ctx &c, Value slot, Value tile) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   if (!p.directKV())
     return issueTile(k, c, slot, tile);
   k.ifThenElse(
@@ -444,7 +444,7 @@ static void fillPipeline(KernelBuilder &k, Ctx &c, int64_t from, int64_t to) {
 /// Tiles the kernel's prologue loads (issuePipelineFill) when there is no persistent grid: every
 /// stage for decode; for prefill only the first, whose K the first Q·Kᵀ waits for beside the
 /// query rows' first load from DRAM — the producer issues the rest after the CTA barrier.
-static int64_t prologueTiles(const DecodePlan &p) { return p.prefill ? 1 : p.stages; }
+static int64_t prologueTiles(const ForwardPlan &p) { return p.prefill ? 1 : p.stages; }
 
 void mlir::attn::nvvm::issuePipelineFill(KernelBuilder &k, Ctx &c) {
   fillPipeline(k, c, 0, prologueTiles(c.p));
@@ -456,7 +456,7 @@ void mlir::attn::nvvm::issuePipelineFill(KernelBuilder &k, Ctx &c) {
 /// a NaN even with P = 0: the one partial tile completes on the tail barrier instead, the
 /// warpgroup zeroes its V rows past the end, and only then arrives on the stage's full barrier.
 static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   Value isLeader = k.cmp(P::eq, c.tid, 0);
   Value tailBar = sptr(k, c, c.sm.tail(p.stages));
   // The rest of the first `stages` tiles (all of them with a persistent grid).
@@ -508,7 +508,7 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
 /// (buildProducer), so the next item's loads never wait for the previous item's last Q·Kᵀ.
 /// `issued` counts the item's tiles issued before; returns it after (leader's; others carry it).
 static Value refillAhead(KernelBuilder &k, Ctx &c, Value isLeader, Value j, Value issued) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   // Issues tile t if its stage is free now; i32 1 if it did.
   auto tryIssue = [&](Value t) {
     Value g = c.ring(k, t), slot = k.urem(g, p.stages);
@@ -540,7 +540,7 @@ static Value refillAhead(KernelBuilder &k, Ctx &c, Value isLeader, Value j, Valu
 }
 
 void mlir::attn::nvvm::buildProducer(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
+  const ForwardPlan &p = c.p;
   if (p.directKV())
     return buildDirectProducer(k, c);
   Value isLeader = k.cmp(P::eq, c.tid, 0);

@@ -1,17 +1,17 @@
-//===- DecodeConsumer.cpp - the consumer warpgroups of the decode kernel --===//
+//===- ForwardConsumer.cpp - the forward kernel's consumer warpgroups -----===//
 //
-// What this file is: the consumers of `<name>_decode` / `<name>_prefill` (DecodeKernel.cpp):
+// What this file is: the consumers of `<name>_decode` / `<name>_prefill` (ForwardKernel.cpp):
 // S = Q·Kᵀ on WGMMA (bf16; s8 for int8 queries; e4m3 for fp8), S scaled by the query and key
 // scales, masks (length, causal) and ALiBi, online softmax in the log2 domain, P packed in
 // registers (bf16; f16 with int8 queries; e4m3 for fp8; u8 with a scale per row and tile for
 // full_int8) and O += P·V on
 // WGMMA with A from registers (full_int8: into s32, added to O in float); the
 // intra-warpgroup overlap and pingpong of FA3 for prefill; and the epilogue (O / l as bf16, stored
-// by DecodeStore.cpp; for split-KV the merges of DecodeMerge.cpp).
+// by ForwardStore.cpp; for split-KV the merges of ForwardMerge.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#include "DecodeKernelImpl.h"
+#include "ForwardKernelImpl.h"
 
 #include <cmath>
 #include <limits>
@@ -24,8 +24,6 @@ using P = LLVM::ICmpPredicate;
 //===----------------------------------------------------------------------===//
 // Consumer
 //===----------------------------------------------------------------------===//
-
-static int64_t accCol(int64_t i) { return (i / 4) * 8 + (i % 2); }
 
 /// O · H_D (the unnormalized Walsh–Hadamard matrix, `hadamard`: V was rotated) on the m64nD
 /// accumulator fragment `o`: one butterfly stage per bit of the column, (i / 4) · 8 + colBase +
@@ -40,172 +38,144 @@ static void hadamardFragment(KernelBuilder &k, const Frag &f, MutableArrayRef<Va
     k.laneButterflies(o, mask, k.cmp(P::ne, k.band(f.colBase, 2 * mask), 0));
 }
 
-struct SoftmaxOut {
-  Value m[2], l[2], alpha[2];
-  SmallVector<Value> pWords; // N/16 × 4 bf16x2 A fragments (or N/2 floats with packP false)
+namespace {
+/// Tile j of the work item is tile g = ring(j) of the CTA's stream (g = j without a persistent
+/// grid): its stage, buffer and mbarrier phases follow g.
+struct TileRef {
+  Value g, stage, buf, kAddr, vAddr, scOff, tileStart;
+};
+/// full_int8: P's scale per row of this tile — {255 / max, max / 255} of the row's P · s_v
+/// (the tile's P̂ = round(P · s_v · 255 / max) fills u8's range; 0 for a row with nothing).
+struct RowScale {
+  Value inv[2], c[2];
+};
+/// Half-int8 with per_block V scales (vRefStep): s_ref, P's factor r = 2^log2R and 1 / r, and
+/// the ratio O is rescaled by.
+struct VRef {
+  Value sRef, log2R, invR, ratioO;
 };
 
-/// Scales, masks, exponentiates one S tile and returns the new row state and the P fragments.
-/// With `rowF` (one factor per row: plan.rawRowMax) `acc` is unscaled: the row maximum is taken
-/// on it and scaled once, and each P is exp2(fma(S, f, −m)) — one FFMA where scaling every S
-/// first costs an FMUL and an FSUB. With `log2R` (half-int8's per_block V: see vRefStep) every
-/// P is multiplied by r = 2^log2R ≤ 1 through exp2's argument and the row sums by `invR` = 1 / r,
-/// so that l still sums the P themselves.
-static SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> acc,
-                              Value scOff, Value tileStart, Value mOld[2], Value lOld[2],
-                              bool masked, bool packP, ArrayRef<Value> rowF, Value log2R,
-                              Value invR) {
-  const DecodePlan &p = c.p;
-  int64_t nacc = p.tileN / 2;
-  Value negInf = k.f32(-INFINITY);
-  // Scale (and mask) column pair by column pair: each thread owns columns colBase + 8·cb + {0,1};
-  // the scales are loaded where they are used to keep register pressure down.
-  SmallVector<Value> s(nacc);
-  SmallVector<Value> rowVals[2];
-  // bf16 caches have no staged scales: every key's factor is softmax_scale · log2(e). With
-  // one K scale per tile (plan.kTileScale) the caller applied it with the query scales.
-  bool raw = !rowF.empty();
-  bool perKeyK = p.hasScales() && !p.kTileScale();
-  Value kFactor = p.hasScales() ? Value() : k.f32(p.softmaxScale * kLog2e);
-  for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
-    Value col = k.add(f.colBase, cb * 8);
-    Value kv2 =
-        perKeyK ? k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.mul(col, 4))), 8) : Value();
-    for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
-      Value v = perKeyK                 ? k.fmul(acc[i], k.extract(kv2, i % 2))
-                : raw || p.kTileScale() ? acc[i]
-                                        : k.fmul(acc[i], kFactor);
-      int64_t r = accRow(i);
-      Value key;
-      if (p.alibi || masked)
-        key = k.add(k.add(tileStart, f.colBase), accCol(i));
-      if (p.alibi)
-        v = k.fma(f.alibiA[r], k.sitofp(key), k.fadd(v, f.alibiB[r]));
-      if (masked)
-        v = k.select(k.cmp(P::sle, key, f.rowLimit[r]), v, negInf);
-      s[i] = v;
-      rowVals[r].push_back(v);
-    }
-  }
-  auto tree = [&](SmallVector<Value> vals, bool isMax) { return reduceTree(k, vals, isMax); };
-  Value rowMax[2] = {tree(rowVals[0], true), tree(rowVals[1], true)};
-  SoftmaxOut o;
-  Value mUse[2];
-  for (int r = 0; r < 2; ++r) {
-    Value mx = rowMax[r];
-    mx = k.fmax(mx, k.shflXor(mx, 1));
-    mx = k.fmax(mx, k.shflXor(mx, 2));
-    if (raw) // the factor is positive: max(f · S) = f · max(S)
-      mx = k.fmul(mx, rowF[r]);
-    o.m[r] = k.fmax(mOld[r], mx);
-    Value isNegInf = k.fcmp(LLVM::FCmpPredicate::oeq, o.m[r], negInf);
-    mUse[r] = k.select(isNegInf, k.f32(0), o.m[r]);
-    o.alpha[r] = k.exp2(k.fsub(mOld[r], mUse[r]));
-  }
-  SmallVector<Value> sumVals[2];
-  SmallVector<Value> pv(nacc);
-  // One V scale per tile (plan.vTileScale) is applied in O's rescale, else P carries each key's.
-  // fp8: P (and with it l) is 256 · P, exp2's argument + 8, which keeps e4m3's normal range for
-  // P down to 2^-14.
-  bool perKeyV = p.hasScales() && !p.vTileScale();
-  Value negM[2];
-  for (int r = 0; r < 2; ++r)
-    negM[r] = k.fsub(log2R ? log2R : k.f32(p.fp8 ? 8.0 : 0.0), mUse[r]);
-  for (int64_t cb = 0; cb < p.tileN / 8; ++cb) {
-    Value vv2;
-    if (perKeyV) {
-      Value col = k.add(f.colBase, cb * 8);
-      vv2 = k.load(k.vec2f32Type(), sptr(k, c, k.add(scOff, k.add(k.mul(col, 4), p.tileN * 4))), 8);
-    }
-    for (int64_t i = 4 * cb; i < 4 * cb + 4; ++i) {
-      int64_t r = accRow(i);
-      Value e = k.exp2(raw               ? k.fma(s[i], rowF[r], negM[r])
-                       : p.fp8 || log2R ? k.fadd(s[i], negM[r])
-                                         : k.fsub(s[i], mUse[r]));
-      sumVals[r].push_back(e);
-      pv[i] = perKeyV ? k.fmul(e, k.extract(vv2, i % 2)) : e;
-    }
-  }
-  for (int r = 0; r < 2; ++r) {
-    Value sum = tree(sumVals[r], false);
-    o.l[r] = k.fma(lOld[r], o.alpha[r], invR ? k.fmul(sum, invR) : sum);
-  }
-  // A fragment of k-step t: {S[8t], S[8t+1]}, {S[8t+2], S[8t+3]}, {S[8t+4], ...}, {S[8t+6], ...}.
-  if (!packP)
-    o.pWords = std::move(pv);
-  else
-    for (int64_t i = 0; i < nacc; i += 2)
-      o.pWords.push_back(k.packBF16x2(pv[i], pv[i + 1], /*f16=*/p.pvF16()));
-  return o;
-}
+/// The consumer warpgroups of one kernel: the thread's rows (setUpRows), the pieces of one K/V
+/// tile's work (wait, Q·Kᵀ, softmax, P·V, release), the loop that puts them in order —
+/// overlapped (FA3, prefill) or one tile at a time — and the epilogue.
+class ConsumerBuilder {
+public:
+  ConsumerBuilder(KernelBuilder &k, Ctx &c) : k(k), c(c), p(c.p) {}
 
-void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
-  const DecodePlan &p = c.p;
-  // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
-  // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
-  // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
-  Value ctAll = k.add(c.tid, -p.producerThreads());
-  Value wg = k.warpUniform(k.lshr(ctAll, 7));
-  Value ct = k.band(ctAll, 127);
-  Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
+  void build() {
+    setUpRows();
+    if (p.overlap)
+      overlappedLoop();
+    else
+      tileLoop();
+    epilogue();
+  }
+
+private:
+  KernelBuilder &k;
+  Ctx &c;
+  const ForwardPlan &p;
+  // The thread: its index among the consumers, warpgroup, index in the warpgroup, fragment rows.
+  Value ctAll, wg, ct;
   Frag f;
-  f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
-  f.r[1] = k.add(f.r[0], 8);
-  f.colBase = k.mul(k.band(lane, 3), 2);
+  // Its two rows: query token, head, query scale, and (prefill) whether the row exists.
   Value qi[2], head[2], qScale[2];
   Value rowValid[2] = {Value(), Value()};
-  // Prefill: this warpgroup's own query tile (decode: the one tile both share).
-  Value qBase = p.prefill ? k.add(c.qBase, k.mul(wg, p.qChunk)) : c.qBase;
-  for (int r = 0; r < 2; ++r) {
-    Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
-    qi[r] = k.udiv(row, p.pack);
-    if (p.prefill) { // the chunk's tokens; the last chunk may be short
-      qi[r] = k.smin(k.add(qBase, qi[r]), c.qLenMinus1(k));
-      rowValid[r] = k.band(k.cmp(P::slt, f.r[r], k.i32(p.rows())),
-                           k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
+  Value qBase, maskFrom, negInf, qAddr;
+  // Accumulator registers of S and of O; the loop state before the first tile.
+  int64_t nS = 0, nO = 0;
+  SmallVector<Value> inits;
+  // Where K and V are read from, and the conversion buffers (see setUpRows).
+  bool direct = false, kFromStage = false;
+  int64_t nConv = 0;
+  // How O carries V's scale (see vScaleOf) and what the loops carry after P's words.
+  bool vTile = false, vRef = false;
+  int64_t nWords = 0, nTail = 0;
+  // The final loop state {m0, m1, l0, l1, O...} and (vTile) O's V-scale unit.
+  SmallVector<Value> fin;
+  Value svLast;
+
+  /// The thread's two rows (query token, head, scales, masks, ALiBi), the loop's initial
+  /// state and the plan's decisions the tile steps share.
+  void setUpRows() {
+    // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
+    // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
+    // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
+    ctAll = k.add(c.tid, -p.producerThreads());
+    wg = k.warpUniform(k.lshr(ctAll, 7));
+    ct = k.band(ctAll, 127);
+    Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
+    f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
+    f.r[1] = k.add(f.r[0], 8);
+    f.colBase = k.mul(k.band(lane, 3), 2);
+    // Prefill: this warpgroup's own query tile (decode: the one tile both share).
+    qBase = p.prefill ? k.add(c.qBase, k.mul(wg, p.qChunk)) : c.qBase;
+    for (int r = 0; r < 2; ++r) {
+      Value row = k.smin(f.r[r], k.i32(p.rows() - 1));
+      qi[r] = k.udiv(row, p.pack);
+      if (p.prefill) { // the chunk's tokens; the last chunk may be short
+        qi[r] = k.smin(k.add(qBase, qi[r]), c.qLenMinus1(k));
+        rowValid[r] = k.band(k.cmp(P::slt, f.r[r], k.i32(p.rows())),
+                             k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
+      }
+      head[r] = k.add(c.headBase, k.urem(row, p.pack));
+      if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq]
+        Value idx =
+            scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r], qi[r], p.qBlock);
+        qScale[r] = k.loadInvariant(k.f32(), k.gep(c.qScale, k.mul(k.sext64(idx), int64_t(4))));
+        if (p.parkQScales()) // this thread's own slots: reloaded per tile (softmax)
+          k.store(qScale[r], sptr(k, c, k.add(k.mul(ctAll, 8), c.sm.qScales + 4 * r)));
+      }
+      Value pos = k.add(k.sub(c.len, c.qLen(k)), qi[r]);
+      f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
+      if (p.alibi) {
+        Value slope =
+            k.loadInvariant(k.f32(), k.gep(c.alibi, k.mul(k.sext64(head[r]), int64_t(4))));
+        f.alibiA[r] = k.fmul(slope, k.f32(kLog2e));
+        f.alibiB[r] = k.fmul(k.f32(-1.0), k.fmul(f.alibiA[r], k.sitofp(pos)));
+      }
     }
-    head[r] = k.add(c.headBase, k.urem(row, p.pack));
-    if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq]
-      Value idx =
-          scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r], qi[r], p.qBlock);
-      qScale[r] = k.loadInvariant(k.f32(), k.gep(c.qScale, k.mul(k.sext64(idx), int64_t(4))));
-      if (p.parkQScales()) // this thread's own slots: reloaded per tile (softmax)
-        k.store(qScale[r], sptr(k, c, k.add(k.mul(ctAll, 8), c.sm.qScales + 4 * r)));
-    }
-    Value pos = k.add(k.sub(c.len, c.qLen(k)), qi[r]);
-    f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
-    if (p.alibi) {
-      Value slope = k.loadInvariant(k.f32(), k.gep(c.alibi, k.mul(k.sext64(head[r]), int64_t(4))));
-      f.alibiA[r] = k.fmul(slope, k.f32(kLog2e));
-      f.alibiB[r] = k.fmul(k.f32(-1.0), k.fmul(f.alibiA[r], k.sitofp(pos)));
-    }
+    // Keys past this bound need masking: the smallest row limit.
+    maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
+    if (p.prefill && p.causal)
+      maskFrom = k.add(maskFrom, qBase);
+
+    nS = p.tileN / 2;
+    nO = p.headDim / 2;
+    negInf = k.f32(-INFINITY);
+    inits = {negInf, negInf, k.f32(0), k.f32(0)};
+    for (int64_t i = 0; i < nO; ++i)
+      inits.push_back(k.f32(0));
+    qAddr = k.sharedAddr(sptr(k, c, c.qSetOff ? k.add(c.qSetOff, c.sm.q) : k.i32(c.sm.q)));
+    if (p.prefill)
+      qAddr = k.add(qAddr, k.mul(wg, p.qTileBytes()));
+
+    // The pieces of one K/V tile's work; the loops below put them in order. K is read where TMA
+    // put it (bf16 caches; int8 K under int8 queries in prefill: kDirect) or from a conversion
+    // buffer; V from the stage (bf16) or a conversion buffer. What is read from a stage is
+    // released through the stage's empty barrier, a conversion buffer through its own.
+    direct = p.directKV();
+    kFromStage = direct || p.kDirect();
+    nConv = p.convBufs();
+    // plan.vTileScale: O is kept in units of a V scale (the P·V WGMMA cannot apply it). With one
+    // V scale per head or tensor the epilogue multiplies by it. With per_block scales (vTile) the
+    // scale O is in rides at the end of the loop state and the epilogue multiplies by the last:
+    //  - fp8: the last tile added's; alpha also carries s_v,prev / s_v,t (vScaleRatio). Its P
+    //    must not take a factor < 1 (e4m3 would round the row maximum's P, which 256 · P keeps
+    //    exact);
+    //  - half-int8 (vRef): s_ref, the largest tile scale so far. Tile t's P take r = s_v,t / s_ref
+    //    through exp2's argument (vRefStep, before the softmax) and O is rescaled by
+    //    s_ref,old / s_ref only when s_ref grows — on most tiles every alpha stays 1 and the
+    //    vote-skip below fires, where the ratio of two tiles' scales rescaled O on every tile.
+    vTile = p.vTileScale() && !p.vScaleInEpilogue();
+    vRef = vTile && !p.fp8;
+    nWords = p.pv8() ? nS / 4 : nS / 2; // P's A-fragment words per tile
+    // What the loops carry after P's words: the V scale of the tile (vTile), full_int8 P's row
+    // scales.
+    nTail = vTile ? 1 : p.fullI8 ? 2 : 0;
   }
-  // Keys past this bound need masking: the smallest row limit.
-  Value maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
-  if (p.prefill && p.causal)
-    maskFrom = k.add(maskFrom, qBase);
 
-  int64_t nS = p.tileN / 2, nO = p.headDim / 2;
-  Value negInf = k.f32(-INFINITY);
-  SmallVector<Value> inits = {negInf, negInf, k.f32(0), k.f32(0)};
-  for (int64_t i = 0; i < nO; ++i)
-    inits.push_back(k.f32(0));
-  Value qAddr = k.sharedAddr(sptr(k, c, c.qSetOff ? k.add(c.qSetOff, c.sm.q) : k.i32(c.sm.q)));
-  if (p.prefill)
-    qAddr = k.add(qAddr, k.mul(wg, p.qTileBytes()));
-
-  // The pieces of one K/V tile's work; the loops below put them in order. K is read where TMA
-  // put it (bf16 caches; int8 K under int8 queries in prefill: kDirect) or from a conversion
-  // buffer; V from the stage (bf16) or a conversion buffer. What is read from a stage is
-  // released through the stage's empty barrier, a conversion buffer through its own.
-  bool direct = p.directKV(), kFromStage = direct || p.kDirect();
-  int64_t nConv = p.convBufs();
-  // Tile j of the work item is tile g = ring(j) of the CTA's stream (g = j without a persistent
-  // grid): its stage, buffer and mbarrier phases follow g.
-  struct TileRef {
-    Value g, stage, buf, kAddr, vAddr, scOff, tileStart;
-  };
-  auto tileRef = [&](Value j) {
+  TileRef tileRef(Value j) {
     TileRef t;
     t.g = c.ring(k, j);
     t.tileStart = k.mul(k.add(c.tile0, j), p.tileN);
@@ -221,38 +191,45 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     t.vAddr = k.sharedAddr(direct ? sptr(k, c, k.add(stageOff, c.sm.stageV))
                                   : sptr(k, c, k.add(convOff, c.sm.convV)));
     return t;
-  };
-  auto wait = [&](int64_t bar0, Value idx, int64_t ring, Value g) {
+  }
+
+  void wait(int64_t bar0, Value idx, int64_t ring, Value g) {
     k.mbarrierWait(sptr(k, c, k.add(k.mul(idx, 8), bar0)), k.band(k.udiv(g, ring), 1));
-  };
-  auto arrive = [&](int64_t bar0, Value idx) {
+  }
+
+  void arrive(int64_t bar0, Value idx) {
     k.mbarrierArrive(sptr(k, c, k.add(k.mul(idx, 8), bar0)));
-  };
+  }
+
   // K (and for bf16 and non-kDirect conversion, V with it) is there; kDirect's V and the staged
   // scales come with the conversion buffer (waitV, before the softmax).
-  auto waitK = [&](const TileRef &t) {
+  void waitK(const TileRef &t) {
     if (kFromStage)
       wait(c.sm.fullStage(0), t.stage, p.stages, t.g);
     else
       wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.g);
-  };
-  auto waitV = [&](const TileRef &t) {
+  }
+
+  void waitV(const TileRef &t) {
     if (p.kDirect())
       wait(c.sm.fullConv(0, p.stages), t.buf, nConv, t.g);
-  };
-  auto releaseK = [&](const TileRef &t) { // after Q·Kᵀ
+  }
+
+  void releaseK(const TileRef &t) { // after Q·Kᵀ
     if (p.kDirect())
       arrive(c.sm.emptyStage(0, p.stages), t.stage);
-  };
-  auto releaseV = [&](const TileRef &t) { // after P·V
+  }
+
+  void releaseV(const TileRef &t) { // after P·V
     if (direct)
       arrive(c.sm.emptyStage(0, p.stages), t.stage);
     else
       arrive(c.sm.emptyConv(0, p.stages), t.buf);
-  };
+  }
+
   // S = Q · Kᵀ: K-major A (64 × D) and B (tileN × D), 16 columns of D per step; one commit
   // group, not waited for.
-  auto issueS = [&](const TileRef &t) {
+  SmallVector<Value> issueS(const TileRef &t) {
     k.wgmmaFence();
     SmallVector<Value> acc(nS);
     if (p.qk8()) {
@@ -281,12 +258,14 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     }
     k.wgmmaCommit();
     return acc;
-  };
+  }
+
   // After the wait: int8 S to float times each row's query scale (the key scale follows in
   // softmaxTile), then the scaled, masked softmax: {m0, m1, l0, l1, P words..., alpha0, alpha1},
   // or with `packP` false the nS P floats instead of the words.
-  auto softmax = [&](SmallVector<Value> acc, const TileRef &t, Value mOld[2], Value lOld[2],
-                     bool packP = true, Value log2R = {}, Value invR = {}) {
+  SmallVector<Value> softmax(SmallVector<Value> acc, const TileRef &t, Value mOld[2],
+                             Value lOld[2], bool packP = true, Value log2R = {},
+                             Value invR = {}) {
     // One factor per row: the query scale, and with one K scale per tile (staged for key 0,
     // times softmax_scale · log2 e) that too; bf16: softmax_scale · log2 e. With
     // plan.rawRowMax softmaxTile applies it, else S is scaled here (then per key there).
@@ -336,12 +315,13 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
           return pack(softmaxTile(k, c, f, acc, t.scOff, t.tileStart, mOld, lOld, false, packP,
                                   rowFactors, log2R, invR));
         });
-  };
+  }
+
   // O += P · V: A = P from registers, B = V (tileN × D) MN-major, 16 keys per step — or, fp8
   // and full_int8, B = Vᵀ (D × tileN) K-major, 32 keys per step; one commit group, not waited
   // for. full_int8 returns the tile's own s32 product (`o` is not read: see addPV).
-  auto issuePV = [&](SmallVector<Value> o, ArrayRef<Value> pWords, const TileRef &t,
-                     bool fence = true) {
+  SmallVector<Value> issuePV(SmallVector<Value> o, ArrayRef<Value> pWords, const TileRef &t,
+                             bool fence = true) {
     if (fence)
       k.wgmmaFence();
     if (p.fullI8)
@@ -362,13 +342,9 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       }
     k.wgmmaCommit();
     return o;
-  };
-  // full_int8: P's scale per row of this tile — {255 / max, max / 255} of the row's P · s_v
-  // (the tile's P̂ = round(P · s_v · 255 / max) fills u8's range; 0 for a row with nothing).
-  struct RowScale {
-    Value inv[2], c[2];
-  };
-  auto rowScaleP = [&](ArrayRef<Value> pf) {
+  }
+
+  RowScale rowScaleP(ArrayRef<Value> pf) {
     RowScale rs;
     SmallVector<Value> vals[2];
     for (int64_t i = 0; i < nS; ++i)
@@ -382,11 +358,12 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
       rs.c[r] = k.fmul(mx, k.f32(1.0 / 255.0));
     }
     return rs;
-  };
+  }
+
   // fp8 / full_int8: P's 8-bit A fragments (k-step kk: 4 words of 4 keys each, one row per word)
   // from the nS floats of the S fragment, in register order — the producer stored Vᵀ with its
   // keys permuted to match. full_int8 scales each row by `inv`.
-  auto pack8 = [&](ArrayRef<Value> pf, const RowScale *rs) {
+  SmallVector<Value> pack8(ArrayRef<Value> pf, const RowScale *rs) {
     SmallVector<Value> words;
     for (int64_t b = 0; b < nS; b += 16)
       for (int64_t w : {0, 2, 8, 10})
@@ -394,14 +371,16 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
                                         rs->inv[accRow(b + w)])
                            : k.packE4M3x4(pf[b + w], pf[b + w + 1], pf[b + w + 4], pf[b + w + 5]));
     return words;
-  };
+  }
+
   // full_int8: O += (P̂ · V̂ᵀ) · c per row, the tile's s32 product in float.
-  auto addPV = [&](SmallVector<Value> &o, ArrayRef<Value> acc, ArrayRef<Value> c2) {
+  void addPV(SmallVector<Value> &o, ArrayRef<Value> acc, ArrayRef<Value> c2) {
     for (int64_t i = 0; i < nO; ++i)
       o[i] = k.fma(k.sitofp(acc[i]), c2[accRow(i)], o[i]);
-  };
+  }
+
   // The words of P (and, full_int8, its row scales appended) as the loop carries them.
-  auto packP8 = [&](ArrayRef<Value> pf) {
+  SmallVector<Value> packP8(ArrayRef<Value> pf) {
     if (!p.fullI8)
       return pack8(pf, nullptr);
     RowScale rs = rowScaleP(pf);
@@ -409,27 +388,14 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     out.push_back(rs.c[0]);
     out.push_back(rs.c[1]);
     return out;
-  };
+  }
+
   // plan.vTileScale: V's scale of tile t (one per tile; the producer staged it per key).
-  auto vScaleOf = [&](const TileRef &t) {
+  Value vScaleOf(const TileRef &t) {
     return k.load(k.f32(), sptr(k, c, k.add(t.scOff, p.tileN * 4)));
-  };
-  // plan.vTileScale: O is kept in units of a V scale (the P·V WGMMA cannot apply it). With one
-  // V scale per head or tensor the epilogue multiplies by it. With per_block scales (vTile) the
-  // scale O is in rides at the end of the loop state and the epilogue multiplies by the last:
-  //  - fp8: the last tile added's; alpha also carries s_v,prev / s_v,t (vScaleRatio). Its P
-  //    must not take a factor < 1 (e4m3 would round the row maximum's P, which 256 · P keeps
-  //    exact);
-  //  - half-int8 (vRef): s_ref, the largest tile scale so far. Tile t's P take r = s_v,t / s_ref
-  //    through exp2's argument (vRefStep, before the softmax) and O is rescaled by
-  //    s_ref,old / s_ref only when s_ref grows — on most tiles every alpha stays 1 and the
-  //    vote-skip below fires, where the ratio of two tiles' scales rescaled O on every tile.
-  bool vTile = p.vTileScale() && !p.vScaleInEpilogue();
-  bool vRef = vTile && !p.fp8;
-  struct VRef {
-    Value sRef, log2R, invR, ratioO;
-  };
-  auto vRefStep = [&](const TileRef &t, Value sRefOld) {
+  }
+
+  VRef vRefStep(const TileRef &t, Value sRefOld) {
     Value sv = vScaleOf(t);
     // s_ref starts at 0: the first tile sets it (O is still 0, so the tiny ratioO is exact).
     // The logarithms take at least the smallest normal float: lg2.approx.ftz would give −inf
@@ -444,36 +410,40 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     v.log2R = k.select(grows, k.f32(0.0), d);
     v.invR = k.select(grows, k.f32(1.0), k.exp2(k.fsub(k.f32(0.0), d)));
     return v;
-  };
+  }
+
   // fp8: O's unit becomes tile t's scale, unless that is below 2^-20 of the unit: then the
   // tile is added in the current unit — exact for an all-zero block (a 0 or subnormal scale;
   // the kernel runs flush-to-zero, so a subnormal one counts as 0), an overestimate only for
   // nonzero codes under so small a scale. Where the unit stays the ratio is exactly 1 (the
   // vote-skip needs it): no 0 / 0 and no division by 0, whatever the first tiles' scales;
   // elsewhere an approximate division (2 ulp) is plenty.
-  auto normalOrZero = [&](Value x) {
+  Value normalOrZero(Value x) {
     return k.select(
         k.fcmp(LLVM::FCmpPredicate::oge, x, k.f32(std::numeric_limits<float>::min())), x,
         k.f32(0.0));
-  };
-  auto vScaleRatio = [&](const TileRef &t, Value unitPrev, Value &unit) {
+  }
+
+  Value vScaleRatio(const TileRef &t, Value unitPrev, Value &unit) {
     Value sv = normalOrZero(vScaleOf(t));
     unit = k.select(k.fcmp(LLVM::FCmpPredicate::oge, sv, k.fmul(unitPrev, k.f32(0x1p-20))), sv,
                     unitPrev);
     return k.select(k.fcmp(LLVM::FCmpPredicate::oeq, unit, unitPrev), k.f32(1.0),
                     k.fdivApprox(unitPrev, unit));
-  };
+  }
+
   // What O's rescale before tile t's P·V carries besides alpha — the change of O's V-scale
   // unit, null without per_block V scales — and O's unit after it (`vr` from vRefStep).
-  auto unitRatio = [&](const VRef &vr, const TileRef &t, Value unitPrev, Value &unit) {
+  Value unitRatio(const VRef &vr, const TileRef &t, Value unitPrev, Value &unit) {
     if (vRef) {
       unit = vr.sRef;
       return vr.ratioO;
     }
     return vTile ? vScaleRatio(t, unitPrev, unit) : Value();
-  };
+  }
+
   // O *= alpha (· ratio, the change of O's V-scale unit) before tile t's P·V.
-  auto rescale = [&](SmallVector<Value> &o, Value alpha[2], Value ratio) {
+  void rescale(SmallVector<Value> &o, Value alpha[2], Value ratio) {
     if (ratio) {
       alpha[0] = k.fmul(alpha[0], ratio);
       alpha[1] = k.fmul(alpha[1], ratio);
@@ -494,15 +464,10 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     Value moved = k.voteAny(k.bor(k.fcmp(LLVM::FCmpPredicate::une, alpha[0], one),
                                   k.fcmp(LLVM::FCmpPredicate::une, alpha[1], one)));
     o = k.ifThenElse(moved, TypeRange(ValueRange(o)), scaled, [&] { return o; });
-  };
-
-  int64_t nWords = p.pv8() ? nS / 4 : nS / 2; // P's A-fragment words per tile
-  // What the loops carry after P's words: the V scale of the tile (vTile), full_int8 P's row
-  // scales.
-  int64_t nTail = vTile ? 1 : p.fullI8 ? 2 : 0;
-  SmallVector<Value> fin;
-  Value svLast;
-  if (p.overlap) {
+  }
+  /// FA3's intra-warpgroup overlap (prefill): the first tile's Q·Kᵀ and softmax, then per
+  /// tile j Q·Kᵀ of j beside P·V of j − 1, then the last P·V.
+  void overlappedLoop() {
     // FA3's intra-warpgroup overlap (prefill): tile j's Q·Kᵀ and tile j−1's P·V are in flight
     // together, and the softmax of S_j runs while P·V_{j−1} does; O is rescaled once that is
     // done. The first tile's S and softmax come before the loop, the last P·V after it.
@@ -625,7 +590,11 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     fin.append(last.begin(), last.end());
     if (vTile)
       svLast = loop.back();
-  } else {
+  }
+
+  /// One tile at a time: decode's warpgroups take alternate tiles, prefill's each take every
+  /// tile for its own queries.
+  void tileLoop() {
     // Decode: warpgroups take alternate tiles. Prefill: each takes every tile for its queries.
     Value first = p.prefill ? k.i32(0) : wg;
     int64_t step = p.prefill ? 1 : p.consumerWGs;
@@ -667,58 +636,66 @@ void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) {
     }
   }
 
-  // Rotated V: O · H before anything else (merges and the epilogue are linear in O).
-  if (p.hadamard)
-    hadamardFragment(k, f, MutableArrayRef<Value>(fin).slice(4, nO));
-  // Row sums are per thread until here: reduce over the quad that shares a row (and, rotated,
-  // take H's 1/√D: O / l is all that leaves, partials and merges included).
-  for (int r = 0; r < 2; ++r) {
-    fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
-    fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
+  /// O · H for rotated V, the row sums across the quad, decode's merge of the two consumers,
+  /// then O / l into the output (one split) or the split's partial (a cluster merge or the
+  /// combine kernel takes it).
+  void epilogue() {
+    // Rotated V: O · H before anything else (merges and the epilogue are linear in O).
     if (p.hadamard)
-      fin[2 + r] = k.fmul(fin[2 + r], k.f32(std::sqrt(double(p.headDim))));
+      hadamardFragment(k, f, MutableArrayRef<Value>(fin).slice(4, nO));
+    // Row sums are per thread until here: reduce over the quad that shares a row (and, rotated,
+    // take H's 1/√D: O / l is all that leaves, partials and merges included).
+    for (int r = 0; r < 2; ++r) {
+      fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
+      fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
+      if (p.hadamard)
+        fin[2 + r] = k.fmul(fin[2 + r], k.f32(std::sqrt(double(p.headDim))));
+    }
+    if (p.consumerWGs == 2 && !p.prefill)
+      fin = mergeConsumers(k, c, wg, ct, fin);
+    Value l[2] = {fin[2], fin[3]};
+    ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
+    auto valid = [&](int r) { // rowValid is set for prefill only
+      return p.prefill ? rowValid[r] : k.cmp(P::slt, f.r[r], k.i32(p.rows()));
+    };
+    // Decode: warpgroup 0 holds the merged state. Prefill: every warpgroup writes its own rows.
+    Value rowOk[2] = {p.prefill ? valid(0) : k.band(k.cmp(P::eq, wg, 0), valid(0)),
+                      p.prefill ? valid(1) : k.band(k.cmp(P::eq, wg, 0), valid(1))};
+    k.ifThenElse(
+        k.cmp(P::eq, c.numSplits, 1), TypeRange{},
+        [&] {
+          Value inv[2];
+          // O is in units of the V scale (vTile: fp8 the last tile's, half-int8 s_ref; fp8: l and O
+          // both hold 256 · P).
+          Value num = vTile ? svLast : k.f32(1.0);
+          if (p.vScaleInEpilogue()) // per_head or per_tensor: any key's scale
+            num = k.loadInvariant(
+                k.f32(), k.gep(c.vScale, k.mul(k.sext64(scaleIndex(k, c, p.vGran, k.i32(0))),
+                                               int64_t(4))));
+          for (int r = 0; r < 2; ++r)
+            inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)), k.fdiv(num, l[r]),
+                              k.f32(0));
+          storeOutput(k, c, wg, o, inv, rowOk, qi, head, qBase, f);
+          return SmallVector<Value>();
+        },
+        [&] {
+          if (p.clusterSplits()) // launched with a cluster of the splits: merge in the kernel
+            k.ifThenElse(
+                k.cmp(P::sgt, k.clusterSize(), 1), TypeRange{},
+                [&] {
+                  clusterMerge(k, c, wg, ct, fin, rowOk, qi, head, f);
+                  return SmallVector<Value>();
+                },
+                [&] {
+                  storePartial(k, c, ct, fin, rowOk, f);
+                  return SmallVector<Value>();
+                });
+          else
+            storePartial(k, c, ct, fin, rowOk, f);
+          return SmallVector<Value>();
+        });
   }
-  if (p.consumerWGs == 2 && !p.prefill)
-    fin = mergeConsumers(k, c, wg, ct, fin);
-  Value l[2] = {fin[2], fin[3]};
-  ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
-  auto valid = [&](int r) { // rowValid is set for prefill only
-    return p.prefill ? rowValid[r] : k.cmp(P::slt, f.r[r], k.i32(p.rows()));
-  };
-  // Decode: warpgroup 0 holds the merged state. Prefill: every warpgroup writes its own rows.
-  Value rowOk[2] = {p.prefill ? valid(0) : k.band(k.cmp(P::eq, wg, 0), valid(0)),
-                    p.prefill ? valid(1) : k.band(k.cmp(P::eq, wg, 0), valid(1))};
-  k.ifThenElse(
-      k.cmp(P::eq, c.numSplits, 1), TypeRange{},
-      [&] {
-        Value inv[2];
-        // O is in units of the V scale (vTile: fp8 the last tile's, half-int8 s_ref; fp8: l and O
-        // both hold 256 · P).
-        Value num = vTile ? svLast : k.f32(1.0);
-        if (p.vScaleInEpilogue()) // per_head or per_tensor: any key's scale
-          num = k.loadInvariant(
-              k.f32(), k.gep(c.vScale, k.mul(k.sext64(scaleIndex(k, c, p.vGran, k.i32(0))),
-                                             int64_t(4))));
-        for (int r = 0; r < 2; ++r)
-          inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)), k.fdiv(num, l[r]),
-                            k.f32(0));
-        storeOutput(k, c, wg, o, inv, rowOk, qi, head, qBase, f);
-        return SmallVector<Value>();
-      },
-      [&] {
-        if (p.clusterSplits()) // launched with a cluster of the splits: merge in the kernel
-          k.ifThenElse(
-              k.cmp(P::sgt, k.clusterSize(), 1), TypeRange{},
-              [&] {
-                clusterMerge(k, c, wg, ct, fin, rowOk, qi, head, f);
-                return SmallVector<Value>();
-              },
-              [&] {
-                storePartial(k, c, ct, fin, rowOk, f);
-                return SmallVector<Value>();
-              });
-        else
-          storePartial(k, c, ct, fin, rowOk, f);
-        return SmallVector<Value>();
-      });
-}
+};
+} // namespace
+
+void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) { ConsumerBuilder(k, c).build(); }
