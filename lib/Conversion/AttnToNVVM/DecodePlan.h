@@ -2,7 +2,7 @@
 //
 // What this file is: the kernel-level description of a decode attention kernel — every decision
 // of the spec and its schedule resolved to numbers (packing, tiles, stages, roles, the shared
-// memory map) — that the generators in DecodeKernel.cpp and CombineKernel.cpp turn into NVVM, and
+// memory map) — that the generators in DecodeKernel.cpp turn into NVVM, and
 // that the launch metadata (docs/GPUDecode.md) is written from. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
@@ -224,8 +224,6 @@ struct DecodePlan {
 
 /// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
 void buildDecodeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
-/// Adds `<name>_combine`, which merges split-KV partials.
-void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const DecodePlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
 std::string launchMetadataJSON(const DecodePlan &p);
 
