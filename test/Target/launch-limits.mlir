@@ -1,5 +1,5 @@
 // RUN: attn-opt %s --emit=launch -split-input-file -verify-diagnostics -o /dev/null
-// RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --convert-attn-to-nvvm=metadata-only -o /dev/null
+// RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --attn-build-kernel --convert-attn-to-nvvm=metadata-only -o /dev/null
 // Launch limits of the sm_90a kernels, checked at compile time for the extents a spec fixes:
 // grid y and z (query heads and batch) take at most 65535 CTAs, rows of every buffer are
 // indexed with 32-bit integers, a split-KV count gets at least one key tile per split and a

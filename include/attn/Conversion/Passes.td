@@ -122,4 +122,44 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
                            "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// AttnToKernel, AttnKernelToNVVM
+//===----------------------------------------------------------------------===//
+
+def AttnBuildKernel : Pass<"attn-build-kernel", "ModuleOp"> {
+  let summary = "Build the kernel level (attnk) of the sm_90a kernels that go through it";
+  let description = [{
+    Builds, from scheduled sm_90a specs, the kernels of `gpu.module @attn_kernels` that go
+    through the kernel level, as `attnk.kernel` ops (docs/KernelIR.md):
+
+    * `attn.quantize.append` / `attn.quantize.dynamic`: `<f>_quantize` (group index, loads,
+      widening, scales, `attnk.quantize_tile`, stores), with its launch metadata; the host
+      function is removed;
+    * `attn.attention decode` (not prefill): its split-KV combine kernels `<f>_combine` and
+      `<f>_combine_wide` (`attnk.merge.combine`); the attention op and its function stay for
+      `convert-attn-to-nvvm`, which builds the attention kernel and its launch metadata and
+      puts the combine kernels after it.
+
+    The other GPU ops (prefill, `attn.mla_decode`, `attn.quantize.mla_append`) are left for
+    `convert-attn-to-nvvm`. Run `attn-select-schedule` first; lower with
+    `convert-attnk-to-nvvm` after `convert-attn-to-nvvm`. Quantize variants without a kernel
+    are refused on the op with "not supported yet by the sm_90a kernels".
+  }];
+  let dependentDialects = ["::mlir::attnk::AttnKernelDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::NVVM::NVVMDialect"];
+}
+
+def ConvertAttnKernelToNVVM : Pass<"convert-attnk-to-nvvm", "ModuleOp"> {
+  let summary = "Lower the kernel level (attnk) to the LLVM and NVVM dialects";
+  let description = [{
+    Rewrites every `attnk` op with the pattern families of lib/Conversion/AttnKernelToNVVM
+    (one family per file): `attnk.kernel` becomes an `llvm.func` kernel in place,
+    `attnk.merge.combine` the combine kernel's merge, the quantize ops the quantize kernel.
+    Memref kernel parameters become `!llvm.ptr<1>`; `!attnk.groups` tiles the registers each
+    thread holds. scf control flow is left for attn-nvvm-to-llvm.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::gpu::GPUDialect"];
+}
+
 #endif // ATTN_CONVERSION_PASSES_TD

@@ -1,12 +1,13 @@
 //===- AttnToNVVM.cpp - the convert-attn-to-nvvm pass ---------------------===//
 //
 // What this file is: `convert-attn-to-nvvm` — turns each function holding one
-// `attn.attention` op (or one `attn.quantize.*` op, QuantizeKernel.cpp, or one `attn.mla_decode`,
-// MLAKernel.cpp) for sm_90a into
+// `attn.attention` op (or one `attn.mla_decode`, MLAKernel.cpp, or one
+// `attn.quantize.mla_append`, MLAQuantizeKernel.cpp) for sm_90a into
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
 // the generators implement (and says which part is not, on the op, otherwise), resolves the spec
-// and its schedule into a ForwardPlan, builds the decode and combine kernels (ForwardKernel.cpp,
-// CombineKernel.cpp) and attaches the launch metadata to the decode kernel as `attn.launch`. Ops
+// and its schedule into a ForwardPlan, builds the forward kernel (ForwardKernel.cpp), puts the
+// split-KV combine kernels that attn-build-kernel built at the kernel level after it, and
+// attaches the launch metadata to the decode kernel as `attn.launch`. Ops
 // that cannot become kernels (placement, names, launch limits) are refused first. The
 // host function is removed: the launcher (attn-bench, qattn) drives the kernels through the
 // runtime.
@@ -17,7 +18,6 @@
 
 #include "ForwardPlan.h"
 #include "MLAPlan.h"
-#include "QuantizePlan.h"
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
 
@@ -487,7 +487,6 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       return;
     bool ok = true;
     SmallVector<std::pair<func::FuncOp, ForwardPlan>, 1> plans;
-    SmallVector<std::pair<func::FuncOp, QuantizePlan>> quantPlans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
     SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;
     llvm::SmallPtrSet<Operation *, 8> parents;
@@ -538,15 +537,16 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
           mlaPlans.push_back({fn, *plan});
         continue;
       }
-      if (quantize) {
-        FailureOr<QuantizePlan> plan = planQuantize(op);
-        if (failed(plan))
-          ok = false;
-        else
-          quantPlans.push_back({fn, *plan});
-        continue;
+      FailureOr<ForwardPlan> plan = quantize ? FailureOr<ForwardPlan>(failure()) : planForward(att);
+      // The kernel level's kernels (attn-build-kernel): quantize, and decode's combine kernels.
+      auto kernels = module.lookupSymbol<gpu::GPUModuleOp>("attn_kernels");
+      if (quantize || (succeeded(plan) && !plan->prefill &&
+                       !(kernels && kernels.lookupSymbol(plan->name + "_combine")))) {
+        op->emitError() << (quantize ? "attn.quantize.* is" : "the split-KV combine kernels are")
+                        << " built at the kernel level: run attn-build-kernel before "
+                           "convert-attn-to-nvvm";
+        plan = failure();
       }
-      FailureOr<ForwardPlan> plan = planForward(att);
       if (failed(plan)) {
         ok = false;
         continue;
@@ -588,8 +588,10 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
           fn, plan.kernelName(),
           [&, &plan = plan](Location loc) {
             buildForwardKernel(b, loc, gpuModule, plan);
-            if (!plan.prefill)
-              buildCombineKernel(b, loc, gpuModule, plan);
+            if (!plan.prefill) // the combine kernels (attn-build-kernel) follow it
+              for (const char *suffix : {"_combine", "_combine_wide"})
+                gpuModule.lookupSymbol(plan.name + suffix)
+                    ->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
             if (plan.wide)
               buildForwardKernel(b, loc, gpuModule, *plan.wide);
           },
@@ -604,11 +606,6 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
           fn, plan.name + "_quantize",
           [&, &plan = plan](Location loc) { buildMLAQuantizeKernel(b, loc, gpuModule, plan); },
           mlaQuantizeLaunchJSON(plan));
-    for (auto &[fn, plan] : quantPlans)
-      emit(
-          fn, plan.name + "_quantize",
-          [&, &plan = plan](Location loc) { buildQuantizeKernel(b, loc, gpuModule, plan); },
-          quantizeLaunchJSON(plan));
   }
 };
 } // namespace

@@ -1,10 +1,11 @@
 //===- ForwardPlan.h - one Hopper forward kernel, decided -------*- C++ -*-===//
 //
-// What this file is: the kernel-level description of a forward-attention kernel (decode, with its
-// split-KV combine, and prefill: one generator under different schedules) — every decision of the
-// spec and its schedule resolved to numbers (packing, tiles, stages, roles, the shared memory map)
-// — that the generators in ForwardKernel.cpp and CombineKernel.cpp turn into NVVM, and that the
-// launch metadata (docs/GPUDecode.md) is written from. Private to this folder.
+// What this file is: the kernel-level description of a forward-attention kernel (decode and
+// prefill: one generator under different schedules) — every decision of the spec and its schedule
+// resolved to numbers (packing, tiles, stages, roles, the shared memory map) — that the generator in
+// ForwardKernel.cpp turns into NVVM, and that the launch metadata (LaunchMetadata.cpp,
+// docs/GPUDecode.md) is written from. Decode's split-KV combine kernels are built at the kernel
+// level by attn-build-kernel. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDPLAN_H
@@ -226,8 +227,6 @@ struct ForwardPlan {
 
 /// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
 void buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
-/// Adds `<name>_combine`, which merges split-KV partials.
-void buildCombineKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
 std::string launchMetadataJSON(const ForwardPlan &p);
 

@@ -343,28 +343,23 @@ SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, int64_t step, Valu
 
 SmallVector<Value> KernelBuilder::forLoop(Value lb, Value ub, Value step, ValueRange inits,
                                           LoopBody body) {
-  auto forOp = scf::ForOp::create(b, loc, lb, ub, step, inits);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    Block *blk = forOp.getBody();
-    if (!blk->empty() && isa<scf::YieldOp>(blk->back()))
-      blk->back().erase();
-    b.setInsertionPointToEnd(blk);
-    SmallVector<Value> yields = body(forOp.getInductionVar(), forOp.getRegionIterArgs());
-    scf::YieldOp::create(b, loc, yields);
-  }
+  // The body builder writes the terminator: no implicit yield is created and erased, which a
+  // rewriter (the attnk patterns build through one) would not be told of.
+  auto forOp = scf::ForOp::create(b, loc, lb, ub, step, inits,
+                                  [&](OpBuilder &, Location, Value iv, ValueRange iterArgs) {
+                                    scf::YieldOp::create(b, loc, body(iv, iterArgs));
+                                  });
   return SmallVector<Value>(forOp.getResults());
 }
 
 SmallVector<Value> KernelBuilder::ifThenElse(Value cond, TypeRange types,
                                              std::function<SmallVector<Value>()> thenBody,
                                              std::function<SmallVector<Value>()> elseBody) {
-  auto ifOp = scf::IfOp::create(b, loc, types, cond, /*withElseRegion=*/true);
+  // Blocks without terminators: each branch's yield is written once (see forLoop).
+  auto ifOp = scf::IfOp::create(b, loc, types, cond, /*addThenBlock=*/true, /*addElseBlock=*/true);
   auto fill = [&](Region &r, const std::function<SmallVector<Value>()> &fn) {
     OpBuilder::InsertionGuard guard(b);
     Block *blk = &r.front();
-    if (!blk->empty() && isa<scf::YieldOp>(blk->back()))
-      blk->back().erase();
     b.setInsertionPointToEnd(blk);
     SmallVector<Value> yields = fn ? fn() : SmallVector<Value>();
     scf::YieldOp::create(b, loc, yields);

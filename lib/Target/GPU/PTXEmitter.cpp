@@ -79,7 +79,9 @@ LogicalResult mlir::attn::compileGPU(ModuleOp module, GPUArtifact kind, std::str
   pm.addPass(createAttnSelectSchedule());
   ConvertAttnToNVVMOptions nvvmOptions;
   nvvmOptions.metadataOnly = kind == GPUArtifact::LaunchOnly;
+  pm.addPass(createAttnBuildKernel()); // the kernels that go through the kernel level
   pm.addPass(createConvertAttnToNVVM(nvvmOptions));
+  pm.addPass(createConvertAttnKernelToNVVM());
   if (failed(pm.run(*clone)))
     return failure();
 

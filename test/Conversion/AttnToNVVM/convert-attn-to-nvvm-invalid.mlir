@@ -1,5 +1,5 @@
 // convert-attn-to-nvvm refuses what its generators do not implement, on the op, with the reason.
-// RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --convert-attn-to-nvvm
+// RUN: attn-opt %s -split-input-file -verify-diagnostics --attn-select-schedule --attn-build-kernel --convert-attn-to-nvvm
 
 // FA3's persistent grid walks prefill work items; decode's grid is its KV splits.
 func.func @decode_persistent(%q: memref<1x1x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
@@ -347,7 +347,7 @@ func.func @q_i8_per_tensor(%q: memref<?x1x8x128xi8>, %qs: memref<1xf32>, %k: mem
 
 // A per_token scale group of 64 heads × 128 = 8192 elements does not fit one warp's registers.
 func.func @quantize_group_too_large(%x: memref<?x1x64x128xbf16>, %p: memref<?xi32>, %c: memref<?x?x64x128xi8>, %s: memref<?x?xf32>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a scale group of 8192 elements (at most 4096)}}
+  // expected-error @+1 {{not supported yet by the sm_90a kernels: a scale group of 8192 elements (at most 4096)}}
   attn.quantize.append ins(%x : memref<?x1x64x128xbf16>) positions(%p : memref<?xi32>) outs(%c, %s : memref<?x?x64x128xi8>, memref<?x?xf32>) {quant = #attn.quant<i8, per_token>, target = #attn.target<sm_90a>}
   return
 }
@@ -355,7 +355,7 @@ func.func @quantize_group_too_large(%x: memref<?x1x64x128xbf16>, %p: memref<?xi3
 // -----
 
 func.func @quantize_i4(%x: memref<2x3x4x64xf32>, %y: memref<2x3x4x64xi4>, %s: memref<2x3x4xf32>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: codes of type 'i4' symmetric (i8 or e4m3 symmetric; i8 or ui8 asymmetric)}}
+  // expected-error @+1 {{not supported yet by the sm_90a kernels: codes of type 'i4' symmetric (i8 or e4m3 symmetric; i8 or ui8 asymmetric)}}
   attn.quantize.dynamic ins(%x : memref<2x3x4x64xf32>) outs(%y, %s : memref<2x3x4x64xi4>, memref<2x3x4xf32>) {quant = #attn.quant<i4, per_token_head>, target = #attn.target<sm_90a>}
   return
 }

@@ -1,7 +1,7 @@
 // convert-attn-to-nvvm: the decode kernel's NVVM building blocks for each KV type (int8 with
 // per-(token, head) scales, e4m3 with per-token scales, bf16), the schedule honoured (register
 // budgets, tile_n as the WGMMA N of S and the K step count of P·V), and the split-KV combine.
-// RUN: attn-opt %s -split-input-file --attn-select-schedule --convert-attn-to-nvvm | FileCheck %s
+// RUN: attn-opt %s -split-input-file --attn-select-schedule --attn-build-kernel --convert-attn-to-nvvm --convert-attnk-to-nvvm | FileCheck %s
 
 // CHECK-LABEL: gpu.module @attn_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">]
 // CHECK: llvm.mlir.global external @__attn_dynamic_smem() {addr_space = 3 : i32, alignment = 1024 : i64}

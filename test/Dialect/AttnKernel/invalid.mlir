@@ -625,33 +625,304 @@ func.func @f(%o: !attnk.acc<64x128xf32>, %m: vector<128xf32>) {
 
 // -----
 
-func.func @f(%po: memref<?x64x128xf32>, %pl: memref<?x64xf32>) {
-  // expected-error @+1 {{merges into an f32 accumulator}}
-  %o, %l = attnk.merge.combine %po, %pl : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xi32>, vector<64xf32>
+func.func @f(%ws: memref<?xf32>, %out: memref<?x?x16x128xbf16>, %n: i32) {
+  // expected-error @+1 {{needs a static query length, head count and head_dim, got 'memref<?x?x16x128xbf16>'}}
+  attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x?x16x128xbf16>
   return
 }
 
 // -----
 
-func.func @f(%po: memref<?x64x64xf32>, %pl: memref<?x64xf32>) {
-  // expected-error @+1 {{partials must be [splits, 64, 128] and [splits, 64]}}
-  %o, %l = attnk.merge.combine %po, %pl : memref<?x64x64xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
+func.func @f(%ws: memref<?xf32>, %out: memref<?x1x16x96xbf16>, %n: i32) {
+  // expected-error @+1 {{needs a head_dim that is a multiple of 64, got 96}}
+  attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x96xbf16>
   return
 }
 
 // -----
 
-func.func @f(%po: memref<4x64x128xf32>, %pl: memref<2x64xf32>) {
-  // expected-error @+1 {{partial outputs and log-sum-exps have different split counts}}
-  %o, %l = attnk.merge.combine %po, %pl : memref<4x64x128xf32>, memref<2x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
+func.func @f(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %n: i32) {
+  // expected-error @+1 {{needs kv_heads dividing the 16 query heads, got 3}}
+  attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 3 pack = 1 : memref<?xf32>, memref<?x1x16x128xbf16>
   return
 }
 
 // -----
 
-func.func @f(%po: memref<?x64x128xf32>, %pl: memref<?x64xf32>) {
-  // expected-error @+1 {{returns one log-sum-exp per accumulator row}}
-  %o, %l = attnk.merge.combine %po, %pl : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<32xf32>
+func.func @f(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %n: i32) {
+  // expected-error @+1 {{needs pack dividing the 8 query heads per KV head with pack · q_len ≤ 64, got 3}}
+  attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 2 pack = 3 : memref<?xf32>, memref<?x1x16x128xbf16>
+  return
+}
+
+// -----
+
+attnk.kernel @k(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %n: i32) threads = 128 {
+  // expected-error @+1 {{of form wide runs on 512 threads, the kernel has 128}}
+  attnk.merge.combine %ws into %out splits(%n) wide kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+}
+
+// -----
+
+// expected-error @+1 {{needs a block of whole warps, at most 1024 threads, got 100}}
+attnk.kernel @k() threads = 100 {
+}
+
+// -----
+
+// expected-error @+1 {{parameter #0 is 'f32' (kernel parameters are memrefs or i32)}}
+attnk.kernel @k(%x: f32) threads = 128 {
+}
+
+// -----
+
+// expected-error @+1 {{a group holds f32 values or i8, ui8 or f8E4M3FN codes, got 'bf16'}}
+func.func @f(%a: !attnk.groups<128xbf16, lanes = 16, vec = 8>) { return }
+
+// -----
+
+// expected-error @+1 {{a group spans a power of two of at most 32 lanes, got 12}}
+func.func @f(%a: !attnk.groups<96xf32, lanes = 12, vec = 8>) { return }
+
+// -----
+
+// expected-error @+1 {{a group's vectors hold a power of two of at most 16 elements, got 6}}
+func.func @f(%a: !attnk.groups<96xf32, lanes = 16, vec = 6>) { return }
+
+// -----
+
+// expected-error @+1 {{a group of 100 elements is not whole chunks of 16 lanes × 8 elements}}
+func.func @f(%a: !attnk.groups<100xf32, lanes = 16, vec = 8>) { return }
+
+// -----
+
+func.func @f(%b: i32, %n: i32) {
+  // expected-error @+1 {{needs a power of two of at most 32 lanes per group, got 64}}
+  %g:4 = attnk.group_index %b, %n slot 0 of 2 lanes = 64 groups_per_token = 8
+  return
+}
+
+// -----
+
+func.func @f(%b: i32, %n: i32) {
+  // expected-error @+1 {{slot 2 is not one of 2}}
+  %g:4 = attnk.group_index %b, %n slot 2 of 2 lanes = 16 groups_per_token = 8
+  return
+}
+
+// -----
+
+func.func @f(%b: i32, %n: i32) {
+  // expected-error @+1 {{needs at least one group per token, got 0}}
+  %g:4 = attnk.group_index %b, %n slot 0 of 2 lanes = 16 groups_per_token = 0
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<?x?x8x128xbf16>, %i: i32) {
+  // expected-error @+1 {{needs a power of two of at most 32 lanes per group, got 3}}
+  %x = attnk.load_groups %s[%i, %i] lane(%i) lanes = 3 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<?x?x8x128xbf16>, %i: i32) {
+  // expected-error @+1 {{loads 'bf16' elements, not 'f16'}}
+  %x = attnk.load_groups %s[%i, %i] lane(%i) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<?x?x8x128xbf16>, %i: i32) {
+  // expected-error @+1 {{loads vectors of 4, 8 or 16 bytes, got 32}}
+  %x = attnk.load_groups %s[%i, %i] lane(%i) lanes = 8 : memref<?x?x8x128xbf16> -> vector<1x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<?x?x?x128xbf16>, %i: i32) {
+  // expected-error @+1 {{needs a static head count and head_dim, got 'memref<?x?x?x128xbf16>'}}
+  %x = attnk.load_groups %s[%i, %i] lane(%i) lanes = 16 : memref<?x?x?x128xbf16> -> vector<1x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<?x?x1x96xbf16>, %i: i32) {
+  // expected-error @+1 {{a group of 128 elements does not divide a token's row of 96}}
+  %x = attnk.load_groups %s[%i, %i] lane(%i) lanes = 16 : memref<?x?x1x96xbf16> -> vector<1x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: vector<1x8xbf16>) {
+  // expected-error @+1 {{widens loaded chunks into an f32 groups value, without schemes}}
+  %w = attnk.convert_tile %x : vector<1x8xbf16> -> !attnk.frag<64x16xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: vector<2x8xbf16>) {
+  // expected-error @+1 {{widens 2 chunks of 8 elements into f32 groups of as many, got '!attnk.groups<128xf32, lanes = 16, vec = 8>'}}
+  %w = attnk.convert_tile %x : vector<2x8xbf16> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.acc<64x128xf32>) {
+  // expected-error @+1 {{produces a groups value only from loaded chunks}}
+  %w = attnk.convert_tile %x : !attnk.acc<64x128xf32> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xi8, lanes = 16, vec = 8>, %r: i32) {
+  // expected-error @+1 {{rotates f32 values, got 'i8'}}
+  %h = attnk.hadamard %x lane(%r) size = 128 : !attnk.groups<128xi8, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %r: i32) {
+  // expected-error @+1 {{rotates rows of a power of two of elements dividing the group's 128, got 96}}
+  %h = attnk.hadamard %x lane(%r) size = 96 : !attnk.groups<128xf32, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xi8, lanes = 16, vec = 8>) {
+  // expected-error @+1 {{reads f32 values, got 'i8'}}
+  %s = attnk.group_scales %x {quant = #attn.quant<i8, per_token_head>} : !attnk.groups<128xi8, lanes = 16, vec = 8> -> f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %i: i32, %sc: memref<8xf32>) {
+  // expected-error @+1 {{computes the scales of a per_token_head scheme from the values: no operands}}
+  %s = attnk.group_scales %x[%i] from(%sc : memref<8xf32>) {quant = #attn.quant<i8, per_token_head>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>) {
+  // expected-error @+1 {{reads the scales of a per_head scheme: needs [group] and from(...)}}
+  %s = attnk.group_scales %x {quant = #attn.quant<i8, per_head>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %i: i32, %sc: memref<8x128xf32>) {
+  // expected-error @+1 {{reads per_channel scales per element: needs lane(...)}}
+  %s = attnk.group_scales %x[%i] from(%sc : memref<8x128xf32>) {quant = #attn.quant<i8, per_channel>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %i: i32, %sc: memref<8xf32>) {
+  // expected-error @+1 {{reads zero points exactly when the scheme is asymmetric}}
+  %s, %z = attnk.group_scales %x[%i] from(%sc : memref<8xf32>) {quant = #attn.quant<i8, per_head, asymmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32, f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %i: i32, %sc: memref<8xf16>) {
+  // expected-error @+1 {{scales are 'f32', not 'f16'}}
+  %s = attnk.group_scales %x[%i] from(%sc : memref<8xf16>) {quant = #attn.quant<i8, per_head>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %i: i32, %sc: memref<8xf32>, %zp: memref<8xi32>) {
+  // expected-error @+1 {{zero points are codes of type 'i8'}}
+  %s, %z = attnk.group_scales %x[%i] from(%sc : memref<8xf32>) zero_points(%zp : memref<8xi32>) {quant = #attn.quant<i8, per_head, asymmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32, f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>) {
+  // expected-error @+1 {{returns a zero point exactly when the scheme is asymmetric}}
+  %s = attnk.group_scales %x {quant = #attn.quant<i8, per_token, asymmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>) {
+  // expected-error @+1 {{returns 'f32' scales for a per_token scheme}}
+  %s = attnk.group_scales %x {quant = #attn.quant<i8, per_token>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xi8, lanes = 16, vec = 8>, %s: f32) {
+  // expected-error @+1 {{quantizes f32 values, got 'i8'}}
+  %q = attnk.quantize_tile %x scales(%s : f32) {quant = #attn.quant<i8, per_token>} : !attnk.groups<128xi8, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %s: f32) {
+  // expected-error @+1 {{not supported yet: 'i4' codes (i8, ui8, f8E4M3FN)}}
+  %q = attnk.quantize_tile %x scales(%s : f32) {quant = #attn.quant<i4, per_token>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %s: f32) {
+  // expected-error @+1 {{returns the scheme's 'i8' codes in the layout of its source}}
+  %q = attnk.quantize_tile %x scales(%s : f32) {quant = #attn.quant<i8, per_token>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 8, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %s: f32) {
+  // expected-error @+1 {{takes a zero point exactly when the scheme is asymmetric}}
+  %q = attnk.quantize_tile %x scales(%s : f32) {quant = #attn.quant<ui8, per_token, asymmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xui8, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 16, vec = 8>, %s: f32) {
+  // expected-error @+1 {{takes '!attnk.groups<128xf32, lanes = 16, vec = 8>' scales for a per_channel scheme}}
+  %q = attnk.quantize_tile %x scales(%s : f32) {quant = #attn.quant<i8, per_channel>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 16, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%q: !attnk.groups<128xi8, lanes = 16, vec = 8>, %d: memref<?x?x8x128xui8>, %i: i32) {
+  // expected-error @+1 {{stores 'i8' codes into 'memref<?x?x8x128xui8>'}}
+  attnk.store_groups %q, %d[%i, %i, %i] lane(%i) tokens(%i, %i) capacity(%i) : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xui8>
+  return
+}
+
+// -----
+
+func.func @f(%q: !attnk.groups<128xi8, lanes = 16, vec = 8>, %d: memref<?x?x8x128xi8>, %i: i32, %z: f32, %zd: memref<?xi8>) {
+  // expected-error @+1 {{stores a zero point only with its scale}}
+  attnk.store_groups %q, %d[%i, %i, %i] lane(%i) tokens(%i, %i) capacity(%i) zero_point(%z into %zd : memref<?xi8>) : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xi8>
   return
 }
 

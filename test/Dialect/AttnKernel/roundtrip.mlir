@@ -116,12 +116,57 @@ func.func @paged_and_gathered(%map: !attnk.tensor_map<1x64x1x128xi8, swizzle_128
 
 // CHECK-LABEL: func.func @merges
 // CHECK: attnk.merge.cluster %{{.+}}, %{{.+}}, %{{.+}} splits = 2 scale_log2 = 1.250000e-01 : !attnk.acc<64x128xf32>, vector<64xf32>
-// CHECK: %[[O:.+]], %[[LSE:.+]] = attnk.merge.combine %{{.+}}, %{{.+}} : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
-// CHECK: attnk.store_tile %[[LSE]], %{{.+}}[%{{.+}}, %{{.+}}] : vector<64xf32>, memref<?x?xf32>
+// CHECK: attnk.store_tile %{{.+}}, %{{.+}}[%{{.+}}, %{{.+}}] : vector<64xf32>, memref<?x?xf32>
 func.func @merges(%o: !attnk.acc<64x128xf32>, %m: vector<64xf32>, %l: vector<64xf32>,
-                  %po: memref<?x64x128xf32>, %pl: memref<?x64xf32>, %lse_out: memref<?x?xf32>, %c0: index) {
+                  %lse_out: memref<?x?xf32>, %c0: index) {
   %o2, %m2, %l2 = attnk.merge.cluster %o, %m, %l splits = 2 scale_log2 = 0.125 : !attnk.acc<64x128xf32>, vector<64xf32>
-  %oc, %lse = attnk.merge.combine %po, %pl : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
-  attnk.store_tile %lse, %lse_out[%c0, %c0] : vector<64xf32>, memref<?x?xf32>
+  attnk.store_tile %m2, %lse_out[%c0, %c0] : vector<64xf32>, memref<?x?xf32>
+  return
+}
+
+// -----
+
+// The combine kernels of a split-KV decode (narrow and wide form), programmatic dependents.
+// CHECK-LABEL: attnk.kernel @d_combine(
+// CHECK-SAME: %[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x1x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic {
+// CHECK-NEXT: attnk.merge.combine %[[WS]] into %[[OUT]] splits(%[[N]]) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+// CHECK: attnk.kernel @d_combine_wide({{.*}}) threads = 512 programmatic {
+// CHECK-NEXT: attnk.merge.combine %{{.+}} into %{{.+}} splits(%{{.+}}) wide kv_heads = 2 pack = 8
+attnk.kernel @d_combine(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i32, %n: i32) threads = 128 programmatic {
+  attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+}
+attnk.kernel @d_combine_wide(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i32, %n: i32) threads = 512 programmatic {
+  attnk.merge.combine %ws into %out splits(%n) wide kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+}
+
+// -----
+
+// A quantize kernel's slot: group, loads, widening, rotation, scales, codes, store; and the
+// static (read) scales of a per_channel asymmetric scheme.
+// CHECK-LABEL: attnk.kernel @q_quantize(
+// CHECK-SAME: threads = 128 attributes {launch = "{}"}
+// CHECK: %[[G0:[^,]+]], %[[G1:[^,]+]], %[[G2:[^,]+]], %[[G3:[^ ]+]] = attnk.group_index %{{.+}}, %{{.+}} slot 0 of 2 lanes = 16 groups_per_token = 8
+// CHECK: %[[X:.+]] = attnk.load_groups %{{.+}}[%[[G1]], %[[G2]]] lane(%[[G3]]) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
+// CHECK: %[[W:.+]] = attnk.convert_tile %[[X]] : vector<1x8xbf16> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
+// CHECK: %[[R:.+]] = attnk.hadamard %[[W]] lane(%[[G3]]) size = 128 : !attnk.groups<128xf32, lanes = 16, vec = 8>
+// CHECK: %[[S:.+]] = attnk.group_scales %[[R]] {quant = #attn.quant<i8, per_token_head, symmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
+// CHECK: %[[Q:.+]] = attnk.quantize_tile %[[R]] scales(%[[S]] : f32) {quant = #attn.quant<i8, per_token_head, symmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 16, vec = 8>
+// CHECK: attnk.store_groups %[[Q]], %{{.+}}[%[[G0]], %[[G1]], %[[G2]]] lane(%[[G3]]) tokens(%{{.+}}, %{{.+}}) capacity(%{{.+}}) positions(%{{.+}} : memref<?xi32>) scale(%[[S]] into %{{.+}} : memref<?x?x8xf32>) : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xi8>
+attnk.kernel @q_quantize(%src: memref<?x?x8x128xbf16>, %pos: memref<?xi32>, %dst: memref<?x?x8x128xi8>, %sc: memref<?x?x8xf32>, %zp: memref<?xi8>, %b: i32, %n: i32, %cap: i32) threads = 128 attributes {launch = "{}"} {
+  %g, %tok, %gin, %r = attnk.group_index %b, %n slot 0 of 2 lanes = 16 groups_per_token = 8
+  %x = attnk.load_groups %src[%tok, %gin] lane(%r) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
+  %w = attnk.convert_tile %x : vector<1x8xbf16> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
+  %h = attnk.hadamard %w lane(%r) size = 128 : !attnk.groups<128xf32, lanes = 16, vec = 8>
+  %s = attnk.group_scales %h {quant = #attn.quant<i8, per_token_head>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
+  %q = attnk.quantize_tile %h scales(%s : f32) {quant = #attn.quant<i8, per_token_head>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 16, vec = 8>
+  attnk.store_groups %q, %dst[%g, %tok, %gin] lane(%r) tokens(%b, %n) capacity(%cap) positions(%pos : memref<?xi32>) scale(%s into %sc : memref<?x?x8xf32>) : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xi8>
+}
+
+// CHECK-LABEL: func.func @static_scales
+// CHECK: %[[S:.+]], %[[Z:.+]] = attnk.group_scales %{{.+}}[%{{.+}}] lane(%{{.+}}) from(%{{.+}} : memref<8x128xf32>) zero_points(%{{.+}} : memref<8x128xui8>) {quant = #attn.quant<ui8, per_channel, asymmetric>} : !attnk.groups<128xf32, lanes = 32, vec = 4> -> !attnk.groups<128xf32, lanes = 32, vec = 4>, !attnk.groups<128xf32, lanes = 32, vec = 4>
+// CHECK: attnk.quantize_tile %{{.+}} scales(%[[S]] : !attnk.groups<128xf32, lanes = 32, vec = 4>) zero_points(%[[Z]] : !attnk.groups<128xf32, lanes = 32, vec = 4>)
+func.func @static_scales(%x: !attnk.groups<128xf32, lanes = 32, vec = 4>, %gin: i32, %r: i32, %sc: memref<8x128xf32>, %zp: memref<8x128xui8>) {
+  %s, %z = attnk.group_scales %x[%gin] lane(%r) from(%sc : memref<8x128xf32>) zero_points(%zp : memref<8x128xui8>) {quant = #attn.quant<ui8, per_channel, asymmetric>} : !attnk.groups<128xf32, lanes = 32, vec = 4> -> !attnk.groups<128xf32, lanes = 32, vec = 4>, !attnk.groups<128xf32, lanes = 32, vec = 4>
+  %q = attnk.quantize_tile %x scales(%s : !attnk.groups<128xf32, lanes = 32, vec = 4>) zero_points(%z : !attnk.groups<128xf32, lanes = 32, vec = 4>) {quant = #attn.quant<ui8, per_channel, asymmetric>} : !attnk.groups<128xf32, lanes = 32, vec = 4> -> !attnk.groups<128xui8, lanes = 32, vec = 4>
   return
 }

@@ -2,7 +2,7 @@
 //
 // What this file is: registration of the kernel-level dialect (ops, types, attributes) and the
 // generated op and attribute definitions. Types live in AttnKernelTypes.cpp; op verifiers in one
-// file per op family: PipelineOps.cpp and ComputeOps.cpp.
+// file per op family: PipelineOps.cpp, ComputeOps.cpp and QuantizeOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 

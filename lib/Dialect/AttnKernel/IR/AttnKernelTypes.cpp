@@ -73,23 +73,52 @@ ParseResult parseKeyInt(AsmParser &p, StringRef key, int64_t &v) {
 
 unsigned elemBits(Type t) { return t.isIntOrFloat() ? t.getIntOrFloatBitWidth() : 0; }
 
-/// Checks a shared-memory tile: rank 2, positive extents, an 8/16/32-bit element type, rows a
-/// multiple of 16 bytes, and a swizzled row either within one span or a whole number of spans.
-LogicalResult verifySmemTile(function_ref<InFlightDiagnostic()> emitError, ArrayRef<int64_t> shape,
-                             Type elem, Swizzle swizzle) {
-  if (shape.size() != 2)
-    return emitError() << "a shared-memory tile has rank 2, got rank " << shape.size();
+/// The rules of a tile-shaped type and the words of its diagnostics: a shared-memory tile
+/// (rings and stages: rank 2, rows within one swizzle span or whole spans) or a TMA box (rank
+/// 1 to 5, extents ≤ 256, the innermost extent within the span).
+struct TileRules {
+  bool box;
+  const char *rankMsg, *extentMsg, *elemMsg, *rowMsg;
+  size_t minRank, maxRank;
+  int64_t maxExtent;
+};
+constexpr TileRules kSmemTile{false,
+                              "a shared-memory tile has rank 2, got rank ",
+                              "tile extents must be in [1, 65536], got ",
+                              "tile element type must have 8, 16 or 32 bits, got ",
+                              "a tile row must be a multiple of 16 bytes, got ",
+                              2,
+                              2,
+                              65536};
+constexpr TileRules kBoxTile{true,
+                             "a tensor map box has 1 to 5 dimensions, got ",
+                             "a tensor map box extent must be in [1, 256], got ",
+                             "tensor map element type must have 8, 16 or 32 bits, got ",
+                             "the box's innermost extent must be a multiple of 16 bytes, got ",
+                             1,
+                             5,
+                             256};
+
+/// Checks a tile-shaped type (ring, stage, tensor map) against its rules: rank, extents, an
+/// 8/16/32-bit element type, an innermost extent of whole 16-byte chunks, and its swizzle span.
+LogicalResult verifyTile(function_ref<InFlightDiagnostic()> emitError, const TileRules &r,
+                         ArrayRef<int64_t> shape, Type elem, Swizzle swizzle) {
+  if (shape.size() < r.minRank || shape.size() > r.maxRank)
+    return emitError() << r.rankMsg << shape.size();
   for (int64_t d : shape)
-    if (d < 1 || d > 65536)
-      return emitError() << "tile extents must be in [1, 65536], got " << d;
+    if (d < 1 || d > r.maxExtent)
+      return emitError() << r.extentMsg << d;
   unsigned bits = elemBits(elem);
   if (bits != 8 && bits != 16 && bits != 32)
-    return emitError() << "tile element type must have 8, 16 or 32 bits, got " << elem;
-  int64_t rowBytes = shape[1] * bits / 8;
+    return emitError() << r.elemMsg << elem;
+  int64_t rowBytes = shape.back() * bits / 8;
   if (rowBytes % 16 != 0)
-    return emitError() << "a tile row must be a multiple of 16 bytes, got " << rowBytes;
+    return emitError() << r.rowMsg << rowBytes;
   int64_t span = getSwizzleBytes(swizzle);
-  if (span && rowBytes > span && rowBytes % span != 0)
+  if (r.box && span && rowBytes > span)
+    return emitError() << "the box's innermost " << rowBytes << " bytes exceed the "
+                       << stringifySwizzle(swizzle) << " span of " << span << " bytes";
+  if (!r.box && span && rowBytes > span && rowBytes % span != 0)
     return emitError() << "a row of " << rowBytes << " bytes is neither within one "
                        << stringifySwizzle(swizzle) << " span nor a whole number of them";
   return success();
@@ -123,7 +152,7 @@ void RingType::print(AsmPrinter &p) const {
 LogicalResult RingType::verify(function_ref<InFlightDiagnostic()> emitError,
                                ArrayRef<int64_t> shape, Type elem, int64_t stages, Swizzle swizzle,
                                int64_t producers, int64_t consumers) {
-  if (failed(verifySmemTile(emitError, shape, elem, swizzle)))
+  if (failed(verifyTile(emitError, kSmemTile, shape, elem, swizzle)))
     return failure();
   if (stages < 1 || stages > 8)
     return emitError() << "a ring has 1 to 8 stages, got " << stages;
@@ -165,7 +194,7 @@ void StageType::print(AsmPrinter &p) const {
 
 LogicalResult StageType::verify(function_ref<InFlightDiagnostic()> emitError,
                                 ArrayRef<int64_t> shape, Type elem, Swizzle swizzle) {
-  return verifySmemTile(emitError, shape, elem, swizzle);
+  return verifyTile(emitError, kSmemTile, shape, elem, swizzle);
 }
 
 int64_t StageType::getBytes() const {
@@ -195,23 +224,7 @@ void TensorMapType::print(AsmPrinter &p) const {
 
 LogicalResult TensorMapType::verify(function_ref<InFlightDiagnostic()> emitError,
                                     ArrayRef<int64_t> box, Type elem, Swizzle swizzle) {
-  if (box.empty() || box.size() > 5)
-    return emitError() << "a tensor map box has 1 to 5 dimensions, got " << box.size();
-  for (int64_t d : box)
-    if (d < 1 || d > 256)
-      return emitError() << "a tensor map box extent must be in [1, 256], got " << d;
-  unsigned bits = elemBits(elem);
-  if (bits != 8 && bits != 16 && bits != 32)
-    return emitError() << "tensor map element type must have 8, 16 or 32 bits, got " << elem;
-  int64_t innerBytes = box.back() * bits / 8;
-  if (innerBytes % 16 != 0)
-    return emitError() << "the box's innermost extent must be a multiple of 16 bytes, got "
-                       << innerBytes;
-  int64_t span = getSwizzleBytes(swizzle);
-  if (span && innerBytes > span)
-    return emitError() << "the box's innermost " << innerBytes << " bytes exceed the "
-                       << stringifySwizzle(swizzle) << " span of " << span << " bytes";
-  return success();
+  return verifyTile(emitError, kBoxTile, box, elem, swizzle);
 }
 
 SmallVector<int64_t, 2> TensorMapType::getTileShape() const {
@@ -296,4 +309,49 @@ LogicalResult FragType::verify(function_ref<InFlightDiagnostic()> emitError, int
     return emitError() << "register A operand K must be a positive multiple of " << step << " for "
                        << elem << ", got " << k;
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// GroupsType
+//===----------------------------------------------------------------------===//
+
+Type GroupsType::parse(AsmParser &p) {
+  SmallVector<int64_t> shape;
+  Type elem;
+  int64_t lanes = 0, vec = 0;
+  SMLoc loc = p.getCurrentLocation();
+  if (p.parseLess() || parseTile(p, shape, elem) || parseKeyInt(p, "lanes", lanes) ||
+      parseKeyInt(p, "vec", vec) || p.parseGreater())
+    return {};
+  if (shape.size() != 1)
+    return p.emitError(loc) << "expected ELEMSxTYPE", Type();
+  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), shape[0], elem,
+                    lanes, vec);
+}
+
+void GroupsType::print(AsmPrinter &p) const {
+  p << '<' << getElems() << 'x' << getElementType() << ", lanes = " << getLanes()
+    << ", vec = " << getVec() << '>';
+}
+
+LogicalResult GroupsType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t elems,
+                                 Type elem, int64_t lanes, int64_t vec) {
+  if (!elem.isF32() && !elem.isInteger(8) && !isa<Float8E4M3FNType>(elem))
+    return emitError() << "a group holds f32 values or i8, ui8 or f8E4M3FN codes, got " << elem;
+  if (lanes < 1 || lanes > 32 || !llvm::isPowerOf2_64(lanes))
+    return emitError() << "a group spans a power of two of at most 32 lanes, got " << lanes;
+  if (vec < 1 || vec > 16 || !llvm::isPowerOf2_64(vec))
+    return emitError() << "a group's vectors hold a power of two of at most 16 elements, got "
+                       << vec;
+  if (elems < 1 || elems % (lanes * vec) != 0)
+    return emitError() << "a group of " << elems << " elements is not whole chunks of " << lanes
+                       << " lanes × " << vec << " elements";
+  return success();
+}
+
+SmallVector<Type> GroupsType::getRegisterTypes() const {
+  Type elem = getElementType();
+  if (elem.isF32())
+    return SmallVector<Type>(2 * getLaneElems(), elem);
+  return SmallVector<Type>(getLaneElems(), IntegerType::get(getContext(), 8));
 }

@@ -52,9 +52,27 @@ bool isRowVectorOf(Type t, int64_t rows) {
 // ConvertTileOp
 //===----------------------------------------------------------------------===//
 
+/// A quantize kernel's widening: a thread's loaded chunks → an f32 group.
+static LogicalResult verifyWidening(ConvertTileOp op, VectorType in) {
+  auto out = dyn_cast_or_null<GroupsType>(op.getResult() ? op.getResult().getType() : Type());
+  if (!out || op.getDest() || op.getQuantAttr() || !op.getScales().empty() ||
+      !op.getZeroPoints().empty() || op.getTranspose())
+    return op.emitOpError("widens loaded chunks into an f32 groups value, without schemes");
+  if (!out.getElementType().isF32() || out.getChunks() != in.getDimSize(0) ||
+      out.getVec() != in.getDimSize(1))
+    return op.emitOpError("widens ")
+           << in.getDimSize(0) << " chunks of " << in.getDimSize(1)
+           << " elements into f32 groups of as many, got " << out;
+  return success();
+}
+
 LogicalResult ConvertTileOp::verify() {
+  if (auto v = dyn_cast<VectorType>(getSource().getType()))
+    return verifyWidening(*this, v);
   if (bool(getDest()) == bool(getResult()))
     return emitOpError("needs either an `into` stage or a result, not both or neither");
+  if (getResult() && isa<GroupsType>(getResult().getType()))
+    return emitOpError("produces a groups value only from loaded chunks");
   Type outType = getDest() ? getDest().getType() : getResult().getType();
   TileInfo in = *tileInfo(getSource().getType()), out = *tileInfo(outType);
   bool fromAcc = isa<AccType>(getSource().getType());
@@ -207,22 +225,34 @@ LogicalResult MergeClusterOp::verify() {
   return success();
 }
 
+int64_t MergeCombineOp::getThreads(CombineForm form) {
+  return form == CombineForm::narrow ? 128 : 32 * kWideWarps;
+}
+
+int64_t MergeCombineOp::getSharedBytes(CombineForm form, int64_t d) {
+  // The wide form: one slot per warp of O[0 .. D), max and sum, 16-byte aligned.
+  return form == CombineForm::narrow ? 0 : kWideWarps * (d + 4) * 4;
+}
+
 LogicalResult MergeCombineOp::verify() {
-  auto po = cast<MemRefType>(getPartials().getType());
-  auto pl = cast<MemRefType>(getLse().getType());
-  AccType acc = getResult().getType();
-  if (!acc.getElementType().isF32())
-    return emitOpError("merges into an f32 accumulator");
-  auto fits = [](int64_t dim, int64_t want) { return ShapedType::isDynamic(dim) || dim == want; };
-  if (!fits(po.getDimSize(1), acc.getM()) || !fits(po.getDimSize(2), acc.getN()) ||
-      !fits(pl.getDimSize(1), acc.getM()))
-    return emitOpError("partials must be [splits, ")
-           << acc.getM() << ", " << acc.getN() << "] and [splits, " << acc.getM() << "]";
-  if (!ShapedType::isDynamic(po.getDimSize(0)) && !ShapedType::isDynamic(pl.getDimSize(0)) &&
-      po.getDimSize(0) != pl.getDimSize(0))
-    return emitOpError("partial outputs and log-sum-exps have different split counts");
-  if (!isRowVectorOf(getResultLse().getType(), acc.getM()))
-    return emitOpError("returns one log-sum-exp per accumulator row");
+  auto out = cast<MemRefType>(getOut().getType());
+  for (int64_t d : {1, 2, 3})
+    if (out.isDynamicDim(d))
+      return emitOpError("needs a static query length, head count and head_dim, got ") << out;
+  int64_t qLen = out.getDimSize(1), heads = out.getDimSize(2), d = out.getDimSize(3);
+  int64_t kvHeads = getKvHeads(), pack = getPack();
+  if (d % 64 != 0)
+    return emitOpError("needs a head_dim that is a multiple of 64, got ") << d;
+  if (kvHeads < 1 || heads % kvHeads != 0)
+    return emitOpError("needs kv_heads dividing the ") << heads << " query heads, got " << kvHeads;
+  if (pack < 1 || (heads / kvHeads) % pack != 0 || pack * qLen > 64)
+    return emitOpError("needs pack dividing the ")
+           << heads / kvHeads << " query heads per KV head with pack · q_len ≤ 64, got " << pack;
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (kernel && kernel.getThreads() != getThreads(getForm()))
+    return emitOpError("of form ") << stringifyCombineForm(getForm()) << " runs on "
+                                   << getThreads(getForm()) << " threads, the kernel has "
+                                   << kernel.getThreads();
   return success();
 }
 

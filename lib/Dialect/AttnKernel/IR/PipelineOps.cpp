@@ -16,6 +16,60 @@ using namespace mlir;
 using namespace mlir::attnk;
 
 //===----------------------------------------------------------------------===//
+// KernelOp
+//===----------------------------------------------------------------------===//
+
+ParseResult KernelOp::parse(OpAsmParser &parser, OperationState &result) {
+  StringAttr name;
+  SmallVector<OpAsmParser::Argument> args;
+  int64_t threads = 0;
+  if (parser.parseSymbolName(name, getSymNameAttrName(result.name), result.attributes) ||
+      parser.parseArgumentList(args, OpAsmParser::Delimiter::Paren, /*allowType=*/true) ||
+      parser.parseKeyword("threads") || parser.parseEqual() || parser.parseInteger(threads))
+    return failure();
+  result.addAttribute(getThreadsAttrName(result.name),
+                      parser.getBuilder().getI64IntegerAttr(threads));
+  if (succeeded(parser.parseOptionalKeyword("programmatic")))
+    result.addAttribute(getProgrammaticAttrName(result.name), parser.getBuilder().getUnitAttr());
+  if (parser.parseOptionalAttrDictWithKeyword(result.attributes))
+    return failure();
+  Region *body = result.addRegion();
+  if (parser.parseRegion(*body, args))
+    return failure();
+  if (body->empty())
+    body->emplaceBlock();
+  return success();
+}
+
+void KernelOp::print(OpAsmPrinter &p) {
+  p << ' ';
+  p.printSymbolName(getSymName());
+  p << '(';
+  llvm::interleaveComma(getBody().getArguments(), p,
+                        [&](BlockArgument a) { p.printRegionArgument(a); });
+  p << ") threads = " << getThreads();
+  if (getProgrammatic())
+    p << " programmatic";
+  p.printOptionalAttrDictWithKeyword(
+      (*this)->getAttrs(), {getSymNameAttrName(), getThreadsAttrName(), getProgrammaticAttrName()});
+  p << ' ';
+  p.printRegion(getBody(), /*printEntryBlockArgs=*/false, /*printBlockTerminators=*/false);
+}
+
+LogicalResult KernelOp::verify() {
+  int64_t threads = getThreads();
+  if (threads < 32 || threads > 1024 || threads % 32 != 0)
+    return emitOpError("needs a block of whole warps, at most 1024 threads, got ") << threads;
+  for (BlockArgument a : getBody().getArguments()) {
+    Type t = a.getType();
+    if (!isa<MemRefType>(t) && !t.isSignlessInteger(32))
+      return emitOpError("parameter #") << a.getArgNumber() << " is " << t
+                                        << " (kernel parameters are memrefs or i32)";
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // WarpSpecializeOp
 //===----------------------------------------------------------------------===//
 

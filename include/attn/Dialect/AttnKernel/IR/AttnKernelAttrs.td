@@ -37,6 +37,13 @@ def AttnKernel_ConvertPart : I32EnumAttr<"ConvertPart", "what part of a dequanti
   let genSpecializedAttr = 0;
 }
 
+def AttnKernel_CombineForm : I32EnumAttr<"CombineForm", "how a combine kernel spreads its work", [
+    I32EnumAttrCase<"narrow", 0>,
+    I32EnumAttrCase<"wide", 1>]> {
+  let cppNamespace = "::mlir::attnk";
+  let genSpecializedAttr = 0;
+}
+
 class AttnKernel_Attr<string name, string attrMnemonic, list<Trait> traits = []>
     : AttrDef<AttnKernel_Dialect, name, traits> {
   let mnemonic = attrMnemonic;
@@ -50,6 +57,11 @@ def AttnKernel_SwizzleAttr : EnumAttr<AttnKernel_Dialect, AttnKernel_Swizzle, "s
 def AttnKernel_ConvertPartAttr : EnumAttr<AttnKernel_Dialect, AttnKernel_ConvertPart, "part"> {
   let summary = "part of a dequantization: full (codes and scales), codes only, or scales only";
   let assemblyFormat = "`<` $value `>`";
+}
+
+def AttnKernel_CombineFormAttr : EnumAttr<AttnKernel_Dialect, AttnKernel_CombineForm, "combine_form"> {
+  let summary = "combine kernel form: narrow (a warp per row) or wide (a CTA per row)";
+  let assemblyFormat = "$value";
 }
 
 def AttnKernel_AddressingAttr : AttnKernel_Attr<"Addressing", "addressing"> {

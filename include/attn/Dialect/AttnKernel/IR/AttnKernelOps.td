@@ -1,8 +1,9 @@
 //===- AttnKernelOps.td - attnk op definitions -------------*- tablegen -*-===//
 //
 // What this file is: the root of the kernel-level op definitions. Each op family has its own
-// file: PipelineOps.td (warp specialization, the ring protocol, TMA loads) and ComputeOps.td
-// (tile conversion, WGMMA, online softmax, output rescale, split merge, tile store).
+// file: PipelineOps.td (the kernel, warp specialization, the ring protocol, TMA loads),
+// ComputeOps.td (tile conversion, WGMMA, online softmax, output rescale, split merge, tile store)
+// and QuantizeOps.td (the quantize kernel's groups, scales and codes).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNK_OPS_TD
@@ -12,6 +13,7 @@ include "attn/Dialect/AttnKernel/IR/AttnKernelDialect.td"
 include "attn/Dialect/AttnKernel/IR/AttnKernelAttrs.td"
 include "attn/Dialect/AttnKernel/IR/AttnKernelTypes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 
 def AttnKernel_RowVector : VectorOfRankAndType<[1], [F32]>;
 
@@ -30,5 +32,6 @@ def AttnKernel_RoleArray
 
 include "attn/Dialect/AttnKernel/IR/PipelineOps.td"
 include "attn/Dialect/AttnKernel/IR/ComputeOps.td"
+include "attn/Dialect/AttnKernel/IR/QuantizeOps.td"
 
 #endif // ATTNK_OPS_TD

@@ -130,4 +130,31 @@ def AttnKernel_FragType : AttnKernel_Type<"Frag", "frag"> {
   let genVerifyDecl = 1;
 }
 
+def AttnKernel_GroupsType : AttnKernel_Type<"Groups", "groups"> {
+  let summary = "one scale group of a quantize kernel, spread over the lanes of a warp";
+  let description = [{
+    `!attnk.groups<CxELEM, lanes = L, vec = V>`: C consecutive elements of a row (one scale
+    group) held by L lanes of a warp (L a power of two ≤ 32, so a warp holds 32 / L groups):
+    the lane of rank r holds the C / L elements `(r + c · L) · V + j` for chunks c of V
+    elements (j < V) — the order 16-byte loads read them. ELEM: f32 (values widened for
+    quantization) or the codes: i8, ui8, f8E4M3FN.
+
+    Example: `!attnk.groups<128xf32, lanes = 16, vec = 8>` (a per_token_head group of 128
+    bf16 values, 8 elements per lane in one chunk).
+  }];
+  let parameters = (ins "int64_t":$elems, "::mlir::Type":$elementType, "int64_t":$lanes,
+                        "int64_t":$vec);
+  let hasCustomAssemblyFormat = 1;
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Chunks of V elements per lane.
+    int64_t getChunks() const { return getElems() / (getLanes() * getVec()); }
+    /// Elements per lane.
+    int64_t getLaneElems() const { return getElems() / getLanes(); }
+    /// The registers of one thread: f32 groups hold each element twice (as loaded, and with NaN
+    /// as 0), codes one i8 per element.
+    ::llvm::SmallVector<::mlir::Type> getRegisterTypes() const;
+  }];
+}
+
 #endif // ATTNK_TYPES_TD

@@ -29,7 +29,9 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
     subtracted, scales left to a later `part = scales`), `scales`. There is one scale operand
     per scheme (memref, vector or stage of the scheme's scale type) and one zero-point operand
     per asymmetric scheme (of the code type). Without `quant` the op is a plain element-type
-    or layout conversion.
+    or layout conversion: a quantize kernel's loaded chunks (`vector<chunks x V x bf16>`,
+    f16 or f32) widen to the `!attnk.groups<C x f32>` that `attnk.group_scales` and
+    `attnk.quantize_tile` read (quantization itself is `attnk.quantize_tile`).
 
     Example (int8 K with one scale per token and head, converted by the producer):
     ```mlir
@@ -41,7 +43,8 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
     [PTX ISA: cvt](https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-cvt),
     [prmt](https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-prmt)
   }];
-  let arguments = (ins AnyTypeOf<[AttnKernel_StageType, AttnKernel_FragType, AttnKernel_AccType]>:$source,
+  let arguments = (ins AnyTypeOf<[AttnKernel_StageType, AttnKernel_FragType, AttnKernel_AccType,
+                                  VectorOfRankAndType<[2], [BF16, F16, F32]>]>:$source,
                        Optional<AttnKernel_StageType>:$dest,
                        Variadic<AnyType>:$scales,
                        Variadic<AnyType>:$zeroPoints,
@@ -49,7 +52,8 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
                        DefaultValuedAttr<AttnKernel_ConvertPartAttr,
                                          "::mlir::attnk::ConvertPart::full">:$part,
                        UnitAttr:$transpose);
-  let results = (outs Optional<AnyTypeOf<[AttnKernel_FragType, AttnKernel_AccType]>>:$result);
+  let results = (outs Optional<AnyTypeOf<[AttnKernel_FragType, AttnKernel_AccType,
+                                          AttnKernel_GroupsType]>>:$result);
   let assemblyFormat = [{
     $source (`into` $dest^)?
     (`scales` `(` $scales^ `:` qualified(type($scales)) `)`)?
@@ -201,27 +205,49 @@ def AttnKernel_MergeClusterOp : AttnKernel_Op<"merge.cluster", [
 }
 
 def AttnKernel_MergeCombineOp : AttnKernel_Op<"merge.combine"> {
-  let summary = "merge KV-split partials from global memory (the combine kernel)";
+  let summary = "merge the KV-split partials of a workspace and write the output (the combine kernel)";
   let description = [{
-    The body of the combine kernel that follows a split-KV attention kernel: each split wrote
-    its normalized partial output and its log-sum-exp (base 2) to a workspace; this op reads
-    the partials of one tile of rows, `[splits, rows, cols]` and `[splits, rows]`, and returns
-    `O = Σ_i 2^(lse_i − lse) · O_i` with `lse = log2 Σ_i 2^lse_i`, and `lse`.
+    The body of the combine kernel that follows a split-KV attention kernel. Each of the
+    `splits` splits of each (batch element, head group) wrote a partial to the workspace: for
+    its R = pack · q_len packed rows, the unnormalized output O_s (R × D f32), then the row
+    maxima m_s (base-2 logits) and row sums l_s, padded to a multiple of 4 floats. For each
+    packed row this op computes `w_s = 2^(m_s − max_s m_s)` (0 for a split without keys),
+    `O = Σ_s w_s · O_s / Σ_s w_s · l_s` (0 where the sum is 0) and writes O, rounded to bf16,
+    to the output row of that query token and head `[b, t, h, :]`.
+
+    The grid is (rows, head groups, batch): `narrow` (128 threads) merges four packed rows per
+    CTA, one warp each, lane s holding split s's statistics (2 to 16 splits; every split's O
+    loads are issued at once); `wide` (512 threads) merges one packed row per CTA, sixteen warps
+    each a sixteenth of the splits, the warps' partial sums meeting in shared memory.
 
     Example:
     ```mlir
-    %o, %lse = attnk.merge.combine %po, %plse
-        : memref<?x64x128xf32>, memref<?x64xf32> -> !attnk.acc<64x128xf32>, vector<64xf32>
+    attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 2 pack = 8
+        : memref<?xf32>, memref<?x1x16x128xbf16>
     ```
+
+    [PTX ISA: shfl.sync](https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-shfl-sync)
   }];
-  let arguments = (ins Arg<MemRefRankOf<[F32], [3]>, "partial outputs", [MemRead]>:$partials,
-                       Arg<MemRefRankOf<[F32], [2]>, "partial log-sum-exps", [MemRead]>:$lse);
-  let results = (outs AttnKernel_AccType:$result, AttnKernel_RowVector:$resultLse);
+  let arguments = (ins Arg<MemRefRankOf<[F32], [1]>, "split partials", [MemRead]>:$workspace,
+                       Arg<MemRefRankOf<[BF16], [4]>, "output [batch, q_len, heads, D]",
+                           [MemWrite]>:$out,
+                       I32:$splits, AttnKernel_CombineFormAttr:$form,
+                       I64Attr:$kv_heads, I64Attr:$pack);
   let assemblyFormat = [{
-    $partials `,` $lse attr-dict `:` qualified(type($partials)) `,` qualified(type($lse)) `->`
-    qualified(type($result)) `,` qualified(type($resultLse))
+    $workspace `into` $out `splits` `(` $splits `)` $form `kv_heads` `=` $kv_heads
+    `pack` `=` $pack attr-dict `:` qualified(type($workspace)) `,` qualified(type($out))
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Threads of the combine kernel of this form.
+    static int64_t getThreads(CombineForm form);
+    /// Dynamic shared memory of the combine kernel of this form for head_dim `d`.
+    static int64_t getSharedBytes(CombineForm form, int64_t d);
+    /// Splits merged by the narrow form at most (the wide form takes more).
+    static constexpr int64_t kNarrowSplits = 16;
+    /// Warps of the wide form (one packed row per CTA).
+    static constexpr int64_t kWideWarps = 16;
+  }];
 }
 
 def AttnKernel_StoreTileOp : AttnKernel_Op<"store_tile", [AttrSizedOperandSegments]> {

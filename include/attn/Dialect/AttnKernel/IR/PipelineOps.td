@@ -10,6 +10,35 @@
 #ifndef ATTNK_PIPELINE_OPS_TD
 #define ATTNK_PIPELINE_OPS_TD
 
+def AttnKernel_KernelOp : AttnKernel_Op<"kernel", [
+    Symbol, IsolatedFromAbove, SingleBlock, NoTerminator]> {
+  let summary = "one GPU kernel: its parameters, block size and body";
+  let description = [{
+    A kernel of `gpu.module @attn_kernels` at the kernel level: a symbol, its parameters (the
+    region's arguments: global buffers as memrefs, scalars as i32), its block size and whether
+    it is launched as the programmatic dependent (PDL) of the kernel before it — then its body
+    starts with `griddepcontrol.wait`. `launch` holds the launch metadata (JSON) of a kernel
+    that is the main kernel of its spec. Lowered to an `llvm.func` with `nvvm.kernel` and
+    `nvvm.maxntid = [threads, 1, 1]`, memref parameters becoming `!llvm.ptr<1>`.
+
+    Example:
+    ```mlir
+    attnk.kernel @d_combine(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %batch: i32,
+                            %splits: i32) threads = 128 programmatic {
+      attnk.merge.combine %ws into %out splits(%splits) narrow kv_heads = 2 pack = 8
+          : memref<?xf32>, memref<?x1x16x128xbf16>
+    }
+    ```
+
+    [PTX ISA: griddepcontrol](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-griddepcontrol)
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$threads, UnitAttr:$programmatic,
+                       OptionalAttr<StrAttr>:$launch);
+  let regions = (region SizedRegion<1>:$body);
+  let hasCustomAssemblyFormat = 1;
+  let hasVerifier = 1;
+}
+
 def AttnKernel_WarpSpecializeOp : AttnKernel_Op<"warp_specialize", [
     NoTerminator, SingleBlock, RecursiveMemoryEffects]> {
   let summary = "warp-specialized roles, one region each, with their register budgets";

@@ -1,13 +1,13 @@
 //===- QuantizePlan.h - one Hopper quantize kernel, fully decided -*- C++ -*-===//
 //
-// What this file is: the kernel-level description of the kernel an `attn.quantize.append` or
-// `attn.quantize.dynamic` op lowers to on sm_90a — source and code types, the scale groups of the
-// granularity, and how threads map onto them — plus the entry points of QuantizeKernel.cpp, which
-// plans, builds and describes (launch metadata) it. Private to this folder.
+// What this file is: what the kernel an `attn.quantize.append` or `attn.quantize.dynamic` op
+// becomes on sm_90a — source and code types, the scale groups of the granularity, and how
+// threads map onto them — as BuildQuantize.cpp decides it before building the kernel level, and
+// its entry points. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
-#ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_QUANTIZEPLAN_H
-#define ATTN_LIB_CONVERSION_ATTNTONVVM_QUANTIZEPLAN_H
+#ifndef ATTN_LIB_CONVERSION_ATTNTOKERNEL_QUANTIZEPLAN_H
+#define ATTN_LIB_CONVERSION_ATTNTOKERNEL_QUANTIZEPLAN_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
 
@@ -15,7 +15,7 @@
 
 #include <string>
 
-namespace mlir::attn::nvvm {
+namespace mlir::attn::kernel {
 
 enum class QSrc { BF16, F16, F32 };
 enum class QCode { I8, U8, E4M3 };
@@ -61,12 +61,13 @@ struct QuantizePlan {
 
 /// Resolves a quantize op for sm_90a, or reports (on the op) why it has no GPU kernel yet.
 FailureOr<QuantizePlan> planQuantize(Operation *op);
-/// Adds `<name>_quantize` to `module` (an NVVM-targeted gpu.module).
-void buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+/// Adds the kernel level of `<name>_quantize` (an `attnk.kernel` with its launch metadata) at
+/// the end of `module`.
+void buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, Operation *op,
                          const QuantizePlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUQuantize.md).
 std::string quantizeLaunchJSON(const QuantizePlan &p);
 
-} // namespace mlir::attn::nvvm
+} // namespace mlir::attn::kernel
 
-#endif // ATTN_LIB_CONVERSION_ATTNTONVVM_QUANTIZEPLAN_H
+#endif // ATTN_LIB_CONVERSION_ATTNTOKERNEL_QUANTIZEPLAN_H

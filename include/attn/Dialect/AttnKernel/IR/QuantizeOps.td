@@ -1,0 +1,189 @@
+//===- QuantizeOps.td - quantization of scale groups -------*- tablegen -*-===//
+//
+// What this file is: the ops of a quantize kernel (values → codes and scales, the inverse of
+// `attnk.convert_tile`): which scale group a lane set handles (`attnk.group_index`), the loads
+// of its elements (`attnk.load_groups`; `attnk.convert_tile` widens them to f32), the optional
+// Walsh–Hadamard rotation (`attnk.hadamard`), the scales (`attnk.group_scales`: computed from
+// the data, or read), the codes (`attnk.quantize_tile`) and the store of codes and scales
+// (`attnk.store_groups`).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTNK_QUANTIZE_OPS_TD
+#define ATTNK_QUANTIZE_OPS_TD
+
+def AttnKernel_GroupIndexOp : AttnKernel_Op<"group_index", [Pure]> {
+  let summary = "the scale group a lane set of a warp quantizes in one slot";
+  let description = [{
+    A quantize kernel's CTA (four warps) handles `slots` × 4 × (32 / lanes) consecutive
+    scale groups; in slot `slot`, the lanes of rank `lane / lanes` of warp w of CTA x handle
+    group `g = ((4x + w) · slots + slot) · (32 / lanes) + lane / lanes` of the
+    `batch · new_tokens · groups_per_token` groups. Returns g, the token and the group within
+    the token of min(g, last group) (an address that is valid for the tail), and the lane's
+    rank among the group's lanes.
+
+    Example:
+    ```mlir
+    %g, %tok, %gin, %r = attnk.group_index %batch, %n slot 0 of 4 lanes = 16 groups_per_token = 8
+    ```
+  }];
+  let arguments = (ins I32:$batch, I32:$newTokens, I64Attr:$slot, I64Attr:$slots,
+                       I64Attr:$lanes, I64Attr:$groups_per_token);
+  let results = (outs I32:$group, I32:$token, I32:$groupInToken, I32:$laneRank);
+  let assemblyFormat = [{
+    $batch `,` $newTokens `slot` $slot `of` $slots `lanes` `=` $lanes
+    `groups_per_token` `=` $groups_per_token attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def AttnKernel_LoadGroupsOp : AttnKernel_Op<"load_groups"> {
+  let summary = "load a lane's chunks of one scale group (16-byte loads, read-only cache)";
+  let description = [{
+    Reads the elements of group `group` of token `token` of `src` ([batch, tokens, heads, D],
+    each token's row of heads · D elements split into groups of C) that the lane of rank
+    `lane` holds in `!attnk.groups<C x …, lanes = L, vec = V>` order: one V-element vector per
+    chunk. The result is the thread's chunks, `vector<chunks x V x ELEM>`; C = chunks · V · L.
+
+    Example:
+    ```mlir
+    %x = attnk.load_groups %src[%tok, %gin] lane(%r) lanes = 16
+        : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
+    ```
+  }];
+  let arguments = (ins Arg<MemRefRankOf<[BF16, F16, F32], [4]>, "source", [MemRead]>:$src,
+                       I32:$token, I32:$group, I32:$lane, I64Attr:$lanes);
+  let results = (outs VectorOfRankAndType<[2], [BF16, F16, F32]>:$result);
+  let assemblyFormat = [{
+    $src `[` $token `,` $group `]` `lane` `(` $lane `)` `lanes` `=` $lanes attr-dict `:`
+    qualified(type($src)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def AttnKernel_HadamardOp : AttnKernel_Op<"hadamard", [Pure, AllTypesMatch<["tile", "result"]>]> {
+  let summary = "rotate each row of `size` elements by the Walsh–Hadamard matrix";
+  let description = [{
+    `x ← x · H / √size` on each run of `size` consecutive elements of the group (a head's
+    row), non-finite values as 0 first: butterflies over register pairs, over lanes
+    (`shfl.xor`) and over chunks, bit by bit upwards in qattn.quant.hadamard's order, so the
+    values agree to the last bit.
+
+    Example:
+    ```mlir
+    %y = attnk.hadamard %x lane(%r) size = 128 : !attnk.groups<128xf32, lanes = 16, vec = 8>
+    ```
+  }];
+  let arguments = (ins AttnKernel_GroupsType:$tile, I32:$lane, I64Attr:$size);
+  let results = (outs AttnKernel_GroupsType:$result);
+  let assemblyFormat = [{
+    $tile `lane` `(` $lane `)` `size` `=` $size attr-dict `:` qualified(type($tile))
+  }];
+  let hasVerifier = 1;
+}
+
+def AttnKernel_GroupScalesOp : AttnKernel_Op<"group_scales", [AttrSizedOperandSegments]> {
+  let summary = "the scale (and zero point) of a group: from its values, or read";
+  let description = [{
+    For a scheme whose scales come from the data (token-local granularities): the scale
+    `max(amax / q_max, min_scale)` over the group's finite values (asymmetric:
+    `max((max − min) / (q_max − q_min), min_scale)` and the zero point
+    `clamp(round(q_min − min / s))`), reduced across the group's lanes with shuffles and
+    rounded to the scheme's scale type (up one ulp where rounding fell below, so no value
+    saturates). For a static scheme (per_tensor, per_head, per_channel): read from `from`
+    (and `zero_points`) at the group's head (`[group]`) — per_channel one per element, as a
+    groups value. The result is the scale as the codes use it, in f32.
+
+    Example:
+    ```mlir
+    %s = attnk.group_scales %x {quant = #attn.quant<i8, per_token_head>}
+        : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
+    %s2, %z2 = attnk.group_scales %x[%gin] lane(%r) from(%scale : memref<8xf32>)
+        zero_points(%zero : memref<8xi8>) {quant = #attn.quant<i8, per_head, asymmetric>}
+        : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32, f32
+    ```
+  }];
+  let arguments = (ins AttnKernel_GroupsType:$tile, Optional<I32>:$group, Optional<I32>:$lane,
+                       Arg<Optional<AnyMemRef>, "scales", [MemRead]>:$scaleSrc,
+                       Arg<Optional<AnyMemRef>, "zero points", [MemRead]>:$zeroSrc,
+                       AttnKernel_SpecAttr<"QuantAttr", "#attn.quant">:$quant);
+  let results = (outs AnyTypeOf<[F32, AttnKernel_GroupsType]>:$scale,
+                      Optional<AnyTypeOf<[F32, AttnKernel_GroupsType]>>:$zeroPoint);
+  let assemblyFormat = [{
+    $tile (`[` $group^ `]`)? (`lane` `(` $lane^ `)`)?
+    (`from` `(` $scaleSrc^ `:` qualified(type($scaleSrc)) `)`)?
+    (`zero_points` `(` $zeroSrc^ `:` qualified(type($zeroSrc)) `)`)?
+    attr-dict `:` qualified(type($tile)) `->` qualified(type($scale))
+    (`,` qualified(type($zeroPoint))^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def AttnKernel_QuantizeTileOp : AttnKernel_Op<"quantize_tile", [Pure]> {
+  let summary = "quantize a group: values → codes by its scale (and zero point)";
+  let description = [{
+    The inverse of `attnk.convert_tile`: `q = x · (1/s) (+ z)` with 1/s correctly rounded
+    (`rcp.rn`), NaN as 0; i8 / ui8 codes clamped to the scheme's range and rounded half away
+    from zero (exactly: `trunc(y + copysign(0.49999997, y))`), e4m3 codes by
+    `cvt.rn.satfinite.e4m3x2.f32`. The scale (and zero point) is one f32 per group or, for
+    per_channel, a groups value of one per element. The codes' type is the scheme's.
+
+    Example:
+    ```mlir
+    %q = attnk.quantize_tile %x scales(%s : f32) {quant = #attn.quant<i8, per_token_head>}
+        : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 16, vec = 8>
+    ```
+
+    [PTX ISA: cvt](https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-cvt),
+    [rcp](https://docs.nvidia.com/cuda/parallel-thread-execution/#floating-point-instructions-rcp)
+  }];
+  let arguments = (ins AttnKernel_GroupsType:$tile,
+                       AnyTypeOf<[F32, AttnKernel_GroupsType]>:$scale,
+                       Optional<AnyTypeOf<[F32, AttnKernel_GroupsType]>>:$zeroPoint,
+                       AttnKernel_SpecAttr<"QuantAttr", "#attn.quant">:$quant);
+  let results = (outs AttnKernel_GroupsType:$result);
+  let assemblyFormat = [{
+    $tile `scales` `(` $scale `:` qualified(type($scale)) `)`
+    (`zero_points` `(` $zeroPoint^ `:` qualified(type($zeroPoint)) `)`)?
+    attr-dict `:` qualified(type($tile)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def AttnKernel_StoreGroupsOp : AttnKernel_Op<"store_groups", [AttrSizedOperandSegments]> {
+  let summary = "store a group's codes (and its computed scale and zero point)";
+  let description = [{
+    Writes the codes of group `group` (index `[token, group in token]`) to row
+    `positions[b] + t` (append; without `positions`: row t) of batch element b of `dest`
+    ([batch, capacity, heads, D]), where token = b · new_tokens + t; groups past the last
+    and rows outside [0, capacity) are not written. With `scale`, the lane of rank 0 also
+    writes the scale, rounded to `scale_dest`'s type, at `[b, row, group in token]` (and the
+    zero point, as a code).
+
+    Example:
+    ```mlir
+    attnk.store_groups %q, %dst[%g, %tok, %gin] lane(%r) tokens(%batch, %n) capacity(%cap)
+        positions(%pos : memref<?xi32>) scale(%s into %scales : memref<?x?x8xf32>)
+        : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xi8>
+    ```
+  }];
+  let arguments = (ins AttnKernel_GroupsType:$codes,
+                       Arg<MemRefRankOf<[I8, UI8, F8E4M3FN], [4]>, "codes", [MemWrite]>:$dest,
+                       I32:$group, I32:$token, I32:$groupInToken, I32:$lane, I32:$batch,
+                       I32:$newTokens, I32:$capacity,
+                       Arg<Optional<MemRefRankOf<[I32], [1]>>, "positions", [MemRead]>:$positions,
+                       Optional<F32>:$scale,
+                       Arg<Optional<AnyMemRef>, "scales", [MemWrite]>:$scaleDest,
+                       Optional<F32>:$zeroPoint,
+                       Arg<Optional<AnyMemRef>, "zero points", [MemWrite]>:$zeroDest);
+  let assemblyFormat = [{
+    $codes `,` $dest `[` $group `,` $token `,` $groupInToken `]` `lane` `(` $lane `)`
+    `tokens` `(` $batch `,` $newTokens `)` `capacity` `(` $capacity `)`
+    (`positions` `(` $positions^ `:` qualified(type($positions)) `)`)?
+    (`scale` `(` $scale^ `into` $scaleDest `:` qualified(type($scaleDest)) `)`)?
+    (`zero_point` `(` $zeroPoint^ `into` $zeroDest `:` qualified(type($zeroDest)) `)`)?
+    attr-dict `:` qualified(type($codes)) `,` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // ATTNK_QUANTIZE_OPS_TD

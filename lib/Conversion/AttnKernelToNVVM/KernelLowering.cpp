@@ -1,0 +1,53 @@
+//===- KernelLowering.cpp - attnk.kernel to llvm.func ---------------------===//
+//
+// What this file is: the lowering of the kernel container `attnk.kernel` to an `llvm.func` in
+// the same place of its `gpu.module`: `nvvm.kernel`, `nvvm.maxntid = [threads, 1, 1]`, memref
+// parameters as global pointers, `griddepcontrol.wait` first when the kernel is launched as a
+// programmatic dependent, the launch metadata as `attn.launch`, and the closing `llvm.return`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::attnk;
+
+namespace {
+struct KernelLowering : OpConversionPattern<KernelOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(KernelOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    MLIRContext *ctx = op.getContext();
+    Block &body = op.getBody().front();
+    TypeConverter::SignatureConversion sig(body.getNumArguments());
+    if (failed(getTypeConverter()->convertSignatureArgs(body.getArgumentTypes(), sig)))
+      return rewriter.notifyMatchFailure(op, "parameter types without a lowering");
+    auto fnTy = LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), sig.getConvertedTypes());
+    auto fn = LLVM::LLVMFuncOp::create(rewriter, op.getLoc(), op.getSymName(), fnTy);
+    fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
+    fn->setAttr("nvvm.maxntid",
+                rewriter.getDenseI32ArrayAttr({static_cast<int32_t>(op.getThreads()), 1, 1}));
+    if (auto launch = op.getLaunchAttr())
+      fn->setAttr("attn.launch", launch);
+    rewriter.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
+    Block *entry = rewriter.applySignatureConversion(&fn.getBody().front(), sig,
+                                                     getTypeConverter());
+    rewriter.setInsertionPointToStart(entry);
+    if (op.getProgrammatic())
+      NVVM::GriddepcontrolOp::create(rewriter, op.getLoc(), NVVM::GridDepActionKind::wait);
+    rewriter.setInsertionPointToEnd(entry);
+    LLVM::ReturnOp::create(rewriter, op.getLoc(), ValueRange{});
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::attnk::populateKernelPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
+  patterns.add<KernelLowering>(tc, patterns.getContext());
+}

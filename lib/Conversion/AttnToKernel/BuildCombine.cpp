@@ -1,0 +1,58 @@
+//===- BuildCombine.cpp - the kernel level of the split-KV combine kernels ===//
+//
+// What this file is: the combine kernels of a split-KV decode spec at the kernel level — two
+// `attnk.kernel`s launched as programmatic dependents of the attention kernel, each one
+// `attnk.merge.combine`: `<name>_combine` (narrow, 2 to 16 splits) and `<name>_combine_wide`
+// (more). The attention kernel itself is built by convert-attn-to-nvvm, which places these
+// after it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Build.h"
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+
+bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp module,
+                                             AttentionOp op) {
+  if (op.getKind() == AttentionKind::prefill)
+    return false;
+  auto fn = op->getParentOfType<func::FuncOp>();
+  ScheduleAttr s = op.getScheduleAttr();
+  MemRefType out = op.getOut().getType(), k = op.getK().getType();
+  if (!fn || !s || !s.getPackQHeads() || !out.getElementType().isBF16() || out.getRank() != 4 ||
+      out.isDynamicDim(1) || out.isDynamicDim(2) || out.isDynamicDim(3) || k.isDynamicDim(2))
+    return false;
+  int64_t qLen = out.getDimSize(1), heads = out.getDimSize(2), d = out.getDimSize(3);
+  int64_t kvHeads = k.getDimSize(2), pack = s.getPackQHeads();
+  if (d % 64 || kvHeads < 1 || heads % kvHeads || pack < 1 || (heads / kvHeads) % pack ||
+      pack * qLen > 64)
+    return false;
+
+  OpBuilder::InsertionGuard g(b);
+  Location loc = fn.getLoc();
+  Type i32 = b.getI32Type();
+  auto ws = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  for (attnk::CombineForm form : {attnk::CombineForm::narrow, attnk::CombineForm::wide}) {
+    b.setInsertionPointToEnd(module.getBody());
+    std::string name = (fn.getSymName() + (form == attnk::CombineForm::narrow
+                                               ? "_combine"
+                                               : "_combine_wide"))
+                           .str();
+    // Parameters: workspace, out, batch, num_splits (the launch ABI).
+    auto kernel = attnk::KernelOp::create(
+        b, loc, b.getStringAttr(name),
+        b.getI64IntegerAttr(attnk::MergeCombineOp::getThreads(form)), b.getUnitAttr(),
+        StringAttr());
+    Block *body = b.createBlock(&kernel.getBody());
+    for (Type t : {Type(ws), Type(out), i32, i32})
+      body->addArgument(t, loc);
+    attnk::MergeCombineOp::create(b, loc, body->getArgument(0), body->getArgument(1),
+                                  body->getArgument(3), form, kvHeads, pack);
+  }
+  return true;
+}

@@ -1,0 +1,104 @@
+//===- BuildKernel.cpp - the attn-build-kernel pass -----------------------===//
+//
+// What this file is: `attn-build-kernel` — builds, from scheduled sm_90a specs, the kernels that
+// go through the kernel level (`attnk`, docs/KernelIR.md) into `gpu.module @attn_kernels`:
+//
+//   kernel level (this pass, then convert-attnk-to-nvvm):
+//     attn.quantize.append / .dynamic → <f>_quantize          (BuildQuantize.cpp)
+//     attn.attention decode           → <f>_combine, <f>_combine_wide (BuildCombine.cpp)
+//   direct (convert-attn-to-nvvm builds NVVM from C++):
+//     attn.attention (the attention kernel itself, decode and prefill), attn.mla_decode,
+//     attn.quantize.mla_append
+//
+// A quantize op's host function is removed (its kernel is complete); an attention op stays for
+// convert-attn-to-nvvm, which builds the attention kernel and places the combine kernels after
+// it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "attn/Conversion/Passes.h"
+
+#include "Build.h"
+#include "QuantizePlan.h"
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::attn {
+#define GEN_PASS_DEF_ATTNBUILDKERNEL
+#include "attn/Conversion/Passes.h.inc"
+} // namespace mlir::attn
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::kernel;
+
+/// The module's `gpu.module @attn_kernels` (NVVM target sm_90a, PTX 8.6), created if missing.
+static gpu::GPUModuleOp getOrCreateKernelModule(OpBuilder &b, ModuleOp module) {
+  MLIRContext *ctx = b.getContext();
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(), UnitAttr::get(ctx));
+  if (auto m = module.lookupSymbol<gpu::GPUModuleOp>("attn_kernels"))
+    return m;
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToEnd(module.getBody());
+  auto target =
+      NVVM::NVVMTargetAttr::get(ctx, /*optLevel=*/3, "nvptx64-nvidia-cuda", "sm_90a", "+ptx86");
+  return gpu::GPUModuleOp::create(b, module.getLoc(), "attn_kernels", b.getArrayAttr({target}));
+}
+
+/// A quantize op's kernel may be built: it is placed as a kernel spec and alone in its function.
+static LogicalResult checkQuantizePlacement(Operation *op, ModuleOp module) {
+  if (failed(checkKernelPlacement(op, module, /*gpu=*/true)))
+    return failure();
+  int64_t attnOps = 0;
+  op->getParentOp()->walk([&](Operation *o) { attnOps += isa<AttnDialect>(o->getDialect()); });
+  if (attnOps != 1)
+    return op->emitError() << "not supported yet by the sm_90a kernels: a GPU function holds one "
+                              "attn op (this one holds "
+                           << attnOps << ")";
+  return success();
+}
+
+namespace {
+struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKernelPass> {
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<Operation *> quantizeOps;
+    SmallVector<AttentionOp> attentionOps;
+    module.walk([&](Operation *op) {
+      std::optional<TargetKind> t = getOpTarget(op);
+      if (!isa<AttnDialect>(op->getDialect()) || !t || !isGPUTarget(*t))
+        return;
+      if (isa<QuantizeAppendOp, QuantizeDynamicOp>(op))
+        quantizeOps.push_back(op);
+      else if (auto att = dyn_cast<AttentionOp>(op); att && att.getKind() != AttentionKind::prefill)
+        attentionOps.push_back(att);
+    });
+    bool ok = true;
+    SmallVector<std::pair<Operation *, QuantizePlan>> plans;
+    for (Operation *op : quantizeOps) {
+      FailureOr<QuantizePlan> plan = failed(checkQuantizePlacement(op, module))
+                                         ? FailureOr<QuantizePlan>(failure())
+                                         : planQuantize(op);
+      if (failed(plan))
+        ok = false;
+      else
+        plans.push_back({op, *plan});
+    }
+    if (!ok)
+      return signalPassFailure();
+    if (plans.empty() && attentionOps.empty())
+      return;
+    OpBuilder b(&getContext());
+    gpu::GPUModuleOp kernels = getOrCreateKernelModule(b, module);
+    for (AttentionOp op : attentionOps)
+      buildCombineKernels(b, kernels, op);
+    for (auto &[op, plan] : plans) {
+      auto fn = cast<func::FuncOp>(op->getParentOp());
+      buildQuantizeKernel(b, fn.getLoc(), kernels, op, plan);
+      fn.erase();
+    }
+  }
+};
+} // namespace

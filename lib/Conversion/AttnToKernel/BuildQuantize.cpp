@@ -1,0 +1,244 @@
+//===- BuildQuantize.cpp - the kernel level of the quantize kernels -------===//
+//
+// What this file is: how `attn.quantize.append` (new K/V tokens into a quantized cache at
+// per-batch positions) and `attn.quantize.dynamic` (activations such as Q) become a kernel on
+// sm_90a: planning (which variants exist, how lanes map onto scale groups), the kernel level of
+// `<name>_quantize` (attnk.group_index, load_groups, convert_tile, hadamard, group_scales,
+// quantize_tile, store_groups) and its launch metadata. A memory-bound kernel: the loads of every
+// slot are issued before any group is reduced. The arithmetic is qattn.quant's
+// (docs/QuantSchemes.md) with the kernel policy for non-finite inputs: NaN quantizes as 0, ±inf
+// saturate, and neither enters a scale.
+//
+//===----------------------------------------------------------------------===//
+
+#include "QuantizePlan.h"
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::kernel;
+
+/// Elements a thread may hold for one group (registers).
+static constexpr int64_t kMaxElemsPerThread = 128;
+
+static std::string granularityText(QuantAttr q) {
+  switch (q.getGranularity()) {
+  case Granularity::per_group:
+    return llvm::formatv("per_group<{0}>", q.getGroupSize()).str();
+  case Granularity::per_block:
+    return llvm::formatv("per_block<{0} x {1}>", q.getBlockRows(), q.getBlockCols()).str();
+  default:
+    return stringifyGranularity(q.getGranularity()).str();
+  }
+}
+
+FailureOr<QuantizePlan> mlir::attn::kernel::planQuantize(Operation *op) {
+  bool ok = true;
+  auto fail = [&]() -> InFlightDiagnostic {
+    ok = false;
+    return op->emitError() << "not supported yet by the sm_90a kernels: ";
+  };
+  QuantizePlan p;
+  p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
+  MemRefType srcT, dstT;
+  QuantAttr q;
+  if (auto a = dyn_cast<QuantizeAppendOp>(op)) {
+    srcT = a.getSrc().getType();
+    dstT = a.getCache().getType();
+    q = a.getQuant();
+    p.hadamard = a.getHadamard();
+  } else {
+    auto d = cast<QuantizeDynamicOp>(op);
+    p.append = false;
+    srcT = d.getSrc().getType();
+    dstT = d.getDst().getType();
+    q = d.getQuant();
+    p.hadamard = d.getHadamard();
+  }
+  if (srcT.isDynamicDim(2) || srcT.isDynamicDim(3)) {
+    fail() << "a dynamic head count or head_dim (only batch and token counts may be dynamic)";
+    return failure();
+  }
+  auto ext = [](MemRefType t, int64_t d) { return t.isDynamicDim(d) ? -1 : t.getDimSize(d); };
+  p.batch = ext(srcT, 0);
+  p.newTokens = ext(srcT, 1);
+  p.capacity = ext(dstT, 1);
+  p.heads = srcT.getDimSize(2);
+  p.headDim = srcT.getDimSize(3);
+  Type se = srcT.getElementType();
+  p.src = se.isBF16() ? QSrc::BF16 : se.isF16() ? QSrc::F16 : QSrc::F32;
+  Type ce = q.getElementType();
+  p.asym = q.isAsymmetric();
+  if (ce.isSignlessInteger(8))
+    p.code = QCode::I8;
+  else if (ce.isUnsignedInteger(8) && p.asym)
+    p.code = QCode::U8;
+  else if (isa<Float8E4M3FNType>(ce) && !p.asym)
+    p.code = QCode::E4M3;
+  else
+    fail() << "codes of type " << ce << (p.asym ? " asymmetric" : " symmetric")
+           << " (i8 or e4m3 symmetric; i8 or ui8 asymmetric)";
+  Type st = q.getScaleType();
+  p.scale = st.isF32() ? QScale::F32 : st.isF16() ? QScale::F16 : QScale::BF16;
+  p.quant = q;
+  p.gran = q.getGranularity();
+  p.granText = granularityText(q);
+  p.groupElems = q.getGroupElems(p.heads, p.headDim); // static granularities go row by row
+  // 16-byte loads where the group allows it.
+  p.vec = 16 / p.srcBytes();
+  while (p.groupElems % p.vec)
+    p.vec /= 2;
+  int64_t vecs = p.groupElems / p.vec;
+  p.lanes = 32;
+  while (vecs % p.lanes)
+    p.lanes /= 2;
+  p.chunks = vecs / p.lanes;
+  p.unroll = std::max<int64_t>(1, 4 / p.chunks);
+  if (p.chunks * p.vec > kMaxElemsPerThread)
+    fail() << "a scale group of " << p.groupElems << " elements (at most "
+           << 32 * kMaxElemsPerThread << ")";
+  if (p.vec * p.srcBytes() < 4)
+    fail() << "a scale group of " << p.groupElems << " elements (a multiple of "
+           << 4 / p.srcBytes() << ")";
+  if (!ok)
+    return failure();
+  return p;
+}
+
+namespace {
+/// The operands of the quantize op as the kernel's parameters take them.
+struct QuantizeOperands {
+  Value src, positions, dst, scales, zeros;
+  explicit QuantizeOperands(Operation *op) {
+    if (auto a = dyn_cast<QuantizeAppendOp>(op)) {
+      src = a.getSrc();
+      positions = a.getPositions();
+      dst = a.getCache();
+      scales = a.getScales();
+      zeros = a.getZeros();
+    } else {
+      auto d = cast<QuantizeDynamicOp>(op);
+      src = d.getSrc();
+      dst = d.getDst();
+      scales = d.getScales();
+      zeros = d.getZeros();
+    }
+  }
+};
+} // namespace
+
+void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                             Operation *op, const QuantizePlan &p) {
+  OpBuilder::InsertionGuard g(b);
+  MLIRContext *ctx = b.getContext();
+  QuantizeOperands ops(op);
+  Type i32 = b.getI32Type();
+  Type codeT = p.quant.getElementType();
+  auto dynI32 = MemRefType::get({ShapedType::kDynamic}, i32);
+  auto dynCodes = MemRefType::get({ShapedType::kDynamic}, codeT);
+  // Parameters: src, positions, dst, scales, zeros, batch, new_tokens, capacity (the launch ABI;
+  // a parameter the op has no operand for keeps its slot with a generic type).
+  SmallVector<Type> params = {ops.src.getType(),
+                              ops.positions ? ops.positions.getType() : Type(dynI32),
+                              ops.dst.getType(),
+                              ops.scales.getType(),
+                              ops.zeros ? ops.zeros.getType() : Type(dynCodes),
+                              i32,
+                              i32,
+                              i32};
+  b.setInsertionPointToEnd(module.getBody());
+  auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(p.name + "_quantize"),
+                                        b.getI64IntegerAttr(128), UnitAttr(),
+                                        b.getStringAttr(quantizeLaunchJSON(p)));
+  Block *body = b.createBlock(&kernel.getBody());
+  for (Type t : params)
+    body->addArgument(t, loc);
+  Value src = body->getArgument(0), pos = body->getArgument(1), dst = body->getArgument(2),
+        scales = body->getArgument(3), zeros = body->getArgument(4),
+        batch = body->getArgument(5), newTokens = body->getArgument(6),
+        capacity = body->getArgument(7);
+
+  Type srcElem = cast<MemRefType>(ops.src.getType()).getElementType();
+  auto chunks = VectorType::get({p.chunks, p.vec}, srcElem);
+  auto f32Groups = attnk::GroupsType::get(ctx, p.groupElems, b.getF32Type(), p.lanes, p.vec);
+  auto codeGroups = attnk::GroupsType::get(ctx, p.groupElems, codeT, p.lanes, p.vec);
+  bool perChannel = p.gran == Granularity::per_channel;
+  Type scaleT = perChannel ? Type(f32Groups) : Type(b.getF32Type());
+
+  // Every slot's loads first.
+  struct Slot {
+    attnk::GroupIndexOp index;
+    Value raw;
+  };
+  SmallVector<Slot> slots;
+  for (int64_t u = 0; u < p.unroll; ++u) {
+    auto index = attnk::GroupIndexOp::create(b, loc, SmallVector<Type>(4, i32), batch, newTokens,
+                                             u, p.unroll, p.lanes, p.groupsPerToken());
+    Value raw = attnk::LoadGroupsOp::create(b, loc, chunks, src, index.getToken(),
+                                            index.getGroupInToken(), index.getLaneRank(),
+                                            p.lanes);
+    slots.push_back({index, raw});
+  }
+  for (Slot &s : slots) {
+    Value lane = s.index.getLaneRank(), gin = s.index.getGroupInToken();
+    Value x = attnk::ConvertTileOp::create(b, loc, f32Groups, s.raw, Value(), ValueRange{},
+                                           ValueRange{}, ArrayAttr(),
+                                           attnk::ConvertPart::full, false)
+                  .getResult();
+    if (p.hadamard)
+      x = attnk::HadamardOp::create(b, loc, f32Groups, x, lane, p.headDim);
+    bool read = !p.dynamicScales();
+    auto sc = attnk::GroupScalesOp::create(
+        b, loc, scaleT, p.asym ? scaleT : Type(), x, read ? gin : Value(),
+        read && perChannel ? lane : Value(), read ? scales : Value(),
+        read && p.asym ? zeros : Value(), p.quant);
+    Value codes = attnk::QuantizeTileOp::create(b, loc, codeGroups, x, sc.getScale(),
+                                                sc.getZeroPoint(), p.quant);
+    attnk::StoreGroupsOp::create(
+        b, loc, codes, dst, s.index.getGroup(), s.index.getToken(), gin, lane, batch, newTokens,
+        capacity, p.append ? pos : Value(), read ? Value() : sc.getScale(),
+        read ? Value() : scales, read ? Value() : sc.getZeroPoint(),
+        read || !p.asym ? Value() : zeros);
+  }
+}
+
+std::string mlir::attn::kernel::quantizeLaunchJSON(const QuantizePlan &p) {
+  using llvm::json::Array;
+  using llvm::json::Object;
+  const char *src = p.src == QSrc::BF16 ? "bf16" : p.src == QSrc::F16 ? "f16" : "f32";
+  const char *code = p.code == QCode::I8 ? "i8" : p.code == QCode::U8 ? "ui8" : "f8E4M3FN";
+  Object root{
+      {"format", "attn-launch-v1"},
+      {"arch", 90},
+      {"problem", Object{{"kind", p.append ? "quantize_append" : "quantize_dynamic"},
+                         {"batch", p.batch}, {"new_tokens", p.newTokens},
+                         {"capacity", p.capacity}, {"heads", p.heads}, {"head_dim", p.headDim},
+                         {"src_dtype", src}, {"code_dtype", code},
+                         {"granularity", p.granText},
+                         {"symmetric", !p.asym}, {"dynamic_scales", p.dynamicScales()},
+                         {"hadamard", p.hadamard},
+                         {"scale_dtype", p.scale == QScale::F32   ? "f32"
+                                         : p.scale == QScale::F16 ? "f16"
+                                                                  : "bf16"}}},
+      {"schedule", Object{{"group_elems", p.groupElems}, {"groups_per_token", p.groupsPerToken()},
+                          {"groups_per_cta", p.groupsPerCTA()}, {"lanes_per_group", p.lanes},
+                          {"vector_elems", p.vec}}},
+      {"kernels",
+       Array{Object{{"name", p.name + "_quantize"},
+                    {"role", "quantize"},
+                    {"block", Array{128, 1, 1}},
+                    {"cluster", Array{1, 1, 1}},
+                    {"smem_bytes", 0},
+                    {"grid", Array{"quantize_ctas", 1, 1}},
+                    {"params", Array{"src", "positions", "dst", "scales", "zeros", "batch",
+                                     "new_tokens", "capacity"}}}}}};
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+  return s;
+}

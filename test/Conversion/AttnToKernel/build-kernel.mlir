@@ -1,0 +1,62 @@
+// attn-build-kernel builds the kernel level of the kernels that go through it: a quantize spec
+// becomes `<f>_quantize` (its host function goes), a split-KV decode spec gets its two combine
+// kernels (the attention op stays for convert-attn-to-nvvm); prefill is left alone.
+// RUN: attn-opt %s -split-input-file --attn-select-schedule --attn-build-kernel | FileCheck %s
+
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK-NOT: func.func @kv_append
+// CHECK: gpu.module @attn_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">]
+// CHECK-NEXT: attnk.kernel @kv_append_quantize(%[[SRC:.+]]: memref<?x?x8x128xbf16>, %[[POS:.+]]: memref<?xi32>, %[[DST:.+]]: memref<?x?x8x128xi8>, %[[SC:.+]]: memref<?x?x8xf32>, %{{.+}}: memref<?xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = "{{.*}}\22kind\22: \22quantize_append\22{{.*}}"} {
+// The four slots' loads come first.
+// CHECK-NEXT: %[[G0:.+]], %[[T0:.+]], %[[I0:.+]], %[[R0:.+]] = attnk.group_index %[[B]], %[[N]] slot 0 of 4 lanes = 16 groups_per_token = 8
+// CHECK-NEXT: %[[X0:.+]] = attnk.load_groups %[[SRC]][%[[T0]], %[[I0]]] lane(%[[R0]]) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
+// CHECK: attnk.group_index %[[B]], %[[N]] slot 3 of 4
+// CHECK-NEXT: attnk.load_groups
+// Slot 0: widen, scale, codes, store codes and scale.
+// CHECK-NEXT: %[[W0:.+]] = attnk.convert_tile %[[X0]] : vector<1x8xbf16> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
+// CHECK-NEXT: %[[S0:.+]] = attnk.group_scales %[[W0]] {quant = #attn.quant<i8, per_token_head, symmetric>}
+// CHECK-NEXT: %[[Q0:.+]] = attnk.quantize_tile %[[W0]] scales(%[[S0]] : f32)
+// CHECK-NEXT: attnk.store_groups %[[Q0]], %[[DST]][%[[G0]], %[[T0]], %[[I0]]] lane(%[[R0]]) tokens(%[[B]], %[[N]]) capacity(%[[CAP]]) positions(%[[POS]] : memref<?xi32>) scale(%[[S0]] into %[[SC]] : memref<?x?x8xf32>)
+// CHECK-COUNT-3: attnk.store_groups
+// CHECK-NEXT: }
+func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?x?x8x128xi8>,
+                     %s: memref<?x?x8xf32>) {
+  attn.quantize.append ins(%x : memref<?x?x8x128xbf16>) positions(%p : memref<?xi32>)
+      outs(%c, %s : memref<?x?x8x128xi8>, memref<?x?x8xf32>)
+      {quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK: func.func @mqa_i8(
+// CHECK: attn.attention decode
+// CHECK: gpu.module @attn_kernels
+// CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic {
+// CHECK-NEXT: attnk.merge.combine %[[WS]] into %[[OUT]] splits(%[[N]]) narrow kv_heads = 1 pack = 16 : memref<?xf32>, memref<?x3x16x128xbf16>
+// CHECK-NEXT: }
+// CHECK-NEXT: attnk.kernel @mqa_i8_combine_wide(%[[WS2:.+]]: memref<?xf32>, %[[OUT2:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N2:.+]]: i32) threads = 512 programmatic {
+// CHECK-NEXT: attnk.merge.combine %[[WS2]] into %[[OUT2]] splits(%[[N2]]) wide kv_heads = 1 pack = 16
+func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
+                  %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x3x16x128xbf16>, memref<?x?x1x128xi8>, memref<?x?x1x128xi8>)
+      k_scale(%ks : memref<?x?x1xf32>) v_scale(%vs : memref<?x?x1xf32>)
+      outs(%o : memref<?x3x16x128xbf16>)
+      {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// Prefill has no combine kernel, and its kernel is built directly by convert-attn-to-nvvm.
+// CHECK-LABEL: func.func @pf
+// CHECK: attn.attention prefill
+// CHECK-NOT: gpu.module
+func.func @pf(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
+              %o: memref<1x128x8x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
+      outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
