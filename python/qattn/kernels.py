@@ -280,6 +280,9 @@ class CpuFunction:
         self._check_overlap(values)
         self._check_extents(values)
         status = self._fn(*converted)
+        if status == -2:
+            raise MemoryError(f"{self.name}: the kernel could not allocate its scratch memory "
+                              f"(status -2); the op that needed it did not run")
         if status != 0:
             why = ("a buffer descriptor is malformed" if status < 0 else
                    repr(self.checks[status - 1]) if status <= len(self.checks) else "unknown")

@@ -25,6 +25,11 @@ inline constexpr int64_t kMaxBufferBytes = int64_t(1) << 48;
 /// are not row-major, a nonzero offset or a null buffer of nonzero size. Nothing runs.
 inline constexpr int32_t kBadBufferStatus = -1;
 
+/// Status a kernel returns when the scratch memory it allocates (`malloc`) is not available:
+/// nothing after the allocation ran, and the output buffers hold what they held (or part of one
+/// earlier op's results, in a kernel of several ops).
+inline constexpr int32_t kOutOfMemoryStatus = -2;
+
 /// `scale` × extent `dim` of function argument `arg`, or `constant` when `arg` < 0.
 struct ExtentTerm {
   int64_t arg = -1, dim = 0, scale = 1, constant = 0;

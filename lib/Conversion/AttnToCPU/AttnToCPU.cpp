@@ -180,13 +180,65 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
         });
   }
 
+  /// When the lowering of one op allocated scratch on the heap (memref.alloc in `block`, which
+  /// ends in a return of nothing), runs what follows the allocations only when each succeeded
+  /// (non-null, or of no elements) and makes the return return kOutOfMemoryStatus otherwise, 0
+  /// after running. Returns whether the block returns a status now.
+  static bool guardAllocations(Block &block) {
+    SmallVector<memref::AllocOp> allocs(block.getOps<memref::AllocOp>());
+    auto ret = dyn_cast<func::ReturnOp>(block.getTerminator());
+    if (allocs.empty() || !ret || ret.getNumOperands() != 0)
+      return false;
+    ImplicitLocOpBuilder b(allocs.back().getLoc(), allocs.back());
+    b.setInsertionPointAfter(allocs.back());
+    Value ok = intConst(b, b.getI1Type(), 1), zero = idx(b, 0);
+    for (memref::AllocOp a : allocs) {
+      Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, a);
+      Value n = idx(b, 1);
+      for (int64_t d = 0; d < a.getType().getRank(); ++d)
+        n = arith::MulIOp::create(b, n, dim(b, a, d));
+      Value usable = arith::OrIOp::create(
+          b, arith::CmpIOp::create(b, arith::CmpIPredicate::ne, ptr, zero),
+          arith::CmpIOp::create(b, arith::CmpIPredicate::eq, n, zero));
+      ok = arith::AndIOp::create(b, ok, usable);
+    }
+    // What runs on the scratch: everything up to its first dealloc (or the return).
+    Operation *end = ret;
+    for (Operation &op : llvm::make_range(std::next(b.getInsertionPoint()), block.end()))
+      if (llvm::isa<memref::DeallocOp>(op)) {
+        end = &op;
+        break;
+      }
+    Type i32 = b.getI32Type();
+    auto guarded = scf::IfOp::create(b, TypeRange{i32}, ok, /*withElseRegion=*/true);
+    Block *then = guarded.thenBlock();
+    then->getOperations().splice(then->begin(), block.getOperations(),
+                                 std::next(guarded->getIterator()), end->getIterator());
+    // Static allocas stay at the top level, where they become frame slots.
+    for (Operation &op : llvm::make_early_inc_range(*then))
+      if (auto a = dyn_cast<memref::AllocaOp>(op); a && a->getNumOperands() == 0)
+        a->moveBefore(guarded);
+    b.setInsertionPointToEnd(then);
+    scf::YieldOp::create(b, ValueRange{intConst(b, i32, 0)});
+    b.setInsertionPointToEnd(guarded.elseBlock());
+    scf::YieldOp::create(b, ValueRange{intConst(b, i32, kOutOfMemoryStatus)});
+    ret->setOperands(guarded.getResults());
+    return true;
+  }
+
   /// Moves the `index`-th attn op of a kernel that holds several into its own private,
   /// never-inlined function `<kernel>.op<index>` (a name no user function can take) and returns
-  /// the moved op: LLVM's optimizer takes superlinear time in the size of one function (200
-  /// quantize ops in one function: 76 s, outlined: 13 s). The kernel keeps its entry point and
-  /// the prologue that checks every op's extents; `--emit=obj` gives the callee the kernel's ISA.
+  /// the moved op; `call` is set to the call that replaces it. LLVM's optimizer takes superlinear
+  /// time in the size of one function; the kernel keeps the checks of every op's extents (in
+  /// `<kernel>.check`, not optimized) and takes and passes descriptor pointers, so no function
+  /// or call grows with more than the number of buffers (guardMultiOpKernel). `--emit=obj`
+  /// gives the callees the kernel's ISA. Functions of N quantize.dynamic ops (avx2), `attn-opt
+  /// f.mlir --emit=obj`, user seconds on a 2-core EPYC shared with other jobs, 2026-11-27:
+  /// 30/60/120/250/1000 ops took 1.0/2.4/6.3/12.6/94 s (wall 4.5/9.7/26/51/717 s under load
+  /// 14), where commit 16a9c51 took 16/149 s for 30/60 ops (prologue inline, unpacked calls).
   /// The callee goes after `after` (the kernel, then the previous callee): in program order.
-  Operation *outlineOp(func::FuncOp fn, Operation *op, size_t index, Operation *&after) {
+  Operation *outlineOp(func::FuncOp fn, Operation *op, size_t index, Operation *&after,
+                       func::CallOp &call) {
     OpBuilder b(fn->getContext());
     b.setInsertionPointAfter(after);
     std::string name = (fn.getSymName() + ".op" + Twine(index)).str();
@@ -202,7 +254,7 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
     Operation *moved = b.clone(*op, map);
     func::ReturnOp::create(b, op->getLoc());
     b.setInsertionPoint(op);
-    func::CallOp::create(b, op->getLoc(), callee, op->getOperands());
+    call = func::CallOp::create(b, op->getLoc(), callee, op->getOperands());
     op->erase();
     return moved;
   }
@@ -245,14 +297,33 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
     }
     fn.setFunctionType(FunctionType::get(&getContext(), inputs, fn.getResultTypes()));
     fn->setAttr("llvm.emit_c_interface", UnitAttr::get(&getContext()));
+    if (ops.size() == 1) {
+      if (failed(lowerOp(ops.front(), targets.front())))
+        return failure();
+      ops.front()->erase();
+      guardAllocations(fn.getBody().front());
+      return guardKernelEntry(fn, *checks);
+    }
     Operation *after = fn;
+    SmallVector<func::FuncOp> callees;
     for (auto [i, op] : llvm::enumerate(ops)) {
-      Operation *lowered = ops.size() > 1 ? outlineOp(fn, op, i, after) : op;
+      func::CallOp call;
+      Operation *lowered = outlineOp(fn, op, i, after, call);
+      auto callee = cast<func::FuncOp>(after);
+      callees.push_back(callee);
       if (failed(lowerOp(lowered, targets[i])))
         return failure();
       lowered->erase();
+      // A callee that allocates scratch returns a status; the kernel returns it when not 0.
+      if (guardAllocations(callee.getBody().front())) {
+        callee.setFunctionType(FunctionType::get(&getContext(), callee.getArgumentTypes(),
+                                                 {IntegerType::get(&getContext(), 32)}));
+        OpBuilder cb(call);
+        func::CallOp::create(cb, call.getLoc(), callee, call.getOperands());
+        call.erase();
+      }
     }
-    return guardKernelEntry(fn, *checks);
+    return guardMultiOpKernel(fn, *checks, callees);
   }
 
   void runOnOperation() override {

@@ -82,6 +82,12 @@ struct ExtentCheck;
 /// i32 result, and a prologue that returns -1 for a malformed descriptor or k when `checks[k-1]`
 /// fails, before anything runs (KernelEntry.cpp); the body returns 0.
 LogicalResult guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> checks);
+/// The same for a kernel whose ops were outlined into `callees` (one call each): the kernel
+/// becomes `_mlir_ciface_<name>` taking pointers to memref descriptors (no call passes every
+/// descriptor unpacked), its prologue the never-optimized `<name>.check`, the callees take
+/// descriptor pointers too, and `<name>` is a wrapper with the unpacked ABI of other kernels.
+LogicalResult guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> checks,
+                                 ArrayRef<func::FuncOp> callees);
 
 } // namespace mlir::attn::cpu
 

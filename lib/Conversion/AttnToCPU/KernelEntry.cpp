@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -65,27 +66,45 @@ bool fitsBufferLimit(MemRefType t) {
   return true;
 }
 
-/// True (i1) when the descriptor `md` of `arg` describes a buffer of type `t`.
+/// True (i1) when the descriptor `md` of `arg` describes a buffer of type `t`. Checks whose answer
+/// the type decides (strides and byte counts of static extents) are not emitted.
 Value descriptorOk(ImplicitLocOpBuilder &b, Value arg, MemRefType t,
                    memref::ExtractStridedMetadataOp md) {
   Value zero = idx(b, 0), one = idx(b, 1), limit = idx(b, kMaxBufferBytes);
   Value ok = cmp(b, Pred::eq, md.getOffset(), zero);
-  Value stride = one, bytes = idx(b, elementBytes(t));
+  // The row-major stride and the byte count so far: constants while every extent is static.
+  std::optional<int64_t> cStride = 1, cBytes = elementBytes(t);
+  Value stride, bytes;
+  auto asValue = [&](std::optional<int64_t> c, Value v) { return c ? idx(b, *c) : v; };
   for (int64_t d = t.getRank() - 1; d >= 0; --d) {
     Value size = md.getSizes()[d];
+    int64_t n = t.getDimSize(d), product;
     ok = both(b, ok,
               t.isDynamicDim(d) ? cmp(b, Pred::ule, size, limit)
-                                : cmp(b, Pred::eq, size, idx(b, t.getDimSize(d))));
-    ok = both(b, ok, cmp(b, Pred::eq, md.getStrides()[d], stride));
+                                : cmp(b, Pred::eq, size, idx(b, n)));
+    ok = both(b, ok, cmp(b, Pred::eq, md.getStrides()[d], asValue(cStride, stride)));
+    // A static extent keeps the running products static while they stay within the limit
+    // (fitsBufferLimit checked static shapes; a larger one can only hold 0 elements).
+    if (!t.isDynamicDim(d) && cStride && cBytes && !llvm::MulOverflow(*cBytes, n, product) &&
+        product <= kMaxBufferBytes) {
+      cBytes = product;
+      cStride = *cStride * n;
+      continue;
+    }
     // bytes · size ≤ 2^48, checked by division before multiplying (an empty buffer passes).
+    Value curBytes = asValue(cBytes, bytes), curStride = asValue(cStride, stride);
     Value divisor = arith::MaxUIOp::create(b, size, one);
-    ok = both(b, ok, cmp(b, Pred::ule, bytes, arith::DivUIOp::create(b, limit, divisor)));
-    bytes = arith::MulIOp::create(b, bytes, size);
-    stride = arith::MulIOp::create(b, stride, size);
+    ok = both(b, ok, cmp(b, Pred::ule, curBytes, arith::DivUIOp::create(b, limit, divisor)));
+    bytes = arith::MulIOp::create(b, curBytes, size);
+    stride = arith::MulIOp::create(b, curStride, size);
+    cBytes.reset();
+    cStride.reset();
   }
   Value ptr = memref::ExtractAlignedPointerAsIndexOp::create(b, arg);
-  Value usable = arith::OrIOp::create(b, cmp(b, Pred::ne, ptr, zero), cmp(b, Pred::eq, bytes, zero));
-  return both(b, ok, usable);
+  Value nonNull = cmp(b, Pred::ne, ptr, zero);
+  if (cBytes)
+    return *cBytes == 0 ? ok : both(b, ok, nonNull);
+  return both(b, ok, arith::OrIOp::create(b, nonNull, cmp(b, Pred::eq, bytes, zero)));
 }
 
 Value termValue(ImplicitLocOpBuilder &b, const ExtentTerm &t,
@@ -114,22 +133,70 @@ Value relationHolds(ImplicitLocOpBuilder &b, const ExtentCheck &c,
   }
   llvm_unreachable("unknown relation");
 }
-} // namespace
 
-LogicalResult cpu::guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> checks) {
-  MLIRContext *ctx = fn.getContext();
+/// The fully dynamic strided memref type a kernel takes a buffer of type `t` as.
+MemRefType dynamicType(MemRefType t) {
+  SmallVector<int64_t> dyn(t.getRank(), ShapedType::kDynamic);
+  return MemRefType::get(dyn, t.getElementType(),
+                         StridedLayoutAttr::get(t.getContext(), ShapedType::kDynamic, dyn),
+                         t.getMemorySpace());
+}
+
+/// The LLVM struct of a memref descriptor of rank `rank` (what `_mlir_ciface_` pointers point to).
+Type descriptorType(MLIRContext *ctx, int64_t rank) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> fields = {ptr, ptr, i64};
+  if (rank > 0)
+    fields.append(2, LLVM::LLVMArrayType::get(i64, rank));
+  return LLVM::LLVMStructType::getLiteral(ctx, fields);
+}
+
+/// A buffer argument as the prologue sees it: its value (fully dynamic), the type the body
+/// expects, its descriptor's fields and the number of the kernel argument it is.
+struct Buffer {
+  Value value;
+  MemRefType type;
+  memref::ExtractStridedMetadataOp md;
+  unsigned argNumber;
+};
+
+/// The buffer `ptr` points to the descriptor of, as a memref of the fully dynamic form of `t`,
+/// with its descriptor's fields; `load` is set to the load that reads the descriptor.
+Buffer loadBuffer(ImplicitLocOpBuilder &b, Value ptr, MemRefType t, unsigned argNumber,
+                  Operation **load = nullptr) {
+  auto d = LLVM::LoadOp::create(b, descriptorType(b.getContext(), t.getRank()), ptr);
+  if (load)
+    *load = d;
+  Value m = UnrealizedConversionCastOp::create(b, dynamicType(t), d.getResult()).getResult(0);
+  return {m, t, memref::ExtractStridedMetadataOp::create(b, m), argNumber};
+}
+
+/// kBadBufferStatus when a buffer's descriptor is malformed, else k when `checks[k-1]` is the
+/// first relation to fail, else 0 (i32). `numArgs`: the kernel's argument count.
+Value entryStatus(ImplicitLocOpBuilder &b, ArrayRef<Buffer> buffers, ArrayRef<ExtentCheck> checks,
+                  unsigned numArgs) {
+  SmallVector<SmallVector<Value>> sizesOf(numArgs);
+  Value ok = intConst(b, b.getI1Type(), 1);
+  for (Buffer buf : buffers) {
+    sizesOf[buf.argNumber].assign(buf.md.getSizes().begin(), buf.md.getSizes().end());
+    ok = both(b, ok, descriptorOk(b, buf.value, buf.type, buf.md));
+  }
+  Type i32 = b.getI32Type();
+  Value status = intConst(b, i32, 0);
+  for (int64_t k = static_cast<int64_t>(checks.size()) - 1; k >= 0; --k)
+    status = arith::SelectOp::create(b, relationHolds(b, checks[k], sizesOf), status,
+                                     intConst(b, i32, k + 1));
+  return arith::SelectOp::create(b, ok, status, intConst(b, i32, kBadBufferStatus));
+}
+
+/// Refuses kernel shapes the entry cannot guard: results, several blocks, non-identity layouts,
+/// static buffers beyond the byte limit.
+LogicalResult checkKernelShape(func::FuncOp fn) {
   if (fn.getNumResults() != 0)
     return fn.emitError() << "kernel functions return nothing; results go to output buffers";
   if (!fn.getBody().hasOneBlock())
     return fn.emitError() << "not supported yet: a kernel function of more than one block";
-  Block &entry = fn.getBody().front();
-  ImplicitLocOpBuilder b(fn.getLoc(), ctx);
-  b.setInsertionPointToStart(&entry);
-
-  // Buffers become fully dynamic strided memrefs; the body keeps the original types.
-  SmallVector<SmallVector<Value>> sizesOf(entry.getNumArguments());
-  SmallVector<std::tuple<BlockArgument, MemRefType, memref::ExtractStridedMetadataOp>> buffers;
-  for (BlockArgument arg : entry.getArguments()) {
+  for (BlockArgument arg : fn.getArguments()) {
     auto t = dyn_cast<MemRefType>(arg.getType());
     if (!t)
       continue;
@@ -138,40 +205,32 @@ LogicalResult cpu::guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> check
     if (t.hasStaticShape() && !fitsBufferLimit(t))
       return fn.emitError() << "argument " << arg.getArgNumber() << " (" << t
                             << ") is larger than the 2^48 bytes a kernel buffer may hold";
-    SmallVector<int64_t> dyn(t.getRank(), ShapedType::kDynamic);
-    auto dynT = MemRefType::get(dyn, t.getElementType(),
-                                StridedLayoutAttr::get(ctx, ShapedType::kDynamic, dyn),
-                                t.getMemorySpace());
-    arg.setType(dynT);
-    auto md = memref::ExtractStridedMetadataOp::create(b, arg);
-    Value original = asOriginal(b, arg, t, md);
-    arg.replaceAllUsesExcept(original,
-                             SmallPtrSet<Operation *, 2>{md, original.getDefiningOp()});
-    sizesOf[arg.getArgNumber()].assign(md.getSizes().begin(), md.getSizes().end());
-    buffers.push_back({arg, t, md});
   }
-  Block *body = entry.splitBlock(b.getInsertionPoint());
+  return success();
+}
+
+/// Splits `fn`'s entry block at `at` into the prologue, which keeps the static allocas, and the
+/// body it returns.
+Block *splitBody(func::FuncOp fn, Block::iterator at) {
+  Block &entry = fn.getBody().front();
+  Block *body = entry.splitBlock(at);
   // Static allocas stay in the entry block (LLVM keeps them in the frame, not on a dynamic stack).
   for (Operation &op : llvm::make_early_inc_range(*body))
     if (auto a = dyn_cast<memref::AllocaOp>(op); a && a->getNumOperands() == 0)
       a->moveBefore(&entry, entry.end());
+  return body;
+}
 
-  b.setInsertionPointToEnd(&entry);
-  Value ok = intConst(b, b.getI1Type(), 1);
-  for (auto [arg, t, md] : buffers)
-    ok = both(b, ok, descriptorOk(b, arg, t, md));
+/// Ends the prologue (`b` at its end) with a branch to `body` when `status` is 0 and a return of
+/// `status` otherwise; the body's returns return 0.
+void branchOnStatus(ImplicitLocOpBuilder &b, func::FuncOp fn, Block *body, Value status) {
+  Block &entry = fn.getBody().front();
   Type i32 = b.getI32Type();
-  Value status = intConst(b, i32, 0);
-  for (int64_t k = static_cast<int64_t>(checks.size()) - 1; k >= 0; --k)
-    status = arith::SelectOp::create(b, relationHolds(b, checks[k], sizesOf), status,
-                                     intConst(b, i32, k + 1));
-  status = arith::SelectOp::create(b, ok, status, intConst(b, i32, kBadBufferStatus));
   Block *refuse = b.createBlock(&fn.getBody(), fn.getBody().end());
   func::ReturnOp::create(b, ValueRange{status});
   b.setInsertionPointToEnd(&entry);
   cf::CondBranchOp::create(b, cmp(b, Pred::eq, status, intConst(b, i32, 0)), body, ValueRange{},
                            refuse, ValueRange{});
-
   for (auto ret : llvm::make_early_inc_range(body->getOps<func::ReturnOp>())) {
     if (ret.getNumOperands() != 0)
       continue;
@@ -179,7 +238,212 @@ LogicalResult cpu::guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> check
     func::ReturnOp::create(rb, ValueRange{intConst(rb, i32, 0)});
     ret.erase();
   }
+}
+} // namespace
+
+LogicalResult cpu::guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> checks) {
+  if (failed(checkKernelShape(fn)))
+    return failure();
+  MLIRContext *ctx = fn.getContext();
+  Block &entry = fn.getBody().front();
+  ImplicitLocOpBuilder b(fn.getLoc(), ctx);
+  b.setInsertionPointToStart(&entry);
+
+  // Buffers become fully dynamic strided memrefs; the body keeps the original types.
+  SmallVector<Buffer> buffers;
+  for (BlockArgument arg : entry.getArguments()) {
+    auto t = dyn_cast<MemRefType>(arg.getType());
+    if (!t)
+      continue;
+    arg.setType(dynamicType(t));
+    auto md = memref::ExtractStridedMetadataOp::create(b, arg);
+    Value original = asOriginal(b, arg, t, md);
+    arg.replaceAllUsesExcept(original,
+                             SmallPtrSet<Operation *, 2>{md, original.getDefiningOp()});
+    buffers.push_back({arg, t, md, arg.getArgNumber()});
+  }
+  Block *body = splitBody(fn, b.getInsertionPoint());
+  b.setInsertionPointToEnd(&entry);
+  branchOnStatus(b, fn, body, entryStatus(b, buffers, checks, entry.getNumArguments()));
   SmallVector<Type> inputs(entry.getArgumentTypes());
-  fn.setFunctionType(FunctionType::get(ctx, inputs, {i32}));
+  fn.setFunctionType(FunctionType::get(ctx, inputs, {b.getI32Type()}));
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels of several ops
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// Makes the buffer arguments of `callee` pointers to memref descriptors: its entry block reads
+/// each descriptor and rebuilds the buffer of the argument's type.
+void takeDescriptorPointers(func::FuncOp callee) {
+  Block &entry = callee.getBody().front();
+  ImplicitLocOpBuilder b(callee.getLoc(), callee.getContext());
+  b.setInsertionPointToStart(&entry);
+  Type ptr = LLVM::LLVMPointerType::get(callee.getContext());
+  for (BlockArgument arg : entry.getArguments()) {
+    auto t = dyn_cast<MemRefType>(arg.getType());
+    if (!t)
+      continue;
+    arg.setType(ptr);
+    Operation *load;
+    Buffer buf = loadBuffer(b, arg, t, arg.getArgNumber(), &load);
+    arg.replaceAllUsesExcept(asOriginal(b, buf.value, t, buf.md), load);
+  }
+  SmallVector<Type> inputs(entry.getArgumentTypes());
+  callee.setFunctionType(
+      FunctionType::get(callee.getContext(), inputs, callee.getFunctionType().getResults()));
+}
+
+/// A new function `name` after `after`, private unless `isPublic`, with an entry block.
+func::FuncOp addFunction(OpBuilder &b, Operation *after, Location loc, StringRef name,
+                         TypeRange inputs, TypeRange results, bool isPublic) {
+  b.setInsertionPointAfter(after);
+  auto f = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
+  if (!isPublic)
+    f.setPrivate();
+  f.addEntryBlock();
+  return f;
+}
+
+/// `<kernel>.check(descriptor pointers of the buffers) -> i32`: the prologue's status, compiled
+/// without optimization (a straight line of compares over every argument: LLVM's O3 takes
+/// superlinear time on one that long, and it runs once per call).
+func::FuncOp buildCheckFunction(func::FuncOp fn, ArrayRef<MemRefType> types,
+                                ArrayRef<unsigned> argNumbers, ArrayRef<ExtentCheck> checks) {
+  OpBuilder ob(fn.getContext());
+  Type ptr = LLVM::LLVMPointerType::get(fn.getContext());
+  SmallVector<Type> inputs(types.size(), ptr);
+  func::FuncOp check = addFunction(ob, fn, fn.getLoc(), (fn.getSymName() + ".check").str(),
+                                   inputs, {ob.getI32Type()}, /*isPublic=*/false);
+  check->setAttr("passthrough", ob.getArrayAttr({ob.getStringAttr("noinline"),
+                                                 ob.getStringAttr("optnone")}));
+  ImplicitLocOpBuilder b(fn.getLoc(), ob);
+  b.setInsertionPointToStart(&check.getBody().front());
+  SmallVector<Buffer> buffers;
+  for (auto [i, t] : llvm::enumerate(types))
+    buffers.push_back(loadBuffer(b, check.getArgument(i), t, argNumbers[i]));
+  func::ReturnOp::create(b, entryStatus(b, buffers, checks, fn.getNumArguments()));
+  return check;
+}
+
+/// The kernel under its MLIR name: the unpacked memref ABI of a single-op kernel (fully dynamic
+/// strided buffers), forwarding to `entry` with pointers to its descriptors.
+void buildUnpackedWrapper(func::FuncOp entry, StringRef name, ArrayRef<Type> argTypes) {
+  MLIRContext *ctx = entry.getContext();
+  OpBuilder ob(ctx);
+  SmallVector<Type> inputs;
+  for (Type t : argTypes)
+    inputs.push_back(isa<MemRefType>(t) ? Type(dynamicType(cast<MemRefType>(t))) : t);
+  func::FuncOp wrapper = addFunction(ob, entry, entry.getLoc(), name, inputs,
+                                     {ob.getI32Type()}, /*isPublic=*/true);
+  ImplicitLocOpBuilder b(entry.getLoc(), ob);
+  b.setInsertionPointToStart(&wrapper.getBody().front());
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Value one = intConst(b, b.getI64Type(), 1);
+  SmallVector<Value> operands;
+  for (BlockArgument arg : wrapper.getArguments()) {
+    auto t = dyn_cast<MemRefType>(arg.getType());
+    if (!t) {
+      operands.push_back(arg);
+      continue;
+    }
+    Type desc = descriptorType(ctx, t.getRank());
+    Value fields = UnrealizedConversionCastOp::create(b, desc, arg).getResult(0);
+    Value slot = LLVM::AllocaOp::create(b, ptr, desc, one);
+    LLVM::StoreOp::create(b, fields, slot);
+    operands.push_back(slot);
+  }
+  func::ReturnOp::create(b, func::CallOp::create(b, entry, operands).getResults());
+}
+} // namespace
+
+LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> checks,
+                                      ArrayRef<func::FuncOp> callees) {
+  if (failed(checkKernelShape(fn)))
+    return failure();
+  MLIRContext *ctx = fn.getContext();
+  std::string name = fn.getSymName().str();
+  for (StringRef taken : {"_mlir_ciface_" + name, name + ".check"})
+    if (SymbolTable::lookupNearestSymbolFrom(fn, StringAttr::get(ctx, taken)))
+      return fn.emitError() << "the kernel needs the symbol '" << taken
+                            << "', which another function has";
+  for (func::FuncOp callee : callees)
+    takeDescriptorPointers(callee);
+  llvm::SmallPtrSet<Operation *, 8> calleeSet;
+  for (func::FuncOp callee : callees)
+    calleeSet.insert(callee);
+
+  // The entry point takes the C interface's descriptor pointers; the outlined ops get them as
+  // they are, anything else a copy of its descriptor in the frame.
+  Block &entry = fn.getBody().front();
+  ImplicitLocOpBuilder b(fn.getLoc(), ctx);
+  b.setInsertionPointToStart(&entry);
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  SmallVector<Type> argTypes(entry.getArgumentTypes());
+  SmallVector<MemRefType> bufferTypes;
+  SmallVector<unsigned> bufferArgs;
+  SmallVector<Value> pointers;
+  for (BlockArgument arg : entry.getArguments()) {
+    auto t = dyn_cast<MemRefType>(arg.getType());
+    if (!t)
+      continue;
+    arg.setType(ptr);
+    Operation *load;
+    Buffer buf = loadBuffer(b, arg, t, arg.getArgNumber(), &load);
+    Value original = asOriginal(b, buf.value, t, buf.md);
+    arg.replaceUsesWithIf(original, [&](OpOperand &use) {
+      auto call = dyn_cast<func::CallOp>(use.getOwner());
+      bool toCallee = call && calleeSet.contains(SymbolTable::lookupNearestSymbolFrom(
+                                  call, call.getCalleeAttr()));
+      return use.getOwner() != load && !toCallee;
+    });
+    bufferTypes.push_back(t);
+    bufferArgs.push_back(arg.getArgNumber());
+    pointers.push_back(arg);
+  }
+  Block *body = splitBody(fn, b.getInsertionPoint());
+  b.setInsertionPointToEnd(&entry);
+  Value one = intConst(b, b.getI64Type(), 1);
+  for (func::CallOp call : body->getOps<func::CallOp>()) {
+    if (!calleeSet.contains(SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())))
+      continue;
+    for (OpOperand &operand : call->getOpOperands()) {
+      auto t = dyn_cast<MemRefType>(operand.get().getType());
+      if (!t)
+        continue;
+      Type desc = descriptorType(ctx, t.getRank());
+      Value slot = LLVM::AllocaOp::create(b, ptr, desc, one);
+      ImplicitLocOpBuilder cb(call.getLoc(), call);
+      LLVM::StoreOp::create(
+          cb, UnrealizedConversionCastOp::create(cb, desc, operand.get()).getResult(0), slot);
+      operand.set(slot);
+    }
+  }
+  func::FuncOp check = buildCheckFunction(fn, bufferTypes, bufferArgs, checks);
+  Value status = func::CallOp::create(b, check, pointers).getResult(0);
+  branchOnStatus(b, fn, body, status);
+  // An outlined op that returns a status (its scratch allocation failed) ends the kernel.
+  SmallVector<func::CallOp> failing;
+  for (func::CallOp call : body->getOps<func::CallOp>())
+    if (call.getNumResults() == 1 &&
+        calleeSet.contains(SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())))
+      failing.push_back(call);
+  for (func::CallOp call : failing) {
+    Block *before = call->getBlock();
+    Block *rest = before->splitBlock(std::next(call->getIterator()));
+    Value st = call.getResult(0);
+    Block *stop = b.createBlock(&fn.getBody(), fn.getBody().end());
+    func::ReturnOp::create(b, ValueRange{st});
+    b.setInsertionPointToEnd(before);
+    cf::CondBranchOp::create(b, cmp(b, Pred::eq, st, intConst(b, b.getI32Type(), 0)), rest,
+                             ValueRange{}, stop, ValueRange{});
+  }
+  SmallVector<Type> inputs(entry.getArgumentTypes());
+  fn.setFunctionType(FunctionType::get(ctx, inputs, {b.getI32Type()}));
+  fn->removeAttr("llvm.emit_c_interface");
+  fn.setSymName("_mlir_ciface_" + name);
+  buildUnpackedWrapper(fn, name, argTypes);
   return success();
 }

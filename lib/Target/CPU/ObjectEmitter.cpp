@@ -16,7 +16,6 @@
 
 #include "attn/Target/CPU.h"
 
-#include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
 #include "mlir/Target/LLVMIR/Export.h"
@@ -24,6 +23,8 @@
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
 #include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Passes/StandardInstrumentations.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/Target/TargetOptions.h"
@@ -52,6 +53,30 @@ CPUSpec specFor(TargetKind isa) {
   default:
     return {"x86_64-unknown-linux-gnu", "x86-64", ""};
   }
+}
+
+/// LLVM's O3 pipeline, honouring `optnone` (the checking prologue of a kernel of several ops is
+/// one straight line over every argument; O3 takes superlinear time on it).
+void optimize(llvm::Module &m, llvm::TargetMachine *tm) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassInstrumentationCallbacks pic;
+  llvm::OptNoneInstrumentation optNone(/*DebugLogging=*/false);
+  optNone.registerCallbacks(pic);
+  llvm::PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = true;
+  tuning.LoopInterleaving = true;
+  tuning.LoopVectorization = true;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(tm, tuning, std::nullopt, &pic);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(m, mam);
 }
 
 void initializeTargets() {
@@ -107,16 +132,17 @@ LogicalResult mlir::attn::emitCPUObject(ModuleOp module, const llvm::StringMap<T
     StringRef name = f.getName();
     name.consume_front("_mlir_ciface_");
     name.consume_front(kKernelSymbolPrefix);
+    // `<kernel>.check` and `<kernel>.op<i>` (a kernel of several ops) belong to their kernel;
+    // anything else gets the object's baseline.
     auto it = isaOf.find(name);
-    CPUSpec spec = specFor(it == isaOf.end() ? TargetKind::scalar : it->getValue());
+    if (it == isaOf.end())
+      it = isaOf.find(name.split('.').first);
+    CPUSpec spec = it == isaOf.end() ? base : specFor(it->getValue());
     f.addFnAttr("target-cpu", spec.cpu);
     if (*spec.features)
       f.addFnAttr("target-features", spec.features);
   }
-  if (llvm::Error err = makeOptimizingTransformer(3, 0, tm.get())(llvmModule.get())) {
-    std::string msg = llvm::toString(std::move(err));
-    return module.emitError() << "LLVM optimization failed: " << msg;
-  }
+  optimize(*llvmModule, tm.get());
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream bufferStream(buffer);
   llvm::legacy::PassManager codegen;

@@ -60,3 +60,49 @@ func.func @att(%q: memref<?x64xf32>, %b: memref<?x32x16x2xf32>, %c: memref<?x?x3
       length(%n) outs(%o : memref<?x64xf32>) {pq = #attn.pq<dsub = 2>, target = #attn.target<avx2>}
   return
 }
+
+// Scratch on the heap (the attention's): what uses it runs only when every allocation succeeded;
+// otherwise the kernel returns -2.
+// CHECK: memref.alloc
+// CHECK: %[[OK:.+]] = scf.if %{{.+}} -> (i32)
+// CHECK: } else {
+// CHECK-NEXT: %[[OOM:.+]] = arith.constant -2 : i32
+// CHECK-NEXT: scf.yield %[[OOM]]
+// CHECK: memref.dealloc
+// CHECK: return %[[OK]] : i32
+
+// A kernel of several ops: the C interface takes descriptor pointers, calls the unoptimized
+// `<kernel>.check` with all of them (both ops' relations), then each op's function with its own (relations 1-4 are the quantize's, 5 on the attention's);
+// a failing allocation of one op ends the kernel with its status. `<kernel>` keeps the unpacked
+// ABI and forwards to the C interface.
+// CHECK-LABEL: func.func @_mlir_ciface_two(
+// CHECK-SAME: %[[P0:.+]]: !llvm.ptr, %[[P1:.+]]: !llvm.ptr, %[[P2:.+]]: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %[[N:.+]]: index, %{{.+}}: !llvm.ptr) -> i32
+// CHECK: %[[ST:.+]] = call @two.check(%[[P0]], %[[P1]], %[[P2]],
+// CHECK: cf.cond_br %{{.+}}, ^[[GO2:.+]], ^
+// CHECK: ^[[GO2]]:
+// CHECK-NEXT: call @two.op0(%[[P0]], %[[P1]], %[[P2]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
+// CHECK-NEXT: %[[S1:.+]] = call @two.op1({{.*}}%[[N]]{{.*}}) : ({{.*}}) -> i32
+// CHECK: cf.cond_br %{{.+}}, ^{{.+}}, ^
+// CHECK-LABEL: func.func @two(
+// CHECK: call @_mlir_ciface_two(
+// CHECK-LABEL: func.func private @two.check(
+// CHECK-SAME: -> i32 attributes {passthrough = ["noinline", "optnone"]}
+// CHECK: arith.constant 5 : i32
+// CHECK: arith.constant 4 : i32
+// CHECK: arith.constant 1 : i32
+// CHECK: arith.constant -1 : i32
+// CHECK-LABEL: func.func private @two.op0(
+// CHECK-SAME: attributes {passthrough = ["noinline"]}
+// CHECK: llvm.load
+// CHECK-LABEL: func.func private @two.op1(
+// CHECK-SAME: -> i32 attributes {passthrough = ["noinline"]}
+func.func @two(%src: memref<?x?x2x64xf32>, %dst: memref<?x?x2x64xi8>, %scales: memref<?x?x2xf32>,
+               %q: memref<?x64xf32>, %b: memref<?x32x16x2xf32>, %c: memref<?x?x32x16xui8>,
+               %v: memref<?x?x64xf32>, %n: index, %o: memref<?x64xf32>) {
+  attn.quantize.dynamic ins(%src : memref<?x?x2x64xf32>) outs(%dst, %scales : memref<?x?x2x64xi8>, memref<?x?x2xf32>)
+      {quant = #attn.quant<i8, per_token_head>, target = #attn.target<avx2>}
+  attn.pq.attention ins(%q, %b, %c, %v : memref<?x64xf32>, memref<?x32x16x2xf32>,
+                        memref<?x?x32x16xui8>, memref<?x?x64xf32>)
+      length(%n) outs(%o : memref<?x64xf32>) {pq = #attn.pq<dsub = 2>, target = #attn.target<avx2>}
+  return
+}
