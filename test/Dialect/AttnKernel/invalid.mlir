@@ -633,6 +633,14 @@ func.func @f(%ws: memref<?xf32>, %out: memref<?x?x16x128xbf16>, %n: i32) {
 
 // -----
 
+func.func @f(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %n: i32) {
+  // expected-error @+1 {{expected a combine form (narrow or wide), got 'medium'}}
+  attnk.merge.combine %ws into %out splits(%n) medium kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+  return
+}
+
+// -----
+
 func.func @f(%ws: memref<?xf32>, %out: memref<?x1x16x96xbf16>, %n: i32) {
   // expected-error @+1 {{needs a head_dim that is a multiple of 64, got 96}}
   attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x96xbf16>

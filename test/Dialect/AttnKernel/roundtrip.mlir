@@ -4,6 +4,7 @@
 // RUN: attn-opt %s -split-input-file | FileCheck %s
 // RUN: attn-opt %s -split-input-file | attn-opt -split-input-file | FileCheck %s
 // RUN: attn-opt %s -split-input-file --mlir-print-op-generic | attn-opt -split-input-file | FileCheck %s
+// RUN: attn-opt %s -split-input-file | FileCheck %s --check-prefix=SPACING --strict-whitespace
 
 // CHECK-LABEL: func.func @decode_int8
 // CHECK: %[[K:.+]] = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
@@ -132,6 +133,9 @@ func.func @merges(%o: !attnk.acc<64x128xf32>, %m: vector<64xf32>, %l: vector<64x
 // CHECK-NEXT: attnk.merge.combine %[[WS]] into %[[OUT]] splits(%[[N]]) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
 // CHECK: attnk.kernel @d_combine_wide({{.*}}) threads = 512 programmatic {
 // CHECK-NEXT: attnk.merge.combine %{{.+}} into %{{.+}} splits(%{{.+}}) wide kv_heads = 2 pack = 8
+// One space before the form, as the other keywords have.
+// SPACING: attnk.merge.combine %{{[a-z0-9]+}} into %{{[a-z0-9]+}} splits(%{{[a-z0-9]+}}) narrow kv_heads = 2 pack = 8 :
+// SPACING: attnk.merge.combine %{{[a-z0-9]+}} into %{{[a-z0-9]+}} splits(%{{[a-z0-9]+}}) wide kv_heads = 2 pack = 8 :
 attnk.kernel @d_combine(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i32, %n: i32) threads = 128 programmatic {
   attnk.merge.combine %ws into %out splits(%n) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
 }

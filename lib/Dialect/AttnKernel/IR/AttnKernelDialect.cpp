@@ -46,5 +46,24 @@ LogicalResult AddressingAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   return success();
 }
 
+/// The form of `attnk.merge.combine` as a bare keyword (`narrow`, `wide`): the attribute's own
+/// printer leads with a space, which the op's format already puts before it.
+static ParseResult parseCombineForm(OpAsmParser &parser, CombineFormAttr &form) {
+  SMLoc loc = parser.getCurrentLocation();
+  StringRef keyword;
+  if (parser.parseKeyword(&keyword))
+    return failure();
+  std::optional<CombineForm> value = symbolizeCombineForm(keyword);
+  if (!value)
+    return parser.emitError(loc) << "expected a combine form (narrow or wide), got '" << keyword
+                                 << "'";
+  form = CombineFormAttr::get(parser.getContext(), *value);
+  return success();
+}
+
+static void printCombineForm(OpAsmPrinter &printer, Operation *, CombineFormAttr form) {
+  printer << stringifyCombineForm(form.getValue());
+}
+
 #define GET_OP_CLASSES
 #include "attn/Dialect/AttnKernel/IR/AttnKernelOps.cpp.inc"

@@ -234,7 +234,7 @@ def AttnKernel_MergeCombineOp : AttnKernel_Op<"merge.combine"> {
                        I32:$splits, AttnKernel_CombineFormAttr:$form,
                        I64Attr:$kv_heads, I64Attr:$pack);
   let assemblyFormat = [{
-    $workspace `into` $out `splits` `(` $splits `)` $form `kv_heads` `=` $kv_heads
+    $workspace `into` $out `splits` `(` $splits `)` custom<CombineForm>($form) `kv_heads` `=` $kv_heads
     `pack` `=` $pack attr-dict `:` qualified(type($workspace)) `,` qualified(type($out))
   }];
   let hasVerifier = 1;
