@@ -116,6 +116,55 @@ static void forEachAppendedRow(
   });
 }
 
+/// A scale as stored: rounded to nearest, then up one ulp when that fell below the f32 value
+/// (a stored scale never makes a value of its group saturate).
+static Value storedScale(ImplicitLocOpBuilder &nb, Type scaleType, Value s32) {
+  if (scaleType.isF32())
+    return s32;
+  Type i16 = nb.getI16Type();
+  Value h;
+  if (scaleType.isF16()) {
+    h = arith::TruncFOp::create(nb, scaleType, s32);
+  } else { // bf16 by hand (scales are finite), not through a compiler-rt call
+    h = arith::BitcastOp::create(nb, scaleType, toBF16Bits(nb, s32));
+  }
+  Value below = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT,
+                                      arith::ExtFOp::create(nb, nb.getF32Type(), h), s32);
+  Value hb = arith::BitcastOp::create(nb, i16, h);
+  Value up = arith::AddIOp::create(nb, hb, intConst(nb, i16, 1));
+  return arith::BitcastOp::create(nb, scaleType, arith::SelectOp::create(nb, below, up, hb));
+}
+
+/// The normalized Walsh-Hadamard rotation of each head's `dim` elements of the f32 row
+/// `scratch` (`rowElemCount` elements, also as the index `rowElems`), in place.
+static void rotateHeads(ImplicitLocOpBuilder &nb, Value scratch, Value rowElems,
+                        int64_t rowElemCount, int64_t dim) {
+  Type f32 = nb.getF32Type();
+  // Stage `span` pairs (j, j + span), j = (i' / span) · 2 span + i' mod span for i' < D/2 in
+  // every head's row (i = row · D/2 + i').
+  for (int64_t span = 1; span < dim; span *= 2)
+    forLoop(nb, idx(nb, 0), idx(nb, rowElemCount / 2), 1,
+            [&](ImplicitLocOpBuilder &b5, Value i) {
+              Value within = arith::RemUIOp::create(b5, i, idx(b5, dim / 2));
+              Value rowBase = arith::MulIOp::create(
+                  b5, arith::DivUIOp::create(b5, i, idx(b5, dim / 2)), idx(b5, dim));
+              Value j = arith::AddIOp::create(
+                  b5, rowBase,
+                  mulAdd(b5, arith::DivUIOp::create(b5, within, idx(b5, span)), idx(b5, 2 * span),
+                         arith::RemUIOp::create(b5, within, idx(b5, span))));
+              Value j2 = arith::AddIOp::create(b5, j, idx(b5, span));
+              Value x = memref::LoadOp::create(b5, scratch, ValueRange{j});
+              Value y = memref::LoadOp::create(b5, scratch, ValueRange{j2});
+              memref::StoreOp::create(b5, arith::AddFOp::create(b5, x, y), scratch, ValueRange{j});
+              memref::StoreOp::create(b5, arith::SubFOp::create(b5, x, y), scratch, ValueRange{j2});
+            });
+  Value norm = floatConst(nb, f32, static_cast<float>(1.0 / std::sqrt(double(dim))));
+  forLoop(nb, idx(nb, 0), rowElems, 1, [&](ImplicitLocOpBuilder &b5, Value e) {
+    Value x = memref::LoadOp::create(b5, scratch, ValueRange{e});
+    memref::StoreOp::create(b5, arith::MulFOp::create(b5, x, norm), scratch, ValueRange{e});
+  });
+}
+
 LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positions, Value dst,
                                 Value scales, Value zeros, QuantAttr quant, bool hadamard) {
   Type f32 = b.getF32Type(), i8 = b.getI8Type();
@@ -137,23 +186,8 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
   Value rowElems = idx(b, s.rowElems()), groupElems = idx(b, s.groupElems);
   Value zeroF = floatConst(b, f32, 0.0), inf = floatConst(b, f32, INFINITY);
 
-  // A scale as stored: rounded to nearest, then up one ulp when that fell below the f32 value
-  // (a stored scale never makes a value of its group saturate).
-  auto stored = [&](ImplicitLocOpBuilder &nb, Value s32) -> Value {
-    if (s.scaleType.isF32())
-      return s32;
-    Type i16 = nb.getI16Type();
-    Value h;
-    if (s.scaleType.isF16()) {
-      h = arith::TruncFOp::create(nb, s.scaleType, s32);
-    } else { // bf16 by hand (scales are finite), not through a compiler-rt call
-      h = arith::BitcastOp::create(nb, s.scaleType, toBF16Bits(nb, s32));
-    }
-    Value below = arith::CmpFOp::create(nb, arith::CmpFPredicate::OLT,
-                                        arith::ExtFOp::create(nb, nb.getF32Type(), h), s32);
-    Value hb = arith::BitcastOp::create(nb, i16, h);
-    Value up = arith::AddIOp::create(nb, hb, intConst(nb, i16, 1));
-    return arith::BitcastOp::create(nb, s.scaleType, arith::SelectOp::create(nb, below, up, hb));
+  auto stored = [&](ImplicitLocOpBuilder &nb, Value s32) {
+    return storedScale(nb, s.scaleType, s32);
   };
   auto used = [&](ImplicitLocOpBuilder &nb, Value st) -> Value {
     return st.getType().isF32() ? st : arith::ExtFOp::create(nb, f32, st).getResult();
@@ -192,29 +226,7 @@ LogicalResult cpu::emitQuantize(ImplicitLocOpBuilder &b, Value src, Value positi
       Value x = finiteOr0(b5, loadX(b5, arith::AddIOp::create(b5, base, e)));
       memref::StoreOp::create(b5, x, scratch, ValueRange{e});
     });
-    // Stage `span` pairs (j, j + span), j = (i' / span) · 2 span + i' mod span for i' < D/2 in
-    // every head's row (i = row · D/2 + i').
-    const int64_t dim = s.headDim;
-    for (int64_t span = 1; span < dim; span *= 2)
-      forLoop(nb, idx(nb, 0), idx(nb, s.rowElems() / 2), 1, [&](ImplicitLocOpBuilder &b5, Value i) {
-        Value within = arith::RemUIOp::create(b5, i, idx(b5, dim / 2));
-        Value rowBase = arith::MulIOp::create(
-            b5, arith::DivUIOp::create(b5, i, idx(b5, dim / 2)), idx(b5, dim));
-        Value j = arith::AddIOp::create(
-            b5, rowBase,
-            mulAdd(b5, arith::DivUIOp::create(b5, within, idx(b5, span)), idx(b5, 2 * span),
-                   arith::RemUIOp::create(b5, within, idx(b5, span))));
-        Value j2 = arith::AddIOp::create(b5, j, idx(b5, span));
-        Value x = memref::LoadOp::create(b5, scratch, ValueRange{j});
-        Value y = memref::LoadOp::create(b5, scratch, ValueRange{j2});
-        memref::StoreOp::create(b5, arith::AddFOp::create(b5, x, y), scratch, ValueRange{j});
-        memref::StoreOp::create(b5, arith::SubFOp::create(b5, x, y), scratch, ValueRange{j2});
-      });
-    Value norm = floatConst(nb, f32, static_cast<float>(1.0 / std::sqrt(double(dim))));
-    forLoop(nb, idx(nb, 0), rowElems, 1, [&](ImplicitLocOpBuilder &b5, Value e) {
-      Value x = memref::LoadOp::create(b5, scratch, ValueRange{e});
-      memref::StoreOp::create(b5, arith::MulFOp::create(b5, x, norm), scratch, ValueRange{e});
-    });
+    rotateHeads(nb, scratch, rowElems, s.rowElems(), s.headDim);
   };
   // Element e of group g (at `inRow` of the token's row): the source's, or the rotated row's.
   auto value = [&](ImplicitLocOpBuilder &nb, Value srcBase, Value inRow, Value e) -> Value {
