@@ -371,9 +371,14 @@ LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> che
                             << "', which another function has";
   for (func::FuncOp callee : callees)
     takeDescriptorPointers(callee);
-  llvm::SmallPtrSet<Operation *, 8> calleeSet;
+  // The outlined ops by name: a symbol lookup per call would scan the module each time.
+  llvm::DenseSet<StringAttr> calleeNames;
   for (func::FuncOp callee : callees)
-    calleeSet.insert(callee);
+    calleeNames.insert(callee.getSymNameAttr());
+  auto toCallee = [&](Operation *op) {
+    auto call = dyn_cast<func::CallOp>(op);
+    return call && calleeNames.contains(call.getCalleeAttr().getAttr());
+  };
 
   // The entry point takes the C interface's descriptor pointers; the outlined ops get them as
   // they are, anything else a copy of its descriptor in the frame.
@@ -394,10 +399,7 @@ LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> che
     Buffer buf = loadBuffer(b, arg, t, arg.getArgNumber(), &load);
     Value original = asOriginal(b, buf.value, t, buf.md);
     arg.replaceUsesWithIf(original, [&](OpOperand &use) {
-      auto call = dyn_cast<func::CallOp>(use.getOwner());
-      bool toCallee = call && calleeSet.contains(SymbolTable::lookupNearestSymbolFrom(
-                                  call, call.getCalleeAttr()));
-      return use.getOwner() != load && !toCallee;
+      return use.getOwner() != load && !toCallee(use.getOwner());
     });
     bufferTypes.push_back(t);
     bufferArgs.push_back(arg.getArgNumber());
@@ -407,7 +409,7 @@ LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> che
   b.setInsertionPointToEnd(&entry);
   Value one = intConst(b, b.getI64Type(), 1);
   for (func::CallOp call : body->getOps<func::CallOp>()) {
-    if (!calleeSet.contains(SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())))
+    if (!toCallee(call))
       continue;
     for (OpOperand &operand : call->getOpOperands()) {
       auto t = dyn_cast<MemRefType>(operand.get().getType());
@@ -427,8 +429,7 @@ LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> che
   // An outlined op that returns a status (its scratch allocation failed) ends the kernel.
   SmallVector<func::CallOp> failing;
   for (func::CallOp call : body->getOps<func::CallOp>())
-    if (call.getNumResults() == 1 &&
-        calleeSet.contains(SymbolTable::lookupNearestSymbolFrom(call, call.getCalleeAttr())))
+    if (call.getNumResults() == 1 && toCallee(call))
       failing.push_back(call);
   for (func::CallOp call : failing) {
     Block *before = call->getBlock();
