@@ -26,21 +26,8 @@ def tiny():
     def w(*shape, scale=0.2):
         return (scale * rng.standard_normal(shape)).astype(np.float32)
 
-    weights = {"token_embd.weight": w(cfg.vocab, cfg.dim, scale=1.0),
-               "output_norm.weight": np.ones(cfg.dim, np.float32),
-               "output.weight": w(cfg.vocab, cfg.dim)}
-    for i in range(cfg.layers):
-        p = f"blk.{i}."
-        weights.update({
-            p + "attn_norm.weight": np.ones(cfg.dim, np.float32),
-            p + "attn_q.weight": w(cfg.heads * cfg.head_dim, cfg.dim),
-            p + "attn_k.weight": w(cfg.kv_heads * cfg.head_dim, cfg.dim),
-            p + "attn_v.weight": w(cfg.kv_heads * cfg.head_dim, cfg.dim),
-            p + "attn_output.weight": w(cfg.dim, cfg.heads * cfg.head_dim),
-            p + "ffn_norm.weight": np.ones(cfg.dim, np.float32),
-            p + "ffn_gate.weight": w(cfg.ffn_dim, cfg.dim),
-            p + "ffn_up.weight": w(cfg.ffn_dim, cfg.dim),
-            p + "ffn_down.weight": w(cfg.dim, cfg.ffn_dim)})
+    embedding = w(cfg.vocab, cfg.dim, scale=1.0)
+    weights = decode.llama_weights(cfg, w, embedding, output=w(cfg.vocab, cfg.dim))
     return LlamaModel(cfg, weights, tokenizer=None, name="tiny")
 
 

@@ -70,16 +70,13 @@ def save_kernels(cfg: LlamaConfig, dsubs, values: str, isa: str, out: str, attn_
     return written
 
 
-def random_model(cfg: LlamaConfig = SMOLLM2_135M, seed: int = 0) -> LlamaModel:
-    """A ``LlamaModel`` of architecture ``cfg`` with Gaussian weights (std 0.02, unit norms)."""
-    rng = np.random.default_rng(seed)
-
-    def w(*shape):
-        return (0.02 * rng.standard_normal(shape, np.float32))
-
-    weights = {"token_embd.weight": w(cfg.vocab, cfg.dim),
-               "output_norm.weight": np.ones(cfg.dim, np.float32)}
-    weights["output.weight"] = weights["token_embd.weight"]  # tied, as SmolLM2's
+def llama_weights(cfg: LlamaConfig, w, embedding: np.ndarray, output=None) -> dict:
+    """The GGUF-named weights of a Llama model of architecture ``cfg``: ``embedding`` and
+    ``output`` (tied to the embedding when None) as given, unit norms, and every layer matrix drawn
+    by ``w(rows, cols)`` layer by layer."""
+    weights = {"token_embd.weight": embedding,
+               "output_norm.weight": np.ones(cfg.dim, np.float32),
+               "output.weight": embedding if output is None else output}
     for i in range(cfg.layers):
         p = f"blk.{i}."
         weights.update({
@@ -92,6 +89,17 @@ def random_model(cfg: LlamaConfig = SMOLLM2_135M, seed: int = 0) -> LlamaModel:
             p + "ffn_gate.weight": w(cfg.ffn_dim, cfg.dim),
             p + "ffn_up.weight": w(cfg.ffn_dim, cfg.dim),
             p + "ffn_down.weight": w(cfg.dim, cfg.ffn_dim)})
+    return weights
+
+
+def random_model(cfg: LlamaConfig = SMOLLM2_135M, seed: int = 0) -> LlamaModel:
+    """A ``LlamaModel`` of architecture ``cfg`` with Gaussian weights (std 0.02, unit norms)."""
+    rng = np.random.default_rng(seed)
+
+    def w(*shape):
+        return (0.02 * rng.standard_normal(shape, np.float32))
+
+    weights = llama_weights(cfg, w, w(cfg.vocab, cfg.dim))  # output tied, as SmolLM2's
     return LlamaModel(cfg, weights, tokenizer=None, name=f"random weights, seed {seed}")
 
 
