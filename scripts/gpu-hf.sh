@@ -11,7 +11,7 @@
 #               `python -m qattn.hf prebuild DIR --q-heads 8 --kv-heads 2 --head-dim 128`
 #   OUT_DIR     logs and hf.json; default $OUT, else /tmp/gpu-hf
 # PYTHON selects the interpreter (default python3); wheels in $WHEELS (default <checkout>/whl)
-# provide pytest and nlohmann_json where missing. Ends with one "N passed, N failed" line.
+# provide what is missing (scripts/gpu-env.sh). Ends with one "N passed, N failed" line.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 [ $# -ge 1 ] && [ -d "$1" ] || { echo "usage: $0 KERNEL_DIR [OUT_DIR]" >&2; exit 2; }
@@ -20,26 +20,12 @@ out=${2:-${OUT:-/tmp/gpu-hf}}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 py=${PYTHON:-python3}
-wheels=${WHEELS:-$root/whl}
 
-"$py" -c "import pytest" 2>/dev/null || "$py" -m pip install -q --no-index --no-deps "$wheels"/*.whl
-if ! "$py" -c "import nlohmann_json" 2>/dev/null && ls "$wheels"/nlohmann_json*.whl >/dev/null 2>&1; then
-  "$py" -m pip install -q --no-index --no-deps "$wheels"/nlohmann_json*.whl
-fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$py" -c \
-  "import torch, transformers; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__)"
-  date -u; } >"$out/env.txt" 2>&1
-cat "$out/env.txt"
-
-echo "== pip install --no-build-isolation --no-deps $root/python"
-rm -rf "$root/python/build"
-if ! QATTN_AOT=none "$py" -m pip install --no-build-isolation --no-deps --no-index -v "$root/python" \
-    >"$out/install.log" 2>&1; then
-  tail -40 "$out/install.log"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-grep -E "attn-opt setup|Successfully" "$out/install.log"
+. "$root/scripts/gpu-env.sh"
+gpu_env_setup "$out"
+QATTN_AOT=none
+export QATTN_AOT
+gpu_install_package "$out" || { echo "0 passed, 1 failed"; exit 1; }
 
 cd /tmp  # import the installed package, not the checkout's
 export QATTN_HF_KERNELS="$kernels"
@@ -55,9 +41,6 @@ echo "== test_hf"
 timeout "${TEST_TIMEOUT:-170}" "$py" -m pytest -q -rs -p no:cacheprovider "$root/python/tests/test_hf.py" >"$out/test_hf.log" 2>&1
 rc=$?
 grep -E "^(FAILED|ERROR)|passed|failed" "$out/test_hf.log" | tail -15
-last=$(tail -1 "$out/test_hf.log")
-passed=$(grep -oP '\b\K[0-9]+(?= passed)' <<<"$last")
-f=$(grep -oP '\b\K[0-9]+(?= (failed|errors?))' <<<"$last")
-[ "$rc" != 0 ] && [ -z "$f" ] && f=1
-failed=$((failed + ${f:-0}))
-echo "${passed:-0} passed, $failed failed"
+passed=0
+gpu_count_pytest "$out/test_hf.log" "$rc"
+echo "$passed passed, $failed failed"

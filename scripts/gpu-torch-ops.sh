@@ -11,8 +11,8 @@
 #               `python python/tests/test_gpu.py --prebuild DIR` and
 #               `python python/tests/test_torch_ops.py --prebuild DIR`
 #   OUT_DIR     logs and torch_ops.json (the measurements); default $OUT, else /tmp/gpu-torch-ops
-# PYTHON selects the interpreter (default python3). Wheels in $WHEELS (default <checkout>/whl) are
-# installed first when pytest is missing. TESTS names the test files to run (default
+# PYTHON selects the interpreter (default python3); wheels in $WHEELS (default <checkout>/whl)
+# provide what is missing (scripts/gpu-env.sh). TESTS names the test files to run (default
 # "test_torch_ops test_gpu"). After the tests, tests/host_time.py measures the host time per call
 # of every entry point into OUT_DIR/host_time.json. Ends with one "N passed, N failed" line.
 set -uo pipefail
@@ -23,30 +23,10 @@ out=${2:-${OUT:-/tmp/gpu-torch-ops}}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 py=${PYTHON:-python3}
-wheels=${WHEELS:-$root/whl}
 
-if ! "$py" -c "import pytest" 2>/dev/null; then
-  "$py" -m pip install -q --no-index --no-deps "$wheels"/*.whl || { echo "no pytest"; exit 1; }
-fi
-# nlohmann/json.hpp for the extension's launch-metadata reader (a build requirement pip's
-# isolated build would fetch; --no-build-isolation takes it from this environment)
-if ! "$py" -c "import nlohmann_json" 2>/dev/null && ls "$wheels"/nlohmann_json*.whl >/dev/null 2>&1; then
-  "$py" -m pip install -q --no-index --no-deps "$wheels"/nlohmann_json*.whl
-fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; "$py" -c \
-  "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count())"
-  date -u; } >"$out/env.txt" 2>&1
-cat "$out/env.txt"
-
-echo "== pip install --no-build-isolation --no-deps $root/python"
-rm -rf "$root/python/build"
-if ! "$py" -m pip install --no-build-isolation --no-deps --no-index -v "$root/python" \
-    >"$out/install.log" 2>&1; then
-  tail -40 "$out/install.log"
-  echo "0 passed, 1 failed"
-  exit 1
-fi
-grep -E "attn-opt setup|Successfully" "$out/install.log"
+. "$root/scripts/gpu-env.sh"
+gpu_env_setup "$out"
+gpu_install_package "$out" || { echo "0 passed, 1 failed"; exit 1; }
 
 cd /tmp  # import the installed package, not the checkout's
 "$py" -c "import qattn, qattn.torch_ops as t; print(qattn.__file__, 'extension:', t.extension_path())"
@@ -59,12 +39,7 @@ for t in ${TESTS:-test_torch_ops test_gpu}; do
   "$py" -m pytest -q -rs -s -p no:cacheprovider "$root/python/tests/$t.py" >"$out/$t.log" 2>&1
   rc=$?
   grep -E "^(FAILED|ERROR|SKIPPED)|passed|failed|Fatal" "$out/$t.log" | tail -15
-  last=$(tail -1 "$out/$t.log")
-  p=$(grep -oP '\b\K[0-9]+(?= passed)' <<<"$last")
-  f=$(grep -oP '\b\K[0-9]+(?= (failed|errors?))' <<<"$last")
-  [ "$rc" != 0 ] && [ -z "$f" ] && f=1  # a crash: no summary line
-  passed=$((passed + ${p:-0}))
-  failed=$((failed + ${f:-0}))
+  gpu_count_pytest "$out/$t.log" "$rc"
 done
 [ -f "$out/torch_ops.json" ] && cat "$out/torch_ops.json"
 echo "== host time per call (tests/host_time.py)"
