@@ -105,7 +105,7 @@ def extensions():
     includes.append(json)
     c10_cuda = torch.version.cuda is not None and (Path(cuda) / "cuda_runtime_api.h").is_file()
     ops = CppExtension("qattn._torch_ops",
-                       sources=["csrc/torch_ops.cpp"] + runtime_sources,
+                       sources=["csrc/torch_ops.cpp", "csrc/append_op.cpp"] + runtime_sources,
                        include_dirs=includes, libraries=["dl"] + (["c10_cuda"] if c10_cuda else []),
                        extra_compile_args=["-O2", f"-DATTN_OPT_C10_CUDA={int(c10_cuda)}"])
     return [runtime, ops], BuildExtension.with_options(use_ninja=False)
@@ -161,7 +161,7 @@ class BuildPyWithSources(build_py):
             return
         dst = Path(self.build_lib) / "qattn" / "_csrc"
         (dst / "include" / "attn" / "Runtime").mkdir(parents=True, exist_ok=True)
-        for src in [HERE / "csrc" / "torch_ops.cpp", *RUNTIME_SOURCES]:
+        for src in [*sorted((HERE / "csrc").glob("*.[ch]*")), *RUNTIME_SOURCES]:
             self.copy_file(str(src), str(dst / src.name))
         for h in headers:
             self.copy_file(str(h), str(dst / "include" / "attn" / "Runtime" / h.name))

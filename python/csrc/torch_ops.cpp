@@ -37,21 +37,17 @@
 
 #include <Python.h> // first, as Python asks
 
+#include "common.h"
+
 #include "attn/Runtime/LaunchMetadata.h"
-#include "attn/Runtime/Runtime.h"
 
 #include <ATen/ATen.h>
 #include <ATen/PythonTorchFunctionTLS.h>
-#include <c10/core/DeviceGuard.h>
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <c10/core/impl/TorchDispatchModeTLS.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
-#if ATTN_OPT_C10_CUDA // torch with CUDA: its current stream directly (else through c10::Stream)
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 #include <array>
 #include <cstdlib>
@@ -67,34 +63,7 @@
 
 namespace {
 namespace rt = attn::rt;
-
-/// Messages are built here as one std::string (std::to_string, no std::ostringstream): a toolchain
-/// that links its own static libstdc++ into this library crashes formatting numbers through
-/// streams whose locale another libstdc++ set up. TORCH_CHECK passes a single string through.
-std::string text(const std::string &s) { return s; }
-std::string text(const char *s) { return s; }
-template <typename T, typename = std::enable_if_t<std::is_integral_v<T>>> std::string text(T v) {
-  return std::to_string(v);
-}
-std::string text(c10::IntArrayRef values) {
-  std::string s = "(";
-  for (size_t i = 0; i < values.size(); ++i)
-    s += (i ? ", " : "") + std::to_string(values[i]);
-  return s + (values.size() == 1 ? ",)" : ")");
-}
-std::string text(const c10::Device &d) { return d.str(); }
-std::string text(at::ScalarType t) { return std::string("torch.") + c10::toString(t); }
-template <typename... A> std::string cat(const A &...parts) {
-  std::string s;
-  ((s += text(parts)), ...);
-  return s;
-}
-
-/// Raises RuntimeError with the runtime's message unless `status` is ATTN_RT_OK.
-void check(attn_rt_status status, const std::string &what) {
-  TORCH_CHECK(status == ATTN_RT_OK, cat("attn_opt: ", what, ": ", attn_rt_status_name(status), ": ",
-                                        attn_rt_last_error()));
-}
+using namespace attn_opt_ext;
 
 //===----------------------------------------------------------------------===//
 // Kernel files and their modules, per device
@@ -117,19 +86,6 @@ struct KernelFiles {
 
   DeviceModule &load(int device);
 };
-
-attn_rt_context *contextFor(int device) {
-  static std::mutex mutex;
-  static std::map<int, attn_rt_context *> contexts;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = contexts.find(device);
-  if (it != contexts.end())
-    return it->second;
-  attn_rt_context *ctx = nullptr;
-  check(attn_rt_init(device, &ctx), "initializing cuda:" + std::to_string(device));
-  contexts[device] = ctx;
-  return ctx;
-}
 
 DeviceModule &KernelFiles::load(int device) {
   std::lock_guard<std::mutex> lock(mutex);
@@ -234,8 +190,6 @@ struct TensorMaps {
   alignas(64) unsigned char v[128];
   uint64_t kPtr = 0, vPtr = 0;
 };
-
-using Dtypes = c10::ArrayRef<at::ScalarType>;
 
 /// torch dtypes of K/V codes ("i8", "ui8", "f8E4M3FN", "bf16"); the first is the zero points'.
 Dtypes kvDtypes(const std::string &kv) {
@@ -460,31 +414,10 @@ std::vector<int64_t> planInfo(int64_t id) {
 // The run
 //===----------------------------------------------------------------------===//
 
-uint64_t address(const at::Tensor &t) { return reinterpret_cast<uint64_t>(t.data_ptr()); }
-
-std::string dtypeList(Dtypes dtypes) {
-  std::string s;
-  for (at::ScalarType d : dtypes)
-    s += (s.empty() ? "" : " or ") + std::string(c10::toString(d));
-  return s;
-}
-
 /// Checks device, dtype, shape, contiguity and 16-byte alignment; messages name the operand.
 void expect(const Plan &p, const char *name, const at::Tensor &t, Dtypes dtypes,
             c10::IntArrayRef shape) {
-  TORCH_CHECK_VALUE(t.is_cuda() && t.get_device() == p.device,
-                    cat("attn_opt.decode: ", name, " must be on cuda:", p.device,
-                        " (the plan's device), got ", t.device()));
-  bool ok = false;
-  for (at::ScalarType d : dtypes)
-    ok |= t.scalar_type() == d;
-  TORCH_CHECK_TYPE(ok, cat("attn_opt.decode: ", name, " has dtype ", t.scalar_type(), ", expected ",
-                           dtypeList(dtypes)));
-  TORCH_CHECK_VALUE(t.sizes().equals(shape),
-                    cat("attn_opt.decode: ", name, " has shape ", t.sizes(), ", expected ", shape));
-  TORCH_CHECK_VALUE(t.is_contiguous(), cat("attn_opt.decode: ", name, " must be contiguous"));
-  TORCH_CHECK_VALUE(address(t) % 16 == 0,
-                    cat("attn_opt.decode: ", name, " must be 16-byte aligned"));
+  expectTensor("attn_opt.decode", name, t, p.device, dtypes, shape);
 }
 
 /// The K/V tensor maps of these addresses: cached, else encoded into the next cache slot.
@@ -597,12 +530,7 @@ void runPlan(Plan &p, const Operands &o) {
 
   const c10::Device dev = o.q->device();
   c10::DeviceGuard guard(dev);
-#if ATTN_OPT_C10_CUDA
-  void *stream = c10::cuda::getCurrentCUDAStream(dev.index()).stream();
-#else
-  void *stream =
-      c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA)->getStream(dev).native_handle();
-#endif
+  void *stream = currentStream(dev);
   std::lock_guard<std::mutex> lock(p.mutex);
   const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v));
   void *values[16];

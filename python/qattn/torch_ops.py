@@ -11,7 +11,11 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
   Tensor(a!) out, Tensor(b!)? workspace=None) -> ()`` — the run: checks, K/V tensor maps (cached
   per address pair), launches on torch's current stream; no host sync, no allocation, so CUDA
   graphs capture it;
-* ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``.
+* ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``;
+* ``attn_opt::quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst,
+  Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()`` — an ``attn.quantize.append`` kernel
+  (csrc/append_op.cpp): new rows quantized into the cache at ``positions[b] + i``, on the current
+  stream, without host synchronization (``quantize_append`` below wraps it).
 
 The extension is also a Python module whose ``run`` is ``decode`` without the dispatcher:
 ``DecodePlan.run`` calls it eagerly (it defers to ``torch.ops.attn_opt.decode`` under fake
@@ -52,7 +56,11 @@ SCHEMAS = {
     "decode": "decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
               "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
               "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None) -> ()",
+    "quantize_append": "quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst, "
+                       "Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
 }
+# Ops with a fake (meta) implementation: the fallback library gives them CPU / CUDA kernels only.
+_TENSOR_OPS = ("decode", "quantize_append")
 
 
 def extension_path():
@@ -89,7 +97,8 @@ def _jit_build():
     from torch.utils.cpp_extension import load
     try:
         return load(name="qattn_attn_opt_ops", is_python_module=True,
-             sources=[str(src / n) for n in ("torch_ops.cpp", "Runtime.cpp", "LaunchMetadata.cpp")],
+             sources=[str(src / n) for n in ("torch_ops.cpp", "append_op.cpp", "Runtime.cpp",
+                                             "LaunchMetadata.cpp")],
              extra_include_paths=[str(src / "include"), cuda, json],
              extra_cflags=["-O2", "-DATTN_OPT_C10_CUDA=1"], extra_ldflags=["-ldl", "-lc10_cuda"])
     except Exception as e:  # no compiler, no headers: the schemas-only fallback below
@@ -114,10 +123,11 @@ def _load():
         _FALLBACK_LIB = torch.library.Library(NAMESPACE, "DEF")
         for name, schema in SCHEMAS.items():
             _FALLBACK_LIB.define(schema)
-            if name != "decode":
+            if name not in _TENSOR_OPS:
                 _FALLBACK_LIB.impl(name, _no_extension, "CompositeExplicitAutograd")
-        for key in ("CPU", "CUDA"):
-            _FALLBACK_LIB.impl("decode", _no_extension, key)
+        for name in _TENSOR_OPS:
+            for key in ("CPU", "CUDA"):
+                _FALLBACK_LIB.impl(name, _no_extension, key)
     return None
 
 
@@ -143,6 +153,32 @@ def _decode_fake(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_l
         raise KernelArgumentError(f"k {tuple(k.shape)} and v {tuple(v.shape)} do not match q "
                                   f"{tuple(q.shape)}")
     return None
+
+
+@torch.library.register_fake(f"{NAMESPACE}::quantize_append")
+def _quantize_append_fake(kernel, src, positions, dst, scales, zeros=None):
+    """Shape rules that hold for every kernel: src [B, S, H, D], dst [B, capacity, H, D]."""
+    if src.dim() != 4 or dst.dim() != 4:
+        raise KernelArgumentError("src and dst must be 4-D: [B, S, H, D] and [B, capacity, H, D]")
+    if (src.shape[0], src.shape[2], src.shape[3]) != (dst.shape[0], dst.shape[2], dst.shape[3]):
+        raise KernelArgumentError(f"src {tuple(src.shape)} does not match dst {tuple(dst.shape)}")
+    return None
+
+
+def quantize_append(kernel, src, dst, scales, zeros=None, *, positions):
+    """Quantizes ``src`` [B, S, H, D] into the cache ``dst`` [B, capacity, H, D] at rows
+    ``positions[b] + i`` (int32 [B], on the device: rows outside the cache are skipped, no host
+    check), writing their ``scales`` (and ``zeros``): ``torch.ops.attn_opt.quantize_append`` on
+    the current stream, capturable in a CUDA graph. ``kernel``: a compiled
+    ``attn.quantize.append`` (``GpuQuantizeKernel``) or the path of its PTX. Returns ``dst``."""
+    path = str(getattr(kernel, "path", kernel))
+    try:
+        ops.quantize_append(path, src, positions, dst, scales, zeros)
+    except (TypeError, ValueError) as e:
+        raise KernelArgumentError(str(e)) from e
+    except RuntimeError as e:
+        raise GpuError(str(e)) from e
+    return dst
 
 
 def _device_index(device) -> int:

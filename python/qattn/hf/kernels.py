@@ -129,7 +129,10 @@ class GpuKernels:
         return plan.run(q, k, v, seq_lens=seq_lens, out=out)
 
     def append(self, rows, cache, scales, positions):
-        """Quantizes rows [B, S, Hkv, D] bf16 into cache rows positions[b] + i (no host sync)."""
+        """Quantizes rows [B, S, Hkv, D] bf16 into cache rows positions[b] + i (no host sync):
+        the torch op attn_opt::quantize_append where the extension is built, else the ctypes
+        launcher."""
+        from .. import torch_ops
         if self._append is None:
             src = source("append", 0, self.kv_heads, self.head_dim, self.fmt)
             if isinstance(src, Path):
@@ -138,4 +141,7 @@ class GpuKernels:
             else:
                 from ..kernels import build
                 self._append = build(src)
-        self._append(rows, cache, scales, positions=positions, check_positions=False)
+        if torch_ops.HAS_EXTENSION:
+            torch_ops.quantize_append(self._append, rows, cache, scales, positions=positions)
+        else:
+            self._append(rows, cache, scales, positions=positions, check_positions=False)
