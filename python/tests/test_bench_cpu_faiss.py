@@ -42,6 +42,26 @@ def test_tiny_run():
     assert all(r["nomad_scan_us"] > 0 and r["faiss_search_us"] > 0 for r in rows)
 
 
+@pytest.mark.skipif(not glob.glob(str(FAISS / "faiss_cpu-*.whl")) or not ATTN_OPT
+                    or not shutil.which("g++") or not shutil.which("taskset") or not _avx2(),
+                    reason="needs build/faiss (scripts/bench-cpu-faiss --fetch), attn-opt, g++, "
+                           "taskset and AVX2")
+def test_prebuilt_kernels_name_their_commit(tmp_path):
+    script = [sys.executable, str(REPO_ROOT / "scripts" / "bench-cpu-faiss")]
+    kdir = tmp_path / "kernels"
+    out = subprocess.run(script + ["--isas", "avx2", "--kernels-only", str(kdir),
+                                   "--attn-opt", ATTN_OPT], capture_output=True, text=True,
+                         timeout=600)
+    assert out.returncode == 0, out.stderr
+    commit = (kdir / "commit.txt").read_text().strip()
+    assert commit
+    out = subprocess.run(script + ["--lengths", "64", "--reps", "1", "--kernels", str(kdir)],
+                         capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(rows) == 3 and all(r["kernels_commit"] == commit and r["scan_equal"] for r in rows)
+
+
 def test_rejects_bad_reps(tmp_path):
     out = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "bench-cpu-faiss"),
                           "--faiss", str(tmp_path), "--reps", "0"],

@@ -42,13 +42,15 @@ ISA ISA::get(TargetKind kind) {
   case TargetKind::avx2:
     return {kind, 32, "llvm.x86.avx2.pshuf.b", "", ""};
   case TargetKind::avx512:
-    return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "", ""};
+    return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "", "", "",
+            "llvm.x86.avx512.permvar.hi.512"};
   case TargetKind::avx512_vbmi:
     return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "llvm.x86.avx512.permvar.qi.512",
-            "llvm.x86.avx512.vpermi2var.qi.512"};
+            "llvm.x86.avx512.vpermi2var.qi.512", "", "llvm.x86.avx512.permvar.hi.512"};
   case TargetKind::avx512_vnni:
     return {kind, 64, "llvm.x86.avx512.pshuf.b.512", "llvm.x86.avx512.permvar.qi.512",
-            "llvm.x86.avx512.vpermi2var.qi.512", "llvm.x86.avx512.vpdpbusd.512"};
+            "llvm.x86.avx512.vpermi2var.qi.512", "llvm.x86.avx512.vpdpbusd.512",
+            "llvm.x86.avx512.permvar.hi.512"};
   case TargetKind::neon:
     return {kind, 16, "llvm.aarch64.neon.tbl1.v16i8", "", ""};
   case TargetKind::scalar:

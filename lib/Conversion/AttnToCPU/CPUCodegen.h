@@ -33,6 +33,8 @@ struct ISA {
   /// u8 × s8 four-byte dot product accumulated into i32 lanes (AVX-512 VNNI vpdpbusd); when set,
   /// 16-centroid lookups go through vpermb + vpdpbusd instead of pshufb (PQLookup.cpp).
   StringRef dot4 = {};
+  /// Variable permute of 32 u16 lanes (AVX-512BW vpermw); empty: the lookup epilogue shuffles.
+  StringRef permute16 = {};
 
   bool isScalar() const { return vecBytes == 0; }
   static ISA get(TargetKind kind);

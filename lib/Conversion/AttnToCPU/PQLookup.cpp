@@ -69,6 +69,66 @@ Value finalize(ImplicitLocOpBuilder &b, Value a, Value bAcc, int64_t rows, int64
   return vector::ShuffleOp::create(b, e, o, interleave);
 }
 
+/// The 8-lane (16-byte, one sub-quantizer row) blocks `blocks` of the concatenation of x and y.
+Value pickBlocks(ImplicitLocOpBuilder &b, Value x, Value y, ArrayRef<int64_t> blocks) {
+  SmallVector<int64_t> mask;
+  for (int64_t blk : blocks)
+    for (int64_t i = 0; i < 8; ++i)
+      mask.push_back(8 * blk + i);
+  return vector::ShuffleOp::create(b, x, y, mask);
+}
+
+/// Sum of two block selections of (x, y): one of them a blend (no lane crossing) where possible.
+Value addBlocks(ImplicitLocOpBuilder &b, Value x, Value y, ArrayRef<int64_t> p,
+                ArrayRef<int64_t> q) {
+  return arith::AddIOp::create(b, pickBlocks(b, x, y, p), pickBlocks(b, x, y, q));
+}
+
+/// The 16-centroid epilogue of a 2- or 4-row register: from the accumulators (A, B) of the low
+/// nibbles (keys 0..15) and of the high nibbles (keys 16..31), the 32 u16 sums in key order.
+/// Sums the rows with whole-row shuffles first, then forms the even keys (A - (B << 8)) once on
+/// the folded sums and interleaves even and odd keys once:
+///   2 rows (256-bit): X = [Alo Ahi], Y = [Blo Bhi] (a blend, a lane swap and an add each);
+///                     X -= Y << 8; unpack low/high words of (X, Y).
+///   4 rows (512-bit): W = [Alo Ahi Blo Bhi] in 3 adds of row shuffles; one word permute
+///                     (vpermw) gives the pairs (A_k, B_k) of keys 2k, 2k+1 as one u32 lane;
+///                     lane -= (lane >> 16) << 8 (word shift), which leaves B_k's word as it is.
+/// Every step is a wrapping u16 add, subtract or move, so the sums equal finalize()'s bit for bit.
+Value foldNibbles(ImplicitLocOpBuilder &b, const ISA &isa, ValueRange accs, int64_t rows) {
+  auto t = cast<VectorType>(accs[0].getType());
+  SmallVector<int64_t> mask;
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t j = 0; j < 8; ++j) {
+      mask.push_back(8 * half + j);
+      mask.push_back(16 + 8 * half + j);
+    }
+  if (rows == 2) {
+    // Blocks 0, 1: x's rows; 2, 3: y's. {0, 3} keeps lanes (a blend), {1, 2} swaps them.
+    Value x = addBlocks(b, accs[0], accs[2], {0, 3}, {1, 2});
+    Value y = addBlocks(b, accs[1], accs[3], {0, 3}, {1, 2});
+    x = arith::SubIOp::create(b, x, arith::ShLIOp::create(b, y, splat(b, t, 8)));
+    return vector::ShuffleOp::create(b, x, y, mask);
+  }
+  // 4 rows: blocks 0..3 of the first operand, 4..7 of the second.
+  Value zLo = addBlocks(b, accs[0], accs[1], {0, 1, 6, 7}, {2, 3, 4, 5}); // [A02 A13 B02 B13]
+  Value zHi = addBlocks(b, accs[2], accs[3], {0, 1, 6, 7}, {2, 3, 4, 5});
+  Value w = addBlocks(b, zLo, zHi, {0, 5, 2, 7}, {1, 4, 3, 6}); // [Alo Ahi Blo Bhi]
+  Value pairs;
+  if (isa.permute16.empty()) {
+    pairs = vector::ShuffleOp::create(b, w, w, mask);
+  } else {
+    SmallVector<Attribute> order;
+    for (int64_t m : mask)
+      order.push_back(b.getI16IntegerAttr(m));
+    Value idxV = arith::ConstantOp::create(b, t, DenseElementsAttr::get(t, order));
+    pairs = lookup(b, isa.permute16, t, {w, idxV});
+  }
+  auto u32 = VectorType::get({t.getNumElements() / 2}, b.getI32Type());
+  Value odd = arith::ShRUIOp::create(b, vector::BitCastOp::create(b, u32, pairs), splat(b, u32, 16));
+  Value shifted = arith::ShLIOp::create(b, vector::BitCastOp::create(b, t, odd), splat(b, t, 8));
+  return arith::SubIOp::create(b, pairs, shifted);
+}
+
 /// Dequantizes (or keeps raw) the 32 u16 sums of a block and stores them: all 32 with a plain
 /// store (`len` null: a full block), else the first len − 32·blk with a masked one. AVX2 has no
 /// 16-bit masked store; LLVM splits one into 32 tested scalar stores, so full blocks avoid it.
@@ -210,6 +270,8 @@ Value simdBlock(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numS
         scf::YieldOp::create(nb, next);
       });
   ValueRange accs = loop.getResults();
+  if (fourBit && (rowsPerVec == 2 || rowsPerVec == 4))
+    return foldNibbles(b, isa, accs, rowsPerVec);
   if (fourBit) {
     Value lo = finalize(b, accs[0], accs[1], rowsPerVec, 16);
     Value hi = finalize(b, accs[2], accs[3], rowsPerVec, 16);

@@ -23,10 +23,16 @@
 // AVX2: %[[W:.+]] = vector.bitcast %[[RLO]] : vector<32xi8> to vector<16xi16>
 // AVX2: arith.addi %{{.*}}, %[[W]] : vector<16xi16>
 // AVX2: arith.shrui %[[W]], %{{.*}} : vector<16xi16>
-// even keys = A - (B << 8)
-// AVX2: arith.shli
-// AVX2: arith.subi {{.*}} : vector<16xi16>
-// AVX2: vector.shuffle {{.*}} [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15]
+// Rows folded first: X = [Alo Ahi] = a blend + a lane swap of the low and high nibbles' A
+// (Y the same from B), then even keys = X - (Y << 8), interleaved once with the odd keys Y.
+// AVX2: %[[XB:.+]] = vector.shuffle %[[ACC:.+]]#0, %[[ACC]]#2 [0, 1, 2, 3, 4, 5, 6, 7, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi16>, vector<16xi16>
+// AVX2: %[[XS:.+]] = vector.shuffle %[[ACC]]#0, %[[ACC]]#2 [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
+// AVX2: %[[X:.+]] = arith.addi %[[XB]], %[[XS]] : vector<16xi16>
+// AVX2: vector.shuffle %[[ACC]]#1, %[[ACC]]#3
+// AVX2: %[[Y:.+]] = arith.addi {{.*}} : vector<16xi16>
+// AVX2: %[[Y8:.+]] = arith.shli %[[Y]], %{{.*}} : vector<16xi16>
+// AVX2: %[[E:.+]] = arith.subi %[[X]], %[[Y8]] : vector<16xi16>
+// AVX2: vector.shuffle %[[E]], %[[Y]] [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31]
 // score = step · u16 + bias, valid keys only
 // AVX2: arith.uitofp {{.*}} : vector<32xi16> to vector<32xf32>
 // AVX2: arith.mulf
@@ -38,6 +44,17 @@
 // AVX512: vector.load {{.*}} vector<64xi8>
 // AVX512: llvm.call_intrinsic "llvm.x86.avx512.pshuf.b.512"({{.*}}) : (vector<64xi8>, vector<64xi8>) -> vector<64xi8>
 // AVX512: vector.bitcast {{.*}} : vector<64xi8> to vector<32xi16>
+// Four rows folded by row shuffles into W = [Alo Ahi Blo Bhi], one vpermw pairs keys 2k, 2k+1
+// as (A, B) in one u32 lane, then A -= B << 8 within the lane.
+// AVX512: vector.shuffle {{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 40, 41, 42, 43, 44, 45, 46, 47, 16, 17, 18, 19, 20, 21, 22, 23, 56, 57, 58, 59, 60, 61, 62, 63] : vector<32xi16>, vector<32xi16>
+// AVX512: %[[W:.+]] = arith.addi {{.*}} : vector<32xi16>
+// AVX512-NEXT: arith.constant
+// AVX512-NEXT: %[[P:.+]] = llvm.call_intrinsic "llvm.x86.avx512.permvar.hi.512"(%[[W]], %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<32xi16>
+// AVX512: %[[P32:.+]] = vector.bitcast %[[P]] : vector<32xi16> to vector<16xi32>
+// AVX512: %[[B:.+]] = arith.shrui %[[P32]], %{{.*}} : vector<16xi32>
+// AVX512: %[[B16:.+]] = vector.bitcast %[[B]] : vector<16xi32> to vector<32xi16>
+// AVX512: %[[B8:.+]] = arith.shli %[[B16]], %{{.*}} : vector<32xi16>
+// AVX512: arith.subi %[[P]], %[[B8]] : vector<32xi16>
 
 // NEON-LABEL: func.func @scores
 // NEON: llvm.call_intrinsic "llvm.aarch64.neon.tbl1.v16i8"({{.*}}) : (vector<16xi8>, vector<16xi8>) -> vector<16xi8>
