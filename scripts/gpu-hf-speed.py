@@ -10,7 +10,9 @@ usage: python scripts/gpu-hf-speed.py OUT.json [--config 8b] [--batches 1,8,32]
 random weights) switches between attention implementations. Decode: each layer's cache is filled
 with `context` random K/V rows through the cache's own update (our caches quantize them with the
 append kernel), then 3 warm-up steps and `steps` timed steps of the whole model (embedding, layers,
-lm_head, argmax) with a synchronization at both ends; no CUDA graphs. Prefill: one prompt of
+lm_head, argmax) with a synchronization at both ends. --graphs captures the step in a CUDA graph
+(our caches, and SDPA with transformers' StaticCache) and checks the replays' tokens against eager
+steps. Prefill: one prompt of
 `--prefill` tokens at batch 1, the last position's logits only. A configuration whose caches do
 not fit is recorded with its error. Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR
 --q-heads 32 --kv-heads 8 --head-dim 128), else the package's ahead-of-time set or attn-opt.
@@ -26,7 +28,7 @@ import traceback
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, StaticCache
 
 import qattn.hf as qh
 
@@ -39,6 +41,9 @@ CONFIGS = {
 # sdpa_bf16: transformers' default; sdpa_flash_bf16: torch's flash / memory-efficient backends
 # pinned (no cuDNN)
 PATHS = ("sdpa_bf16", "sdpa_flash_bf16", "attn_opt_bf16", "attn_opt_int8", "attn_opt_fp8")
+# --graphs: each step captured in a CUDA graph; SDPA through transformers' StaticCache (a
+# DynamicCache grows, so it cannot be captured)
+GRAPH_PATHS = ("sdpa_static_bf16", "attn_opt_bf16", "attn_opt_int8", "attn_opt_fp8")
 
 
 def make_model(name):
@@ -53,6 +58,9 @@ def make_model(name):
 
 def use(model, path):
     """Switches the model's attention; returns a fresh cache for `capacity` tokens."""
+    if path == "sdpa_static_bf16":
+        model.set_attn_implementation("sdpa")
+        return lambda cfg, capacity: StaticCache(config=cfg, max_cache_len=capacity)
     if path.startswith("sdpa"):
         model.set_attn_implementation("sdpa")
         return lambda cfg, capacity: DynamicCache(config=cfg)
@@ -66,10 +74,11 @@ def fill(cache, cfg, batch, context):
     their values), written through each layer's own update."""
     g = torch.Generator(device="cuda").manual_seed(1)
     shape = (batch, cfg.num_key_value_heads, context, cfg.head_dim)
+    kwargs = {"cache_position": torch.arange(context, device="cuda")}
     for layer in range(cfg.num_hidden_layers):
         k = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
         v = torch.randn(shape, device="cuda", dtype=torch.bfloat16, generator=g)
-        cache.layers[layer].update(k, v)
+        cache.layers[layer].update(k, v, kwargs)
         del k, v
 
 
@@ -86,6 +95,73 @@ def decode(model, cfg, new_cache, batch, context, steps):
     torch.cuda.synchronize()
     dt = time.perf_counter() - t0
     return {"step_ms": dt / steps * 1e3, "tokens_per_s": batch * steps / dt,
+            "peak_gib": torch.cuda.max_memory_allocated() / 2**30}
+
+
+def decode_graph(model, cfg, new_cache, batch, context, steps, check=4):
+    """Decode steps replayed from one CUDA graph: the step's inputs (token, position) live in
+    static buffers the graph advances. Checked against as many eager steps from the same cache
+    state: the first step's logits (relative error; cuBLAS may pick other GEMM algorithms under
+    capture) and the tokens of `check` steps (random weights leave near-ties, so a rounding
+    difference may flip a token and every later one)."""
+    capacity = context + check + steps + 16
+    cache = new_cache(cfg, capacity)
+    fill(cache, cfg, batch, context)
+    static = isinstance(cache, StaticCache)
+    # A StaticCache needs the 2-D mask of the slots written so far (without one, SDPA skips the
+    # causal mask of a one-token query and reads every slot of the static cache).
+    mask = torch.zeros(batch, capacity, dtype=torch.long, device="cuda") if static else None
+    ids = torch.zeros(batch, 1, dtype=torch.long, device="cuda")
+    pos = torch.full((batch, 1), context, dtype=torch.long, device="cuda")
+    cpos = torch.full((1,), context, dtype=torch.long, device="cuda")
+    last = torch.zeros(batch, cfg.vocab_size, dtype=torch.float32, device="cuda")
+
+    def step():
+        if static:
+            mask.index_fill_(1, cpos, 1)
+        out = model(ids, position_ids=pos, cache_position=cpos, past_key_values=cache,
+                    attention_mask=mask)
+        last.copy_(out.logits[:, -1])
+        ids.copy_(last.argmax(-1, keepdim=True))
+        pos.add_(1)
+        cpos.add_(1)
+
+    def restart():  # the cache back to `context` tokens, the inputs to the first step's
+        if static:  # a StaticCache rewrites the same slots
+            mask.zero_()
+            mask[:, :context] = 1
+        else:
+            cache.crop(-(cache.get_seq_length() - context))
+        ids.zero_()
+        pos.fill_(context)
+        cpos.fill_(context)
+
+    restart()
+    eager, first = [], None
+    for _ in range(check):  # also the warm-up before capture
+        step()
+        eager.append(ids.clone())
+        first = last.clone() if first is None else first
+    restart()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    restart()  # capturing ran the step's Python (host lengths) but no kernel
+    replayed = []
+    for i in range(check):
+        graph.replay()
+        replayed.append(ids.clone())
+        if i == 0:
+            err = float((last - first).abs().max() / first.abs().max())
+    agree = float(torch.cat(eager).eq(torch.cat(replayed)).float().mean())
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        graph.replay()
+    torch.cuda.synchronize()
+    dt = time.perf_counter() - t0
+    return {"step_ms": dt / steps * 1e3, "tokens_per_s": batch * steps / dt,
+            "graph_first_step_logit_rel_err": err, "graph_token_agreement": agree,
             "peak_gib": torch.cuda.max_memory_allocated() / 2**30}
 
 
@@ -131,7 +207,10 @@ def main():
     ap.add_argument("--contexts", default="2048,8192")
     ap.add_argument("--prefill", default="8192", help="comma-separated prompt lengths")
     ap.add_argument("--steps", type=int, default=16)
-    ap.add_argument("--paths", default=",".join(PATHS))
+    ap.add_argument("--paths", default=None, help="comma-separated (default: every path)")
+    ap.add_argument("--graphs", action="store_true",
+                    help="capture each decode step in a CUDA graph (paths: " + ",".join(GRAPH_PATHS)
+                         + ")")
     a = ap.parse_args()
     import transformers
     cfg, model = make_model(a.config)
@@ -139,7 +218,8 @@ def main():
              "torch": torch.__version__, "transformers": transformers.__version__,
              "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": a.config,
              "model": CONFIGS[a.config], "weights": "random bf16 (seed 0)"}]
-    paths = [p for p in a.paths.split(",") if p]
+    paths = [p for p in (a.paths or ",".join(GRAPH_PATHS if a.graphs else PATHS)).split(",") if p]
+    run = decode_graph if a.graphs else decode
     for tokens in (int(t) for t in a.prefill.split(",") if t):
         for path in paths:
             new_cache = use(model, path)
@@ -149,8 +229,8 @@ def main():
         for batch in (int(b) for b in a.batches.split(",")):
             for path in paths:
                 new_cache = use(model, path)
-                measure(rows, a.out, "decode",
-                        lambda: decode(model, cfg, new_cache, batch, context, a.steps),
+                measure(rows, a.out, "decode_graph" if a.graphs else "decode",
+                        lambda: run(model, cfg, new_cache, batch, context, a.steps),
                         path=path, batch=batch, context=context)
 
 

@@ -164,12 +164,19 @@ def test_cache_bookkeeping_and_quantize_on_append():
     deq, _ = layer.dequantized()
     assert deq.shape == (2, 4, 2, 16)
     assert float((deq[:, :3] - k.transpose(1, 2)).abs().max()) < float(k.abs().max()) / 100
-    cache.crop(1)
+    cache.crop(-1)  # transformers' form: drop the last token
     assert cache.get_seq_length(0) == 3 and layer.seq_lens.tolist() == [3, 3]
+    cache.crop(5)  # the legacy form: the length to keep; a longer one changes nothing
+    assert cache.get_seq_length(0) == 3 and layer.seq_lens.tolist() == [3, 3]
+    cache.crop(4)
+    cache.crop(0)
+    assert cache.get_seq_length(0) == 3
     with pytest.raises(UnsupportedError, match="exceed the capacity 8"):
         cache.update(torch.randn(2, 2, 6, 16), torch.randn(2, 2, 6, 16), 0)
     with pytest.raises(UnsupportedError, match="batch 2"):
         cache.update(torch.randn(3, 2, 1, 16), torch.randn(3, 2, 1, 16), 0)
+    cache.crop(2)  # the legacy form shortens to 2
+    assert cache.get_seq_length(0) == 2 and layer.seq_lens.tolist() == [2, 2]
     cache.reset()
     assert cache.get_seq_length(0) == 0 and layer.seq_lens.tolist() == [0, 0]
     assert cache.memory_bytes == 2 * (2 * 8 * 2 * 16) + 2 * (2 * 8 * 2 * 4)
@@ -321,3 +328,19 @@ def test_kernels_reject_float32_models():
     _, ours = model_pair(cfg, "cuda", torch.float32)
     with torch.inference_mode(), pytest.raises(UnsupportedError, match="bfloat16"):
         ours(prompt(device="cuda", vocab=512), past_key_values=qh.QattnCache(cfg, max_cache_len=16))
+
+
+def test_bf16_rows_land_at_device_positions_and_skip_past_capacity():
+    """The bf16 cache writes rows at seq_lens[b] + i read on the device (what a CUDA graph
+    replays at each step), and skips rows past the capacity as the quantize kernel does."""
+    from qattn.hf.cache import QattnLayer
+    layer = QattnLayer("bf16", 6, "torch")
+    k = torch.randn(3, 2, 2, 16)
+    layer.update(k, k.clone())
+    before = layer.keys.clone()
+    layer.seq_lens.copy_(torch.tensor([5, 0, 7], dtype=torch.int32))  # row 2 is already full
+    rows = torch.randn(3, 3, 2, 16).to(torch.bfloat16)
+    layer._copy_rows(rows, rows.clone())
+    assert torch.equal(layer.keys[0, 5], rows[0, 0]) and torch.equal(layer.keys[0, :5], before[0, :5])
+    assert torch.equal(layer.keys[1, :3], rows[1]) and torch.equal(layer.keys[1, 3:], before[1, 3:])
+    assert torch.equal(layer.keys[2], before[2]) and torch.equal(layer.values[0, 5], rows[0, 0])

@@ -144,8 +144,7 @@ class QattnLayer(CacheLayerMixin):
         k_rows = key_states.transpose(1, 2).to(torch.bfloat16).contiguous()
         v_rows = value_states.transpose(1, 2).to(torch.bfloat16).contiguous()
         if self.fmt == "bf16":
-            self.keys[:, start:start + s].copy_(k_rows)
-            self.values[:, start:start + s].copy_(v_rows)
+            self._copy_rows(k_rows, v_rows)
         elif self.backend == "kernels":
             self.kernels.append(k_rows, self.keys, self.k_scale, self.seq_lens)
             self.kernels.append(v_rows, self.values, self.v_scale, self.seq_lens)
@@ -159,6 +158,26 @@ class QattnLayer(CacheLayerMixin):
         self.length += s
         self.new_rows = (k_rows, v_rows)
         return key_states, value_states
+
+    def _copy_rows(self, k_rows, v_rows):
+        """bf16: row i of batch row b goes to seq_lens[b] + i, read on the device like the append
+        kernel's positions (a CUDA graph replays it at each step's position); rows past the
+        capacity are skipped, as the kernel skips them. One scatter without a host sync: skipped
+        rows are aimed at the last slot with the value that slot gets anyway, so duplicate
+        indices write equal values."""
+        b, s = k_rows.shape[:2]
+        dev, cap = k_rows.device, self.capacity
+        start = self.seq_lens.long()[:, None]
+        i = torch.arange(s, device=dev)[None, :].expand(b, s)
+        at = start + i
+        over = at >= cap
+        last = (cap - 1 - start).expand(b, s)  # the row that lands in the last slot, if any
+        src = torch.where(over, last, i).clamp(0, s - 1)
+        keep_old = (over & ((last < 0) | (last >= s)))[..., None, None]
+        at = at.clamp(max=cap - 1)
+        bi = torch.arange(b, device=dev)[:, None].expand(b, s)
+        for rows, store in ((k_rows, self.keys), (v_rows, self.values)):
+            store[bi, at] = torch.where(keep_old, store[bi, at], rows[bi, src])
 
     def dequantized(self):
         """K, V [B, length, Hkv, D] float32 as the kernels read them."""
@@ -182,9 +201,13 @@ class QattnLayer(CacheLayerMixin):
             self.seq_lens.zero_()
 
     def crop(self, tokens_to_remove):
-        """Drops the last tokens (a negative count keeps that many), as DynamicLayer.crop."""
-        n = self.length - tokens_to_remove if tokens_to_remove >= 0 else -tokens_to_remove
-        n = max(0, min(self.length, n))
+        """As transformers' DynamicLayer.crop: a negative count drops that many of the last
+        tokens; a positive one is the length to keep (its legacy form; nothing happens when the
+        cache is not longer)."""
+        if tokens_to_remove > 0:
+            n = min(self.length, tokens_to_remove)
+        else:
+            n = max(0, self.length - abs(tokens_to_remove))
         if self.is_initialized:
             self.seq_lens.fill_(n)
         self.length = n
