@@ -90,7 +90,7 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d,
   // What the builders divide by or index with: the values planForward accepts.
   bool ok = (p.tileN == 32 || p.tileN == 64 || p.tileN == 128) &&
             (p.headDim == 64 || p.headDim == 128 || p.headDim == 256) && p.stages >= 1 &&
-            p.stages <= 4 && p.pack >= 1 && p.kvHeads >= 1 && p.qHeads % p.kvHeads == 0 &&
+            p.stages <= 4 && p.pack >= 1 && p.kvHeads >= 1 && p.qHeads >= 1 && p.qHeads % p.kvHeads == 0 &&
             (p.qHeads / p.kvHeads) % p.pack == 0 && p.producerWGs >= 1 && p.producerWGs <= 2 &&
             p.consumerWGs >= 1 && p.consumerWGs <= 3 && p.qChunk >= 1 && p.qBlock >= 1 &&
             p.kBlock >= 1 && p.vBlock >= 1 && p.ctasPerSm >= 1 && p.qBuffers >= 1 &&
