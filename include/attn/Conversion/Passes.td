@@ -69,8 +69,10 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
   let description = [{
     Each function holding one `attn.attention decode` op with target `sm_90a` (and a complete
     schedule: run `attn-select-schedule` first) becomes two kernels in
-    `gpu.module @attn_kernels` (NVVM target sm_90a, PTX 8.6), written in the LLVM and NVVM
-    dialects:
+    `gpu.module @attn_kernels` (NVVM target sm_90a, PTX 8.6). attn-build-kernel builds them at
+    the kernel level (run it first; convert-attnk-to-nvvm lowers them); this pass checks the
+    op, refuses what the kernels do not implement, attaches the launch metadata to the
+    forward kernel and removes the host function:
 
     * `<f>_decode`: grid (splits, query-head groups, batch), 256 threads. A producer warpgroup
       streams K/V tiles with `nvvm.cp.async.bulk.tensor` into `stages` mbarrier-guarded stages
@@ -135,12 +137,17 @@ def AttnBuildKernel : Pass<"attn-build-kernel", "ModuleOp"> {
     * `attn.quantize.append` / `attn.quantize.dynamic`: `<f>_quantize` (group index, loads,
       widening, scales, `attnk.quantize_tile`, stores), with its launch metadata; the host
       function is removed;
-    * `attn.attention decode` (not prefill): its split-KV combine kernels `<f>_combine` and
-      `<f>_combine_wide` (`attnk.merge.combine`); the attention op and its function stay for
-      `convert-attn-to-nvvm`, which builds the attention kernel and its launch metadata and
-      puts the combine kernels after it.
+    * `attn.attention` (decode and prefill): the forward kernel `<f>_decode` / `<f>_prefill`
+      (and a dynamic batch's `<f>_decode_2cta`) — tensor-map and buffer parameters, its rings
+      (`attnk.ring.alloc`), the CTA's work and prologue (`attnk.forward.work`,
+      `attnk.forward.prologue`) and `attnk.warp_specialize` with the producer and consumer
+      roles (`attnk.forward.producer`, `attnk.forward.consumer`); for decode also the split-KV
+      combine kernels `<f>_combine` and `<f>_combine_wide` (`attnk.merge.combine`), placed
+      after the forward kernel. The attention op and its function stay for
+      `convert-attn-to-nvvm`, which checks the op, says why a variant is refused (nothing is
+      built for it here) and attaches the launch metadata.
 
-    The other GPU ops (prefill, `attn.mla_decode`, `attn.quantize.mla_append`) are left for
+    The other GPU ops (`attn.mla_decode`, `attn.quantize.mla_append`) are left for
     `convert-attn-to-nvvm`. Run `attn-select-schedule` first; lower with
     `convert-attnk-to-nvvm` after `convert-attn-to-nvvm`. Quantize variants without a kernel
     are refused on the op with "not supported yet by the sm_90a kernels".
@@ -154,8 +161,11 @@ def ConvertAttnKernelToNVVM : Pass<"convert-attnk-to-nvvm", "ModuleOp"> {
   let description = [{
     Rewrites every `attnk` op with the pattern families of lib/Conversion/AttnKernelToNVVM
     (one family per file): `attnk.kernel` becomes an `llvm.func` kernel in place,
-    `attnk.merge.combine` the combine kernel's merge, the quantize ops the quantize kernel.
-    Memref kernel parameters become `!llvm.ptr<1>`; `!attnk.groups` tiles the registers each
+    `attnk.warp_specialize` the roles' split with their `setmaxnreg`, `attnk.ring.alloc` the
+    ring's shared-memory address, the `attnk.forward.*` ops the forward kernel's frame and
+    roles, `attnk.merge.combine` the combine kernel's merge, the quantize ops the quantize
+    kernel. Memref kernel parameters become `!llvm.ptr<1>`, tensor maps by-value grid
+    constants (`!llvm.ptr`), rings `!llvm.ptr<3>`; `!attnk.groups` tiles the registers each
     thread holds. scf control flow is left for attn-nvvm-to-llvm.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",

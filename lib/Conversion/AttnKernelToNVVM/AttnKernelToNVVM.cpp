@@ -2,8 +2,9 @@
 //
 // What this file is: `convert-attnk-to-nvvm` — lowers every `attnk` op of the module to the LLVM
 // and NVVM dialects (and scf, which attn-nvvm-to-llvm lowers with the rest) through the pattern
-// families of this folder: the kernel container (KernelLowering.cpp), the split merge
-// (MergeLowering.cpp) and quantization (QuantizeLowering.cpp). The type converter they share
+// families of this folder: the kernel container (KernelLowering.cpp), warp roles and rings
+// (PipelineLowering.cpp), the forward kernel's frame and roles (ForwardLowering.cpp), the split
+// merge (MergeLowering.cpp) and quantization (QuantizeLowering.cpp). The type converter they share
 // is defined here.
 //
 //===----------------------------------------------------------------------===//
@@ -25,6 +26,8 @@ using namespace mlir::attnk;
 KernelTypeConverter::KernelTypeConverter(MLIRContext *ctx) {
   addConversion([](Type t) { return t; });
   addConversion([ctx](MemRefType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
+  addConversion([ctx](TensorMapType) -> Type { return LLVM::LLVMPointerType::get(ctx, 0); });
+  addConversion([ctx](RingType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
   // A thread's chunks of a warp-distributed load: one vector per chunk.
   addConversion([](VectorType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
     if (t.getRank() != 2)
@@ -46,6 +49,8 @@ struct ConvertAttnKernelToNVVMPass
     KernelTypeConverter tc(ctx);
     RewritePatternSet patterns(ctx);
     populateKernelPatterns(tc, patterns);
+    populatePipelinePatterns(tc, patterns);
+    populateForwardPatterns(tc, patterns);
     populateMergePatterns(tc, patterns);
     populateQuantizePatterns(tc, patterns);
     ConversionTarget target(*ctx);

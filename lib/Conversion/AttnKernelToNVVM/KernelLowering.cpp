@@ -2,7 +2,7 @@
 //
 // What this file is: the lowering of the kernel container `attnk.kernel` to an `llvm.func` in
 // the same place of its `gpu.module`: `nvvm.kernel`, `nvvm.maxntid = [threads, 1, 1]`, memref
-// parameters as global pointers, `griddepcontrol.wait` first when the kernel is launched as a
+// parameters as global pointers, tensor maps as by-value grid constants, `griddepcontrol.wait` first when the kernel is launched as a
 // programmatic dependent, the launch metadata as `attn.launch`, and the closing `llvm.return`.
 //
 //===----------------------------------------------------------------------===//
@@ -34,6 +34,15 @@ struct KernelLowering : OpConversionPattern<KernelOp> {
                 rewriter.getDenseI32ArrayAttr({static_cast<int32_t>(op.getThreads()), 1, 1}));
     if (auto launch = op.getLaunchAttr())
       fn->setAttr("attn.launch", launch);
+    // A tensor map is passed by value: a 128-byte, 64-byte-aligned grid constant.
+    for (BlockArgument a : body.getArguments())
+      if (isa<TensorMapType>(a.getType())) {
+        unsigned i = a.getArgNumber();
+        fn.setArgAttr(i, "llvm.byval",
+                      TypeAttr::get(LLVM::LLVMArrayType::get(rewriter.getI8Type(), 128)));
+        fn.setArgAttr(i, "nvvm.grid_constant", UnitAttr::get(ctx));
+        fn.setArgAttr(i, "llvm.align", rewriter.getI64IntegerAttr(64));
+      }
     rewriter.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
     Block *entry = rewriter.applySignatureConversion(&fn.getBody().front(), sig,
                                                      getTypeConverter());

@@ -13,7 +13,8 @@
 
 namespace mlir::attnk {
 
-/// memref → !llvm.ptr<1>; i32 stays; `!attnk.groups` → the thread's registers (see
+/// memref → !llvm.ptr<1>; i32 stays; `!attnk.tensor_map` → !llvm.ptr (a by-value parameter's
+/// address); `!attnk.ring` → !llvm.ptr<3> (its first stage); `!attnk.groups` → the thread's registers (see
 /// QuantizeLowering.cpp); vector<I x V x E> (a thread's loaded chunks) → I vector<V x E>.
 class KernelTypeConverter : public TypeConverter {
 public:
@@ -22,6 +23,13 @@ public:
 
 /// `attnk.kernel` → `llvm.func` (KernelLowering.cpp).
 void populateKernelPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// `attnk.warp_specialize`, `attnk.ring.alloc` (PipelineLowering.cpp).
+void populatePipelinePatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// The forward kernel's `attnk.forward.*` ops (ForwardLowering.cpp).
+void populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// The aligned shared-memory base of a lowered ring (its address is that base plus the ring's
+/// offset); null if `ring` is not one.
+Value ringSharedBase(Value ring);
 /// `attnk.merge.combine` → the combine kernel's body (MergeLowering.cpp).
 void populateMergePatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// `attnk.group_index`, `load_groups`, `convert_tile` on groups, `group_scales`,

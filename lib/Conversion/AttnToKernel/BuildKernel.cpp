@@ -5,14 +5,14 @@
 //
 //   kernel level (this pass, then convert-attnk-to-nvvm):
 //     attn.quantize.append / .dynamic → <f>_quantize          (BuildQuantize.cpp)
+//     attn.attention                  → <f>_decode, <f>_decode_2cta, <f>_prefill (BuildForward.cpp)
 //     attn.attention decode           → <f>_combine, <f>_combine_wide (BuildCombine.cpp)
 //   direct (convert-attn-to-nvvm builds NVVM from C++):
-//     attn.attention (the attention kernel itself, decode and prefill), attn.mla_decode,
-//     attn.quantize.mla_append
+//     attn.mla_decode, attn.quantize.mla_append
 //
 // A quantize op's host function is removed (its kernel is complete); an attention op stays for
-// convert-attn-to-nvvm, which builds the attention kernel and places the combine kernels after
-// it.
+// convert-attn-to-nvvm, which checks it, attaches the launch metadata to its forward kernel
+// and removes the host function.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,6 +20,8 @@
 
 #include "Build.h"
 #include "QuantizePlan.h"
+
+#include "../AttnToNVVM/ForwardPlan.h"
 
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
@@ -60,6 +62,24 @@ static LogicalResult checkQuantizePlacement(Operation *op, ModuleOp module) {
   return success();
 }
 
+/// An attention op's kernels, in launch order: the forward kernel, (decode) the combine kernels
+/// and the two-CTA companion. Where the op is not one the sm_90a kernels take, nothing is built
+/// for the forward kernel: convert-attn-to-nvvm, which plans it again, says why.
+static void buildAttentionKernels(OpBuilder &b, ModuleOp module, gpu::GPUModuleOp kernels,
+                                  AttentionOp op) {
+  FailureOr<nvvm::ForwardPlan> plan = failure();
+  {
+    ScopedDiagnosticHandler quiet(op.getContext(), [](Diagnostic &) { return success(); });
+    if (succeeded(checkKernelPlacement(op, module, /*gpu=*/true)))
+      plan = nvvm::planForward(op);
+  }
+  if (succeeded(plan))
+    buildForwardKernel(b, kernels, op, *plan);
+  buildCombineKernels(b, kernels, op);
+  if (succeeded(plan) && plan->wide)
+    buildForwardKernel(b, kernels, op, *plan->wide);
+}
+
 namespace {
 struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKernelPass> {
   void runOnOperation() override {
@@ -72,7 +92,7 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
         return;
       if (isa<QuantizeAppendOp, QuantizeDynamicOp>(op))
         quantizeOps.push_back(op);
-      else if (auto att = dyn_cast<AttentionOp>(op); att && att.getKind() != AttentionKind::prefill)
+      else if (auto att = dyn_cast<AttentionOp>(op))
         attentionOps.push_back(att);
     });
     bool ok = true;
@@ -92,13 +112,13 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
       return;
     OpBuilder b(&getContext());
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(b, module);
-    for (AttentionOp op : attentionOps)
-      buildCombineKernels(b, kernels, op);
     for (auto &[op, plan] : plans) {
       auto fn = cast<func::FuncOp>(op->getParentOp());
       buildQuantizeKernel(b, fn.getLoc(), kernels, op, plan);
       fn.erase();
     }
+    for (AttentionOp op : attentionOps)
+      buildAttentionKernels(b, module, kernels, op);
   }
 };
 } // namespace

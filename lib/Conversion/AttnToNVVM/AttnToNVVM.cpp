@@ -5,9 +5,9 @@
 // `attn.quantize.mla_append`, MLAQuantizeKernel.cpp) for sm_90a into
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
 // the generators implement (and says which part is not, on the op, otherwise), resolves the spec
-// and its schedule into a ForwardPlan, builds the forward kernel (ForwardKernel.cpp), puts the
-// split-KV combine kernels that attn-build-kernel built at the kernel level after it, and
-// attaches the launch metadata to the decode kernel as `attn.launch`. Ops
+// and its schedule into a ForwardPlan (planForward, which attn-build-kernel also calls to build
+// the forward kernel at the kernel level), and attaches the launch metadata to the forward
+// kernel that attn-build-kernel built (`launch` of its attnk.kernel). Ops
 // that cannot become kernels (placement, names, launch limits) are refused first. The
 // host function is removed: the launcher (attn-bench, qattn) drives the kernels through the
 // runtime.
@@ -20,6 +20,7 @@
 #include "MLAPlan.h"
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -413,7 +414,7 @@ static void planSharedMemory(Checker &c, ForwardPlan &p) {
   }
 }
 
-static FailureOr<ForwardPlan> planForward(AttentionOp op) {
+FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
   Checker c{op};
   ForwardPlan p;
   p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
@@ -538,11 +539,16 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
         continue;
       }
       FailureOr<ForwardPlan> plan = quantize ? FailureOr<ForwardPlan>(failure()) : planForward(att);
-      // The kernel level's kernels (attn-build-kernel): quantize, and decode's combine kernels.
+      // The kernel level's kernels (attn-build-kernel): quantize, the forward kernel and
+      // decode's combine kernels.
       auto kernels = module.lookupSymbol<gpu::GPUModuleOp>("attn_kernels");
-      if (quantize || (succeeded(plan) && !plan->prefill &&
-                       !(kernels && kernels.lookupSymbol(plan->name + "_combine")))) {
-        op->emitError() << (quantize ? "attn.quantize.* is" : "the split-KV combine kernels are")
+      auto built = [&](const std::string &name) {
+        return kernels && isa_and_nonnull<attnk::KernelOp>(kernels.lookupSymbol(name));
+      };
+      if (quantize || (succeeded(plan) && (!built(plan->kernelName()) ||
+                                           (!plan->prefill && !built(plan->name + "_combine"))))) {
+        op->emitError() << (quantize ? "attn.quantize.* is"
+                                     : "the forward kernel and its split-KV combine kernels are")
                         << " built at the kernel level: run attn-build-kernel before "
                            "convert-attn-to-nvvm";
         plan = failure();
@@ -583,19 +589,22 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       kernel->setAttr("attn.launch", b.getStringAttr(launchJSON));
       fn.erase();
     };
-    for (auto &[fn, plan] : plans)
-      emit(
-          fn, plan.kernelName(),
-          [&, &plan = plan](Location loc) {
-            buildForwardKernel(b, loc, gpuModule, plan);
-            if (!plan.prefill) // the combine kernels (attn-build-kernel) follow it
-              for (const char *suffix : {"_combine", "_combine_wide"})
-                gpuModule.lookupSymbol(plan.name + suffix)
-                    ->moveBefore(gpuModule.getBody(), gpuModule.getBody()->end());
-            if (plan.wide)
-              buildForwardKernel(b, loc, gpuModule, *plan.wide);
-          },
-          launchMetadataJSON(plan));
+    // The forward kernels are attnk.kernel ops (attn-build-kernel): the launch metadata goes
+    // on the main one (convert-attnk-to-nvvm carries it to the llvm.func); metadata-only, they
+    // give way to a declaration.
+    for (auto &[fn, plan] : plans) {
+      auto kernel = gpuModule.lookupSymbol<attnk::KernelOp>(plan.kernelName());
+      std::string json = launchMetadataJSON(plan);
+      if (!metadataOnly) {
+        kernel.setLaunchAttr(b.getStringAttr(json));
+        fn.erase();
+        continue;
+      }
+      kernel.erase();
+      if (plan.wide)
+        gpuModule.lookupSymbol(plan.wide->kernelName())->erase();
+      emit(fn, plan.kernelName(), [](Location) {}, json);
+    }
     for (auto &[fn, plan] : mlaPlans)
       emit(
           fn, plan.kernelName(),

@@ -1,10 +1,11 @@
 //===- ForwardKernel.cpp - the warp-specialized Hopper forward kernel -----===//
 //
-// What this file is: the generator of the forward-attention kernel, `<name>_decode` (decode
-// schedules) and `<name>_prefill` (below): for decode one CTA per (KV split, group of packed query
-// heads, batch element), 128 · (producers + consumers) threads in warp-specialized warpgroups —
-// its frame: the shared-memory map, the parameters, the CTA's key tiles, the mbarriers, the query
-// tile, and the split into
+// What this file is: the builders of the forward-attention kernel's frame, `<name>_decode`
+// (decode schedules) and `<name>_prefill` (below), that the kernel level's forward ops lower to
+// (lib/Conversion/AttnKernelToNVVM/ForwardLowering.cpp): for decode one CTA per (KV split, group
+// of packed query heads, batch element), 128 · (producers + consumers) threads in
+// warp-specialized warpgroups — the CTA's work and key tiles, the aligned shared base, the
+// mbarriers, the query tile, and the roles (split by attnk.warp_specialize):
 //
 //   producer warpgroups (setmaxnreg.dec; ForwardProducer.cpp): TMA streams K/V tiles into `stages`
 //     mbarrier-guarded shared-memory stages; the warpgroup dequantizes each tile (int8 / e4m3 →
@@ -166,52 +167,41 @@ static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
   setupWorkIds(k, c, chunk, grp, b);
 }
 
-/// Declares the kernel: its parameters (the K and V tensor maps by value as grid constants,
-/// the buffers, the extents, q_len for a dynamic prefill) and launch bounds.
-static LLVM::LLVMFuncOp declareForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                             const ForwardPlan &p) {
-  ensureSharedSymbol(b, loc, module);
-  MLIRContext *ctx = b.getContext();
-  Type gen = LLVM::LLVMPointerType::get(ctx, kGeneric);
-  Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
-  Type i32 = b.getI32Type();
-  SmallVector<Type> args = {gen,  gen, glob, glob, glob, glob, glob, glob,
-                            glob, i32, i32,  i32,  glob, glob, glob};
-  if (p.qLen < 0)
-    args.push_back(i32); // 15: q_len (prefill with a dynamic query length)
-  LLVM::LLVMFuncOp fn =
-      declareKernel(b, loc, module, p.kernelName(), args, p.threads(), p.ctasPerSm);
-  auto mapTy = LLVM::LLVMArrayType::get(b.getI8Type(), 128);
-  for (unsigned a = 0; a < 2; ++a) {
-    fn.setArgAttr(a, "llvm.byval", TypeAttr::get(mapTy));
-    fn.setArgAttr(a, "nvvm.grid_constant", UnitAttr::get(ctx));
-    fn.setArgAttr(a, "llvm.align", b.getI64IntegerAttr(64));
-  }
-  for (unsigned a = 2; a < 9; ++a)
-    fn.setArgAttr(a, "llvm.noalias", UnitAttr::get(ctx));
-  return fn;
+void mlir::attn::nvvm::bindForwardParams(Ctx &c, ValueRange params) {
+  c.kMap = params[0];
+  c.vMap = params[1];
+  c.q = params[2];
+  c.kScale = params[3];
+  c.vScale = params[4];
+  c.lens = params[5];
+  c.alibi = params[6];
+  c.out = params[7];
+  c.ws = params[8];
+  c.batch = params[9];
+  c.kvLen = params[10];
+  c.numSplits = params[11];
+  c.qScale = params[12];
+  c.kZero = params[13];
+  c.vZero = params[14];
+  if (c.p.qLen < 0)
+    c.qLenArg = params[15];
 }
 
-/// The kernel's parameters as the Ctx names them.
-static void bindArguments(Ctx &c, LLVM::LLVMFuncOp fn) {
-  const ForwardPlan &p = c.p;
-  c.kMap = fn.getArgument(0);
-  c.vMap = fn.getArgument(1);
-  c.q = fn.getArgument(2);
-  c.kScale = fn.getArgument(3);
-  c.vScale = fn.getArgument(4);
-  c.lens = fn.getArgument(5);
-  c.alibi = fn.getArgument(6);
-  c.out = fn.getArgument(7);
-  c.ws = fn.getArgument(8);
-  c.batch = fn.getArgument(9);
-  c.kvLen = fn.getArgument(10);
-  c.numSplits = fn.getArgument(11);
-  c.qScale = fn.getArgument(12);
-  c.kZero = fn.getArgument(13);
-  c.vZero = fn.getArgument(14);
-  if (p.qLen < 0)
-    c.qLenArg = fn.getArgument(15);
+void mlir::attn::nvvm::bindForwardWork(Ctx &c, ValueRange work) {
+  c.tid = work[0];
+  if (c.p.persistent)
+    return;
+  c.split = work[1];
+  c.qBase = work[2];
+  c.grp = work[3];
+  c.bIdx = work[4];
+  c.hkv = work[5];
+  c.headBase = work[6];
+  if (work.size() > 7) {
+    c.len = work[7];
+    c.tile0 = work[8];
+    c.numTiles = work[9];
+  }
 }
 
 /// Thread 0: the mbarriers of the stages and conversion buffers with their arrival counts.
@@ -301,29 +291,27 @@ static void buildPersistentConsumerItem(KernelBuilder &k, Ctx &c, Value item, Va
   buildConsumer(k, c);
 }
 
-void mlir::attn::nvvm::buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                         const ForwardPlan &p) {
-  LLVM::LLVMFuncOp fn = declareForwardKernel(b, loc, module, p);
-
-  OpBuilder::InsertionGuard g(b);
-  Block *entry = fn.addEntryBlock(b);
-  b.setInsertionPointToStart(entry);
-  KernelBuilder k(b, loc);
+SmallVector<Value> mlir::attn::nvvm::buildForwardWork(KernelBuilder &k, const ForwardPlan &p) {
   Ctx c{p, p.smem()};
-  bindArguments(c, fn);
-
   c.tid = k.tidX();
-  if (!p.persistent)
-    setupWorkIds(k, c, {}, {}, {}); // the CTA's own: ctaid.x, .y, .z
+  if (p.persistent)
+    return {c.tid};
+  setupWorkIds(k, c, {}, {}, {}); // the CTA's own: ctaid.x, .y, .z
+  return {c.tid, c.split, c.qBase, c.grp, c.bIdx, c.hkv, c.headBase};
+}
+
+Value mlir::attn::nvvm::buildAlignedSharedBase(KernelBuilder &k) {
   // Align the dynamic shared memory to 1024 bytes (the swizzle atom).
   Value raw = k.dynamicShared(kSharedSymbol);
   Value rawAddr = k.sharedAddr(raw);
   Value pad = k.band(k.sub(k.i32(1024), k.band(rawAddr, 1023)), 1023);
-  c.base = k.gep(raw, pad);
+  return k.gep(raw, pad);
+}
 
+SmallVector<Value> mlir::attn::nvvm::buildForwardPrologue(KernelBuilder &k, Ctx &c) {
+  const ForwardPlan &p = c.p;
   if (!p.persistent)
     setupWorkTiles(k, c);
-
   k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
     initBarriers(k, c);
     k.fenceMbarrierInit();
@@ -334,39 +322,36 @@ void mlir::attn::nvvm::buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUMo
     loadQueries(k, c);
   k.fenceProxyAsyncShared();
   k.barrier(0, 0);
+  if (p.persistent)
+    return {};
+  return {c.len, c.tile0, c.numTiles};
+}
 
-  k.ifThenElse(
-      k.cmp(P::ult, c.tid, p.producerThreads()), TypeRange{},
-      [&] {
-        NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
-                                       NVVM::SetMaxRegisterAction::decrease);
-        if (p.persistent)
-          forEachWorkItem(k, c, p.directKV(), [&](Value, Value) { buildProducer(k, c); });
-        else
-          buildProducer(k, c);
-        if (p.clusterSplits()) // the two cluster barriers of the consumers' in-cluster merge
-          k.ifThen(k.band(k.cmp(P::sgt, c.numSplits, 1), k.cmp(P::sgt, k.clusterSize(), 1)), [&] {
-            k.clusterSync();
-            k.clusterSync();
-          });
-        return SmallVector<Value>();
-      },
-      [&] {
-        NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.consumerRegs,
-                                       NVVM::SetMaxRegisterAction::increase);
-        if (p.persistent)
-          forEachWorkItem(k, c, false, [&](Value item, Value total) {
-            buildPersistentConsumerItem(k, c, item, total);
-          });
-        else
-          buildConsumer(k, c);
-        // The combine kernel (a programmatic dependent) may be scheduled once every CTA got here
-        // or exited; its griddepcontrol.wait still waits for this grid's completion. Triggering
-        // at the start instead crowded its CTAs onto the first SMs to free up (slower, measured).
-        if (!p.prefill)
-          NVVM::GriddepcontrolOp::create(k.builder(), k.getLoc(),
-                                         NVVM::GridDepActionKind::launch_dependents);
-        return SmallVector<Value>();
-      });
-  LLVM::ReturnOp::create(b, loc, ValueRange{});
+void mlir::attn::nvvm::buildForwardProducerRole(KernelBuilder &k, Ctx &c) {
+  const ForwardPlan &p = c.p;
+  if (p.persistent)
+    forEachWorkItem(k, c, p.directKV(), [&](Value, Value) { buildProducer(k, c); });
+  else
+    buildProducer(k, c);
+  if (p.clusterSplits()) // the two cluster barriers of the consumers' in-cluster merge
+    k.ifThen(k.band(k.cmp(P::sgt, c.numSplits, 1), k.cmp(P::sgt, k.clusterSize(), 1)), [&] {
+      k.clusterSync();
+      k.clusterSync();
+    });
+}
+
+void mlir::attn::nvvm::buildForwardConsumerRole(KernelBuilder &k, Ctx &c) {
+  const ForwardPlan &p = c.p;
+  if (p.persistent)
+    forEachWorkItem(k, c, false, [&](Value item, Value total) {
+      buildPersistentConsumerItem(k, c, item, total);
+    });
+  else
+    buildConsumer(k, c);
+  // The combine kernel (a programmatic dependent) may be scheduled once every CTA got here
+  // or exited; its griddepcontrol.wait still waits for this grid's completion. Triggering
+  // at the start instead crowded its CTAs onto the first SMs to free up (slower, measured).
+  if (!p.prefill)
+    NVVM::GriddepcontrolOp::create(k.builder(), k.getLoc(),
+                                   NVVM::GridDepActionKind::launch_dependents);
 }

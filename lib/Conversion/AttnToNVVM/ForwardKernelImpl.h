@@ -179,6 +179,23 @@ SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> 
 /// The consumer warpgroups (ForwardConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);
 
+// The kernel frame (ForwardKernel.cpp), one builder per kernel-level forward op.
+/// The kernel's parameters (launch ABI order: K and V tensor maps, q, k_scale, v_scale,
+/// seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero[, q_len]).
+void bindForwardParams(Ctx &c, ValueRange params);
+/// The work values of attnk.forward.work, then (not persistent) attnk.forward.prologue's.
+void bindForwardWork(Ctx &c, ValueRange work);
+/// attnk.forward.work: the thread id and (not persistent) the CTA's work ids.
+SmallVector<Value> buildForwardWork(KernelBuilder &k, const ForwardPlan &p);
+/// The dynamic shared memory's base aligned to 1024 bytes.
+Value buildAlignedSharedBase(KernelBuilder &k);
+/// attnk.forward.prologue: key tiles (returned: len, tile0, numTiles; none when persistent),
+/// barriers, the first loads, the query tile, the CTA barrier.
+SmallVector<Value> buildForwardPrologue(KernelBuilder &k, Ctx &c);
+/// attnk.forward.producer / attnk.forward.consumer: the roles' programs.
+void buildForwardProducerRole(KernelBuilder &k, Ctx &c);
+void buildForwardConsumerRole(KernelBuilder &k, Ctx &c);
+
 } // namespace mlir::attn::nvvm
 
 #endif // ATTN_LIB_CONVERSION_ATTNTONVVM_FORWARDKERNELIMPL_H

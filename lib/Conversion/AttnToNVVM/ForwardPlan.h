@@ -225,8 +225,14 @@ struct ForwardPlan {
   int64_t stageTileBytes() const { return tileN * headDim * kvElemBytes(); }
 };
 
-/// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
-void buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
+/// Resolves a scheduled attn.attention op into a plan, or says (on the op) what the sm_90a
+/// kernels do not support (AttnToNVVM.cpp).
+FailureOr<ForwardPlan> planForward(AttentionOp op);
+/// The plan as the `plan` dictionary of the kernel level's forward ops, and back
+/// (ForwardPlanAttr.cpp; `err` reports a missing or malformed entry).
+DictionaryAttr forwardPlanToAttr(MLIRContext *ctx, const ForwardPlan &p);
+FailureOr<ForwardPlan> forwardPlanFromAttr(DictionaryAttr d,
+                                           function_ref<InFlightDiagnostic()> err);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
 std::string launchMetadataJSON(const ForwardPlan &p);
 

@@ -32,7 +32,23 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 // CHECK-LABEL: module attributes {gpu.container_module}
 // CHECK: func.func @mqa_i8(
 // CHECK: attn.attention decode
+// The forward kernel first: tensor-map parameters, the CTA's work, the rings (TMA stages, then the
+// converted K and V), the prologue's tile values, and the two roles reading the same rings.
 // CHECK: gpu.module @attn_kernels
+// CHECK-NEXT: attnk.kernel @mqa_i8_decode(%[[KMAP:[^:]+]]: !attnk.tensor_map<1x128x1x128xi8, none>, %[[VMAP:[^:]+]]: !attnk.tensor_map<1x128x1x128xi8, none>, %[[Q:[^:]+]]: memref<?x3x16x128xbf16>, {{.*}}) threads = 512 {
+// CHECK-NEXT: %[[W:[^:]+]]:7 = attnk.forward.work {plan = {{.*}}persistent = false{{.*}}} : i32, i32, i32, i32, i32, i32, i32
+// CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 16384 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+// CHECK-NEXT: %[[CK:.+]] = attnk.ring.alloc at 81920 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+// CHECK-NEXT: %[[CV:.+]] = attnk.ring.alloc at 114688 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+// CHECK-NEXT: %[[T:[^:]+]]:3 = attnk.forward.prologue params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[W]]#6) {plan = {{.*}}} : i32, i32, i32
+// CHECK-NEXT: attnk.warp_specialize attributes {ctas_per_sm = 1 : i64}
+// CHECK-NEXT: #attn.role<producer, warpgroups = 2, regs = 56> {
+// CHECK-NEXT: attnk.forward.producer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[W]]#6, %[[T]]#0, %[[T]]#1, %[[T]]#2) {plan = {{.*}}tileN = 128{{.*}}}
+// CHECK-NEXT: }
+// CHECK-NEXT: #attn.role<consumer, warpgroups = 2, regs = 200> {
+// CHECK-NEXT: attnk.forward.consumer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = {{.*}}}
+// CHECK-NEXT: }
+// CHECK-NEXT: }
 // CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic {
 // CHECK-NEXT: attnk.merge.combine %[[WS]] into %[[OUT]] splits(%[[N]]) narrow kv_heads = 1 pack = 16 : memref<?xf32>, memref<?x3x16x128xbf16>
 // CHECK-NEXT: }
@@ -50,10 +66,22 @@ func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: mem
 
 // -----
 
-// Prefill has no combine kernel, and its kernel is built directly by convert-attn-to-nvvm.
+// Prefill has no combine kernel. Its persistent grid: the work is the thread id alone, the
+// prologue yields no tile values and the roles take the thread id (each work item sets up its
+// own ids); bf16 K/V: the WGMMAs read the stages, no conversion ring.
 // CHECK-LABEL: func.func @pf
 // CHECK: attn.attention prefill
-// CHECK-NOT: gpu.module
+// CHECK: gpu.module @attn_kernels
+// CHECK-NEXT: attnk.kernel @pf_prefill(%[[KMAP:[^:]+]]: !attnk.tensor_map<1x128x1x64xbf16, swizzle_128b>, {{.*}}) threads = 512 {
+// CHECK-NEXT: %[[TID:.+]] = attnk.forward.work {plan = {{.*}}persistent = true{{.*}}prefill = true{{.*}}} : i32
+// CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 98304 : !attnk.ring<256x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 384>
+// CHECK-NEXT: attnk.forward.prologue params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]]) {plan = {{.*}}}{{$}}
+// CHECK-NEXT: attnk.warp_specialize
+// CHECK-NEXT: #attn.role<producer, warpgroups = 1, regs = 32> {
+// CHECK-NEXT: attnk.forward.producer params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]])
+// CHECK: #attn.role<consumer, warpgroups = 3, regs = 160> {
+// CHECK-NEXT: attnk.forward.consumer params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]])
+// CHECK-NOT: attnk.kernel
 func.func @pf(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
               %o: memref<1x128x8x128xbf16>) {
   attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)

@@ -678,7 +678,7 @@ attnk.kernel @k() threads = 100 {
 
 // -----
 
-// expected-error @+1 {{parameter #0 is 'f32' (kernel parameters are memrefs or i32)}}
+// expected-error @+1 {{parameter #0 is 'f32' (kernel parameters are memrefs, tensor maps or i32)}}
 attnk.kernel @k(%x: f32) threads = 128 {
 }
 
@@ -979,5 +979,51 @@ func.func @f(%v: vector<64xf32>, %out: memref<?xbf16>, %c0: index) {
 func.func @f(%m: !attnk.tensor_map<128x128xi8, swizzle_128b>, %st: !attnk.stage<128x128xi8, swizzle_128b>, %i: i32) {
   // expected-error @+1 {{loads into a stage that attnk.ring.acquire did not return}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<128x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{needs a plan with a boolean 'persistent' entry}}
+  %w = attnk.forward.work {plan = {tileN = 128}} : i32
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{yields 7 work value(s) with this plan, got 1}}
+  %w = attnk.forward.work {plan = {persistent = false}} : i32
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
+  %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  // expected-error @+1 {{takes 10 work value(s) with this plan, got 1}}
+  attnk.forward.producer params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
+      rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%i) {plan = {persistent = false}}
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %q: memref<?xf32>, %i: i32) {
+  %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  // expected-error @+1 {{takes the K and V tensor maps as its first two parameters}}
+  attnk.forward.consumer params(%m, %q : !attnk.tensor_map<1x128x1x128xi8, none>, memref<?xf32>)
+      rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%i) {plan = {persistent = true}}
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
+  %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  // expected-error @+1 {{yields 0 tile value(s) with this plan, got 3}}
+  %t:3 = attnk.forward.prologue params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
+      rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%i) {plan = {persistent = true}} : i32, i32, i32
   return
 }

@@ -62,9 +62,9 @@ LogicalResult KernelOp::verify() {
     return emitOpError("needs a block of whole warps, at most 1024 threads, got ") << threads;
   for (BlockArgument a : getBody().getArguments()) {
     Type t = a.getType();
-    if (!isa<MemRefType>(t) && !t.isSignlessInteger(32))
+    if (!isa<MemRefType, TensorMapType>(t) && !t.isSignlessInteger(32))
       return emitOpError("parameter #") << a.getArgNumber() << " is " << t
-                                        << " (kernel parameters are memrefs or i32)";
+                                        << " (kernel parameters are memrefs, tensor maps or i32)";
   }
   return success();
 }

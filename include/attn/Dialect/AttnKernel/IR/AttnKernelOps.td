@@ -3,7 +3,8 @@
 // What this file is: the root of the kernel-level op definitions. Each op family has its own
 // file: PipelineOps.td (the kernel, warp specialization, the ring protocol, TMA loads),
 // ComputeOps.td (tile conversion, WGMMA, online softmax, output rescale, split merge, tile store)
-// and QuantizeOps.td (the quantize kernel's groups, scales and codes).
+// QuantizeOps.td (the quantize kernel's groups, scales and codes) and ForwardOps.td (the
+// forward-attention kernel's work, prologue and roles).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNK_OPS_TD
@@ -33,5 +34,6 @@ def AttnKernel_RoleArray
 include "attn/Dialect/AttnKernel/IR/PipelineOps.td"
 include "attn/Dialect/AttnKernel/IR/ComputeOps.td"
 include "attn/Dialect/AttnKernel/IR/QuantizeOps.td"
+include "attn/Dialect/AttnKernel/IR/ForwardOps.td"
 
 #endif // ATTNK_OPS_TD

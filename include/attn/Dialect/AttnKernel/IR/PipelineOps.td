@@ -15,7 +15,8 @@ def AttnKernel_KernelOp : AttnKernel_Op<"kernel", [
   let summary = "one GPU kernel: its parameters, block size and body";
   let description = [{
     A kernel of `gpu.module @attn_kernels` at the kernel level: a symbol, its parameters (the
-    region's arguments: global buffers as memrefs, scalars as i32), its block size and whether
+    region's arguments: global buffers as memrefs, TMA tensor maps as `!attnk.tensor_map`
+    (passed by value, 64-byte aligned, as grid constants), scalars as i32), its block size and whether
     it is launched as the programmatic dependent (PDL) of the kernel before it — then its body
     starts with `griddepcontrol.wait`. `launch` holds the launch metadata (JSON) of a kernel
     that is the main kernel of its spec. Lowered to an `llvm.func` with `nvvm.kernel` and
@@ -78,20 +79,23 @@ def AttnKernel_WarpSpecializeOp : AttnKernel_Op<"warp_specialize", [
 def AttnKernel_RingAllocOp : AttnKernel_Op<"ring.alloc"> {
   let summary = "a shared-memory ring of stages and its full/empty mbarriers";
   let description = [{
-    Reserves the ring's stages and mbarriers in the CTA's shared memory and initializes the
-    barriers (`full[s]` expecting the type's producer arrivals, `empty[s]` its consumer
-    arrivals), before the roles start. Where in shared memory it lives is decided by the
-    shared-memory plan of the kernel, from the types of all its rings.
+    Reserves the ring's stages and mbarriers in the CTA's shared memory; the barriers
+    (`full[s]` expecting the type's producer arrivals, `empty[s]` its consumer arrivals) are
+    initialized before the roles start. `at` is the byte offset of the first stage from the
+    kernel's dynamic shared memory, aligned to 1024 bytes (the 128-byte swizzle's atom); it is
+    decided by the shared-memory plan of the kernel. Lowered to the shared-memory address of
+    the first stage (`!llvm.ptr<3>`).
 
     Example:
     ```mlir
-    %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+    %k = attnk.ring.alloc at 8192 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
     ```
 
     [PTX ISA: mbarrier.init](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-init)
   }];
+  let arguments = (ins OptionalAttr<I64Attr>:$offset);
   let results = (outs AttnKernel_RingType:$ring);
-  let assemblyFormat = "attr-dict `:` qualified(type($ring))";
+  let assemblyFormat = "(`at` $offset^)? attr-dict `:` qualified(type($ring))";
 }
 
 class AttnKernel_RingEnterOp<string mnemonic>

@@ -1,0 +1,109 @@
+//===- ForwardLowering.cpp - the forward kernel's frame and roles ---------===//
+//
+// What this file is: the lowering of the forward-attention kernel's ops (ForwardOps.td) through
+// the builders of lib/Conversion/AttnToNVVM/ForwardKernel.cpp: each op's `plan` is read back
+// into a ForwardPlan and the builders' state (Ctx) is rebuilt from the op's operands — the
+// kernel's parameters, its rings (the aligned shared base) and the work values.
+// `attnk.forward.work` → thread and CTA ids; `attnk.forward.prologue` → key tiles, barriers,
+// first loads, query tile, CTA barrier (and the `noalias` of the buffers the kernel reads and
+// writes); `attnk.forward.producer` / `attnk.forward.consumer` → the roles' programs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Patterns.h"
+
+#include "../AttnToNVVM/ForwardKernelImpl.h"
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
+using namespace mlir;
+using namespace mlir::attnk;
+using namespace mlir::attn::nvvm;
+
+namespace {
+/// The op's plan, or a diagnostic on the op.
+template <typename OpT>
+FailureOr<ForwardPlan> readPlan(OpT op) {
+  return forwardPlanFromAttr(op.getPlan(), [op]() mutable { return op.emitOpError(); });
+}
+
+/// The builders' state of a step op: plan, parameters, aligned shared base, work values.
+template <typename OpT, typename Adaptor>
+LogicalResult bindStep(OpT op, Adaptor adaptor, Ctx &c) {
+  ValueRange params = adaptor.getParams();
+  if (params.size() != (c.p.qLen < 0 ? 16u : 15u) || adaptor.getRings().empty())
+    return op.emitOpError("takes the forward kernel's ")
+           << (c.p.qLen < 0 ? 16 : 15) << " parameters and at least one ring";
+  bindForwardParams(c, params);
+  c.base = ringSharedBase(adaptor.getRings()[0]);
+  if (!c.base)
+    return op.emitOpError("needs rings allocated in the kernel's shared memory");
+  bindForwardWork(c, adaptor.getWork());
+  return success();
+}
+
+struct WorkLowering : OpConversionPattern<ForwardWorkOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ForwardWorkOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    FailureOr<ForwardPlan> p = readPlan(op);
+    if (failed(p))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    rewriter.replaceOp(op, buildForwardWork(k, *p));
+    return success();
+  }
+};
+
+struct PrologueLowering : OpConversionPattern<ForwardPrologueOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ForwardPrologueOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    FailureOr<ForwardPlan> p = readPlan(op);
+    if (failed(p))
+      return failure();
+    Ctx c{*p, p->smem()};
+    if (failed(bindStep(op, adaptor, c)))
+      return failure();
+    // q, k_scale, v_scale, seq_lens, alibi, out and the workspace do not alias.
+    if (auto fn = op->getParentOfType<LLVM::LLVMFuncOp>())
+      rewriter.modifyOpInPlace(fn, [&] {
+        for (Value v : adaptor.getParams().slice(2, 7))
+          if (auto a = dyn_cast<BlockArgument>(v); a && a.getOwner() == &fn.getBody().front())
+            fn.setArgAttr(a.getArgNumber(), "llvm.noalias", UnitAttr::get(op.getContext()));
+      });
+    KernelBuilder k(rewriter, op.getLoc());
+    rewriter.replaceOp(op, buildForwardPrologue(k, c));
+    return success();
+  }
+};
+
+template <typename OpT>
+struct RoleLowering : OpConversionPattern<OpT> {
+  using OpConversionPattern<OpT>::OpConversionPattern;
+  using Adaptor = typename OpConversionPattern<OpT>::OpAdaptor;
+  LogicalResult matchAndRewrite(OpT op, Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    FailureOr<ForwardPlan> p = readPlan(op);
+    if (failed(p))
+      return failure();
+    Ctx c{*p, p->smem()};
+    if (failed(bindStep(op, adaptor, c)))
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    if constexpr (std::is_same_v<OpT, ForwardProducerOp>)
+      buildForwardProducerRole(k, c);
+    else
+      buildForwardConsumerRole(k, c);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
+void mlir::attnk::populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
+  patterns.add<WorkLowering, PrologueLowering, RoleLowering<ForwardProducerOp>,
+               RoleLowering<ForwardConsumerOp>>(tc, patterns.getContext());
+}

@@ -1,0 +1,158 @@
+//===- BuildForward.cpp - the kernel level of the forward kernel ---------===//
+//
+// What this file is: the forward-attention kernel of a scheduled attn.attention op
+// (`<name>_decode`, its two-CTA companion `<name>_decode_2cta`, `<name>_prefill`) at the kernel
+// level: an `attnk.kernel` with the launch ABI's parameters (the K and V tensor maps, the
+// buffers, the extents), its shared-memory rings (`attnk.ring.alloc`: the TMA stages, and the
+// conversion buffers the producer writes), the CTA's work and prologue, and
+// `attnk.warp_specialize` with the producer and consumer roles and their register budgets. The
+// plan (ForwardPlan.h, resolved by planForward) travels as the forward ops' `plan`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Build.h"
+
+#include "../AttnToNVVM/ForwardPlan.h"
+
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+using namespace mlir;
+using namespace mlir::attn;
+using namespace mlir::attn::nvvm;
+
+static attnk::Swizzle swizzleOf(int64_t bytes) {
+  switch (bytes) {
+  case 32:
+    return attnk::Swizzle::swizzle_32b;
+  case 64:
+    return attnk::Swizzle::swizzle_64b;
+  case 128:
+    return attnk::Swizzle::swizzle_128b;
+  default:
+    return attnk::Swizzle::none;
+  }
+}
+
+/// The launch ABI's parameter types (docs/GPUDecode.md): tensor maps of K and V, q, k_scale,
+/// v_scale, seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero
+/// and, for a dynamic prefill query length, q_len. Buffers the spec does not have are typed
+/// as the kernel reads them (null at launch).
+static SmallVector<Type> forwardParams(AttentionOp op, const ForwardPlan &p) {
+  MLIRContext *ctx = op.getContext();
+  Type kvElem = op.getK().getType().getElementType();
+  Type i32 = IntegerType::get(ctx, 32), f32 = Float32Type::get(ctx);
+  auto map = [&](int64_t swizzleBytes) -> Type {
+    return attnk::TensorMapType::get(ctx, {1, p.boxRows(), 1, p.tmaBoxColumns()}, kvElem,
+                                     swizzleOf(swizzleBytes));
+  };
+  auto buf = [](Value v, Type elem) -> Type {
+    return v ? v.getType() : MemRefType::get({ShapedType::kDynamic}, elem);
+  };
+  SmallVector<Type> t = {map(p.kSwizzleBytes()),
+                         map(p.vSwizzleBytes()),
+                         op.getQ().getType(),
+                         buf(op.getKScale(), f32),
+                         buf(op.getVScale(), f32),
+                         buf(op.getSeqLens(), i32),
+                         buf(op.getAlibi(), f32),
+                         op.getOut().getType(),
+                         MemRefType::get({ShapedType::kDynamic}, f32),
+                         i32,
+                         i32,
+                         i32,
+                         buf(op.getQScale(), f32),
+                         buf(op.getKZero(), kvElem),
+                         buf(op.getVZero(), kvElem)};
+  if (p.qLen < 0)
+    t.push_back(i32);
+  return t;
+}
+
+/// The rings of the plan's shared-memory map: the TMA stages (K then V rows), and where the
+/// producer converts, the converted K (bf16, or int8 copied for int8 queries; none when the
+/// WGMMAs read K from the stage) and V (bf16, f16 for int8 queries, 8-bit Vᵀ for fp8 and
+/// full_int8).
+static SmallVector<Value> allocRings(OpBuilder &b, Location loc, AttentionOp op,
+                                     const ForwardPlan &p) {
+  MLIRContext *ctx = b.getContext();
+  ForwardPlan::Smem sm = p.smem();
+  Type kvElem = op.getK().getType().getElementType();
+  int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
+  auto alloc = [&](int64_t off, int64_t rows, int64_t cols, Type elem, int64_t stages,
+                   attnk::Swizzle swz, int64_t producers, int64_t consumers) -> Value {
+    auto t = attnk::RingType::get(ctx, {rows, cols}, elem, stages, swz, producers, consumers);
+    return attnk::RingAllocOp::create(b, loc, t, b.getI64IntegerAttr(off));
+  };
+  SmallVector<Value> rings;
+  bool stageRead = p.directKV() || p.kDirect();
+  rings.push_back(alloc(sm.stage, 2 * p.tileN, p.headDim, kvElem, p.stages,
+                        swizzleOf(p.kSwizzleBytes()), 1,
+                        stageRead ? releases : p.producerThreads()));
+  if (!p.convBufs())
+    return rings;
+  auto swz128 = attnk::Swizzle::swizzle_128b;
+  if (!p.kDirect()) {
+    bool copied = p.qk8();
+    rings.push_back(alloc(sm.conv, p.tileN, copied ? p.qkRowBytes() : p.headDim,
+                          copied ? Type(b.getI8Type()) : Type(b.getBF16Type()), p.convBufs(),
+                          swz128, p.producerThreads(), releases));
+  }
+  if (p.pv8())
+    rings.push_back(alloc(sm.conv + sm.convV, p.headDim, p.tileN, kvElem, p.convBufs(),
+                          swizzleOf(p.vSwizzleBytes()), p.producerThreads(), releases));
+  else
+    rings.push_back(alloc(sm.conv + sm.convV, p.tileN, p.headDim,
+                          p.pvF16() ? Type(b.getF16Type()) : Type(b.getBF16Type()),
+                          p.convBufs(), swz128, p.producerThreads(), releases));
+  return rings;
+}
+
+/// One role's region: the role op over the parameters, rings and work values.
+template <typename RoleOp>
+static void buildRole(OpBuilder &b, Location loc, Region &region, ValueRange params,
+                      ValueRange rings, ValueRange work, DictionaryAttr plan) {
+  OpBuilder::InsertionGuard g(b);
+  b.createBlock(&region);
+  RoleOp::create(b, loc, params, rings, work, plan);
+}
+
+void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp module, AttentionOp op,
+                                            const ForwardPlan &p) {
+  OpBuilder::InsertionGuard g(b);
+  MLIRContext *ctx = b.getContext();
+  Location loc = op->getParentOfType<func::FuncOp>().getLoc();
+  b.setInsertionPointToEnd(module.getBody());
+  auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(p.kernelName()),
+                                        b.getI64IntegerAttr(p.threads()), UnitAttr(),
+                                        StringAttr());
+  Block *body = b.createBlock(&kernel.getBody());
+  for (Type t : forwardParams(op, p))
+    body->addArgument(t, loc);
+  ValueRange params = body->getArguments();
+  DictionaryAttr plan = forwardPlanToAttr(ctx, p);
+
+  Type i32 = b.getI32Type();
+  SmallVector<Type> workTypes(p.persistent ? 1 : 7, i32);
+  auto work = attnk::ForwardWorkOp::create(b, loc, workTypes, plan);
+  SmallVector<Value> rings = allocRings(b, loc, op, p);
+  SmallVector<Type> tileTypes(p.persistent ? 0 : 3, i32);
+  auto prologue = attnk::ForwardPrologueOp::create(b, loc, tileTypes, params, rings,
+                                                   work.getWork(), plan);
+  SmallVector<Value> roleWork(work.getWork());
+  llvm::append_range(roleWork, prologue.getTiles());
+
+  auto role = [&](attn::RoleKind kind, int64_t wgs, int64_t regs) {
+    return attn::WarpRoleAttr::get(ctx, kind, wgs, regs);
+  };
+  auto ws = attnk::WarpSpecializeOp::create(
+      b, loc,
+      b.getArrayAttr({role(attn::RoleKind::producer, p.producerWGs, p.producerRegs),
+                      role(attn::RoleKind::consumer, p.consumerWGs, p.consumerRegs)}),
+      b.getI64IntegerAttr(p.ctasPerSm), /*roleRegions=*/2);
+  buildRole<attnk::ForwardProducerOp>(b, loc, ws.getRoleRegions()[0], params, rings, roleWork,
+                                      plan);
+  buildRole<attnk::ForwardConsumerOp>(b, loc, ws.getRoleRegions()[1], params, rings, roleWork,
+                                      plan);
+}
