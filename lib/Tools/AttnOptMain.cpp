@@ -4,8 +4,10 @@
 // LLVM/MLIR it was built against. `--emit=<kind>` runs the pass pipeline given on the command line
 // and then hands the module to emitArtifact (lib/Target/Emit.cpp) instead of printing MLIR.
 // `--help` lists our options and passes first and hides LLVM's internal options (--help-hidden
-// shows them). The input is read once, refused when nested deeper than kMaxNesting, and compiled
-// on a thread with a large stack, so that no input can overflow the parser's recursion.
+// shows them). The input is read once (at most kMaxInputBytes, so that /dev/zero or an endless
+// pipe is refused instead of filling memory), refused when it holds a NUL byte (MLIR's lexer stops
+// there and would ignore the rest) or nests deeper than kMaxNesting, and compiled on a thread
+// with a large stack, so that no input can overflow the parser's recursion.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +24,7 @@
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "llvm/Config/llvm-config.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/PrettyStackTrace.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -117,10 +120,67 @@ static constexpr int64_t kMaxNesting = 1000;
 /// Stack of the compile thread: kMaxNesting levels take a few MiB even in sanitizer builds.
 static constexpr unsigned kCompileStackBytes = 256u << 20;
 
-/// Fails with a located error when `buffer` nests brackets deeper than kMaxNesting (strings and
-/// `//` comments skipped; `->` is no bracket).
-static LogicalResult checkNesting(const llvm::MemoryBuffer &buffer) {
+/// Largest input attn-opt reads, in bytes: specs are kilobytes.
+static constexpr size_t kMaxInputBytes = size_t(256) << 20;
+
+/// The input file (`-`: stdin), read through a bounded loop: more than kMaxInputBytes (an endless
+/// source such as /dev/zero included) or a directory is an error, not an allocation failure.
+static std::unique_ptr<llvm::MemoryBuffer> readInput(StringRef filename, std::string &error) {
+  bool isStdin = filename == "-";
+  std::string shown = isStdin ? "<stdin>" : filename.str();
+  llvm::sys::fs::file_t fd = llvm::sys::fs::getStdinHandle();
+  if (!isStdin) {
+    if (llvm::sys::fs::is_directory(filename)) {
+      error = ("cannot read input file '" + filename + "': it is a directory").str();
+      return nullptr;
+    }
+    llvm::Expected<llvm::sys::fs::file_t> opened = llvm::sys::fs::openNativeFileForRead(filename);
+    if (!opened) {
+      error = ("cannot open input file '" + filename + "': " + toString(opened.takeError())).str();
+      return nullptr;
+    }
+    fd = *opened;
+  }
+  std::string data;
+  char chunk[1 << 16];
+  while (true) {
+    llvm::Expected<size_t> n = llvm::sys::fs::readNativeFile(fd, chunk);
+    if (!n) {
+      error = "cannot read input file '" + shown + "': " + toString(n.takeError());
+      break;
+    }
+    if (*n == 0)
+      break;
+    if (data.size() + *n > kMaxInputBytes) {
+      error = ("input file '" + shown + "' is larger than " + Twine(kMaxInputBytes >> 20) +
+               " MiB; attn-opt reads at most that")
+                  .str();
+      break;
+    }
+    data.append(chunk, *n);
+  }
+  if (!isStdin)
+    llvm::sys::fs::closeFile(fd);
+  if (!error.empty())
+    return nullptr;
+  return llvm::MemoryBuffer::getMemBufferCopy(data, isStdin ? "<stdin>" : filename);
+}
+
+/// Fails with a located error when `buffer` holds a NUL byte or nests brackets deeper than
+/// kMaxNesting (strings and `//` comments skipped; `->` is no bracket).
+static LogicalResult checkInput(const llvm::MemoryBuffer &buffer) {
   StringRef text = buffer.getBuffer();
+  auto refuse = [&](size_t at, const Twine &message) {
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(buffer.getMemBufferRef()),
+                                 SMLoc());
+    sourceMgr.PrintMessage(llvm::errs(), SMLoc::getFromPointer(text.data() + at),
+                           llvm::SourceMgr::DK_Error, message);
+    return failure();
+  };
+  if (size_t nul = text.find('\0'); nul != StringRef::npos)
+    return refuse(nul, "the input holds a NUL byte: MLIR text ends there, and what follows "
+                       "would be ignored");
   int64_t depth = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
@@ -132,15 +192,8 @@ static LogicalResult checkNesting(const llvm::MemoryBuffer &buffer) {
     } else if (c == '(' || c == '[' || c == '{' || c == '<') {
       if (++depth <= kMaxNesting)
         continue;
-      llvm::SourceMgr sourceMgr;
-      sourceMgr.AddNewSourceBuffer(llvm::MemoryBuffer::getMemBuffer(buffer.getMemBufferRef()),
-                                   SMLoc());
-      sourceMgr.PrintMessage(llvm::errs(), SMLoc::getFromPointer(text.data() + i),
-                             llvm::SourceMgr::DK_Error,
-                             "nesting deeper than " + Twine(kMaxNesting) +
-                                 " levels of brackets; attn-opt takes at most " +
-                                 Twine(kMaxNesting));
-      return failure();
+      return refuse(i, "nesting deeper than " + Twine(kMaxNesting) +
+                           " levels of brackets; attn-opt takes at most " + Twine(kMaxNesting));
     } else if (c == ')' || c == ']' || c == '}' || (c == '>' && (i == 0 || text[i - 1] != '-'))) {
       depth = std::max<int64_t>(0, depth - 1);
     }
@@ -176,12 +229,12 @@ static LogicalResult run(StringRef inputFilename, StringRef outputFilename,
   if (config.shouldShowDialects() || config.shouldListPasses())
     return MlirOptMain(argc, argv, inputFilename, outputFilename, registry);
   std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input = openInputFile(inputFilename, &error);
+  std::unique_ptr<llvm::MemoryBuffer> input = readInput(inputFilename, error);
   if (!input) {
     llvm::errs() << "attn-opt: " << error << "\n";
     return failure();
   }
-  if (failed(checkNesting(*input)))
+  if (failed(checkInput(*input)))
     return failure();
   if (emitFormat != EmitFormat::MLIR)
     return runEmit(std::move(input), outputFilename, registry, config);

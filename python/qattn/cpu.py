@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 
 from .kernels import build
+from .quant import float_array
 
 
 def host_isa() -> str:
@@ -129,7 +130,4 @@ ISAS = ("scalar", "avx2", "avx512", "avx512_vbmi", "avx512_vnni", "neon")
 
 
 def _floats(what: str, a) -> np.ndarray:
-    try:
-        return np.ascontiguousarray(a, np.float32)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} must be an array of numbers: {e}") from None
+    return np.ascontiguousarray(float_array(a, what))

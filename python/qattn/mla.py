@@ -60,10 +60,7 @@ def _bf16_bits(x: np.ndarray) -> np.ndarray:
 def pack_fp8(kv: np.ndarray, dv: int = 512, tile: int = 128) -> np.ndarray:
     """[..., Dk] float → [..., token_bytes] uint8: e4m3 codes of the first Dv values with one f32
     scale per `tile` values, then the rest (RoPE) rounded to bf16."""
-    try:
-        kv = np.asarray(kv, np.float32)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"kv must be an array of numbers: {e}") from None
+    kv = quant.float_array(kv, "kv")
     if kv.ndim < 1:
         raise ValueError("kv must have a last axis of Dv + rope values")
     lead, dk = kv.shape[:-1], kv.shape[-1]

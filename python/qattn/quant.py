@@ -162,14 +162,28 @@ def _finish_scale(s: np.ndarray, scale_dtype: str) -> np.ndarray:
     return round_scale(s, scale_dtype)
 
 
+def float_array(a, what: str) -> np.ndarray:
+    """``a`` as a float32 array, or ValueError naming ``what``. Only real numbers are taken: strings,
+    booleans, None and complex values, which ``np.asarray(a, np.float32)`` would convert ("1.5" to
+    1.5, None to NaN, True to 1, 1+2j to 1), are refused."""
+    try:
+        arr = np.asarray(a)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} must be an array of numbers: {e}") from None
+    if arr.dtype.kind in "USObcMm":
+        raise ValueError(f"{what} must be an array of numbers, not of {arr.dtype} "
+                         f"({type(a).__name__})")
+    try:
+        return arr.astype(np.float32, copy=False)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{what} must be an array of numbers: {e}") from None
+
+
 def _prepare(x, nonfinite: str):
     """(values to quantize, values that set the scales). ``nonfinite="raise"``: ±inf / NaN raise
     ValueError. ``"saturate"`` (the kernels' policy): NaN quantizes as 0, ±inf saturate to the
     extreme codes, and neither enters a scale."""
-    try:
-        x = np.asarray(x, np.float32)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"x must be an array of numbers: {e}") from None
+    x = float_array(x, "x")
     if nonfinite == "raise":
         _check_finite(x)
         return x, x
@@ -240,10 +254,7 @@ def _static_scales(scales, what: str = "scales") -> np.ndarray:
     """Given (static) scales as float32: finite and positive normal numbers, or ValueError naming
     the first bad one (0 or a subnormal would make 1 / s infinite, NaN and negative values give
     garbage codes)."""
-    try:
-        s = np.asarray(scales, np.float32)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{what} must be an array of numbers: {e}") from None
+    s = float_array(scales, what)
     # At least the smallest normal float32: codes are x · (1 / s), and 1 / s must be finite.
     bad = ~(np.isfinite(s) & (s >= np.finfo(np.float32).tiny))
     if bad.any():

@@ -17,7 +17,7 @@ from qattn import quant  # noqa: E402
 from qattn.cpu import host_isa  # noqa: E402
 from qattn.kernels import KernelArgumentError  # noqa: E402
 
-from canary import Guarded, raw_call  # noqa: E402
+from canary import Guarded, descriptor, raw_call  # noqa: E402
 
 JUNK = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.integers(-2**70, 2**70),
                  st.floats(allow_nan=True), st.sampled_from(["false", "true", "0", "int8", "i8",
@@ -96,7 +96,19 @@ def kernels(tmp_path_factory):
     from test_input_checks import NOMAD
     isa = "avx2" if ISA in ("avx512", "avx512_vnni") else ISA
     att = qattn.build(NOMAD.format(isa=isa))
-    return {"qdyn": dyn.qdyn, "qapp": app.qapp, "att": att.att}
+    ops = [f"attn.quantize.dynamic ins(%x{i} : memref<?x?x2x16xf32>) outs(%y{i}, %s{i} : "
+           f"memref<?x?x2x16xi8>, memref<?x?x2xf32>) {{quant = #attn.quant<i8, per_token_head>, "
+           f"target = #attn.target<{isa}>}}" for i in range(MULTI_OPS)]
+    args = [f"%x{i}: memref<?x?x2x16xf32>, %y{i}: memref<?x?x2x16xi8>, %s{i}: memref<?x?x2xf32>"
+            for i in range(MULTI_OPS)]
+    multi = qattn.build("func.func @multi(" + ", ".join(args) + ") {\n  " + "\n  ".join(ops) +
+                        "\n  return\n}\n")
+    return {"qdyn": dyn.qdyn, "qapp": app.qapp, "att": att.att, "multi": multi.multi}
+
+
+# A kernel of this many quantize ops has 3 buffers and 4 extent relations per op: its checks come
+# in several parts (16 descriptors or 32 relations each), whose first nonzero status is returned.
+MULTI_OPS = 12
 
 
 def fuzz_extent():
@@ -106,6 +118,26 @@ def fuzz_extent():
 def mostly(n):
     """An extent that is usually `n` (a consistent shape) and otherwise any fuzz_extent()."""
     return st.one_of(*[st.just(n)] * 3, fuzz_extent())
+
+
+def check_entry(fn, values, bufs):
+    """Calls `fn` through the Python wrapper, then through its C interface with the same values:
+    the wrapper accepts exactly when the kernel's prologue returns 0, a relation the wrapper
+    refuses is the one whose number the prologue returns, and no call touches a guard of `bufs`.
+    Returns (accepted, the prologue's status)."""
+    try:
+        fn(*values)
+        accepted, refused = True, None
+    except KernelArgumentError as e:
+        accepted, refused = False, str(e)
+    assert all(b.intact() for b in bufs)
+    status = raw_call(fn, values)
+    assert all(b.intact() for b in bufs)
+    assert (status == 0) == accepted
+    if refused and "extent check " in refused:
+        assert status == int(refused.split("extent check ")[1].split()[0])
+    hypothesis.event("accepted" if accepted else "refused")
+    return accepted, status
 
 
 @given(st.sampled_from(["qdyn", "qapp"]), st.data())
@@ -128,16 +160,7 @@ def test_kernels_on_guarded_buffers(kernels, name, data):
         arrays[1][:] = rng.integers(-2, 8, arrays[1].shape)  # positions
     statics_ok = all(n is None or n == v for a, arr in zip(fn.args, arrays)
                      for n, v in zip(a.shape, arr.shape))
-    try:
-        fn(*arrays)
-        accepted = True
-    except KernelArgumentError:
-        accepted = False
-    assert all(b.intact() for b in bufs)
-    status = raw_call(fn, arrays)
-    assert all(b.intact() for b in bufs)
-    assert (status == 0) == accepted
-    hypothesis.event("accepted" if accepted else "refused")
+    _, status = check_entry(fn, arrays, bufs)
     if not statics_ok:
         assert status == -1
 
@@ -162,15 +185,29 @@ def test_nomad_attention_on_guarded_buffers(kernels, data):
     bufs = [Guarded(shape, dtype, rng) for shape, dtype in shapes]
     length = data.draw(st.integers(-5, 100))
     values = [b.array for b in bufs[:4]] + [length, bufs[4].array]
-    try:
-        fn(*values)
-        accepted = True
-    except KernelArgumentError:
-        accepted = False
-    assert all(b.intact() for b in bufs)
-    status = raw_call(fn, values)
-    assert all(b.intact() for b in bufs)
-    assert (status == 0) == accepted
+    accepted, _ = check_entry(fn, values, bufs)
     if accepted:
         assert np.isfinite(bufs[4].array).all()
-    hypothesis.event("accepted" if accepted else "refused")
+
+
+@given(st.data())
+def test_many_op_kernel_on_guarded_buffers(kernels, data):
+    """A kernel of MULTI_OPS ops, its checks in several parts: every op's extents mostly
+    consistent, some drawn independently; same properties, with the number of the first failing
+    relation (whichever part holds it) the status of both the wrapper and the prologue. A
+    malformed descriptor anywhere gives -1, whatever relation fails before it."""
+    fn = kernels["multi"]
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    bufs = []
+    for _ in range(MULTI_OPS):
+        b, s = data.draw(fuzz_extent()), data.draw(fuzz_extent())
+        for shape, dtype in (((b, s, 2, 16), np.float32), ((b, s, 2, 16), np.int8),
+                             ((b, s, 2), np.float32)):
+            shape = tuple(data.draw(mostly(n)) if d < 2 else n for d, n in enumerate(shape))
+            bufs.append(Guarded(shape, dtype, rng))
+    arrays = [b.array for b in bufs]
+    check_entry(fn, arrays, bufs)
+    bad = data.draw(st.integers(0, len(arrays) - 1))
+    status = raw_call(fn, arrays, {bad: descriptor(arrays[bad], offset=1)})
+    assert status == -1
+    assert all(b.intact() for b in bufs)

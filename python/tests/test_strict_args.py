@@ -85,9 +85,18 @@ def test_static_zero_points_in_code_range():
     assert z.dtype == np.uint8 and z[0] == 128 and codes.max() == 228
 
 
-def test_non_numeric_input_is_a_value_error():
+@pytest.mark.parametrize("x", [[["a"]], None, "1.5", [[[1.0, "2"]]], np.ones((1, 1, 2), bool),
+                               np.ones((1, 1, 2), complex)])
+def test_non_numeric_input_is_a_value_error(x):
+    """Strings, None, booleans and complex values are refused, not converted to numbers."""
     with pytest.raises(ValueError, match="x must be an array of numbers"):
-        quant.quantize([["a"]], "i8", "per_tensor")
+        quant.quantize(x, "i8", "per_tensor")
+    if x is not None:  # scales=None: dynamic scales
+        with pytest.raises(ValueError, match="scales must be an array of numbers"):
+            quant.quantize(X, "i8", "per_tensor", scales=x)
+
+
+def test_non_numeric_granularity_is_a_value_error():
     with pytest.raises(ValueError, match="granularity must be a string"):
         quant.quantize(X, "i8", None)
 

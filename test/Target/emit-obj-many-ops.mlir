@@ -5,10 +5,12 @@
 // optimizer is superlinear in the size of one function), under a symbol no user function can
 // take; the kernel and its C interface stay what the header declares. The C interface is the
 // entry point (descriptor pointers, passed on to each op), its checks the unoptimized
-// `__attn_many.check`, and `__attn_many` forwards the unpacked ABI to it.
+// `__attn_many.check<j>` (16 descriptors or 32 extent relations each; nine buffers take one), and
+// `__attn_many` forwards the unpacked ABI to it.
 
 // CHECK-DAG: T __attn_many
-// CHECK-DAG: {{[tT]}} __attn_many.check
+// CHECK-DAG: {{[tT]}} __attn_many.check0
+// CHECK-NOT: __attn_many.check1
 // CHECK-DAG: {{[tT]}} __attn_many.op0
 // CHECK-DAG: {{[tT]}} __attn_many.op1
 // CHECK-DAG: {{[tT]}} __attn_many.op2

@@ -50,3 +50,29 @@ func.func @int(%q: memref<4x128xf32>, %cb: memref<1x128x16x1xf32>, %l: memref<4x
   attn.pq.lut ins(%q, %cb : memref<4x128xf32>, memref<1x128x16x1xf32>) outs(%l, %pp : memref<4x128x16xui8>, memref<4x2xf32>) {pq = #attn.pq<dsub = 1>, target = #attn.target<avx2>}
   return
 }
+
+// -----
+
+// A name the C library declares: the header's `static inline` function would clash with it (or,
+// without the library header, replace `malloc` in every file that includes the header).
+// expected-error @+1 {{function name 'malloc' cannot name a kernel: it becomes a symbol and C text, so it must be an identifier ([A-Za-z_][A-Za-z0-9_]*, at most 128 characters, not a C keyword or a name the C library declares or reserves}}
+func.func @malloc(%q: memref<4x128xf32>, %cb: memref<1x128x16x1xf32>, %l: memref<4x128x16xui8>, %pp: memref<4x2xf32>) {
+  attn.pq.lut ins(%q, %cb : memref<4x128xf32>, memref<1x128x16x1xf32>) outs(%l, %pp : memref<4x128x16xui8>, memref<4x2xf32>) {pq = #attn.pq<dsub = 1>, target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{function name 'int32_t' cannot name a kernel}}
+func.func @int32_t(%q: memref<4x128xf32>, %cb: memref<1x128x16x1xf32>, %l: memref<4x128x16xui8>, %pp: memref<4x2xf32>) {
+  attn.pq.lut ins(%q, %cb : memref<4x128xf32>, memref<1x128x16x1xf32>) outs(%l, %pp : memref<4x128x16xui8>, memref<4x2xf32>) {pq = #attn.pq<dsub = 1>, target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
+// expected-error @+1 {{function name 'sqrtf' cannot name a kernel}}
+func.func @sqrtf(%q: memref<4x128xf32>, %cb: memref<1x128x16x1xf32>, %l: memref<4x128x16xui8>, %pp: memref<4x2xf32>) {
+  attn.pq.lut ins(%q, %cb : memref<4x128xf32>, memref<1x128x16x1xf32>) outs(%l, %pp : memref<4x128x16xui8>, memref<4x2xf32>) {pq = #attn.pq<dsub = 1>, target = #attn.target<avx2>}
+  return
+}

@@ -399,6 +399,11 @@ int main(int argc, char **argv) {
   const bool cubin = image.size() >= 4 && image.compare(0, 4,
                                                         "\x7f"
                                                         "ELF") == 0;
+  // Checked before the dry run too: a plan printed for a file the driver cannot load misleads.
+  if (!cubin && (image.find(".version") == std::string::npos ||
+                 image.find(".entry") == std::string::npos))
+    return error("the kernel " + o.kernelPath + " is neither a cubin (ELF) nor PTX text (it has "
+                 "no .version and .entry directives)");
 
   std::string head =
       "{\"kernel\": " + jsonString(baseName(o.kernelPath)) +

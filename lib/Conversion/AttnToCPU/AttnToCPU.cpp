@@ -230,20 +230,12 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
 
   /// Moves the `index`-th attn op of a kernel that holds several into its own private,
   /// never-inlined function `<kernel>.op<index>` (a name no user function can take) and returns
-  /// the moved op; `call` is set to the call that replaces it. LLVM's optimizer takes superlinear
-  /// time in the size of one function; the kernel keeps the checks of every op's extents (in
-  /// `<kernel>.check`, not optimized) and takes and passes descriptor pointers, so no function
-  /// or call grows with more than the number of buffers (guardMultiOpKernel). `--emit=obj`
-  /// gives the callees the kernel's ISA. Functions of N quantize.dynamic ops (avx2), `attn-opt
-  /// f.mlir --emit=obj`, user seconds on a 2-core EPYC shared with other jobs, 2026-11-27:
-  /// 30/60/120/250/1000 ops took 1.0/2.4/6.3/12.6/94 s (wall 4.5/9.7/26/51/717 s under load
-  /// 14), where commit 16a9c51 took 16/149 s for 30/60 ops (prologue inline, unpacked calls).
-  /// At commit 247f6d9 (load 4-6), 250/500/1000 ops: 12.4/26.3/75.2 s user (wall 19/33/114 s);
-  /// the lowering to the LLVM dialect took 2.1/4.9/10.2 s of it. What stays superlinear from
-  /// 500 to 1000 ops is the greedy register allocator on `<kernel>.check` (it runs on optnone
-  /// code too): `llc -O3` of that function alone took 13 s of which 8 s allocation, `llc -O0`
-  /// 2.1 s. Reading each descriptor where it is checked and reloading extents for the
-  /// relations made it slower (37/111 s at 500/1000 ops).
+  /// the moved op; `call` is set to the call that replaces it. LLVM's optimizer and register
+  /// allocator take superlinear time in the size of one function; the kernel keeps the checks
+  /// of every op's extents (in `<kernel>.check<j>`, parts of bounded size, not optimized) and
+  /// takes and passes descriptor pointers, so no function but the kernel grows with the number
+  /// of ops, and the kernel only by one call each (guardMultiOpKernel; compile times in
+  /// docs/CPU.md). `--emit=obj` gives the callees the kernel's ISA.
   /// The callee goes after `after` (the kernel, then the previous callee): in program order.
   Operation *outlineOp(func::FuncOp fn, Operation *op, size_t index, Operation *&after,
                        func::CallOp &call) {

@@ -86,8 +86,9 @@ struct ExtentCheck;
 LogicalResult guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> checks);
 /// The same for a kernel whose ops were outlined into `callees` (one call each): the kernel
 /// becomes `_mlir_ciface_<name>` taking pointers to memref descriptors (no call passes every
-/// descriptor unpacked), its prologue the never-optimized `<name>.check`, the callees take
-/// descriptor pointers too, and `<name>` is a wrapper with the unpacked ABI of other kernels.
+/// descriptor unpacked), its prologue calls to the never-optimized `<name>.check<j>` (the checks
+/// in parts of bounded size), the callees take descriptor pointers too, and `<name>` is a wrapper
+/// with the unpacked ABI of other kernels.
 LogicalResult guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> checks,
                                  ArrayRef<func::FuncOp> callees);
 

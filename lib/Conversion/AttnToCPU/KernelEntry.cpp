@@ -20,6 +20,8 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <set>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::cpu;
@@ -171,22 +173,37 @@ Buffer loadBuffer(ImplicitLocOpBuilder &b, Value ptr, MemRefType t, unsigned arg
   return {m, t, memref::ExtractStridedMetadataOp::create(b, m), argNumber};
 }
 
-/// kBadBufferStatus when a buffer's descriptor is malformed, else k when `checks[k-1]` is the
-/// first relation to fail, else 0 (i32). `numArgs`: the kernel's argument count.
-Value entryStatus(ImplicitLocOpBuilder &b, ArrayRef<Buffer> buffers, ArrayRef<ExtentCheck> checks,
-                  unsigned numArgs) {
-  SmallVector<SmallVector<Value>> sizesOf(numArgs);
+/// True (i1) when every descriptor of `buffers` is well formed; records their extents in `sizesOf`
+/// (indexed by kernel argument number).
+Value descriptorsOk(ImplicitLocOpBuilder &b, ArrayRef<Buffer> buffers,
+                    MutableArrayRef<SmallVector<Value>> sizesOf) {
   Value ok = intConst(b, b.getI1Type(), 1);
   for (Buffer buf : buffers) {
     sizesOf[buf.argNumber].assign(buf.md.getSizes().begin(), buf.md.getSizes().end());
     ok = both(b, ok, descriptorOk(b, buf.value, buf.type, buf.md));
   }
+  return ok;
+}
+
+/// `first` + k when `checks[k-1]` is the first relation to fail, else 0 (i32).
+Value relationStatus(ImplicitLocOpBuilder &b, ArrayRef<ExtentCheck> checks, int64_t first,
+                     ArrayRef<SmallVector<Value>> sizesOf) {
   Type i32 = b.getI32Type();
   Value status = intConst(b, i32, 0);
   for (int64_t k = static_cast<int64_t>(checks.size()) - 1; k >= 0; --k)
     status = arith::SelectOp::create(b, relationHolds(b, checks[k], sizesOf), status,
-                                     intConst(b, i32, k + 1));
-  return arith::SelectOp::create(b, ok, status, intConst(b, i32, kBadBufferStatus));
+                                     intConst(b, i32, first + k + 1));
+  return status;
+}
+
+/// kBadBufferStatus when a buffer's descriptor is malformed, else k when `checks[k-1]` is the
+/// first relation to fail, else 0 (i32). `numArgs`: the kernel's argument count.
+Value entryStatus(ImplicitLocOpBuilder &b, ArrayRef<Buffer> buffers, ArrayRef<ExtentCheck> checks,
+                  unsigned numArgs) {
+  SmallVector<SmallVector<Value>> sizesOf(numArgs);
+  Value ok = descriptorsOk(b, buffers, sizesOf);
+  return arith::SelectOp::create(b, ok, relationStatus(b, checks, 0, sizesOf),
+                                 intConst(b, b.getI32Type(), kBadBufferStatus));
 }
 
 /// Refuses kernel shapes the entry cannot guard: results, several blocks, non-identity layouts,
@@ -221,14 +238,14 @@ Block *splitBody(func::FuncOp fn, Block::iterator at) {
   return body;
 }
 
-/// Ends the prologue (`b` at its end) with a branch to `body` when `status` is 0 and a return of
-/// `status` otherwise; the body's returns return 0.
+/// Ends the prologue's block (`b` at its end) with a branch to `body` when `status` is 0 and a
+/// return of `status` otherwise; the body's returns return 0.
 void branchOnStatus(ImplicitLocOpBuilder &b, func::FuncOp fn, Block *body, Value status) {
-  Block &entry = fn.getBody().front();
+  Block *from = b.getInsertionBlock();
   Type i32 = b.getI32Type();
   Block *refuse = b.createBlock(&fn.getBody(), fn.getBody().end());
   func::ReturnOp::create(b, ValueRange{status});
-  b.setInsertionPointToEnd(&entry);
+  b.setInsertionPointToEnd(from);
   cf::CondBranchOp::create(b, cmp(b, Pred::eq, status, intConst(b, i32, 0)), body, ValueRange{},
                            refuse, ValueRange{});
   for (auto ret : llvm::make_early_inc_range(body->getOps<func::ReturnOp>())) {
@@ -275,13 +292,20 @@ LogicalResult cpu::guardKernelEntry(func::FuncOp fn, ArrayRef<ExtentCheck> check
 //===----------------------------------------------------------------------===//
 
 namespace {
-/// Makes the buffer arguments of `callee` pointers to memref descriptors: its entry block reads
-/// each descriptor and rebuilds the buffer of the argument's type.
-void takeDescriptorPointers(func::FuncOp callee) {
-  Block &entry = callee.getBody().front();
-  ImplicitLocOpBuilder b(callee.getLoc(), callee.getContext());
-  b.setInsertionPointToStart(&entry);
-  Type ptr = LLVM::LLVMPointerType::get(callee.getContext());
+/// Buffers per descriptor-checking function and relations per relation-checking function of a
+/// kernel of several ops: bounded, so that no function grows with the kernel (LLVM's greedy
+/// register allocator, which runs on `optnone` functions too, takes superlinear time in the size
+/// of one function).
+constexpr size_t kBuffersPerCheck = 16, kRelationsPerCheck = 32;
+
+/// Makes each buffer argument of the entry block `entry` (`b` at its start) a pointer to its
+/// memref descriptor: the block reads the descriptor and rebuilds the buffer of the argument's
+/// type, which replaces every use of the argument that `keepPointer` does not claim. `each` sees
+/// every such argument with its original type.
+void readDescriptors(ImplicitLocOpBuilder &b, Block &entry,
+                     function_ref<bool(OpOperand &)> keepPointer,
+                     function_ref<void(BlockArgument, MemRefType)> each = {}) {
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
   for (BlockArgument arg : entry.getArguments()) {
     auto t = dyn_cast<MemRefType>(arg.getType());
     if (!t)
@@ -289,8 +313,22 @@ void takeDescriptorPointers(func::FuncOp callee) {
     arg.setType(ptr);
     Operation *load;
     Buffer buf = loadBuffer(b, arg, t, arg.getArgNumber(), &load);
-    arg.replaceAllUsesExcept(asOriginal(b, buf.value, t, buf.md), load);
+    Value original = asOriginal(b, buf.value, t, buf.md);
+    arg.replaceUsesWithIf(original, [&](OpOperand &use) {
+      return use.getOwner() != load && !keepPointer(use);
+    });
+    if (each)
+      each(arg, t);
   }
+}
+
+/// Makes the buffer arguments of `callee` pointers to memref descriptors: its entry block reads
+/// each descriptor and rebuilds the buffer of the argument's type.
+void takeDescriptorPointers(func::FuncOp callee) {
+  Block &entry = callee.getBody().front();
+  ImplicitLocOpBuilder b(callee.getLoc(), callee.getContext());
+  b.setInsertionPointToStart(&entry);
+  readDescriptors(b, entry, [](OpOperand &) { return false; });
   SmallVector<Type> inputs(entry.getArgumentTypes());
   callee.setFunctionType(
       FunctionType::get(callee.getContext(), inputs, callee.getFunctionType().getResults()));
@@ -307,25 +345,112 @@ func::FuncOp addFunction(OpBuilder &b, Operation *after, Location loc, StringRef
   return f;
 }
 
-/// `<kernel>.check(descriptor pointers of the buffers) -> i32`: the prologue's status, compiled
-/// without optimization (a straight line of compares over every argument: LLVM's O3 takes
-/// superlinear time on one that long, and it runs once per call).
-func::FuncOp buildCheckFunction(func::FuncOp fn, ArrayRef<MemRefType> types,
-                                ArrayRef<unsigned> argNumbers, ArrayRef<ExtentCheck> checks) {
+/// The kernel's buffer arguments as its entry sees them: their types, argument numbers and
+/// descriptor pointers.
+struct KernelBuffers {
+  SmallVector<MemRefType> types;
+  SmallVector<unsigned> argNumbers;
+  SmallVector<Value> pointers;
+};
+
+/// One part of a kernel's checks: `<kernel>.check<j>` and the descriptor pointers it takes.
+struct CheckPart {
+  func::FuncOp fn;
+  SmallVector<Value> operands;
+};
+
+/// `<kernel>.check<part>(descriptor pointers of buffers[which]) -> i32`, after `after`, compiled
+/// without optimization (a straight line of compares, run once per call); `status` computes its
+/// result from the buffers it reads.
+CheckPart buildCheckPart(func::FuncOp fn, Operation *after, size_t part,
+                         const KernelBuffers &buffers, ArrayRef<size_t> which,
+                         function_ref<Value(ImplicitLocOpBuilder &, ArrayRef<Buffer>)> status) {
   OpBuilder ob(fn.getContext());
   Type ptr = LLVM::LLVMPointerType::get(fn.getContext());
-  SmallVector<Type> inputs(types.size(), ptr);
-  func::FuncOp check = addFunction(ob, fn, fn.getLoc(), (fn.getSymName() + ".check").str(),
-                                   inputs, {ob.getI32Type()}, /*isPublic=*/false);
+  SmallVector<Type> inputs(which.size(), ptr);
+  func::FuncOp check =
+      addFunction(ob, after, fn.getLoc(), (fn.getSymName() + ".check" + Twine(part)).str(), inputs,
+                  {ob.getI32Type()}, /*isPublic=*/false);
   check->setAttr("passthrough", ob.getArrayAttr({ob.getStringAttr("noinline"),
                                                  ob.getStringAttr("optnone")}));
   ImplicitLocOpBuilder b(fn.getLoc(), ob);
   b.setInsertionPointToStart(&check.getBody().front());
-  SmallVector<Buffer> buffers;
-  for (auto [i, t] : llvm::enumerate(types))
-    buffers.push_back(loadBuffer(b, check.getArgument(i), t, argNumbers[i]));
-  func::ReturnOp::create(b, entryStatus(b, buffers, checks, fn.getNumArguments()));
-  return check;
+  SmallVector<Buffer> read;
+  CheckPart result{check, {}};
+  for (auto [i, w] : llvm::enumerate(which)) {
+    read.push_back(loadBuffer(b, check.getArgument(i), buffers.types[w], buffers.argNumbers[w]));
+    result.operands.push_back(buffers.pointers[w]);
+  }
+  func::ReturnOp::create(b, status(b, read));
+  return result;
+}
+
+/// The kernel's checks in parts of bounded size, in the order they decide the status: the
+/// descriptors (-1 or 0) in groups of kBuffersPerCheck buffers, then the relations (the number of
+/// the first failing one, or 0) in groups of kRelationsPerCheck, each part reading only the
+/// buffers its relations name. The first nonzero status is the single-op prologue's status.
+SmallVector<CheckPart> buildCheckParts(func::FuncOp fn, const KernelBuffers &buffers,
+                                       ArrayRef<ExtentCheck> checks) {
+  SmallVector<CheckPart> parts;
+  Operation *after = fn;
+  unsigned numArgs = fn.getNumArguments();
+  auto add = [&](ArrayRef<size_t> which, auto status) {
+    parts.push_back(buildCheckPart(fn, after, parts.size(), buffers, which, status));
+    after = parts.back().fn;
+  };
+  for (size_t first = 0; first < buffers.types.size(); first += kBuffersPerCheck) {
+    SmallVector<size_t> which;
+    for (size_t i = first; i < std::min(first + kBuffersPerCheck, buffers.types.size()); ++i)
+      which.push_back(i);
+    add(which, [&](ImplicitLocOpBuilder &b, ArrayRef<Buffer> read) -> Value {
+      SmallVector<SmallVector<Value>> sizesOf(numArgs);
+      Type i32 = b.getI32Type();
+      return arith::SelectOp::create(b, descriptorsOk(b, read, sizesOf), intConst(b, i32, 0),
+                                     intConst(b, i32, kBadBufferStatus));
+    });
+  }
+  DenseMap<unsigned, size_t> bufferOfArg;
+  for (auto [i, arg] : llvm::enumerate(buffers.argNumbers))
+    bufferOfArg[arg] = i;
+  for (size_t first = 0; first < checks.size(); first += kRelationsPerCheck) {
+    ArrayRef<ExtentCheck> group = checks.slice(first, std::min(kRelationsPerCheck,
+                                                               checks.size() - first));
+    std::set<size_t> named;
+    for (const ExtentCheck &c : group)
+      for (const ExtentTerm *t : {&c.lhs, &c.rhs})
+        if (!t->isConstant())
+          named.insert(bufferOfArg.at(t->arg));
+    SmallVector<size_t> which(named.begin(), named.end());
+    add(which, [&](ImplicitLocOpBuilder &b, ArrayRef<Buffer> read) -> Value {
+      SmallVector<SmallVector<Value>> sizesOf(numArgs);
+      for (Buffer buf : read)
+        sizesOf[buf.argNumber].assign(buf.md.getSizes().begin(), buf.md.getSizes().end());
+      return relationStatus(b, group, static_cast<int64_t>(first), sizesOf);
+    });
+  }
+  return parts;
+}
+
+/// Ends the entry's prologue (`b` at its end): calls each check part in order, returns the first
+/// nonzero status, and branches to `body` when every part returned 0.
+void callCheckParts(ImplicitLocOpBuilder &b, func::FuncOp fn, Block *body,
+                    ArrayRef<CheckPart> parts) {
+  Type i32 = b.getI32Type();
+  if (parts.empty())
+    return branchOnStatus(b, fn, body, intConst(b, i32, 0));
+  for (const CheckPart &part : parts.drop_back()) {
+    Value status = func::CallOp::create(b, part.fn, part.operands).getResult(0);
+    Block *from = b.getInsertionBlock();
+    Block *refuse = b.createBlock(&fn.getBody(), fn.getBody().end());
+    func::ReturnOp::create(b, ValueRange{status});
+    Block *next = b.createBlock(&fn.getBody(), fn.getBody().end());
+    b.setInsertionPointToEnd(from);
+    cf::CondBranchOp::create(b, cmp(b, Pred::eq, status, intConst(b, i32, 0)), next,
+                             ValueRange{}, refuse, ValueRange{});
+    b.setInsertionPointToEnd(next);
+  }
+  const CheckPart &last = parts.back();
+  branchOnStatus(b, fn, body, func::CallOp::create(b, last.fn, last.operands).getResult(0));
 }
 
 /// The kernel under its MLIR name: the unpacked memref ABI of a single-op kernel (fully dynamic
@@ -365,7 +490,7 @@ LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> che
     return failure();
   MLIRContext *ctx = fn.getContext();
   std::string name = fn.getSymName().str();
-  for (StringRef taken : {"_mlir_ciface_" + name, name + ".check"})
+  for (StringRef taken : {"_mlir_ciface_" + name, name + ".check0"})
     if (SymbolTable::lookupNearestSymbolFrom(fn, StringAttr::get(ctx, taken)))
       return fn.emitError() << "the kernel needs the symbol '" << taken
                             << "', which another function has";
@@ -387,24 +512,14 @@ LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> che
   b.setInsertionPointToStart(&entry);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   SmallVector<Type> argTypes(entry.getArgumentTypes());
-  SmallVector<MemRefType> bufferTypes;
-  SmallVector<unsigned> bufferArgs;
-  SmallVector<Value> pointers;
-  for (BlockArgument arg : entry.getArguments()) {
-    auto t = dyn_cast<MemRefType>(arg.getType());
-    if (!t)
-      continue;
-    arg.setType(ptr);
-    Operation *load;
-    Buffer buf = loadBuffer(b, arg, t, arg.getArgNumber(), &load);
-    Value original = asOriginal(b, buf.value, t, buf.md);
-    arg.replaceUsesWithIf(original, [&](OpOperand &use) {
-      return use.getOwner() != load && !toCallee(use.getOwner());
-    });
-    bufferTypes.push_back(t);
-    bufferArgs.push_back(arg.getArgNumber());
-    pointers.push_back(arg);
-  }
+  KernelBuffers buffers;
+  readDescriptors(
+      b, entry, [&](OpOperand &use) { return toCallee(use.getOwner()); },
+      [&](BlockArgument arg, MemRefType t) {
+        buffers.types.push_back(t);
+        buffers.argNumbers.push_back(arg.getArgNumber());
+        buffers.pointers.push_back(arg);
+      });
   Block *body = splitBody(fn, b.getInsertionPoint());
   b.setInsertionPointToEnd(&entry);
   Value one = intConst(b, b.getI64Type(), 1);
@@ -423,9 +538,7 @@ LogicalResult cpu::guardMultiOpKernel(func::FuncOp fn, ArrayRef<ExtentCheck> che
       operand.set(slot);
     }
   }
-  func::FuncOp check = buildCheckFunction(fn, bufferTypes, bufferArgs, checks);
-  Value status = func::CallOp::create(b, check, pointers).getResult(0);
-  branchOnStatus(b, fn, body, status);
+  callCheckParts(b, fn, body, buildCheckParts(fn, buffers, checks));
   // An outlined op that returns a status (its scratch allocation failed) ends the kernel.
   SmallVector<func::CallOp> failing;
   for (func::CallOp call : body->getOps<func::CallOp>())

@@ -55,8 +55,8 @@ CPUSpec specFor(TargetKind isa) {
   }
 }
 
-/// LLVM's O3 pipeline, honouring `optnone` (the checking prologue of a kernel of several ops is
-/// one straight line over every argument; O3 takes superlinear time on it).
+/// LLVM's O3 pipeline, honouring `optnone` (the check functions of a kernel of several ops: straight
+/// lines of compares, run once per call).
 void optimize(llvm::Module &m, llvm::TargetMachine *tm) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -132,7 +132,7 @@ LogicalResult mlir::attn::emitCPUObject(ModuleOp module, const llvm::StringMap<T
     StringRef name = f.getName();
     name.consume_front("_mlir_ciface_");
     name.consume_front(kKernelSymbolPrefix);
-    // `<kernel>.check` and `<kernel>.op<i>` (a kernel of several ops) belong to their kernel;
+    // `<kernel>.check<j>` and `<kernel>.op<i>` (a kernel of several ops) belong to their kernel;
     // anything else gets the object's baseline.
     auto it = isaOf.find(name);
     if (it == isaOf.end())

@@ -72,25 +72,38 @@ func.func @att(%q: memref<?x64xf32>, %b: memref<?x32x16x2xf32>, %c: memref<?x?x3
 // CHECK: return %[[OK]] : i32
 
 // A kernel of several ops: the C interface takes descriptor pointers, calls the unoptimized
-// `<kernel>.check` with all of them (both ops' relations), then each op's function with its own (relations 1-4 are the quantize's, 5 on the attention's);
-// a failing allocation of one op ends the kernel with its status. `<kernel>` keeps the unpacked
-// ABI and forwards to the C interface.
+// `<kernel>.check<j>` in order — the descriptors of up to 16 buffers each, then up to 32 relations
+// each over the buffers they name (relations 1-4 are the quantize's, 5 on the attention's) — and
+// returns the first nonzero status, then calls each op's function with its own buffers; a failing
+// allocation of one op ends the kernel with its status. `<kernel>` keeps the unpacked ABI and
+// forwards to the C interface.
 // CHECK-LABEL: func.func @_mlir_ciface_two(
-// CHECK-SAME: %[[P0:.+]]: !llvm.ptr, %[[P1:.+]]: !llvm.ptr, %[[P2:.+]]: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %[[N:.+]]: index, %{{.+}}: !llvm.ptr) -> i32
-// CHECK: %[[ST:.+]] = call @two.check(%[[P0]], %[[P1]], %[[P2]],
-// CHECK: cf.cond_br %{{.+}}, ^[[GO2:.+]], ^
-// CHECK: ^[[GO2]]:
+// CHECK-SAME: %[[P0:.+]]: !llvm.ptr, %[[P1:.+]]: !llvm.ptr, %[[P2:.+]]: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %{{.+}}: !llvm.ptr, %[[N:.+]]: index, %[[P8:.+]]: !llvm.ptr) -> i32
+// CHECK: %[[D:.+]] = call @two.check0(%[[P0]], %[[P1]], %[[P2]], {{.*}}, %[[P8]])
+// CHECK: cf.cond_br %{{.+}}, ^[[REL:.+]], ^[[REFUSE_D:[a-z0-9]+]]
+// CHECK: ^[[GO2:.+]]:  // pred: ^[[REL]]
 // CHECK-NEXT: call @two.op0(%[[P0]], %[[P1]], %[[P2]]) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()
 // CHECK-NEXT: %[[S1:.+]] = call @two.op1({{.*}}%[[N]]{{.*}}) : ({{.*}}) -> i32
 // CHECK: cf.cond_br %{{.+}}, ^{{.+}}, ^
+// CHECK: ^[[REFUSE_D]]:
+// CHECK-NEXT: return %[[D]] : i32
+// CHECK: ^[[REL]]:
+// CHECK-NEXT: %[[R:.+]] = call @two.check1(%[[P0]], %[[P1]], %[[P2]], {{.*}}, %[[P8]])
+// CHECK: cf.cond_br %{{.+}}, ^[[GO2]], ^[[REFUSE_R:[a-z0-9]+]]
+// CHECK: ^[[REFUSE_R]]:
+// CHECK-NEXT: return %[[R]] : i32
 // CHECK-LABEL: func.func @two(
 // CHECK: call @_mlir_ciface_two(
-// CHECK-LABEL: func.func private @two.check(
+// CHECK-LABEL: func.func private @two.check0(
 // CHECK-SAME: -> i32 attributes {passthrough = ["noinline", "optnone"]}
+// CHECK: arith.constant -1 : i32
+// CHECK-LABEL: func.func private @two.check1(
+// CHECK-SAME: -> i32 attributes {passthrough = ["noinline", "optnone"]}
+// CHECK-NOT: arith.constant -1 : i32
 // CHECK: arith.constant 5 : i32
 // CHECK: arith.constant 4 : i32
 // CHECK: arith.constant 1 : i32
-// CHECK: arith.constant -1 : i32
+// CHECK-NOT: arith.constant -1 : i32
 // CHECK-LABEL: func.func private @two.op0(
 // CHECK-SAME: attributes {passthrough = ["noinline"]}
 // CHECK: llvm.load

@@ -16,6 +16,71 @@
 using namespace mlir;
 using namespace mlir::attn;
 
+namespace {
+/// True for the identifiers the C standard library declares (C11 7.1.3) and type names (`*_t`,
+/// which POSIX reserves: `int32_t`, `size_t`, ...): the header defines a `static inline` function
+/// of the kernel's name, which must neither clash with a library header the user includes nor
+/// replace a library function (a kernel named `malloc` would shadow it in every file that
+/// includes the header).
+bool isCLibraryName(StringRef name) {
+  static const llvm::StringSet<> library = {
+      // <stdlib.h>
+      "abort", "abs", "aligned_alloc", "atexit", "at_quick_exit", "atof", "atoi", "atol",
+      "atoll", "bsearch", "calloc", "div", "exit", "_Exit", "free", "getenv", "labs", "ldiv",
+      "llabs", "lldiv", "malloc", "mblen", "mbstowcs", "mbtowc", "qsort", "quick_exit", "rand",
+      "realloc", "srand", "system", "wctomb", "EXIT_FAILURE", "EXIT_SUCCESS", "RAND_MAX",
+      "MB_CUR_MAX", "NULL", "posix_memalign", "alloca",
+      // <stdio.h>
+      "clearerr", "fclose", "feof", "ferror", "fflush", "fgetc", "fgetpos", "fgets", "fopen",
+      "fprintf", "fputc", "fputs", "fread", "freopen", "fscanf", "fseek", "fsetpos", "ftell",
+      "fwrite", "getc", "getchar", "gets", "perror", "printf", "putc", "putchar", "puts",
+      "remove", "rename", "rewind", "scanf", "setbuf", "setvbuf", "snprintf", "sprintf",
+      "sscanf", "tmpfile", "tmpnam", "ungetc", "vfprintf", "vfscanf", "vprintf", "vscanf",
+      "vsnprintf", "vsprintf", "vsscanf", "FILE", "EOF", "BUFSIZ", "FILENAME_MAX", "FOPEN_MAX",
+      "L_tmpnam", "SEEK_CUR", "SEEK_END", "SEEK_SET", "TMP_MAX", "stdin", "stdout", "stderr",
+      "_IOFBF", "_IOLBF", "_IONBF", "fileno", "fdopen", "popen", "pclose", "getline",
+      // <math.h> (the f and l variants are matched below)
+      "acos", "asin", "atan", "atan2", "cos", "sin", "tan", "acosh", "asinh", "atanh", "cosh",
+      "sinh", "tanh", "exp", "exp2", "expm1", "frexp", "ilogb", "ldexp", "log", "log10", "log1p",
+      "log2", "logb", "modf", "scalbn", "scalbln", "cbrt", "fabs", "hypot", "pow", "sqrt", "erf",
+      "erfc", "lgamma", "tgamma", "ceil", "floor", "nearbyint", "rint", "lrint", "llrint",
+      "round", "lround", "llround", "trunc", "fmod", "remainder", "remquo", "copysign", "nan",
+      "nextafter", "nexttoward", "fdim", "fmax", "fmin", "fma", "signbit", "fpclassify",
+      "HUGE_VAL", "HUGE_VALF", "HUGE_VALL", "INFINITY", "NAN",
+      // <time.h>, <signal.h>, <setjmp.h>, <stdarg.h>, <assert.h>, <errno.h>, <stddef.h>,
+      // <locale.h>, <complex.h>, <stdalign.h>, <stdnoreturn.h>, <threads.h>, <wchar.h>
+      "asctime", "clock", "ctime", "difftime", "gmtime", "localtime", "mktime", "time",
+      "timespec_get", "CLOCKS_PER_SEC", "signal", "raise", "setjmp", "longjmp", "va_arg",
+      "va_copy", "va_end", "va_start", "va_list", "assert", "static_assert", "errno",
+      "offsetof", "setlocale", "localeconv", "complex", "imaginary", "I", "noreturn",
+      "thread_local", "call_once", "btowc", "wctob", "mbrlen", "mbrtowc", "wcrtomb", "mbsinit",
+      "fwide", "getwc", "putwc", "ungetwc", "WEOF", "WCHAR_MAX", "WCHAR_MIN",
+      // <string.h>, <ctype.h>
+      "memchr", "memcmp", "memcpy", "memmove", "memset", "strcat", "strchr", "strcmp", "strcoll",
+      "strcpy", "strcspn", "strdup", "strerror", "strftime", "strlen", "strncat", "strncmp",
+      "strncpy", "strndup", "strpbrk", "strrchr", "strspn", "strstr", "strtod", "strtof",
+      "strtok", "strtol", "strtold", "strtoll", "strtoul", "strtoull", "strxfrm", "isalnum",
+      "isalpha", "isblank", "iscntrl", "isdigit", "isgraph", "islower", "isprint", "ispunct",
+      "isspace", "isupper", "isxdigit", "tolower", "toupper", "isfinite", "isinf", "isnan",
+      "isnormal",
+      // <stdint.h>, <limits.h>
+      "INT8_MAX", "INT16_MAX", "INT32_MAX", "INT64_MAX", "INT8_MIN", "INT16_MIN", "INT32_MIN",
+      "INT64_MIN", "UINT8_MAX", "UINT16_MAX", "UINT32_MAX", "UINT64_MAX", "SIZE_MAX",
+      "INTPTR_MAX", "INT_MAX", "INT_MIN", "UINT_MAX", "LONG_MAX", "LONG_MIN", "CHAR_BIT",
+      "INT64_C", "UINT64_C", "INT32_C", "UINT32_C"};
+  if (library.contains(name))
+    return true;
+  // <math.h>'s float and long double variants (sinf, sinl, ...).
+  if ((name.ends_with("f") || name.ends_with("l")) && name.size() > 2 &&
+      library.contains(name.drop_back()))
+    return true;
+  // Types (`*_t`: C's int32_t, size_t, ...; POSIX reserves the suffix).
+  if (name.ends_with("_t"))
+    return true;
+  return false;
+}
+} // namespace
+
 bool mlir::attn::isKernelIdentifier(StringRef name) {
   // C keywords and the names the generated header itself defines.
   static const llvm::StringSet<> reserved = {
@@ -26,7 +91,8 @@ bool mlir::attn::isKernelIdentifier(StringRef name) {
       "typedef",  "union",    "unsigned", "void",       "volatile", "while",    "bool",
       "true",     "false",    "nullptr",  "alignas",    "alignof",  "typeof",   "main",
       "_Bool",    "_Complex", "_Atomic",  "_Noreturn",  "_Alignas", "_Alignof", "asm"};
-  if (name.empty() || name.size() > kMaxKernelNameLength || reserved.contains(name))
+  if (name.empty() || name.size() > kMaxKernelNameLength || reserved.contains(name) ||
+      isCLibraryName(name))
     return false;
   if (!llvm::isAlpha(name.front()) && name.front() != '_')
     return false;
@@ -44,8 +110,8 @@ LogicalResult mlir::attn::checkKernelFunctionName(func::FuncOp fn) {
   return fn.emitError() << "function name '" << shown << "' cannot name a kernel: it becomes a symbol and C text, so it must "
                            "be an identifier ([A-Za-z_][A-Za-z0-9_]*, at most "
                         << kMaxKernelNameLength
-                        << " characters, not a C keyword, not starting with '__', 'attn_' or "
-                           "'_mlir')";
+                        << " characters, not a C keyword or a name the C library declares or "
+                           "reserves, not starting with '__', 'attn_' or '_mlir')";
 }
 
 LogicalResult mlir::attn::checkKernelPlacement(Operation *op, ModuleOp top, bool gpu) {
