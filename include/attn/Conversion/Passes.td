@@ -102,8 +102,8 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
     P·V into their half of O (m64n256). With `crossover` the two head groups of a query token run
     as a 2-CTA cluster: each producer converts half of every block and writes it into both CTAs
     (st.async into the peer through `mapa`, completing its transaction mbarrier), and buffers are
-    released in both CTAs. `attn.quantize.mla_append` becomes `<f>_quantize`, one warp per token
-    writing the FP8 token format.
+    released in both CTAs. (`attn.quantize.mla_append`, like the other quantize ops, is built
+    at the kernel level by attn-build-kernel.)
 
     The launch metadata (docs/GPUDecode.md, docs/QuantSchemes.md, docs/GPUMLA.md) is attached to
     the main kernel as `attn.launch`; the host function is removed. Variants the generators do
@@ -135,18 +135,22 @@ def AttnBuildKernel : Pass<"attn-build-kernel", "ModuleOp"> {
     * `attn.quantize.append` / `attn.quantize.dynamic`: `<f>_quantize` (group index, loads,
       widening, scales, `attnk.quantize_tile`, stores), with its launch metadata; the host
       function is removed;
+    * `attn.quantize.mla_append`: `<f>_quantize`, one warp per token (`attnk.token_rows` with
+      contiguous groups: the latent part's e4m3 codes and scales, the RoPE part in bf16), with
+      its launch metadata; the host function is removed;
     * `attn.attention decode` (not prefill): its split-KV combine kernels `<f>_combine` and
       `<f>_combine_wide` (`attnk.merge.combine`); the attention op and its function stay for
       `convert-attn-to-nvvm`, which builds the attention kernel and its launch metadata and
       puts the combine kernels after it.
 
-    The other GPU ops (prefill, `attn.mla_decode`, `attn.quantize.mla_append`) are left for
+    The other GPU ops (prefill, `attn.mla_decode`) are left for
     `convert-attn-to-nvvm`. Run `attn-select-schedule` first; lower with
     `convert-attnk-to-nvvm` after `convert-attn-to-nvvm`. Quantize variants without a kernel
     are refused on the op with "not supported yet by the sm_90a kernels".
   }];
   let dependentDialects = ["::mlir::attnk::AttnKernelDialect", "::mlir::gpu::GPUDialect",
-                           "::mlir::NVVM::NVVMDialect"];
+                           "::mlir::NVVM::NVVMDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def ConvertAttnKernelToNVVM : Pass<"convert-attnk-to-nvvm", "ModuleOp"> {

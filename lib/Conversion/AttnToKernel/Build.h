@@ -1,8 +1,8 @@
 //===- Build.h - attn-build-kernel's builders ------------------*- C++ -*-===//
 //
 // What this file is: the builders of attn-build-kernel, one per spec op family that goes through
-// the kernel level (BuildCombine.cpp, BuildQuantize.cpp through QuantizePlan.h). Private to this
-// folder.
+// the kernel level (BuildCombine.cpp, BuildMLAQuantize.cpp, BuildQuantize.cpp through
+// QuantizePlan.h). Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTOKERNEL_BUILD_H
@@ -12,12 +12,36 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
+#include <string>
+
 namespace mlir::attn::kernel {
 
 /// Adds `<name>_combine` and `<name>_combine_wide` (attnk.merge.combine) for a split-KV decode
 /// op at the end of `module`; returns false, building nothing, where the op has no such kernels
 /// (prefill) or is not one convert-attn-to-nvvm accepts (which then says why).
 bool buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp module, AttentionOp op);
+
+/// The kernel of `attn.quantize.mla_append` (`<name>_quantize`, BuildMLAQuantize.cpp): one warp
+/// per new token, 4 per CTA; lane l quantizes values 16l .. 16l+15 (8 lanes share a tile's scale
+/// through shuffles) and lanes 0–7 round the RoPE part.
+struct MLAQuantizePlan {
+  static constexpr int64_t kTokensPerCTA = 4;
+  std::string name;
+  int64_t batch = -1, newTokens = -1, capacity = -1, dv = 512, rope = 64, quantTile = 128;
+  Type srcElem;
+  int64_t srcBytes() const { return srcElem.getIntOrFloatBitWidth() / 8; }
+  /// Bytes of one cache token: the codes, one f32 scale per tile, the RoPE part in bf16.
+  int64_t tokenBytes() const { return dv + 4 * (dv / quantTile) + 2 * rope; }
+  int64_t ropeOffset() const { return dv + 4 * (dv / quantTile); }
+};
+
+/// Resolves an `attn.quantize.mla_append` for sm_90a, or reports why it has no kernel yet.
+FailureOr<MLAQuantizePlan> planMLAQuantize(QuantizeMLAAppendOp op);
+/// Adds the kernel level of `<name>_quantize` (with its launch metadata) at the end of `module`.
+void buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                            QuantizeMLAAppendOp op, const MLAQuantizePlan &p);
+/// Its launch metadata (docs/GPUMLA.md).
+std::string mlaQuantizeLaunchJSON(const MLAQuantizePlan &p);
 
 } // namespace mlir::attn::kernel
 

@@ -165,8 +165,8 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
 
   Type srcElem = cast<MemRefType>(ops.src.getType()).getElementType();
   auto chunks = VectorType::get({p.chunks, p.vec}, srcElem);
-  auto f32Groups = attnk::GroupsType::get(ctx, p.groupElems, b.getF32Type(), p.lanes, p.vec);
-  auto codeGroups = attnk::GroupsType::get(ctx, p.groupElems, codeT, p.lanes, p.vec);
+  auto f32Groups = attnk::GroupsType::get(ctx, p.groupElems, b.getF32Type(), p.lanes, p.vec, false);
+  auto codeGroups = attnk::GroupsType::get(ctx, p.groupElems, codeT, p.lanes, p.vec, false);
   bool perChannel = p.gran == Granularity::per_channel;
   Type scaleT = perChannel ? Type(f32Groups) : Type(b.getF32Type());
 

@@ -1,8 +1,7 @@
 //===- AttnToNVVM.cpp - the convert-attn-to-nvvm pass ---------------------===//
 //
 // What this file is: `convert-attn-to-nvvm` — turns each function holding one
-// `attn.attention` op (or one `attn.mla_decode`, MLAKernel.cpp, or one
-// `attn.quantize.mla_append`, MLAQuantizeKernel.cpp) for sm_90a into
+// `attn.attention` op (or one `attn.mla_decode`, MLAKernel.cpp) for sm_90a into
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
 // the generators implement (and says which part is not, on the op, otherwise), resolves the spec
 // and its schedule into a ForwardPlan, builds the forward kernel (ForwardKernel.cpp), puts the
@@ -488,14 +487,12 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
     bool ok = true;
     SmallVector<std::pair<func::FuncOp, ForwardPlan>, 1> plans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
-    SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;
     llvm::SmallPtrSet<Operation *, 8> parents;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
-      bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp>(op);
+      bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp>(op);
       auto mla = dyn_cast<MLADecodeOp>(op);
-      auto mlaQuant = dyn_cast<QuantizeMLAAppendOp>(op);
-      if (!att && !quantize && !mla && !mlaQuant) {
+      if (!att && !quantize && !mla) {
         op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()
                         << "' for sm_90a (attn.attention, attn.mla_decode and attn.quantize.* "
                            "are lowered)";
@@ -519,14 +516,6 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
                            "attn op (this one holds "
                         << attnOps << ")";
         ok = false;
-        continue;
-      }
-      if (mlaQuant) {
-        FailureOr<MLAQuantizePlan> plan = planMLAQuantize(mlaQuant);
-        if (failed(plan))
-          ok = false;
-        else
-          mlaQuantPlans.push_back({fn, *plan});
         continue;
       }
       if (mla) {
@@ -601,11 +590,6 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
           fn, plan.kernelName(),
           [&, &plan = plan](Location loc) { buildMLAKernel(b, loc, gpuModule, plan); },
           mlaLaunchJSON(plan));
-    for (auto &[fn, plan] : mlaQuantPlans)
-      emit(
-          fn, plan.name + "_quantize",
-          [&, &plan = plan](Location loc) { buildMLAQuantizeKernel(b, loc, gpuModule, plan); },
-          mlaQuantizeLaunchJSON(plan));
   }
 };
 } // namespace
