@@ -3,7 +3,8 @@
 // What this file is: the lowering of the kernel container `attnk.kernel` to an `llvm.func` in
 // the same place of its `gpu.module`: `nvvm.kernel`, `nvvm.maxntid = [threads, 1, 1]`, memref
 // parameters as global pointers, `griddepcontrol.wait` first when the kernel is launched as a
-// programmatic dependent, the launch metadata as `attn.launch`, and the closing `llvm.return`.
+// programmatic dependent, the launch metadata as `attn.launch` (the JSON the metadata writer
+// makes of the kernel's `metadata` and launch ABI), and the closing `llvm.return`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +33,10 @@ struct KernelLowering : OpConversionPattern<KernelOp> {
     fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
     fn->setAttr("nvvm.maxntid",
                 rewriter.getDenseI32ArrayAttr({static_cast<int32_t>(op.getThreads()), 1, 1}));
-    if (auto launch = op.getLaunchAttr())
-      fn->setAttr("attn.launch", launch);
+    if (DictionaryAttr metadata = op.getMetadataAttr())
+      fn->setAttr("attn.launch",
+                  rewriter.getStringAttr(launchDocumentJSON(
+                      metadata, {launchKernelJSON(op.getSymName(), op.getLaunchAttr())})));
     rewriter.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
     Block *entry = rewriter.applySignatureConversion(&fn.getBody().front(), sig,
                                                      getTypeConverter());

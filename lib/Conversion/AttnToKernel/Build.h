@@ -9,12 +9,31 @@
 #define ATTN_LIB_CONVERSION_ATTNTOKERNEL_BUILD_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
 #include <string>
 
 namespace mlir::attn::kernel {
+
+/// Entries of a kernel's `metadata` dictionary (what the launch JSON's problem and schedule
+/// objects hold), one builder per value kind.
+struct MetadataBuilder {
+  Builder &b;
+  NamedAttribute num(StringRef key, int64_t v) { return b.getNamedAttr(key, b.getI64IntegerAttr(v)); }
+  NamedAttribute str(StringRef key, StringRef v) { return b.getNamedAttr(key, b.getStringAttr(v)); }
+  NamedAttribute flag(StringRef key, bool v) { return b.getNamedAttr(key, b.getBoolAttr(v)); }
+  NamedAttribute dict(StringRef key, ArrayRef<NamedAttribute> v) {
+    return b.getNamedAttr(key, b.getDictionaryAttr(v));
+  }
+};
+
+/// The launch ABI of a kernel of `threads` threads in a 1 × 1 × 1 cluster: `grid` (numbers and
+/// symbols), dynamic shared memory, parameter names, PDL and further kernel entries.
+attnk::LaunchAttr makeLaunch(Builder &b, StringRef role, ArrayRef<Attribute> grid, int64_t threads,
+                             int64_t smem, ArrayRef<StringRef> params, bool programmatic = false,
+                             ArrayRef<NamedAttribute> extra = {});
 
 /// Adds `<name>_combine` and `<name>_combine_wide` (attnk.merge.combine) for a split-KV decode
 /// op at the end of `module`; returns false, building nothing, where the op has no such kernels
@@ -40,8 +59,9 @@ FailureOr<MLAQuantizePlan> planMLAQuantize(QuantizeMLAAppendOp op);
 /// Adds the kernel level of `<name>_quantize` (with its launch metadata) at the end of `module`.
 void buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
                             QuantizeMLAAppendOp op, const MLAQuantizePlan &p);
-/// Its launch metadata (docs/GPUMLA.md).
-std::string mlaQuantizeLaunchJSON(const MLAQuantizePlan &p);
+/// Its launch ABI and metadata (problem, schedule: docs/GPUMLA.md).
+attnk::LaunchAttr mlaQuantizeLaunch(Builder &b, const MLAQuantizePlan &p);
+DictionaryAttr mlaQuantizeMetadata(Builder &b, const MLAQuantizePlan &p);
 
 } // namespace mlir::attn::kernel
 

@@ -7,7 +7,7 @@
 // consecutive values per lane: `load_groups`, `group_scales`, `quantize_tile` to e4m3,
 // `store_groups` of the codes and the tile's f32 scale), then the RoPE part on lanes 0–7
 // rounded to bf16 (`convert_tile`). The arithmetic is qattn.mla.pack_fp8's, bit for bit
-// (scripts/gpu-mla.py check). Also its plan and launch metadata (docs/GPUMLA.md).
+// (scripts/gpu-mla.py check). Also its plan, launch ABI and metadata (docs/GPUMLA.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,8 +18,6 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -80,7 +78,7 @@ void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc,
   b.setInsertionPointToEnd(module.getBody());
   auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(p.name + "_quantize"),
                                         b.getI64IntegerAttr(128), UnitAttr(),
-                                        b.getStringAttr(mlaQuantizeLaunchJSON(p)));
+                                        mlaQuantizeLaunch(b, p), mlaQuantizeMetadata(b, p));
   Block *body = b.createBlock(&kernel.getBody());
   for (Type t : params)
     body->addArgument(t, loc);
@@ -110,28 +108,20 @@ void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc,
   buildRope(b, loc, p, x, row, lane);
 }
 
-std::string mlir::attn::kernel::mlaQuantizeLaunchJSON(const MLAQuantizePlan &p) {
-  using llvm::json::Array;
-  using llvm::json::Object;
-  std::string srcName = p.srcElem.isBF16() ? "bf16" : p.srcElem.isF16() ? "f16" : "f32";
-  Object root{
-      {"format", "attn-launch-v1"},
-      {"arch", 90},
-      {"problem", Object{{"kind", "quantize_mla"}, {"batch", p.batch},
-                         {"new_tokens", p.newTokens}, {"capacity", p.capacity},
-                         {"head_dim_v", p.dv}, {"rope_dim", p.rope}, {"quant_tile", p.quantTile},
-                         {"token_bytes", p.tokenBytes()}, {"src_dtype", srcName}}},
-      {"schedule", Object{{"tokens_per_cta", MLAQuantizePlan::kTokensPerCTA}}},
-      {"kernels", Array{Object{{"name", p.name + "_quantize"},
-                               {"role", "quantize"},
-                               {"block", Array{128, 1, 1}},
-                               {"cluster", Array{1, 1, 1}},
-                               {"smem_bytes", 0},
-                               {"grid", Array{"token_ctas", 1, 1}},
-                               {"params", Array{"src", "positions", "cache", "batch",
-                                                "new_tokens", "capacity"}}}}}};
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-  return s;
+attnk::LaunchAttr mlir::attn::kernel::mlaQuantizeLaunch(Builder &b, const MLAQuantizePlan &p) {
+  return makeLaunch(b, "quantize", {b.getStringAttr("token_ctas"), b.getI64IntegerAttr(1),
+                                    b.getI64IntegerAttr(1)},
+                    128, 0, {"src", "positions", "cache", "batch", "new_tokens", "capacity"});
+}
+
+DictionaryAttr mlir::attn::kernel::mlaQuantizeMetadata(Builder &b, const MLAQuantizePlan &p) {
+  MetadataBuilder m{b};
+  StringRef srcName = p.srcElem.isBF16() ? "bf16" : p.srcElem.isF16() ? "f16" : "f32";
+  return b.getDictionaryAttr(
+      {m.dict("problem", {m.str("kind", "quantize_mla"), m.num("batch", p.batch),
+                          m.num("new_tokens", p.newTokens), m.num("capacity", p.capacity),
+                          m.num("head_dim_v", p.dv), m.num("rope_dim", p.rope),
+                          m.num("quant_tile", p.quantTile), m.num("token_bytes", p.tokenBytes()),
+                          m.str("src_dtype", srcName)}),
+       m.dict("schedule", {m.num("tokens_per_cta", MLAQuantizePlan::kTokensPerCTA)})});
 }

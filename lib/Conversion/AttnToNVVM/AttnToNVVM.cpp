@@ -19,6 +19,7 @@
 #include "MLAPlan.h"
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -468,6 +469,20 @@ static FailureOr<ForwardPlan> planForward(AttentionOp op) {
   return p;
 }
 
+/// The `kernels[]` entries of a decode plan's combine kernels, from their launch ABIs
+/// (attn-build-kernel built them; none for prefill).
+static SmallVector<llvm::json::Object> combineLaunches(gpu::GPUModuleOp module,
+                                                       const ForwardPlan &plan) {
+  SmallVector<llvm::json::Object> out;
+  if (plan.prefill)
+    return out;
+  for (const char *suffix : {"_combine", "_combine_wide"}) {
+    auto k = module.lookupSymbol<attnk::KernelOp>(plan.name + suffix);
+    out.push_back(attnk::launchKernelJSON(k.getSymName(), k.getLaunchAttr()));
+  }
+  return out;
+}
+
 namespace {
 struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertAttnToNVVMPass> {
   using ConvertAttnToNVVMBase::ConvertAttnToNVVMBase;
@@ -584,7 +599,7 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
             if (plan.wide)
               buildForwardKernel(b, loc, gpuModule, *plan.wide);
           },
-          launchMetadataJSON(plan));
+          launchMetadataJSON(plan, combineLaunches(gpuModule, plan)));
     for (auto &[fn, plan] : mlaPlans)
       emit(
           fn, plan.kernelName(),

@@ -15,6 +15,7 @@
 #include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/Support/JSON.h"
 
 #include <algorithm>
 #include <memory>
@@ -228,7 +229,7 @@ struct ForwardPlan {
 /// Adds `<name>_decode` to `module` (an NVVM-targeted gpu.module).
 void buildForwardKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const ForwardPlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
-std::string launchMetadataJSON(const ForwardPlan &p);
+std::string launchMetadataJSON(const ForwardPlan &p, ArrayRef<llvm::json::Object> combine);
 
 /// Name of the dynamic shared-memory symbol of the module.
 inline constexpr const char *kSharedSymbol = "__attn_dynamic_smem";

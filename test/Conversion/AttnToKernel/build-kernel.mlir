@@ -7,7 +7,7 @@
 // CHECK-LABEL: module attributes {gpu.container_module}
 // CHECK-NOT: func.func @kv_append
 // CHECK: gpu.module @attn_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">]
-// CHECK-NEXT: attnk.kernel @kv_append_quantize(%[[SRC:.+]]: memref<?x?x8x128xbf16>, %[[POS:.+]]: memref<?xi32>, %[[DST:.+]]: memref<?x?x8x128xi8>, %[[SC:.+]]: memref<?x?x8xf32>, %{{.+}}: memref<?xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = "{{.*}}\22kind\22: \22quantize_append\22{{.*}}"} {
+// CHECK-NEXT: attnk.kernel @kv_append_quantize(%[[SRC:.+]]: memref<?x?x8x128xbf16>, %[[POS:.+]]: memref<?xi32>, %[[DST:.+]]: memref<?x?x8x128xi8>, %[[SC:.+]]: memref<?x?x8xf32>, %{{.+}}: memref<?xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = #attnk.launch<quantize, grid = ["quantize_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"]>, metadata = {problem = {{.*}}kind = "quantize_append"{{.*}}, schedule = {group_elems = 128 : i64, groups_per_cta = 32 : i64, groups_per_token = 8 : i64, lanes_per_group = 16 : i64, vector_elems = 8 : i64}}} {
 // The four slots' loads come first.
 // CHECK-NEXT: %[[G0:.+]], %[[T0:.+]], %[[I0:.+]], %[[R0:.+]] = attnk.group_index %[[B]], %[[N]] slot 0 of 4 lanes = 16 groups_per_token = 8
 // CHECK-NEXT: %[[X0:.+]] = attnk.load_groups %[[SRC]][%[[T0]], %[[I0]]] lane(%[[R0]]) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
@@ -34,10 +34,10 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 // CHECK: func.func @mqa_i8(
 // CHECK: attn.attention decode
 // CHECK: gpu.module @attn_kernels
-// CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic {
+// CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic attributes {launch = #attnk.launch<combine, grid = ["row_blocks", "groups", "batch"], block = [128, 1, 1], cluster = [1, 1, 1], smem = {{[0-9]+}}, params = ["workspace", "out", "batch", "num_splits"], programmatic, extra = {min_splits = 2 : i64}>} {
 // CHECK-NEXT: attnk.merge.combine %[[WS]] into %[[OUT]] splits(%[[N]]) narrow kv_heads = 1 pack = 16 : memref<?xf32>, memref<?x3x16x128xbf16>
 // CHECK-NEXT: }
-// CHECK-NEXT: attnk.kernel @mqa_i8_combine_wide(%[[WS2:.+]]: memref<?xf32>, %[[OUT2:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N2:.+]]: i32) threads = 512 programmatic {
+// CHECK-NEXT: attnk.kernel @mqa_i8_combine_wide(%[[WS2:.+]]: memref<?xf32>, %[[OUT2:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N2:.+]]: i32) threads = 512 programmatic attributes {launch = #attnk.launch<combine, grid = ["rows", "groups", "batch"], block = [512, 1, 1], cluster = [1, 1, 1], smem = {{[0-9]+}}, params = ["workspace", "out", "batch", "num_splits"], programmatic, extra = {min_splits = 17 : i64}>} {
 // CHECK-NEXT: attnk.merge.combine %[[WS2]] into %[[OUT2]] splits(%[[N2]]) wide kv_heads = 1 pack = 16
 func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
                   %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x3x16x128xbf16>) {
@@ -69,7 +69,7 @@ func.func @pf(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: me
 // first 8 lanes round the RoPE part (from element 512) into the row after the scales (at 528).
 // CHECK-LABEL: module attributes {gpu.container_module}
 // CHECK-NOT: func.func @mla_q
-// CHECK: attnk.kernel @mla_q_quantize(%[[SRC:.+]]: memref<?x?x576xf16>, %[[POS:.+]]: memref<?xi32>, %[[CACHE:.+]]: memref<?x?x656xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = "{{.*}}\22kind\22: \22quantize_mla\22{{.*}}"} {
+// CHECK: attnk.kernel @mla_q_quantize(%[[SRC:.+]]: memref<?x?x576xf16>, %[[POS:.+]]: memref<?xi32>, %[[CACHE:.+]]: memref<?x?x656xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = #attnk.launch<quantize, grid = ["token_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "cache", "batch", "new_tokens", "capacity"]>, metadata = {problem = {{.*}}kind = "quantize_mla"{{.*}}src_dtype = "f16"{{.*}}, schedule = {tokens_per_cta = 4 : i64}}} {
 // CHECK-NEXT: %{{.+}}, %[[TOK:.+]], %{{.+}}, %[[L:.+]] = attnk.group_index %[[B]], %[[N]] slot 0 of 1 lanes = 8 groups_per_token = 4 whole_tokens
 // CHECK-NEXT: attnk.token_rows %[[SRC]][%[[TOK]]], %[[CACHE]] positions(%[[POS]] : memref<?xi32>) tokens(%[[B]], %[[N]]) capacity(%[[CAP]]) : memref<?x?x576xf16>, memref<?x?x656xi8> {
 // CHECK-NEXT: ^bb0(%[[X:.+]]: memref<576xf16>, %[[ROW:.+]]: memref<656xi8>):

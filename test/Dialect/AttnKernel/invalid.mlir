@@ -1118,3 +1118,52 @@ func.func @f(%src: memref<?x?x576xbf16>, %pos: memref<?xi32>, %cache: memref<?x?
   }
   return
 }
+
+// -----
+
+// expected-error @+1 {{a launch's role is an identifier, got ""}}
+func.func @f() attributes {l = #attnk.launch<"", grid = [1, 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{a grid is three extents, each a positive number or a symbol, got [0, 1, 1]}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = [0, 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{block and cluster are three positive extents each}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1], cluster = [1, 1, 1], smem = 0, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{shared memory of -1 bytes}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = -1, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{parameters are named by strings, got [1]}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = [1]>} { return }
+
+// -----
+
+// expected-error @+1 {{has launch metadata but no launch ABI}}
+attnk.kernel @k(%n: i32) threads = 32 attributes {metadata = {problem = {}}} {
+}
+
+// -----
+
+// expected-error @+1 {{launch ABI names 2 parameters, the kernel has 1}}
+attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n", "m"]>} {
+}
+
+// -----
+
+// expected-error @+1 {{launch ABI's block is not [32, 1, 1]}}
+attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [64, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n"]>} {
+}
+
+// -----
+
+// expected-error @+1 {{is programmatic, its launch ABI is not}}
+attnk.kernel @k(%n: i32) threads = 32 programmatic attributes {launch = #attnk.launch<combine, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n"]>} {
+}
