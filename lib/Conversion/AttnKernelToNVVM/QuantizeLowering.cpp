@@ -429,17 +429,16 @@ struct TokenRowsLowering : OpConversionPattern<TokenRowsOp> {
     Value valid = k.cmp(P::slt, tok, k.mul(a.getBatch(), newTokens));
     k.ifThen(valid, [&] {
       Value row = k.add(
-          k.loadInvariant(k.i32(), k.gep(a.getPositions(), k.mul(k.zext64(bIdx), int64_t(4)))),
-          i);
+          k.loadInvariant(k.i32(), k.gep(a.getPositions(), k.mul(k.zext64(bIdx), int64_t(4)))), i);
       Value inCache = k.band(k.cmp(P::sge, row, 0), k.cmp(P::slt, row, capacity));
       // The whole warp takes the same branch: the body may shuffle.
       k.ifThen(inCache, [&] {
         Value srcRow = k.gep(a.getSrc(), k.mul(k.mul(k.zext64(tok), dk), eb));
-        Value dstRow = k.gep(a.getCache(),
-                             k.mul(k.add(k.mul(k.zext64(bIdx), k.zext64(capacity)), k.zext64(row)),
-                                   rowBytes));
-        rewriter.inlineBlockBefore(body, rewriter.getInsertionBlock(),
-                                   rewriter.getInsertionPoint(), {srcRow, dstRow});
+        Value dstRow =
+            k.gep(a.getCache(),
+                  k.mul(k.add(k.mul(k.zext64(bIdx), k.zext64(capacity)), k.zext64(row)), rowBytes));
+        rewriter.inlineBlockBefore(body, rewriter.getInsertionBlock(), rewriter.getInsertionPoint(),
+                                   {srcRow, dstRow});
       });
     });
     rewriter.eraseOp(op);
@@ -476,9 +475,7 @@ struct RowLoadLowering : OpConversionPattern<LoadGroupsOp> {
   }
 };
 
-Value nanAsZero(KernelBuilder &k, Value x) {
-  return k.select(k.fcmp(FP::uno, x, x), k.f32(0), x);
-}
+Value nanAsZero(KernelBuilder &k, Value x) { return k.select(k.fcmp(FP::uno, x, x), k.f32(0), x); }
 
 /// group_scales of contiguous groups: max(amax / q_max, min_scale) over the finite values.
 struct RowScalesLowering : OpConversionPattern<GroupScalesOp> {
@@ -588,7 +585,5 @@ void mlir::attnk::populateQuantizePatterns(const TypeConverter &tc, RewritePatte
                GroupScalesLowering, QuantizeTileLowering, StoreGroupsLowering>(
       tc, patterns.getContext());
   patterns.add<WholeTokenIndexLowering, TokenRowsLowering, RowLoadLowering, RowScalesLowering,
-               RowQuantizeLowering, RowRoundLowering, RowStoreLowering>(tc,
-                                                                        patterns.getContext());
+               RowQuantizeLowering, RowRoundLowering, RowStoreLowering>(tc, patterns.getContext());
 }
-

@@ -21,7 +21,9 @@ namespace mlir::attn::kernel {
 /// objects hold), one builder per value kind.
 struct MetadataBuilder {
   Builder &b;
-  NamedAttribute num(StringRef key, int64_t v) { return b.getNamedAttr(key, b.getI64IntegerAttr(v)); }
+  NamedAttribute num(StringRef key, int64_t v) {
+    return b.getNamedAttr(key, b.getI64IntegerAttr(v));
+  }
   NamedAttribute str(StringRef key, StringRef v) { return b.getNamedAttr(key, b.getStringAttr(v)); }
   NamedAttribute flag(StringRef key, bool v) { return b.getNamedAttr(key, b.getBoolAttr(v)); }
   NamedAttribute dict(StringRef key, ArrayRef<NamedAttribute> v) {

@@ -53,11 +53,11 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
          b.getStringAttr("batch")},
         threads, attnk::MergeCombineOp::getSharedBytes(form, d),
         {"workspace", "out", "batch", "num_splits"}, /*programmatic=*/true,
-        {b.getNamedAttr("min_splits",
-                        b.getI64IntegerAttr(narrow ? 2 : attnk::MergeCombineOp::kNarrowSplits + 1))});
-    auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(name),
-                                          b.getI64IntegerAttr(threads), b.getUnitAttr(), launch,
-                                          DictionaryAttr());
+        {b.getNamedAttr("min_splits", b.getI64IntegerAttr(
+                                          narrow ? 2 : attnk::MergeCombineOp::kNarrowSplits + 1))});
+    auto kernel =
+        attnk::KernelOp::create(b, loc, b.getStringAttr(name), b.getI64IntegerAttr(threads),
+                                b.getUnitAttr(), launch, DictionaryAttr());
     Block *body = b.createBlock(&kernel.getBody());
     for (Type t : {Type(ws), Type(out), i32, i32})
       body->addArgument(t, loc);

@@ -47,9 +47,9 @@ static void buildRope(OpBuilder &b, Location loc, const MLAQuantizePlan &p, Valu
                       Value lane) {
   MLIRContext *ctx = b.getContext();
   int64_t lanes = p.rope / 8, vec = 16 / p.srcBytes();
-  Value firstLanes = arith::CmpIOp::create(
-      b, loc, arith::CmpIPredicate::ult, lane,
-      arith::ConstantIntOp::create(b, loc, b.getI32Type(), lanes));
+  Value firstLanes =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, lane,
+                            arith::ConstantIntOp::create(b, loc, b.getI32Type(), lanes));
   auto ifOp = scf::IfOp::create(b, loc, firstLanes, /*withElseRegion=*/false);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
@@ -59,15 +59,13 @@ static void buildRope(OpBuilder &b, Location loc, const MLAQuantizePlan &p, Valu
   Value rb = attnk::ConvertTileOp::create(b, loc, bf16, r, Value(), ValueRange{}, ValueRange{},
                                           ArrayAttr(), attnk::ConvertPart::full, false)
                  .getResult();
-  attnk::StoreGroupsOp::create(b, loc, rb, row, Value(), Value(), Value(), lane, Value(),
-                               Value(), Value(), Value(), Value(), Value(), Value(), Value(),
-                               p.ropeOffset(), 0);
+  attnk::StoreGroupsOp::create(b, loc, rb, row, Value(), Value(), Value(), lane, Value(), Value(),
+                               Value(), Value(), Value(), Value(), Value(), Value(), p.ropeOffset(),
+                               0);
 }
 
-void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc,
-                                                gpu::GPUModuleOp module,
-                                                QuantizeMLAAppendOp op,
-                                                const MLAQuantizePlan &p) {
+void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                                                QuantizeMLAAppendOp op, const MLAQuantizePlan &p) {
   OpBuilder::InsertionGuard g(b);
   MLIRContext *ctx = b.getContext();
   Type i32 = b.getI32Type();
@@ -87,8 +85,8 @@ void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc,
         capacity = body->getArgument(5);
 
   int64_t tiles = p.dv / p.quantTile, lanes = 32 / tiles, vec = 16 / p.srcBytes();
-  auto index = attnk::GroupIndexOp::create(b, loc, SmallVector<Type>(4, i32), batch, newTokens,
-                                           0, 1, lanes, tiles, /*whole_tokens=*/true);
+  auto index = attnk::GroupIndexOp::create(b, loc, SmallVector<Type>(4, i32), batch, newTokens, 0,
+                                           1, lanes, tiles, /*whole_tokens=*/true);
   Value lane = index.getLaneRank();
   auto rows = attnk::TokenRowsOp::create(b, loc, src, index.getToken(), cache, pos, batch,
                                          newTokens, capacity);
@@ -109,8 +107,8 @@ void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc,
 }
 
 attnk::LaunchAttr mlir::attn::kernel::mlaQuantizeLaunch(Builder &b, const MLAQuantizePlan &p) {
-  return makeLaunch(b, "quantize", {b.getStringAttr("token_ctas"), b.getI64IntegerAttr(1),
-                                    b.getI64IntegerAttr(1)},
+  return makeLaunch(b, "quantize",
+                    {b.getStringAttr("token_ctas"), b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)},
                     128, 0, {"src", "positions", "cache", "batch", "new_tokens", "capacity"});
 }
 

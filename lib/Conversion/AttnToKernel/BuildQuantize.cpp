@@ -153,8 +153,8 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
                               i32};
   b.setInsertionPointToEnd(module.getBody());
   auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(p.name + "_quantize"),
-                                        b.getI64IntegerAttr(128), UnitAttr(),
-                                        quantizeLaunch(b, p), quantizeMetadata(b, p));
+                                        b.getI64IntegerAttr(128), UnitAttr(), quantizeLaunch(b, p),
+                                        quantizeMetadata(b, p));
   Block *body = b.createBlock(&kernel.getBody());
   for (Type t : params)
     body->addArgument(t, loc);
@@ -208,11 +208,10 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
 }
 
 attnk::LaunchAttr mlir::attn::kernel::quantizeLaunch(Builder &b, const QuantizePlan &p) {
-  return makeLaunch(b, "quantize", {b.getStringAttr("quantize_ctas"), b.getI64IntegerAttr(1),
-                                    b.getI64IntegerAttr(1)},
-                    128, 0,
-                    {"src", "positions", "dst", "scales", "zeros", "batch", "new_tokens",
-                     "capacity"});
+  return makeLaunch(
+      b, "quantize",
+      {b.getStringAttr("quantize_ctas"), b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
+      {"src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"});
 }
 
 DictionaryAttr mlir::attn::kernel::quantizeMetadata(Builder &b, const QuantizePlan &p) {
@@ -224,11 +223,10 @@ DictionaryAttr mlir::attn::kernel::quantizeMetadata(Builder &b, const QuantizePl
       {m.dict("problem",
               {m.str("kind", p.append ? "quantize_append" : "quantize_dynamic"),
                m.num("batch", p.batch), m.num("new_tokens", p.newTokens),
-               m.num("capacity", p.capacity), m.num("heads", p.heads),
-               m.num("head_dim", p.headDim), m.str("src_dtype", src), m.str("code_dtype", code),
-               m.str("granularity", p.granText), m.flag("symmetric", !p.asym),
-               m.flag("dynamic_scales", p.dynamicScales()), m.flag("hadamard", p.hadamard),
-               m.str("scale_dtype", scale)}),
+               m.num("capacity", p.capacity), m.num("heads", p.heads), m.num("head_dim", p.headDim),
+               m.str("src_dtype", src), m.str("code_dtype", code), m.str("granularity", p.granText),
+               m.flag("symmetric", !p.asym), m.flag("dynamic_scales", p.dynamicScales()),
+               m.flag("hadamard", p.hadamard), m.str("scale_dtype", scale)}),
        m.dict("schedule",
               {m.num("group_elems", p.groupElems), m.num("groups_per_token", p.groupsPerToken()),
                m.num("groups_per_cta", p.groupsPerCTA()), m.num("lanes_per_group", p.lanes),

@@ -37,11 +37,11 @@ Attribute LaunchAttr::parse(AsmParser &p, Type) {
   int64_t smem = 0;
   bool programmatic = false;
   DictionaryAttr extra = DictionaryAttr::get(p.getContext());
-  if (p.parseLess() || p.parseKeywordOrString(&role) || p.parseComma() ||
-      p.parseKeyword("grid") || p.parseEqual() || p.parseAttribute(grid) ||
-      parseExtents(p, "block", block) || parseExtents(p, "cluster", cluster) ||
-      p.parseComma() || p.parseKeyword("smem") || p.parseEqual() || p.parseInteger(smem) ||
-      p.parseComma() || p.parseKeyword("params") || p.parseEqual() || p.parseAttribute(params))
+  if (p.parseLess() || p.parseKeywordOrString(&role) || p.parseComma() || p.parseKeyword("grid") ||
+      p.parseEqual() || p.parseAttribute(grid) || parseExtents(p, "block", block) ||
+      parseExtents(p, "cluster", cluster) || p.parseComma() || p.parseKeyword("smem") ||
+      p.parseEqual() || p.parseInteger(smem) || p.parseComma() || p.parseKeyword("params") ||
+      p.parseEqual() || p.parseAttribute(params))
     return {};
   while (succeeded(p.parseOptionalComma())) {
     if (succeeded(p.parseOptionalKeyword("programmatic"))) {
@@ -53,9 +53,9 @@ Attribute LaunchAttr::parse(AsmParser &p, Type) {
   }
   if (p.parseGreater())
     return {};
-  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(),
-                    StringRef(role), grid, ArrayRef<int64_t>(block), ArrayRef<int64_t>(cluster),
-                    smem, params, programmatic, extra);
+  return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), StringRef(role),
+                    grid, ArrayRef<int64_t>(block), ArrayRef<int64_t>(cluster), smem, params,
+                    programmatic, extra);
 }
 
 void LaunchAttr::print(AsmPrinter &p) const {
@@ -71,9 +71,8 @@ void LaunchAttr::print(AsmPrinter &p) const {
 }
 
 LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError, StringRef role,
-                                 ArrayAttr grid, ArrayRef<int64_t> block,
-                                 ArrayRef<int64_t> cluster, int64_t smem, ArrayAttr params,
-                                 bool, DictionaryAttr) {
+                                 ArrayAttr grid, ArrayRef<int64_t> block, ArrayRef<int64_t> cluster,
+                                 int64_t smem, ArrayAttr params, bool, DictionaryAttr) {
   if (role.empty() || !llvm::isAlpha(role.front()) ||
       !llvm::all_of(role, [](char c) { return llvm::isAlnum(c) || c == '_'; }))
     return emitError() << "a launch's role is an identifier, got \"" << role << "\"";

@@ -43,8 +43,8 @@ static LogicalResult verifyRowLoad(LoadGroupsOp op, MemRefType src) {
            << op.getResult().getType();
   int64_t bytes = src.getElementTypeBitWidth() / 8;
   if (res.getVec() * bytes != 16 || res.getLanes() != int64_t(op.getLanes()))
-    return op.emitOpError("reads 16-byte vectors of ") << 16 / bytes << " elements on "
-                                                       << op.getLanes() << " lanes, got " << res;
+    return op.emitOpError("reads 16-byte vectors of ")
+           << 16 / bytes << " elements on " << op.getLanes() << " lanes, got " << res;
   if (src.isDynamicDim(0) || int64_t(op.getOffset()) + res.getElems() > src.getDimSize(0))
     return op.emitOpError("a group of ") << res.getElems() << " elements at " << op.getOffset()
                                          << " is not within the row " << src;
@@ -137,7 +137,7 @@ LogicalResult QuantizeTileOp::verify() {
   if (!code.isInteger(8) && !isa<Float8E4M3FNType>(code))
     return emitOpError("not supported yet: ") << code << " codes (i8, ui8, f8E4M3FN)";
   if (out != GroupsType::get(getContext(), in.getElems(), code, in.getLanes(), in.getVec(),
-                            in.getContiguous()))
+                             in.getContiguous()))
     return emitOpError("returns the scheme's ") << code << " codes in the layout of its source";
   if (in.getContiguous() && !isa<Float8E4M3FNType>(code))
     return emitOpError("not supported yet: ") << code << " codes of contiguous groups (f8E4M3FN)";
@@ -161,11 +161,11 @@ static LogicalResult verifyRowStore(StoreGroupsOp op, MemRefType dest) {
   int64_t laneBytes = t.getLaneElems() * t.getElementType().getIntOrFloatBitWidth() / 8;
   int64_t groupBytes = t.getLanes() * laneBytes;
   if (dest.isDynamicDim(0) || int64_t(op.getOffset()) + groupBytes > dest.getDimSize(0))
-    return op.emitOpError("a group's ") << groupBytes << " bytes at " << op.getOffset()
-                                        << " are not within the row " << dest;
-  if (op.getScale() && (op.getScaleDest() != op.getDest() || t.getLanes() < 4 ||
-                        int64_t(op.getScaleOffset()) + 4 * (32 / t.getLanes()) >
-                            dest.getDimSize(0)))
+    return op.emitOpError("a group's ")
+           << groupBytes << " bytes at " << op.getOffset() << " are not within the row " << dest;
+  if (op.getScale() &&
+      (op.getScaleDest() != op.getDest() || t.getLanes() < 4 ||
+       int64_t(op.getScaleOffset()) + 4 * (32 / t.getLanes()) > dest.getDimSize(0)))
     return op.emitOpError("writes the f32 scales of groups of at least 4 lanes within the row");
   return success();
 }
@@ -190,9 +190,7 @@ LogicalResult TokenRowsOp::verify() {
   if (src.isDynamicDim(2) || cache.isDynamicDim(2))
     return emitOpError("needs static row lengths, got ") << src << " and " << cache;
   Block &body = getBody().front();
-  auto row = [](MemRefType t) {
-    return MemRefType::get({t.getDimSize(2)}, t.getElementType());
-  };
+  auto row = [](MemRefType t) { return MemRefType::get({t.getDimSize(2)}, t.getElementType()); };
   if (body.getNumArguments() != 2 || body.getArgument(0).getType() != row(src) ||
       body.getArgument(1).getType() != row(cache))
     return emitOpError("body takes the rows ") << row(src) << " and " << row(cache);
