@@ -51,16 +51,19 @@ static const char *const kDictionary[] = {
     "<", ">", ",", "=", "[", "]", "(", ")", "?", "x", ":", "%q", "#attn.quant<", "#attn.schedule<",
     "#attn.pq<", "#attn.mode<", "#attn.target<", "per_group<", "per_block<", "asymmetric",
     "symmetric", "scale = f16", "i4", "ui8", "f8E5M2", "f8E4M3FN", "bf16", "f32", "i1", "index",
-    "memref<", "memref<?x?x?x?xi8>", "split_kv = auto", "roles = [", "producer<warpgroups = 1, regs = 24>",
-    "consumer<warpgroups = 4, regs = 256>", "cluster = [", "crossover = true", "causal", "decode",
-    "prefill", "sm_90a", "avx2", "neon", "avx512_vbmi", "pack_q_heads = ", "tile_n = ", "stages = ",
-    "dsub = ", "centroids = ", "block = ", "head_dim_v = ", "rope_dim = ", "// -----", "\"", "{", "}",
-    "}}", "attn.attention", "attn.pq.scores", "attn.mla_decode", "attn.quantize.append", "attn.quantize.mla_append",
+    "memref<", "memref<?x?x?x?xi8>", "split_kv = auto", "roles = [",
+    "producer<warpgroups = 1, regs = 24>", "consumer<warpgroups = 4, regs = 256>", "cluster = [",
+    "crossover = true", "causal", "decode", "prefill", "sm_90a", "avx2", "neon", "avx512_vbmi",
+    "pack_q_heads = ", "tile_n = ", "stages = ", "dsub = ", "centroids = ", "block = ",
+    "head_dim_v = ", "rope_dim = ", "// -----", "\"", "{", "}", "}}", "attn.attention",
+    "attn.pq.scores", "attn.mla_decode", "attn.quantize.append", "attn.quantize.mla_append",
     // The kernel level (attnk): its types, forms and the ops of the combine and quantize kernels.
     "!attnk.groups<", "!attnk.stage<", "!attnk.ring<", "!attnk.acc<", "!attnk.frag<", "narrow",
     "wide", "threads = ", "programmatic", "attnk.kernel", "attnk.merge.combine",
     "attnk.quantize_tile", "attnk.load_groups", "attnk.group_scales", "attnk.store_groups",
-    "attnk.hadamard", "attnk.group_index"};
+    "attnk.hadamard", "attnk.group_index", "attnk.token_rows", "whole_tokens", "contiguous",
+    "offset = ", "scale_offset = ", "#attnk.launch<", "grid = [", "params = [", "metadata = {",
+    "extra = {"};
 
 static const char *const kIntegers[] = {"0",  "1",   "-1",  "2",    "3",   "7",   "8",
                                         "16", "31",  "32",  "63",   "64",  "65",  "127",

@@ -104,8 +104,8 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
     P·V into their half of O (m64n256). With `crossover` the two head groups of a query token run
     as a 2-CTA cluster: each producer converts half of every block and writes it into both CTAs
     (st.async into the peer through `mapa`, completing its transaction mbarrier), and buffers are
-    released in both CTAs. `attn.quantize.mla_append` becomes `<f>_quantize`, one warp per token
-    writing the FP8 token format.
+    released in both CTAs. (`attn.quantize.mla_append`, like the other quantize ops, is built
+    at the kernel level by attn-build-kernel.)
 
     The launch metadata (docs/GPUDecode.md, docs/QuantSchemes.md, docs/GPUMLA.md) is attached to
     the main kernel as `attn.launch`; the host function is removed. Variants the generators do
@@ -137,6 +137,9 @@ def AttnBuildKernel : Pass<"attn-build-kernel", "ModuleOp"> {
     * `attn.quantize.append` / `attn.quantize.dynamic`: `<f>_quantize` (group index, loads,
       widening, scales, `attnk.quantize_tile`, stores), with its launch metadata; the host
       function is removed;
+    * `attn.quantize.mla_append`: `<f>_quantize`, one warp per token (`attnk.token_rows` with
+      contiguous groups: the latent part's e4m3 codes and scales, the RoPE part in bf16), with
+      its launch metadata; the host function is removed;
     * `attn.attention` (decode and prefill): the forward kernel `<f>_decode` / `<f>_prefill`
       (and a dynamic batch's `<f>_decode_2cta`) — tensor-map and buffer parameters, its rings
       (`attnk.ring.alloc`), the CTA's work and prologue (`attnk.forward.work`,
@@ -147,13 +150,14 @@ def AttnBuildKernel : Pass<"attn-build-kernel", "ModuleOp"> {
       `convert-attn-to-nvvm`, which checks the op, says why a variant is refused (nothing is
       built for it here) and attaches the launch metadata.
 
-    The other GPU ops (`attn.mla_decode`, `attn.quantize.mla_append`) are left for
+    The other GPU op (`attn.mla_decode`) is left for
     `convert-attn-to-nvvm`. Run `attn-select-schedule` first; lower with
     `convert-attnk-to-nvvm` after `convert-attn-to-nvvm`. Quantize variants without a kernel
     are refused on the op with "not supported yet by the sm_90a kernels".
   }];
   let dependentDialects = ["::mlir::attnk::AttnKernelDialect", "::mlir::gpu::GPUDialect",
-                           "::mlir::NVVM::NVVMDialect"];
+                           "::mlir::NVVM::NVVMDialect", "::mlir::arith::ArithDialect",
+                           "::mlir::scf::SCFDialect"];
 }
 
 def ConvertAttnKernelToNVVM : Pass<"convert-attnk-to-nvvm", "ModuleOp"> {

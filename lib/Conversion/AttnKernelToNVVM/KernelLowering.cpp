@@ -2,8 +2,11 @@
 //
 // What this file is: the lowering of the kernel container `attnk.kernel` to an `llvm.func` in
 // the same place of its `gpu.module`: `nvvm.kernel`, `nvvm.maxntid = [threads, 1, 1]`, memref
-// parameters as global pointers, tensor maps as by-value grid constants, `griddepcontrol.wait` first when the kernel is launched as a
-// programmatic dependent, the launch metadata as `attn.launch`, and the closing `llvm.return`.
+// parameters as global pointers, tensor maps as by-value grid constants, `griddepcontrol.wait`
+// first when the kernel is launched as a programmatic dependent, the launch metadata as
+// `attn.launch` (the JSON the metadata writer makes of the kernel's `metadata` and launch ABI;
+// the forward kernel carries convert-attn-to-nvvm's as `attn.launch` already), and the closing
+// `llvm.return`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,8 +35,12 @@ struct KernelLowering : OpConversionPattern<KernelOp> {
     fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
     fn->setAttr("nvvm.maxntid",
                 rewriter.getDenseI32ArrayAttr({static_cast<int32_t>(op.getThreads()), 1, 1}));
-    if (auto launch = op.getLaunchAttr())
-      fn->setAttr("attn.launch", launch);
+    if (DictionaryAttr metadata = op.getMetadataAttr())
+      fn->setAttr("attn.launch",
+                  rewriter.getStringAttr(launchDocumentJSON(
+                      metadata, {launchKernelJSON(op.getSymName(), op.getLaunchAttr())})));
+    else if (auto json = op->getAttrOfType<StringAttr>("attn.launch"))
+      fn->setAttr("attn.launch", json);
     // A tensor map is passed by value: a 128-byte, 64-byte-aligned grid constant.
     for (BlockArgument a : body.getArguments())
       if (isa<TensorMapType>(a.getType())) {

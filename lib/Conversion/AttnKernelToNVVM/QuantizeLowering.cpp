@@ -9,6 +9,12 @@
 // part in the order the kernel runs it; values every op derives from the thread id (warp, lane)
 // are recomputed where needed, and LLVM's CSE keeps the first.
 //
+// The whole-token row forms (`group_index whole_tokens`, `attnk.token_rows`, loads from and
+// stores into a token's row, contiguous groups: MLA's cache quantization) are patterns of their
+// own. A contiguous f32 groups value is its lane's elements once, as loaded (widened as each
+// 16-byte vector arrives); the scales and codes take NaN as 0 where they read them (the second
+// select of a value is CSE's); contiguous codes and bf16 values are i32 words.
+//
 //===----------------------------------------------------------------------===//
 
 #include "Patterns.h"
@@ -79,6 +85,8 @@ struct GroupIndexLowering : OpConversionPattern<GroupIndexOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(GroupIndexOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
+    if (op.getWholeTokens())
+      return rewriter.notifyMatchFailure(op, "a whole-token index");
     KernelBuilder k(rewriter, op.getLoc());
     int64_t L = op.getLanes(), S = 32 / L, gpt = op.getGroupsPerToken();
     Value tid = k.tidX();
@@ -98,9 +106,11 @@ struct LoadGroupsLowering : OpConversionPattern<LoadGroupsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(LoadGroupsOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
-    KernelBuilder k(rewriter, op.getLoc());
     auto src = cast<MemRefType>(op.getSrc().getType());
-    VectorType res = op.getResult().getType();
+    if (src.getRank() != 4)
+      return rewriter.notifyMatchFailure(op, "a load from a token's row");
+    KernelBuilder k(rewriter, op.getLoc());
+    auto res = cast<VectorType>(op.getResult().getType());
     int64_t I = res.getDimSize(0), V = res.getDimSize(1), L = op.getLanes(), C = I * V * L;
     int64_t HD = src.getDimSize(2) * src.getDimSize(3), bytes = src.getElementTypeBitWidth() / 8;
     Type vecT = VectorType::get({V}, res.getElementType());
@@ -221,9 +231,11 @@ struct GroupScalesLowering : OpConversionPattern<GroupScalesOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(GroupScalesOp op, OneToNOpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
+    GroupsType t = op.getTile().getType();
+    if (t.getContiguous())
+      return rewriter.notifyMatchFailure(op, "contiguous groups");
     KernelBuilder k(rewriter, op.getLoc());
     attn::QuantAttr q = op.getQuant();
-    GroupsType t = op.getTile().getType();
     Values v(a.getTile());
     if (!q.hasStaticScales()) {
       SmallVector<Value> r = computeScales(k, q, t.getLanes(), v.x);
@@ -284,6 +296,8 @@ struct QuantizeTileLowering : OpConversionPattern<QuantizeTileOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(QuantizeTileOp op, OneToNOpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
+    if (op.getTile().getType().getContiguous())
+      return rewriter.notifyMatchFailure(op, "contiguous groups");
     KernelBuilder k(rewriter, op.getLoc());
     attn::QuantAttr q = op.getQuant();
     bool e4m3 = isa<Float8E4M3FNType>(q.getElementType());
@@ -328,9 +342,11 @@ struct StoreGroupsLowering : OpConversionPattern<StoreGroupsOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(StoreGroupsOp op, OneToNOpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
+    auto dest = cast<MemRefType>(op.getDest().getType());
+    if (dest.getRank() != 4)
+      return rewriter.notifyMatchFailure(op, "a store into a token's row");
     KernelBuilder k(rewriter, op.getLoc());
     GroupsType t = op.getCodes().getType();
-    auto dest = cast<MemRefType>(op.getDest().getType());
     int64_t V = t.getVec(), L = t.getLanes(), C = t.getElems(), I = t.getChunks();
     int64_t HD = dest.getDimSize(2) * dest.getDimSize(3), gpt = HD / C;
     auto one = [](ValueRange r) { return r.empty() ? Value() : r.front(); };
@@ -374,8 +390,200 @@ struct StoreGroupsLowering : OpConversionPattern<StoreGroupsOp> {
 };
 } // namespace
 
+namespace {
+/// group_index whole_tokens: warp w of CTA x holds token 4x + w; the lane rank is the lane.
+struct WholeTokenIndexLowering : OpConversionPattern<GroupIndexOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GroupIndexOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op.getWholeTokens())
+      return rewriter.notifyMatchFailure(op, "not a whole-token index");
+    KernelBuilder k(rewriter, op.getLoc());
+    Value tid = k.tidX();
+    Value warp = k.lshr(tid, 5), lane = k.band(tid, 31);
+    Value tok = k.add(k.mul(k.ctaidX(), 4), warp);
+    Value gin = k.udiv(lane, int64_t(op.getLanes()));
+    Value g = k.add(k.mul(tok, int64_t(op.getGroupsPerToken())), gin);
+    rewriter.replaceOp(op, {g, tok, gin, lane});
+    return success();
+  }
+};
+
+/// token_rows: the token's batch element and cache row, then the body on the two rows.
+struct TokenRowsLowering : OpConversionPattern<TokenRowsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(TokenRowsOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    Block *body = &op.getBody().front();
+    TypeConverter::SignatureConversion sig(body->getNumArguments());
+    if (failed(getTypeConverter()->convertSignatureArgs(body->getArgumentTypes(), sig)))
+      return rewriter.notifyMatchFailure(op, "row types without a lowering");
+    body = rewriter.applySignatureConversion(body, sig, getTypeConverter());
+    KernelBuilder k(rewriter, op.getLoc());
+    auto src = cast<MemRefType>(op.getSrc().getType());
+    int64_t dk = src.getDimSize(2), eb = src.getElementTypeBitWidth() / 8;
+    int64_t rowBytes = cast<MemRefType>(op.getCache().getType()).getDimSize(2);
+    Value tok = a.getToken(), newTokens = a.getNewTokens(), capacity = a.getCapacity();
+    Value bIdx = k.udiv(tok, k.smax(newTokens, k.i32(1)));
+    Value i = k.urem(tok, k.smax(newTokens, k.i32(1)));
+    Value valid = k.cmp(P::slt, tok, k.mul(a.getBatch(), newTokens));
+    k.ifThen(valid, [&] {
+      Value row = k.add(
+          k.loadInvariant(k.i32(), k.gep(a.getPositions(), k.mul(k.zext64(bIdx), int64_t(4)))), i);
+      Value inCache = k.band(k.cmp(P::sge, row, 0), k.cmp(P::slt, row, capacity));
+      // The whole warp takes the same branch: the body may shuffle.
+      k.ifThen(inCache, [&] {
+        Value srcRow = k.gep(a.getSrc(), k.mul(k.mul(k.zext64(tok), dk), eb));
+        Value dstRow =
+            k.gep(a.getCache(),
+                  k.mul(k.add(k.mul(k.zext64(bIdx), k.zext64(capacity)), k.zext64(row)), rowBytes));
+        rewriter.inlineBlockBefore(body, rewriter.getInsertionBlock(), rewriter.getInsertionPoint(),
+                                   {srcRow, dstRow});
+      });
+    });
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// load_groups from a row: 16-byte vectors from offset + lane · C / L, each widened as it comes.
+struct RowLoadLowering : OpConversionPattern<LoadGroupsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LoadGroupsOp op, OpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto src = cast<MemRefType>(op.getSrc().getType());
+    if (src.getRank() != 1)
+      return rewriter.notifyMatchFailure(op, "not a load from a token's row");
+    KernelBuilder k(rewriter, op.getLoc());
+    auto t = cast<GroupsType>(op.getResult().getType());
+    Type elem = src.getElementType();
+    int64_t eb = src.getElementTypeBitWidth() / 8, n = t.getLaneElems(), per = 16 / eb;
+    Value base = k.gep(k.gep(a.getSrc(), int64_t(op.getOffset()) * eb),
+                       k.zext64(k.mul(a.getLane(), n * eb)));
+    SmallVector<Value> xs;
+    for (int64_t c = 0; c < n * eb / 16; ++c) {
+      Value v = k.loadInvariant(VectorType::get({per}, elem), k.gep(base, c * 16), 16);
+      for (int64_t e = 0; e < per; ++e) {
+        Value x = k.extract(v, e);
+        if (!elem.isF32())
+          x = LLVM::FPExtOp::create(rewriter, op.getLoc(), k.f32(), x);
+        xs.push_back(x);
+      }
+    }
+    rewriter.replaceOpWithMultiple(op, {xs});
+    return success();
+  }
+};
+
+Value nanAsZero(KernelBuilder &k, Value x) { return k.select(k.fcmp(FP::uno, x, x), k.f32(0), x); }
+
+/// group_scales of contiguous groups: max(amax / q_max, min_scale) over the finite values.
+struct RowScalesLowering : OpConversionPattern<GroupScalesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GroupScalesOp op, OneToNOpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    GroupsType t = op.getTile().getType();
+    if (!t.getContiguous())
+      return rewriter.notifyMatchFailure(op, "not contiguous groups");
+    KernelBuilder k(rewriter, op.getLoc());
+    attn::QuantAttr q = op.getQuant();
+    Value amax = k.f32(0), inf = k.f32(INFINITY);
+    for (Value v : a.getTile()) {
+      Value x = fabs(k, nanAsZero(k, v));
+      amax = k.fmax(amax, k.select(k.fcmp(FP::olt, x, inf), x, k.f32(0)));
+    }
+    amax = reduceLanes(k, amax, t.getLanes(), true);
+    Value s = k.fmax(k.fdiv(amax, k.f32(q.getCodeMax())), k.f32(q.getMinScale()));
+    rewriter.replaceOp(op, s);
+    return success();
+  }
+};
+
+/// quantize_tile of contiguous groups into e4m3 codes, four to a word (first code lowest).
+struct RowQuantizeLowering : OpConversionPattern<QuantizeTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(QuantizeTileOp op, OneToNOpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!op.getTile().getType().getContiguous())
+      return rewriter.notifyMatchFailure(op, "not contiguous groups");
+    KernelBuilder k(rewriter, op.getLoc());
+    Value inv = k.intrinsic("llvm.nvvm.rcp.rn.f", k.f32(), {a.getScale().front()});
+    SmallVector<Value> x;
+    for (Value v : a.getTile())
+      x.push_back(nanAsZero(k, v));
+    Type i32 = k.i32();
+    SmallVector<Value> words;
+    for (size_t j = 0; j + 3 < x.size(); j += 4) { // cvt.rn.satfinite.e4m3x2.f32: first → high
+      Value lo = k.intrinsic("llvm.nvvm.ff.to.e4m3x2.rn", k.i16(),
+                             {k.fmul(x[j + 1], inv), k.fmul(x[j], inv)});
+      Value hi = k.intrinsic("llvm.nvvm.ff.to.e4m3x2.rn", k.i16(),
+                             {k.fmul(x[j + 3], inv), k.fmul(x[j + 2], inv)});
+      words.push_back(k.bor(LLVM::ZExtOp::create(rewriter, op.getLoc(), i32, lo),
+                            k.shl(LLVM::ZExtOp::create(rewriter, op.getLoc(), i32, hi), 16)));
+    }
+    rewriter.replaceOpWithMultiple(op, {words});
+    return success();
+  }
+};
+
+/// convert_tile of contiguous f32 groups to bf16 words (cvt.rn; NaN → 0x7FFF explicitly: a bf16
+/// source would otherwise keep its own NaN bits, the f32 round trip folding away).
+struct RowRoundLowering : OpConversionPattern<ConvertTileOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ConvertTileOp op, OneToNOpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (!isa<GroupsType>(op.getSource().getType()))
+      return rewriter.notifyMatchFailure(op, "not a rounding of groups");
+    KernelBuilder k(rewriter, op.getLoc());
+    ValueRange r = a.getSource();
+    SmallVector<Value> w;
+    for (size_t j = 0; j + 1 < r.size(); j += 2) {
+      Value word = k.packBF16x2(r[j], r[j + 1]);
+      for (int h = 0; h < 2; ++h) {
+        Value nan = k.fcmp(FP::uno, r[j + h], r[j + h]);
+        Value canon = k.bor(k.band(word, k.i32(h ? 0x0000FFFF : -65536 /* 0xFFFF0000 */)),
+                            k.i32(h ? 0x7FFF0000 : 0x7FFF));
+        word = k.select(nan, canon, word);
+      }
+      w.push_back(word);
+    }
+    rewriter.replaceOpWithMultiple(op, {w});
+    return success();
+  }
+};
+
+/// store_groups into a row: the lane's words, and the group's f32 scale from its first lane.
+struct RowStoreLowering : OpConversionPattern<StoreGroupsOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(StoreGroupsOp op, OneToNOpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    if (cast<MemRefType>(op.getDest().getType()).getRank() != 1)
+      return rewriter.notifyMatchFailure(op, "not a store into a token's row");
+    KernelBuilder k(rewriter, op.getLoc());
+    GroupsType t = op.getCodes().getType();
+    int64_t L = t.getLanes();
+    int64_t laneBytes = t.getLaneElems() * t.getElementType().getIntOrFloatBitWidth() / 8;
+    Value row = a.getDest().front(), lane = a.getLane().front();
+    k.store(k.vector(SmallVector<Value>(a.getCodes())),
+            k.gep(k.gep(row, int64_t(op.getOffset())), k.zext64(k.mul(lane, laneBytes))),
+            std::min<int64_t>(16, laneBytes));
+    if (!a.getScale().empty()) {
+      Value s = a.getScale().front();
+      k.ifThen(k.cmp(P::eq, k.band(lane, L - 1), 0), [&] {
+        k.store(s, k.gep(k.gep(row, int64_t(op.getScaleOffset())),
+                         k.zext64(k.lshr(lane, int64_t(llvm::Log2_64(L / 4))))));
+      });
+    }
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+} // namespace
+
 void mlir::attnk::populateQuantizePatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
   patterns.add<GroupIndexLowering, LoadGroupsLowering, WidenLowering, HadamardLowering,
                GroupScalesLowering, QuantizeTileLowering, StoreGroupsLowering>(
       tc, patterns.getContext());
+  patterns.add<WholeTokenIndexLowering, TokenRowsLowering, RowLoadLowering, RowScalesLowering,
+               RowQuantizeLowering, RowRoundLowering, RowStoreLowering>(tc, patterns.getContext());
 }

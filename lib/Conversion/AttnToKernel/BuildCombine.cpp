@@ -3,8 +3,9 @@
 // What this file is: the combine kernels of a split-KV decode spec at the kernel level — two
 // `attnk.kernel`s launched as programmatic dependents of the attention kernel, each one
 // `attnk.merge.combine`: `<name>_combine` (narrow, 2 to 16 splits) and `<name>_combine_wide`
-// (more). The attention kernel itself is built by convert-attn-to-nvvm, which places these
-// after it.
+// (more), with their launch ABIs (which the attention kernel's metadata lists). The attention
+// kernel itself is built by convert-attn-to-nvvm, which places these after it. Also the
+// launch-ABI builder the quantize kernels share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,11 +44,20 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
                                                ? "_combine"
                                                : "_combine_wide"))
                            .str();
-    // Parameters: workspace, out, batch, num_splits (the launch ABI).
-    auto kernel = attnk::KernelOp::create(
-        b, loc, b.getStringAttr(name),
-        b.getI64IntegerAttr(attnk::MergeCombineOp::getThreads(form)), b.getUnitAttr(),
-        StringAttr());
+    // Parameters: workspace, out, batch, num_splits; grid: 4 rows per CTA (narrow) or one.
+    bool narrow = form == attnk::CombineForm::narrow;
+    int64_t threads = attnk::MergeCombineOp::getThreads(form);
+    attnk::LaunchAttr launch = makeLaunch(
+        b, "combine",
+        {b.getStringAttr(narrow ? "row_blocks" : "rows"), b.getStringAttr("groups"),
+         b.getStringAttr("batch")},
+        threads, attnk::MergeCombineOp::getSharedBytes(form, d),
+        {"workspace", "out", "batch", "num_splits"}, /*programmatic=*/true,
+        {b.getNamedAttr("min_splits", b.getI64IntegerAttr(
+                                          narrow ? 2 : attnk::MergeCombineOp::kNarrowSplits + 1))});
+    auto kernel =
+        attnk::KernelOp::create(b, loc, b.getStringAttr(name), b.getI64IntegerAttr(threads),
+                                b.getUnitAttr(), launch, DictionaryAttr());
     Block *body = b.createBlock(&kernel.getBody());
     for (Type t : {Type(ws), Type(out), i32, i32})
       body->addArgument(t, loc);
@@ -55,4 +65,17 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
                                   body->getArgument(3), form, kvHeads, pack);
   }
   return true;
+}
+
+attnk::LaunchAttr mlir::attn::kernel::makeLaunch(Builder &b, StringRef role,
+                                                 ArrayRef<Attribute> grid, int64_t threads,
+                                                 int64_t smem, ArrayRef<StringRef> params,
+                                                 bool programmatic,
+                                                 ArrayRef<NamedAttribute> extra) {
+  SmallVector<Attribute> names;
+  for (StringRef p : params)
+    names.push_back(b.getStringAttr(p));
+  return attnk::LaunchAttr::get(b.getContext(), role, b.getArrayAttr(grid), {threads, 1, 1},
+                                {1, 1, 1}, smem, b.getArrayAttr(names), programmatic,
+                                b.getDictionaryAttr(extra));
 }

@@ -126,7 +126,7 @@ void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp modul
   b.setInsertionPointToEnd(module.getBody());
   auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(p.kernelName()),
                                         b.getI64IntegerAttr(p.threads()), UnitAttr(),
-                                        StringAttr());
+                                        attnk::LaunchAttr(), DictionaryAttr());
   Block *body = b.createBlock(&kernel.getBody());
   for (Type t : forwardParams(op, p))
     body->addArgument(t, loc);

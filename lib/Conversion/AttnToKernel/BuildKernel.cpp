@@ -5,10 +5,11 @@
 //
 //   kernel level (this pass, then convert-attnk-to-nvvm):
 //     attn.quantize.append / .dynamic → <f>_quantize          (BuildQuantize.cpp)
+//     attn.quantize.mla_append        → <f>_quantize          (BuildMLAQuantize.cpp)
 //     attn.attention                  → <f>_decode, <f>_decode_2cta, <f>_prefill (BuildForward.cpp)
 //     attn.attention decode           → <f>_combine, <f>_combine_wide (BuildCombine.cpp)
 //   direct (convert-attn-to-nvvm builds NVVM from C++):
-//     attn.mla_decode, attn.quantize.mla_append
+//     attn.mla_decode
 //
 // A quantize op's host function is removed (its kernel is complete); an attention op stays for
 // convert-attn-to-nvvm, which checks it, attaches the launch metadata to its forward kernel
@@ -90,31 +91,43 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
       std::optional<TargetKind> t = getOpTarget(op);
       if (!isa<AttnDialect>(op->getDialect()) || !t || !isGPUTarget(*t))
         return;
-      if (isa<QuantizeAppendOp, QuantizeDynamicOp>(op))
+      if (isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp>(op))
         quantizeOps.push_back(op);
       else if (auto att = dyn_cast<AttentionOp>(op))
         attentionOps.push_back(att);
     });
     bool ok = true;
     SmallVector<std::pair<Operation *, QuantizePlan>> plans;
+    SmallVector<std::pair<QuantizeMLAAppendOp, MLAQuantizePlan>> mlaPlans;
     for (Operation *op : quantizeOps) {
-      FailureOr<QuantizePlan> plan = failed(checkQuantizePlacement(op, module))
-                                         ? FailureOr<QuantizePlan>(failure())
-                                         : planQuantize(op);
-      if (failed(plan))
+      if (failed(checkQuantizePlacement(op, module))) {
         ok = false;
-      else
-        plans.push_back({op, *plan});
+      } else if (auto mla = dyn_cast<QuantizeMLAAppendOp>(op)) {
+        FailureOr<MLAQuantizePlan> plan = planMLAQuantize(mla);
+        ok &= succeeded(plan);
+        if (succeeded(plan))
+          mlaPlans.push_back({mla, *plan});
+      } else {
+        FailureOr<QuantizePlan> plan = planQuantize(op);
+        ok &= succeeded(plan);
+        if (succeeded(plan))
+          plans.push_back({op, *plan});
+      }
     }
     if (!ok)
       return signalPassFailure();
-    if (plans.empty() && attentionOps.empty())
+    if (plans.empty() && mlaPlans.empty() && attentionOps.empty())
       return;
     OpBuilder b(&getContext());
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(b, module);
     for (auto &[op, plan] : plans) {
       auto fn = cast<func::FuncOp>(op->getParentOp());
       buildQuantizeKernel(b, fn.getLoc(), kernels, op, plan);
+      fn.erase();
+    }
+    for (auto &[op, plan] : mlaPlans) {
+      auto fn = cast<func::FuncOp>(op->getParentOp());
+      buildMLAQuantizeKernel(b, fn.getLoc(), kernels, op, plan);
       fn.erase();
     }
     for (AttentionOp op : attentionOps)

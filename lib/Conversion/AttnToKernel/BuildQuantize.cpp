@@ -11,13 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Build.h"
 #include "QuantizePlan.h"
 
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/JSON.h"
 
 using namespace mlir;
 using namespace mlir::attn;
@@ -153,8 +153,8 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
                               i32};
   b.setInsertionPointToEnd(module.getBody());
   auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(p.name + "_quantize"),
-                                        b.getI64IntegerAttr(128), UnitAttr(),
-                                        b.getStringAttr(quantizeLaunchJSON(p)));
+                                        b.getI64IntegerAttr(128), UnitAttr(), quantizeLaunch(b, p),
+                                        quantizeMetadata(b, p));
   Block *body = b.createBlock(&kernel.getBody());
   for (Type t : params)
     body->addArgument(t, loc);
@@ -165,8 +165,8 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
 
   Type srcElem = cast<MemRefType>(ops.src.getType()).getElementType();
   auto chunks = VectorType::get({p.chunks, p.vec}, srcElem);
-  auto f32Groups = attnk::GroupsType::get(ctx, p.groupElems, b.getF32Type(), p.lanes, p.vec);
-  auto codeGroups = attnk::GroupsType::get(ctx, p.groupElems, codeT, p.lanes, p.vec);
+  auto f32Groups = attnk::GroupsType::get(ctx, p.groupElems, b.getF32Type(), p.lanes, p.vec, false);
+  auto codeGroups = attnk::GroupsType::get(ctx, p.groupElems, codeT, p.lanes, p.vec, false);
   bool perChannel = p.gran == Granularity::per_channel;
   Type scaleT = perChannel ? Type(f32Groups) : Type(b.getF32Type());
 
@@ -207,38 +207,28 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
   }
 }
 
-std::string mlir::attn::kernel::quantizeLaunchJSON(const QuantizePlan &p) {
-  using llvm::json::Array;
-  using llvm::json::Object;
+attnk::LaunchAttr mlir::attn::kernel::quantizeLaunch(Builder &b, const QuantizePlan &p) {
+  return makeLaunch(
+      b, "quantize",
+      {b.getStringAttr("quantize_ctas"), b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
+      {"src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"});
+}
+
+DictionaryAttr mlir::attn::kernel::quantizeMetadata(Builder &b, const QuantizePlan &p) {
+  MetadataBuilder m{b};
   const char *src = p.src == QSrc::BF16 ? "bf16" : p.src == QSrc::F16 ? "f16" : "f32";
   const char *code = p.code == QCode::I8 ? "i8" : p.code == QCode::U8 ? "ui8" : "f8E4M3FN";
-  Object root{
-      {"format", "attn-launch-v1"},
-      {"arch", 90},
-      {"problem", Object{{"kind", p.append ? "quantize_append" : "quantize_dynamic"},
-                         {"batch", p.batch}, {"new_tokens", p.newTokens},
-                         {"capacity", p.capacity}, {"heads", p.heads}, {"head_dim", p.headDim},
-                         {"src_dtype", src}, {"code_dtype", code},
-                         {"granularity", p.granText},
-                         {"symmetric", !p.asym}, {"dynamic_scales", p.dynamicScales()},
-                         {"hadamard", p.hadamard},
-                         {"scale_dtype", p.scale == QScale::F32   ? "f32"
-                                         : p.scale == QScale::F16 ? "f16"
-                                                                  : "bf16"}}},
-      {"schedule", Object{{"group_elems", p.groupElems}, {"groups_per_token", p.groupsPerToken()},
-                          {"groups_per_cta", p.groupsPerCTA()}, {"lanes_per_group", p.lanes},
-                          {"vector_elems", p.vec}}},
-      {"kernels",
-       Array{Object{{"name", p.name + "_quantize"},
-                    {"role", "quantize"},
-                    {"block", Array{128, 1, 1}},
-                    {"cluster", Array{1, 1, 1}},
-                    {"smem_bytes", 0},
-                    {"grid", Array{"quantize_ctas", 1, 1}},
-                    {"params", Array{"src", "positions", "dst", "scales", "zeros", "batch",
-                                     "new_tokens", "capacity"}}}}}};
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-  return s;
+  const char *scale = p.scale == QScale::F32 ? "f32" : p.scale == QScale::F16 ? "f16" : "bf16";
+  return b.getDictionaryAttr(
+      {m.dict("problem",
+              {m.str("kind", p.append ? "quantize_append" : "quantize_dynamic"),
+               m.num("batch", p.batch), m.num("new_tokens", p.newTokens),
+               m.num("capacity", p.capacity), m.num("heads", p.heads), m.num("head_dim", p.headDim),
+               m.str("src_dtype", src), m.str("code_dtype", code), m.str("granularity", p.granText),
+               m.flag("symmetric", !p.asym), m.flag("dynamic_scales", p.dynamicScales()),
+               m.flag("hadamard", p.hadamard), m.str("scale_dtype", scale)}),
+       m.dict("schedule",
+              {m.num("group_elems", p.groupElems), m.num("groups_per_token", p.groupsPerToken()),
+               m.num("groups_per_cta", p.groupsPerCTA()), m.num("lanes_per_group", p.lanes),
+               m.num("vector_elems", p.vec)})});
 }

@@ -10,6 +10,7 @@
 #define ATTN_LIB_CONVERSION_ATTNTOKERNEL_QUANTIZEPLAN_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -65,8 +66,10 @@ FailureOr<QuantizePlan> planQuantize(Operation *op);
 /// the end of `module`.
 void buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, Operation *op,
                          const QuantizePlan &p);
-/// The launch metadata of the plan as JSON text (docs/GPUQuantize.md).
-std::string quantizeLaunchJSON(const QuantizePlan &p);
+/// The launch ABI of the plan's kernel and its metadata (problem, schedule:
+/// docs/GPUQuantize.md).
+attnk::LaunchAttr quantizeLaunch(Builder &b, const QuantizePlan &p);
+DictionaryAttr quantizeMetadata(Builder &b, const QuantizePlan &p);
 
 } // namespace mlir::attn::kernel
 

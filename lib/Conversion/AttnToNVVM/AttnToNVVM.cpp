@@ -1,8 +1,7 @@
 //===- AttnToNVVM.cpp - the convert-attn-to-nvvm pass ---------------------===//
 //
 // What this file is: `convert-attn-to-nvvm` — turns each function holding one
-// `attn.attention` op (or one `attn.mla_decode`, MLAKernel.cpp, or one
-// `attn.quantize.mla_append`, MLAQuantizeKernel.cpp) for sm_90a into
+// `attn.attention` op (or one `attn.mla_decode`, MLAKernel.cpp) for sm_90a into
 // kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
 // the generators implement (and says which part is not, on the op, otherwise), resolves the spec
 // and its schedule into a ForwardPlan (planForward, which attn-build-kernel also calls to build
@@ -470,6 +469,20 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
   return p;
 }
 
+/// The `kernels[]` entries of a decode plan's combine kernels, from their launch ABIs
+/// (attn-build-kernel built them; none for prefill).
+static SmallVector<llvm::json::Object> combineLaunches(gpu::GPUModuleOp module,
+                                                       const ForwardPlan &plan) {
+  SmallVector<llvm::json::Object> out;
+  if (plan.prefill)
+    return out;
+  for (const char *suffix : {"_combine", "_combine_wide"}) {
+    auto k = module.lookupSymbol<attnk::KernelOp>(plan.name + suffix);
+    out.push_back(attnk::launchKernelJSON(k.getSymName(), k.getLaunchAttr()));
+  }
+  return out;
+}
+
 namespace {
 struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertAttnToNVVMPass> {
   using ConvertAttnToNVVMBase::ConvertAttnToNVVMBase;
@@ -489,14 +502,12 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
     bool ok = true;
     SmallVector<std::pair<func::FuncOp, ForwardPlan>, 1> plans;
     SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
-    SmallVector<std::pair<func::FuncOp, MLAQuantizePlan>> mlaQuantPlans;
     llvm::SmallPtrSet<Operation *, 8> parents;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
-      bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp>(op);
+      bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp>(op);
       auto mla = dyn_cast<MLADecodeOp>(op);
-      auto mlaQuant = dyn_cast<QuantizeMLAAppendOp>(op);
-      if (!att && !quantize && !mla && !mlaQuant) {
+      if (!att && !quantize && !mla) {
         op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()
                         << "' for sm_90a (attn.attention, attn.mla_decode and attn.quantize.* "
                            "are lowered)";
@@ -520,14 +531,6 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
                            "attn op (this one holds "
                         << attnOps << ")";
         ok = false;
-        continue;
-      }
-      if (mlaQuant) {
-        FailureOr<MLAQuantizePlan> plan = planMLAQuantize(mlaQuant);
-        if (failed(plan))
-          ok = false;
-        else
-          mlaQuantPlans.push_back({fn, *plan});
         continue;
       }
       if (mla) {
@@ -589,14 +592,15 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       kernel->setAttr("attn.launch", b.getStringAttr(launchJSON));
       fn.erase();
     };
-    // The forward kernels are attnk.kernel ops (attn-build-kernel): the launch metadata goes
-    // on the main one (convert-attnk-to-nvvm carries it to the llvm.func); metadata-only, they
-    // give way to a declaration.
+    // The forward kernels are attnk.kernel ops (attn-build-kernel): the launch metadata (with
+    // the combine kernels' launch ABIs) goes on the main one as `attn.launch`, which
+    // convert-attnk-to-nvvm carries to the llvm.func; metadata-only, they give way to a
+    // declaration.
     for (auto &[fn, plan] : plans) {
       auto kernel = gpuModule.lookupSymbol<attnk::KernelOp>(plan.kernelName());
-      std::string json = launchMetadataJSON(plan);
+      std::string json = launchMetadataJSON(plan, combineLaunches(gpuModule, plan));
       if (!metadataOnly) {
-        kernel.setLaunchAttr(b.getStringAttr(json));
+        kernel->setAttr("attn.launch", b.getStringAttr(json));
         fn.erase();
         continue;
       }
@@ -610,11 +614,6 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
           fn, plan.kernelName(),
           [&, &plan = plan](Location loc) { buildMLAKernel(b, loc, gpuModule, plan); },
           mlaLaunchJSON(plan));
-    for (auto &[fn, plan] : mlaQuantPlans)
-      emit(
-          fn, plan.name + "_quantize",
-          [&, &plan = plan](Location loc) { buildMLAQuantizeKernel(b, loc, gpuModule, plan); },
-          mlaQuantizeLaunchJSON(plan));
   }
 };
 } // namespace

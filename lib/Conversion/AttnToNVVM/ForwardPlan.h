@@ -15,6 +15,7 @@
 #include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/Support/JSON.h"
 
 #include <algorithm>
 #include <memory>
@@ -234,7 +235,7 @@ DictionaryAttr forwardPlanToAttr(MLIRContext *ctx, const ForwardPlan &p);
 FailureOr<ForwardPlan> forwardPlanFromAttr(DictionaryAttr d,
                                            function_ref<InFlightDiagnostic()> err);
 /// The launch metadata of the plan as JSON text (docs/GPUDecode.md).
-std::string launchMetadataJSON(const ForwardPlan &p);
+std::string launchMetadataJSON(const ForwardPlan &p, ArrayRef<llvm::json::Object> combine);
 
 /// Name of the dynamic shared-memory symbol of the module.
 inline constexpr const char *kSharedSymbol = "__attn_dynamic_smem";

@@ -2,8 +2,8 @@
 //
 // What this file is: the launch metadata (docs/GPUDecode.md) of a decode or prefill plan: the
 // attention kernel, its wide-batch companion and, for decode, the split-KV combine kernels that
-// attn-build-kernel builds at the kernel level (`attnk.merge.combine`, whose form fixes their
-// block, shared memory and split range).
+// attn-build-kernel builds at the kernel level (their entries are what their `#attnk.launch`
+// says: attnk::launchKernelJSON).
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +29,8 @@ static const char *kvName(const ForwardPlan &p) {
   return "?";
 }
 
-std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p) {
+std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
+                                                 ArrayRef<llvm::json::Object> combine) {
   using llvm::json::Array;
   using llvm::json::Object;
   std::string kq = p.hasScales() ? stringifyGranularity(p.kGran).str() : "none";
@@ -93,29 +94,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p) {
       {"params",
        Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens", "alibi", "out", "workspace",
              "batch", "kv_len", "num_splits", "q_scale", "k_zero", "v_zero"}}}};
-  if (!p.prefill) {
-    auto combine = [&](StringRef suffix, int64_t minSplits, int64_t threads, int64_t smem,
-                       StringRef rowsSymbol) {
-      kernels.push_back(Object{{"name", p.name + suffix.str()},
-                               {"role", "combine"},
-                               {"min_splits", minSplits},
-                               {"block", Array{threads, 1, 1}},
-                               {"cluster", Array{1, 1, 1}},
-                               {"smem_bytes", smem},
-                               {"programmatic", true},
-                               {"grid", Array{rowsSymbol, "groups", "batch"}},
-                               {"params", Array{"workspace", "out", "batch", "num_splits"}}});
-    };
-    using attnk::CombineForm;
-    using attnk::MergeCombineOp;
-    combine("_combine", 2, MergeCombineOp::getThreads(CombineForm::narrow),
-            MergeCombineOp::getSharedBytes(CombineForm::narrow, p.headDim),
-            "row_blocks"); // 4 rows per CTA
-    combine("_combine_wide", MergeCombineOp::kNarrowSplits + 1,
-            MergeCombineOp::getThreads(CombineForm::wide),
-            MergeCombineOp::getSharedBytes(CombineForm::wide, p.headDim),
-            "rows"); // one row per CTA
-  }
+  for (const llvm::json::Object &k : combine) // the split-KV combine kernels (decode)
+    kernels.push_back(llvm::json::Object(k));
   if (p.clusterSplits()) // 2 .. cluster_splits splits: one cluster of the splits, no combine
     (*kernels[0].getAsObject())["cluster_splits"] = p.clusterSplits();
   if (p.wide) { // launched instead of the first decode kernel when one split's CTAs exceed the SMs

@@ -3,9 +3,9 @@
 // What this file is: the kernel-level description of the kernel an `attn.mla_decode` op lowers to
 // on sm_90a (`<name>_mla`, MLAKernel.cpp) — problem sizes, cache format, sparse or dense, the
 // 2-CTA crossover, register budgets and the shared-memory map — plus the entry points that plan,
-// build and describe it (launch metadata, docs/GPUMLA.md); and the same for the kernel that
-// writes the FP8 token format (`attn.quantize.mla_append`, MLAQuantizeKernel.cpp). Private to
-// this folder.
+// build and describe it (launch metadata, docs/GPUMLA.md). (The kernel that writes the FP8
+// token format, `attn.quantize.mla_append`, is built at the kernel level: attn-build-kernel.)
+// Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_MLAPLAN_H
@@ -76,32 +76,12 @@ struct MLAPlan {
   int64_t smemBytes() const { return smem().total + 1024; }
 };
 
-/// The kernel of `attn.quantize.mla_append` (`<name>_quantize`, MLAQuantizeKernel.cpp): one warp
-/// per new token, 4 per CTA; lane l quantizes values 16l .. 16l+15 (8 lanes share a tile's scale
-/// through shuffles) and lanes 0–7 round the RoPE part.
-struct MLAQuantizePlan {
-  static constexpr int64_t kTokensPerCTA = 4;
-  std::string name;
-  int64_t batch = -1, newTokens = -1, capacity = -1, dv = 512, rope = 64, quantTile = 128;
-  Type srcElem;
-  int64_t srcBytes() const { return srcElem.getIntOrFloatBitWidth() / 8; }
-  int64_t tokenBytes() const { return dv + 4 * (dv / quantTile) + 2 * rope; }
-};
-
 /// Resolves an `attn.mla_decode` for sm_90a, or reports (on the op) why it has no kernel yet.
 FailureOr<MLAPlan> planMLA(MLADecodeOp op);
 /// Adds `<name>_mla` to `module` (an NVVM-targeted gpu.module).
 void buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const MLAPlan &p);
 /// The launch metadata of the plan as JSON text (docs/GPUMLA.md).
 std::string mlaLaunchJSON(const MLAPlan &p);
-
-/// Resolves an `attn.quantize.mla_append` for sm_90a, or reports why it has no kernel yet.
-FailureOr<MLAQuantizePlan> planMLAQuantize(QuantizeMLAAppendOp op);
-/// Adds `<name>_quantize` to `module`.
-void buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                            const MLAQuantizePlan &p);
-/// Its launch metadata (docs/GPUMLA.md).
-std::string mlaQuantizeLaunchJSON(const MLAQuantizePlan &p);
 
 } // namespace mlir::attn::nvvm
 

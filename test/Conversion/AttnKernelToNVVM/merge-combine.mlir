@@ -43,17 +43,18 @@ gpu.module @attn_kernels {
 // -----
 
 // The wide form: the dynamic shared memory symbol is declared once, the warps meet behind a CTA
-// barrier; a kernel without `programmatic` does not wait, and its launch metadata is kept.
+// barrier; a kernel without `programmatic` does not wait, and its metadata and launch ABI become
+// the launch JSON: the spec's entries, then the kernel's entry (name, block, extra entries).
 // CHECK-LABEL: gpu.module @attn_kernels
 // CHECK: llvm.mlir.global external @__attn_dynamic_smem() {addr_space = 3 : i32, alignment = 1024 : i64} : !llvm.array<0 x i8>
-// CHECK: llvm.func @d_combine_wide({{.*}}) attributes {attn.launch = "{}", nvvm.kernel, nvvm.maxntid = array<i32: 512, 1, 1>}
+// CHECK: llvm.func @d_combine_wide({{.*}}) attributes {attn.launch = "{\0A  \22arch\22: 90,\0A  \22format\22: \22attn-launch-v1\22,\0A  \22kernels\22: [\0A    {\0A      \22block\22: [\0A        512,\0A        1,\0A        1\0A      ],{{.*}}\22grid\22: [\0A        \22rows\22,{{.*}}\22min_splits\22: 17,\0A      \22name\22: \22d_combine_wide\22,\0A      \22params\22: [\0A        \22workspace\22,{{.*}}\22smem_bytes\22: 1024\0A    }\0A  ],\0A  \22problem\22: {\0A    \22kind\22: \22test\22\0A  }\0A}\0A", nvvm.kernel, nvvm.maxntid = array<i32: 512, 1, 1>}
 // CHECK-NOT: griddepcontrol
 // CHECK: scf.for
 // CHECK: llvm.mlir.addressof @__attn_dynamic_smem
 // CHECK: nvvm.barrier
 // CHECK: llvm.return
 gpu.module @attn_kernels {
-  attnk.kernel @d_combine_wide(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i32, %n: i32) threads = 512 attributes {launch = "{}"} {
+  attnk.kernel @d_combine_wide(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i32, %n: i32) threads = 512 attributes {launch = #attnk.launch<combine, grid = ["rows", "groups", "batch"], block = [512, 1, 1], cluster = [1, 1, 1], smem = 1024, params = ["workspace", "out", "batch", "num_splits"], extra = {min_splits = 17 : i64}>, metadata = {problem = {kind = "test"}}} {
     attnk.merge.combine %ws into %out splits(%n) wide kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
   }
 }

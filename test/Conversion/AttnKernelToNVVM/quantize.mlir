@@ -117,3 +117,115 @@ attnk.kernel @had(%src: memref<?x?x1x64xf16>, %tok: i32, %gin: i32, %r: i32) thr
   %s = attnk.group_scales %h {quant = #attn.quant<i8, per_token_head>} : !attnk.groups<64xf32, lanes = 8, vec = 8> -> f32
 }
 }
+
+// -----
+
+// The whole-token row forms (MLA's cache quantization): the warp's token and lane feed the row
+// guard; the loads read the source row at lane · 16 elements, widened as each vector comes; the
+// tile's amax is reduced over its 8 lanes from the NaN-as-0 values; its reciprocal scales the
+// codes stored as words into the cache row; the scale computed is what the tile's first lane
+// stores after the codes; the RoPE part is rounded to bf16 and stored after the scales.
+// CHECK-LABEL: llvm.func @m_quantize(
+// CHECK-SAME: %[[SRC:[^:]+]]: !llvm.ptr<1>, %[[POS:[^:]+]]: !llvm.ptr<1>, %[[CACHE:[^:]+]]: !llvm.ptr<1>, %[[B:[^:]+]]: i32, %[[N:[^:]+]]: i32, %[[CAP:[^:]+]]: i32)
+// CHECK: %[[TID:.+]] = nvvm.read.ptx.sreg.tid.x
+// CHECK: %[[WARP:.+]] = llvm.lshr %[[TID]]
+// CHECK: %[[LANE:.+]] = llvm.and %[[TID]]
+// CHECK: %[[CTA:.+]] = nvvm.read.ptx.sreg.ctaid.x
+// CHECK: %[[C4:.+]] = llvm.mul %[[CTA]]
+// CHECK: %[[TOK:.+]] = llvm.add %[[C4]], %[[WARP]] : i32
+// token_rows: the batch element and the validity of the token, then its cache row.
+// CHECK: %[[BIDX:.+]] = llvm.udiv %[[TOK]]
+// CHECK: %[[I:.+]] = llvm.urem %[[TOK]]
+// CHECK: %[[NB:.+]] = llvm.mul %[[B]], %[[N]]
+// CHECK: %[[VALID:.+]] = llvm.icmp "slt" %[[TOK]], %[[NB]]
+// CHECK: scf.if %[[VALID]] {
+// CHECK: %[[BX:.+]] = llvm.zext %[[BIDX]] : i32 to i64
+// CHECK: %[[PADDR:.+]] = llvm.getelementptr %[[POS]]
+// CHECK: %[[P:.+]] = llvm.load %[[PADDR]] invariant
+// CHECK: %[[ROW:.+]] = llvm.add %[[P]], %[[I]] : i32
+// CHECK: %[[INCACHE:.+]] = llvm.and
+// CHECK: scf.if %[[INCACHE]] {
+// CHECK: %[[SROW:.+]] = llvm.getelementptr %[[SRC]]
+// CHECK: %[[DROW:.+]] = llvm.getelementptr %[[CACHE]]
+// load_groups: lane · 32 bytes into the source row, two 16-byte loads, each widened.
+// CHECK: %[[LOFF:.+]] = llvm.mul %[[LANE]], %{{.+}} : i32
+// CHECK: %[[LOFF64:.+]] = llvm.zext %[[LOFF]]
+// CHECK: %[[LBASE:.+]] = llvm.getelementptr %[[SROW]][%[[LOFF64]]]
+// CHECK: %[[V0:.+]] = llvm.load %[[LBASE]] invariant {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: %[[E0:.+]] = llvm.extractelement %[[V0]]
+// CHECK: %[[X0:.+]] = llvm.fpext %[[E0]] : bf16 to f32
+// CHECK: llvm.load %{{.+}} invariant {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// group_scales: the NaN-as-0 value's magnitude enters the amax; 3 shuffles over 8 lanes.
+// CHECK: %[[NAN0:.+]] = llvm.fcmp "uno" %[[X0]], %[[X0]]
+// CHECK: %[[XC0:.+]] = llvm.select %[[NAN0]], %{{.+}}, %[[X0]]
+// CHECK: %[[A0:.+]] = llvm.intr.fabs(%[[XC0]])
+// CHECK-COUNT-3: nvvm.shfl.sync  bfly
+// CHECK-NOT: nvvm.shfl.sync
+// CHECK: %[[AMAX:.+]] = llvm.intr.maxnum
+// CHECK: %[[DIV:.+]] = llvm.fdiv %[[AMAX]]
+// CHECK: %[[S:.+]] = llvm.intr.maxnum(%[[DIV]], %{{.+}})
+// quantize_tile: 1/s times the NaN-as-0 values, e4m3 pairs, words.
+// CHECK: %[[INV:.+]] = llvm.call_intrinsic "llvm.nvvm.rcp.rn.f"(%[[S]])
+// CHECK: %[[NANB:.+]] = llvm.fcmp "uno" %[[X0]], %[[X0]]
+// CHECK: %[[XCB:.+]] = llvm.select %[[NANB]], %{{.+}}, %[[X0]]
+// CHECK: %[[Y0:.+]] = llvm.fmul %[[XCB]], %[[INV]]
+// CHECK: %[[PAIR:.+]] = llvm.call_intrinsic "llvm.nvvm.ff.to.e4m3x2.rn"(%{{.+}}, %[[Y0]])
+// CHECK: %[[LOW:.+]] = llvm.zext %[[PAIR]] : i16 to i32
+// CHECK: %[[W0:.+]] = llvm.or %[[LOW]], %{{.+}} : i32
+// store_groups: the words at lane · 16 bytes of the cache row; the scale from the tile's first lane.
+// CHECK: %[[WV:.+]] = llvm.insertelement %[[W0]]
+// CHECK: %[[I3:.+]] = llvm.mlir.constant(3 : i32)
+// CHECK-NEXT: %[[CODES:.+]] = llvm.insertelement %{{.+}}, %{{.+}}[%[[I3]] : i32] : vector<4xi32>
+// CHECK: %[[SOFF:.+]] = llvm.mul %[[LANE]], %{{.+}} : i32
+// CHECK: %[[SOFF64:.+]] = llvm.zext %[[SOFF]]
+// CHECK: %[[CADDR:.+]] = llvm.getelementptr %[[DROW]][%[[SOFF64]]]
+// CHECK: llvm.store %[[CODES]], %[[CADDR]] {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+// CHECK: %[[FIRST:.+]] = llvm.and %[[LANE]]
+// CHECK: %[[IS0:.+]] = llvm.icmp "eq" %[[FIRST]]
+// CHECK: scf.if %[[IS0]] {
+// CHECK: %[[C512:.+]] = llvm.mlir.constant(512 : i64)
+// CHECK-NEXT: %[[SCALES:.+]] = llvm.getelementptr %[[DROW]][%[[C512]]]
+// CHECK: %[[SIDX:.+]] = llvm.lshr %[[LANE]]
+// CHECK: %[[SIDX64:.+]] = llvm.zext %[[SIDX]]
+// CHECK: %[[SADDR:.+]] = llvm.getelementptr %[[SCALES]][%[[SIDX64]]]
+// CHECK: llvm.store %[[S]], %[[SADDR]] {alignment = 4 : i64} : f32, !llvm.ptr<1>
+// RoPE: lanes 0–7 load at 512 elements (1024 bytes), round pairs to bf16, store at 528.
+// CHECK: %[[FIRST8:.+]] = arith.cmpi ult, %[[LANE]]
+// CHECK: scf.if %[[FIRST8]] {
+// CHECK: %[[C1024:.+]] = llvm.mlir.constant(1024 : i64)
+// CHECK-NEXT: %[[RBASE:.+]] = llvm.getelementptr %[[SROW]][%[[C1024]]]
+// CHECK: %[[ROFF:.+]] = llvm.mul %[[LANE]]
+// CHECK: %[[ROFF64:.+]] = llvm.zext %[[ROFF]]
+// CHECK: %[[RADDR:.+]] = llvm.getelementptr %[[RBASE]][%[[ROFF64]]]
+// CHECK: %[[RV:.+]] = llvm.load %[[RADDR]] invariant {alignment = 16 : i64} : !llvm.ptr<1> -> vector<8xbf16>
+// CHECK: %[[R0:.+]] = llvm.fpext
+// CHECK: %[[R1:.+]] = llvm.fpext
+// CHECK: %[[PV:.+]] = llvm.insertelement %[[R0]]
+// CHECK: %[[PV2:.+]] = llvm.insertelement %[[R1]], %[[PV]]
+// CHECK: %[[BF:.+]] = llvm.fptrunc %[[PV2]] : vector<2xf32> to vector<2xbf16>
+// CHECK: %[[WORD:.+]] = llvm.bitcast %[[BF]] : vector<2xbf16> to i32
+// CHECK: %[[RNAN:.+]] = llvm.fcmp "uno" %[[R0]], %[[R0]]
+// CHECK: llvm.select %[[RNAN]], %{{.+}}, %[[WORD]] : i1, i32
+// CHECK: %[[C528:.+]] = llvm.mlir.constant(528 : i64)
+// CHECK-NEXT: %[[ROPE:.+]] = llvm.getelementptr %[[DROW]][%[[C528]]]
+// CHECK: %[[RSOFF:.+]] = llvm.mul %[[LANE]]
+// CHECK: %[[RSOFF64:.+]] = llvm.zext %[[RSOFF]]
+// CHECK: %[[RSADDR:.+]] = llvm.getelementptr %[[ROPE]][%[[RSOFF64]]]
+// CHECK: llvm.store %{{.+}}, %[[RSADDR]] {alignment = 16 : i64} : vector<4xi32>, !llvm.ptr<1>
+attnk.kernel @m_quantize(%src: memref<?x?x576xbf16>, %pos: memref<?xi32>, %cache: memref<?x?x656xi8>, %b: i32, %n: i32, %cap: i32) threads = 128 {
+  %g, %tok, %gin, %l = attnk.group_index %b, %n slot 0 of 1 lanes = 8 groups_per_token = 4 whole_tokens
+  attnk.token_rows %src[%tok], %cache positions(%pos : memref<?xi32>) tokens(%b, %n) capacity(%cap) : memref<?x?x576xbf16>, memref<?x?x656xi8> {
+  ^bb0(%x: memref<576xbf16>, %row: memref<656xi8>):
+    %v = attnk.load_groups %x lane(%l) lanes = 8 : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>
+    %s = attnk.group_scales %v {quant = #attn.quant<f8E4M3FN, per_block<1x128>>} : !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous> -> f32
+    %q = attnk.quantize_tile %v scales(%s : f32) {quant = #attn.quant<f8E4M3FN, per_block<1x128>>} : !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous> -> !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>
+    attnk.store_groups %q, %row lane(%l) scale(%s into %row : memref<656xi8>) scale_offset = 512 : !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+    %c8 = arith.constant 8 : i32
+    %first = arith.cmpi ult, %l, %c8 : i32
+    scf.if %first {
+      %r = attnk.load_groups %x lane(%l) lanes = 8 offset = 512 : memref<576xbf16> -> !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous>
+      %rb = attnk.convert_tile %r : !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous> -> !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>
+      attnk.store_groups %rb, %row lane(%l) offset = 528 : !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+    }
+  }
+}

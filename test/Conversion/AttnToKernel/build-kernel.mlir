@@ -1,12 +1,13 @@
 // attn-build-kernel builds the kernel level of the kernels that go through it: a quantize spec
-// becomes `<f>_quantize` (its host function goes), a split-KV decode spec gets its two combine
-// kernels (the attention op stays for convert-attn-to-nvvm); prefill is left alone.
+// (attn.quantize.append / .dynamic / .mla_append) becomes `<f>_quantize` (its host function
+// goes), a split-KV decode spec gets its two combine kernels (the attention op stays for
+// convert-attn-to-nvvm); prefill is left alone.
 // RUN: attn-opt %s -split-input-file --attn-select-schedule --attn-build-kernel | FileCheck %s
 
 // CHECK-LABEL: module attributes {gpu.container_module}
 // CHECK-NOT: func.func @kv_append
 // CHECK: gpu.module @attn_kernels [#nvvm.target<O = 3, chip = "sm_90a", features = "+ptx86">]
-// CHECK-NEXT: attnk.kernel @kv_append_quantize(%[[SRC:.+]]: memref<?x?x8x128xbf16>, %[[POS:.+]]: memref<?xi32>, %[[DST:.+]]: memref<?x?x8x128xi8>, %[[SC:.+]]: memref<?x?x8xf32>, %{{.+}}: memref<?xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = "{{.*}}\22kind\22: \22quantize_append\22{{.*}}"} {
+// CHECK-NEXT: attnk.kernel @kv_append_quantize(%[[SRC:.+]]: memref<?x?x8x128xbf16>, %[[POS:.+]]: memref<?xi32>, %[[DST:.+]]: memref<?x?x8x128xi8>, %[[SC:.+]]: memref<?x?x8xf32>, %{{.+}}: memref<?xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = #attnk.launch<quantize, grid = ["quantize_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"]>, metadata = {problem = {{.*}}kind = "quantize_append"{{.*}}, schedule = {group_elems = 128 : i64, groups_per_cta = 32 : i64, groups_per_token = 8 : i64, lanes_per_group = 16 : i64, vector_elems = 8 : i64}}} {
 // The four slots' loads come first.
 // CHECK-NEXT: %[[G0:.+]], %[[T0:.+]], %[[I0:.+]], %[[R0:.+]] = attnk.group_index %[[B]], %[[N]] slot 0 of 4 lanes = 16 groups_per_token = 8
 // CHECK-NEXT: %[[X0:.+]] = attnk.load_groups %[[SRC]][%[[T0]], %[[I0]]] lane(%[[R0]]) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
@@ -49,10 +50,10 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 // CHECK-NEXT: attnk.forward.consumer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = {{.*}}}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
-// CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic {
+// CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic attributes {launch = #attnk.launch<combine, grid = ["row_blocks", "groups", "batch"], block = [128, 1, 1], cluster = [1, 1, 1], smem = {{[0-9]+}}, params = ["workspace", "out", "batch", "num_splits"], programmatic, extra = {min_splits = 2 : i64}>} {
 // CHECK-NEXT: attnk.merge.combine %[[WS]] into %[[OUT]] splits(%[[N]]) narrow kv_heads = 1 pack = 16 : memref<?xf32>, memref<?x3x16x128xbf16>
 // CHECK-NEXT: }
-// CHECK-NEXT: attnk.kernel @mqa_i8_combine_wide(%[[WS2:.+]]: memref<?xf32>, %[[OUT2:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N2:.+]]: i32) threads = 512 programmatic {
+// CHECK-NEXT: attnk.kernel @mqa_i8_combine_wide(%[[WS2:.+]]: memref<?xf32>, %[[OUT2:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N2:.+]]: i32) threads = 512 programmatic attributes {launch = #attnk.launch<combine, grid = ["rows", "groups", "batch"], block = [512, 1, 1], cluster = [1, 1, 1], smem = {{[0-9]+}}, params = ["workspace", "out", "batch", "num_splits"], programmatic, extra = {min_splits = 17 : i64}>} {
 // CHECK-NEXT: attnk.merge.combine %[[WS2]] into %[[OUT2]] splits(%[[N2]]) wide kv_heads = 1 pack = 16
 func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: memref<?x?x1x128xi8>,
                   %ks: memref<?x?x1xf32>, %vs: memref<?x?x1xf32>, %o: memref<?x3x16x128xbf16>) {
@@ -86,5 +87,33 @@ func.func @pf(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: me
               %o: memref<1x128x8x128xbf16>) {
   attn.attention prefill ins(%q, %k, %v : memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>, memref<1x128x8x128xbf16>)
       outs(%o : memref<1x128x8x128xbf16>) {target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// MLA's cache quantization: a warp per token; in the token's rows, the latent tile's values feed
+// the scale and the codes, the scale is stored into the row after the codes (at 512), and the
+// first 8 lanes round the RoPE part (from element 512) into the row after the scales (at 528).
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK-NOT: func.func @mla_q
+// CHECK: attnk.kernel @mla_q_quantize(%[[SRC:.+]]: memref<?x?x576xf16>, %[[POS:.+]]: memref<?xi32>, %[[CACHE:.+]]: memref<?x?x656xi8>, %[[B:.+]]: i32, %[[N:.+]]: i32, %[[CAP:.+]]: i32) threads = 128 attributes {launch = #attnk.launch<quantize, grid = ["token_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "cache", "batch", "new_tokens", "capacity"]>, metadata = {problem = {{.*}}kind = "quantize_mla"{{.*}}src_dtype = "f16"{{.*}}, schedule = {tokens_per_cta = 4 : i64}}} {
+// CHECK-NEXT: %{{.+}}, %[[TOK:.+]], %{{.+}}, %[[L:.+]] = attnk.group_index %[[B]], %[[N]] slot 0 of 1 lanes = 8 groups_per_token = 4 whole_tokens
+// CHECK-NEXT: attnk.token_rows %[[SRC]][%[[TOK]]], %[[CACHE]] positions(%[[POS]] : memref<?xi32>) tokens(%[[B]], %[[N]]) capacity(%[[CAP]]) : memref<?x?x576xf16>, memref<?x?x656xi8> {
+// CHECK-NEXT: ^bb0(%[[X:.+]]: memref<576xf16>, %[[ROW:.+]]: memref<656xi8>):
+// CHECK-NEXT: %[[V:.+]] = attnk.load_groups %[[X]] lane(%[[L]]) lanes = 8 : memref<576xf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>
+// CHECK-NEXT: %[[S:.+]] = attnk.group_scales %[[V]] {quant = #attn.quant<f8E4M3FN, per_block<1x128>, symmetric>}
+// CHECK-NEXT: %[[Q:.+]] = attnk.quantize_tile %[[V]] scales(%[[S]] : f32)
+// CHECK-NEXT: attnk.store_groups %[[Q]], %[[ROW]] lane(%[[L]]) scale(%[[S]] into %[[ROW]] : memref<656xi8>) scale_offset = 512
+// CHECK: %[[FIRST:.+]] = arith.cmpi ult, %[[L]], %{{.+}} : i32
+// CHECK-NEXT: scf.if %[[FIRST]] {
+// CHECK-NEXT: %[[R:.+]] = attnk.load_groups %[[X]] lane(%[[L]]) lanes = 8 offset = 512 : memref<576xf16> -> !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous>
+// CHECK-NEXT: %[[RB:.+]] = attnk.convert_tile %[[R]] : !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous> -> !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>
+// CHECK-NEXT: attnk.store_groups %[[RB]], %[[ROW]] lane(%[[L]]) offset = 528 : !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+func.func @mla_q(%x: memref<?x?x576xf16>, %p: memref<?xi32>, %c: memref<?x?x656xi8>) {
+  attn.quantize.mla_append ins(%x : memref<?x?x576xf16>) positions(%p : memref<?xi32>)
+      outs(%c : memref<?x?x656xi8>)
+      {head_dim_v = 512 : i64, rope_dim = 64 : i64,
+       kv_quant = #attn.quant<f8E4M3FN, per_block<1x128>>, target = #attn.target<sm_90a>}
   return
 }

@@ -684,7 +684,7 @@ attnk.kernel @k(%x: f32) threads = 128 {
 
 // -----
 
-// expected-error @+1 {{a group holds f32 values or i8, ui8 or f8E4M3FN codes, got 'bf16'}}
+// expected-error @+1 {{a group holds f32 values or i8, ui8 or f8E4M3FN codes (contiguous groups also bf16), got 'bf16'}}
 func.func @f(%a: !attnk.groups<128xbf16, lanes = 16, vec = 8>) { return }
 
 // -----
@@ -1026,4 +1026,190 @@ func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
   %t:3 = attnk.forward.prologue params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
       rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%i) {plan = {persistent = true}} : i32, i32, i32
   return
+}
+
+// -----
+
+// expected-error @+1 {{a contiguous group holds whole i32 words of codes per lane: 2 elements per lane is not a multiple of 4}}
+func.func @f(%x: !attnk.groups<64xf32, lanes = 32, vec = 2, contiguous>) { return }
+
+// -----
+
+func.func @f(%b: i32, %n: i32) {
+  // expected-error @+1 {{with whole_tokens a warp holds one token: one slot and 32 lanes per token, got 1 slots of 8 groups × 8 lanes}}
+  %g:4 = attnk.group_index %b, %n slot 0 of 1 lanes = 8 groups_per_token = 8 whole_tokens
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<576xbf16>, %i: i32) {
+  // expected-error @+1 {{reads a token's row without indices}}
+  %x = attnk.load_groups %s[%i, %i] lane(%i) lanes = 8 : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<576xbf16>, %i: i32) {
+  // expected-error @+1 {{reads a row into contiguous f32 groups, got '!attnk.groups<128xf32, lanes = 8, vec = 8>'}}
+  %x = attnk.load_groups %s lane(%i) lanes = 8 : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<576xbf16>, %i: i32) {
+  // expected-error @+1 {{reads 16-byte vectors of 8 elements on 8 lanes, got '!attnk.groups<128xf32, lanes = 8, vec = 4, contiguous>'}}
+  %x = attnk.load_groups %s lane(%i) lanes = 8 : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 4, contiguous>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<576xbf16>, %i: i32) {
+  // expected-error @+1 {{a group of 128 elements at 512 is not within the row 'memref<576xbf16>'}}
+  %x = attnk.load_groups %s lane(%i) lanes = 8 offset = 512 : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>
+  return
+}
+
+// -----
+
+func.func @f(%s: memref<?x?x8x128xbf16>, %i: i32) {
+  // expected-error @+1 {{loads from [token, group] of a [batch, tokens, heads, D] source into vector chunks}}
+  %x = attnk.load_groups %s lane(%i) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>) {
+  // expected-error @+1 {{computes symmetric scales only for contiguous groups}}
+  %s, %z = attnk.group_scales %x {quant = #attn.quant<ui8, per_token, asymmetric>} : !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous> -> f32, f32
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>, %s: f32) {
+  // expected-error @+1 {{not supported yet: 'i8' codes of contiguous groups (f8E4M3FN)}}
+  %q = attnk.quantize_tile %x scales(%s : f32) {quant = #attn.quant<i8, per_token>} : !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous> -> !attnk.groups<128xi8, lanes = 8, vec = 8, contiguous>
+  return
+}
+
+// -----
+
+func.func @f(%q: !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, %row: memref<656xi8>, %i: i32) {
+  // expected-error @+1 {{writes a token's row without indices, token counts, positions or zero points}}
+  attnk.store_groups %q, %row lane(%i) tokens(%i, %i) : !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+  return
+}
+
+// -----
+
+func.func @f(%q: !attnk.groups<128xi8, lanes = 8, vec = 8>, %row: memref<656xi8>, %i: i32) {
+  // expected-error @+1 {{writes contiguous groups into a row, got '!attnk.groups<128xi8, lanes = 8, vec = 8>'}}
+  attnk.store_groups %q, %row lane(%i) : !attnk.groups<128xi8, lanes = 8, vec = 8>, memref<656xi8>
+  return
+}
+
+// -----
+
+func.func @f(%q: !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>, %row: memref<656xi8>, %i: i32) {
+  // expected-error @+1 {{a group's 128 bytes at 600 are not within the row 'memref<656xi8>'}}
+  attnk.store_groups %q, %row lane(%i) offset = 600 : !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+  return
+}
+
+// -----
+
+func.func @f(%q: !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, %row: memref<656xi8>, %other: memref<656xi8>, %s: f32, %i: i32) {
+  // expected-error @+1 {{writes the f32 scales of groups of at least 4 lanes within the row}}
+  attnk.store_groups %q, %row lane(%i) scale(%s into %other : memref<656xi8>) scale_offset = 512 : !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+  return
+}
+
+// -----
+
+func.func @f(%q: !attnk.groups<128xi8, lanes = 16, vec = 8>, %d: memref<?x?x8x128xi8>, %i: i32) {
+  // expected-error @+1 {{writes [group, token, group in token] of a [batch, capacity, heads, D] cache: needs the indices, tokens(...) and capacity(...)}}
+  attnk.store_groups %q, %d lane(%i) : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xi8>
+  return
+}
+
+// -----
+
+func.func @f(%x: !attnk.groups<64xf32, lanes = 8, vec = 8>) {
+  // expected-error @+1 {{rounds contiguous f32 groups to bf16 groups of the same layout, without schemes}}
+  %r = attnk.convert_tile %x : !attnk.groups<64xf32, lanes = 8, vec = 8> -> !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>
+  return
+}
+
+// -----
+
+func.func @f(%src: memref<?x?x?xbf16>, %pos: memref<?xi32>, %cache: memref<?x?x656xi8>, %i: i32) {
+  // expected-error @+1 {{needs static row lengths, got 'memref<?x?x?xbf16>' and 'memref<?x?x656xi8>'}}
+  attnk.token_rows %src[%i], %cache positions(%pos : memref<?xi32>) tokens(%i, %i) capacity(%i) : memref<?x?x?xbf16>, memref<?x?x656xi8> {
+  ^bb0(%x: memref<576xbf16>, %row: memref<656xi8>):
+  }
+  return
+}
+
+// -----
+
+func.func @f(%src: memref<?x?x576xbf16>, %pos: memref<?xi32>, %cache: memref<?x?x656xi8>, %i: i32) {
+  // expected-error @+1 {{body takes the rows 'memref<576xbf16>' and 'memref<656xi8>'}}
+  attnk.token_rows %src[%i], %cache positions(%pos : memref<?xi32>) tokens(%i, %i) capacity(%i) : memref<?x?x576xbf16>, memref<?x?x656xi8> {
+  ^bb0(%x: memref<576xf32>, %row: memref<656xi8>):
+  }
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a launch's role is an identifier, got ""}}
+func.func @f() attributes {l = #attnk.launch<"", grid = [1, 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{a grid is three extents, each a positive number or a symbol, got [0, 1, 1]}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = [0, 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{block and cluster are three positive extents each}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1], cluster = [1, 1, 1], smem = 0, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{shared memory of -1 bytes}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = -1, params = []>} { return }
+
+// -----
+
+// expected-error @+1 {{parameters are named by strings, got [1]}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = [1]>} { return }
+
+// -----
+
+// expected-error @+1 {{has launch metadata but no launch ABI}}
+attnk.kernel @k(%n: i32) threads = 32 attributes {metadata = {problem = {}}} {
+}
+
+// -----
+
+// expected-error @+1 {{launch ABI names 2 parameters, the kernel has 1}}
+attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n", "m"]>} {
+}
+
+// -----
+
+// expected-error @+1 {{launch ABI's block is not [32, 1, 1]}}
+attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [64, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n"]>} {
+}
+
+// -----
+
+// expected-error @+1 {{is programmatic, its launch ABI is not}}
+attnk.kernel @k(%n: i32) threads = 32 programmatic attributes {launch = #attnk.launch<combine, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n"]>} {
 }

@@ -148,7 +148,7 @@ attnk.kernel @d_combine_wide(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, 
 // A quantize kernel's slot: group, loads, widening, rotation, scales, codes, store; and the
 // static (read) scales of a per_channel asymmetric scheme.
 // CHECK-LABEL: attnk.kernel @q_quantize(
-// CHECK-SAME: threads = 128 attributes {launch = "{}"}
+// CHECK-SAME: threads = 128 attributes {launch = #attnk.launch<quantize, grid = ["quantize_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"]>, metadata = {problem = {kind = "quantize_append"}}}
 // CHECK: %[[G0:[^,]+]], %[[G1:[^,]+]], %[[G2:[^,]+]], %[[G3:[^ ]+]] = attnk.group_index %{{.+}}, %{{.+}} slot 0 of 2 lanes = 16 groups_per_token = 8
 // CHECK: %[[X:.+]] = attnk.load_groups %{{.+}}[%[[G1]], %[[G2]]] lane(%[[G3]]) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
 // CHECK: %[[W:.+]] = attnk.convert_tile %[[X]] : vector<1x8xbf16> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
@@ -156,7 +156,7 @@ attnk.kernel @d_combine_wide(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, 
 // CHECK: %[[S:.+]] = attnk.group_scales %[[R]] {quant = #attn.quant<i8, per_token_head, symmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> f32
 // CHECK: %[[Q:.+]] = attnk.quantize_tile %[[R]] scales(%[[S]] : f32) {quant = #attn.quant<i8, per_token_head, symmetric>} : !attnk.groups<128xf32, lanes = 16, vec = 8> -> !attnk.groups<128xi8, lanes = 16, vec = 8>
 // CHECK: attnk.store_groups %[[Q]], %{{.+}}[%[[G0]], %[[G1]], %[[G2]]] lane(%[[G3]]) tokens(%{{.+}}, %{{.+}}) capacity(%{{.+}}) positions(%{{.+}} : memref<?xi32>) scale(%[[S]] into %{{.+}} : memref<?x?x8xf32>) : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xi8>
-attnk.kernel @q_quantize(%src: memref<?x?x8x128xbf16>, %pos: memref<?xi32>, %dst: memref<?x?x8x128xi8>, %sc: memref<?x?x8xf32>, %zp: memref<?xi8>, %b: i32, %n: i32, %cap: i32) threads = 128 attributes {launch = "{}"} {
+attnk.kernel @q_quantize(%src: memref<?x?x8x128xbf16>, %pos: memref<?xi32>, %dst: memref<?x?x8x128xi8>, %sc: memref<?x?x8xf32>, %zp: memref<?xi8>, %b: i32, %n: i32, %cap: i32) threads = 128 attributes {launch = #attnk.launch<quantize, grid = ["quantize_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"]>, metadata = {problem = {kind = "quantize_append"}}} {
   %g, %tok, %gin, %r = attnk.group_index %b, %n slot 0 of 2 lanes = 16 groups_per_token = 8
   %x = attnk.load_groups %src[%tok, %gin] lane(%r) lanes = 16 : memref<?x?x8x128xbf16> -> vector<1x8xbf16>
   %w = attnk.convert_tile %x : vector<1x8xbf16> -> !attnk.groups<128xf32, lanes = 16, vec = 8>
@@ -173,4 +173,40 @@ func.func @static_scales(%x: !attnk.groups<128xf32, lanes = 32, vec = 4>, %gin: 
   %s, %z = attnk.group_scales %x[%gin] lane(%r) from(%sc : memref<8x128xf32>) zero_points(%zp : memref<8x128xui8>) {quant = #attn.quant<ui8, per_channel, asymmetric>} : !attnk.groups<128xf32, lanes = 32, vec = 4> -> !attnk.groups<128xf32, lanes = 32, vec = 4>, !attnk.groups<128xf32, lanes = 32, vec = 4>
   %q = attnk.quantize_tile %x scales(%s : !attnk.groups<128xf32, lanes = 32, vec = 4>) zero_points(%z : !attnk.groups<128xf32, lanes = 32, vec = 4>) {quant = #attn.quant<ui8, per_channel, asymmetric>} : !attnk.groups<128xf32, lanes = 32, vec = 4> -> !attnk.groups<128xui8, lanes = 32, vec = 4>
   return
+}
+
+// -----
+
+// A whole-token row kernel (MLA's cache quantization): a warp per token, the token's rows, the
+// latent tile as contiguous groups (e4m3 codes and the scale into the row), the RoPE part
+// rounded to bf16 on the first lanes.
+// CHECK-LABEL: attnk.kernel @m_quantize(
+// CHECK-SAME: attributes {launch = #attnk.launch<quantize, grid = ["token_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "cache", "batch", "new_tokens", "capacity"]>}
+// CHECK: %[[G:[^,]+]], %[[TOK:[^,]+]], %[[GIN:[^,]+]], %[[L:[^ ]+]] = attnk.group_index %{{.+}}, %{{.+}} slot 0 of 1 lanes = 8 groups_per_token = 4 whole_tokens
+// CHECK: attnk.token_rows %{{.+}}[%[[TOK]]], %{{.+}} positions(%{{.+}} : memref<?xi32>) tokens(%{{.+}}, %{{.+}}) capacity(%{{.+}}) : memref<?x?x576xbf16>, memref<?x?x656xi8> {
+// CHECK-NEXT: ^bb0(%[[X:.+]]: memref<576xbf16>, %[[ROW:.+]]: memref<656xi8>):
+// CHECK: %[[V:.+]] = attnk.load_groups %[[X]] lane(%[[L]]) lanes = 8 : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>
+// CHECK: %[[S:.+]] = attnk.group_scales %[[V]] {quant = #attn.quant<f8E4M3FN, per_block<1x128>, symmetric>} : !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous> -> f32
+// CHECK: %[[Q:.+]] = attnk.quantize_tile %[[V]] scales(%[[S]] : f32)
+// CHECK-SAME: -> !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>
+// CHECK: attnk.store_groups %[[Q]], %[[ROW]] lane(%[[L]]) scale(%[[S]] into %[[ROW]] : memref<656xi8>) scale_offset = 512 : !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+// CHECK: %[[R:.+]] = attnk.load_groups %[[X]] lane(%[[L]]) lanes = 8 offset = 512 : memref<576xbf16> -> !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous>
+// CHECK: %[[RB:.+]] = attnk.convert_tile %[[R]] : !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous> -> !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>
+// CHECK: attnk.store_groups %[[RB]], %[[ROW]] lane(%[[L]]) offset = 528 : !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+attnk.kernel @m_quantize(%src: memref<?x?x576xbf16>, %pos: memref<?xi32>, %cache: memref<?x?x656xi8>, %b: i32, %n: i32, %cap: i32) threads = 128 attributes {launch = #attnk.launch<quantize, grid = ["token_ctas", 1, 1], block = [128, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["src", "positions", "cache", "batch", "new_tokens", "capacity"]>} {
+  %g, %tok, %gin, %l = attnk.group_index %b, %n slot 0 of 1 lanes = 8 groups_per_token = 4 whole_tokens
+  attnk.token_rows %src[%tok], %cache positions(%pos : memref<?xi32>) tokens(%b, %n) capacity(%cap) : memref<?x?x576xbf16>, memref<?x?x656xi8> {
+  ^bb0(%x: memref<576xbf16>, %row: memref<656xi8>):
+    %v = attnk.load_groups %x lane(%l) lanes = 8 : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>
+    %s = attnk.group_scales %v {quant = #attn.quant<f8E4M3FN, per_block<1x128>>} : !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous> -> f32
+    %q = attnk.quantize_tile %v scales(%s : f32) {quant = #attn.quant<f8E4M3FN, per_block<1x128>>} : !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous> -> !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>
+    attnk.store_groups %q, %row lane(%l) scale(%s into %row : memref<656xi8>) scale_offset = 512 : !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+    %c8 = arith.constant 8 : i32
+    %first = arith.cmpi ult, %l, %c8 : i32
+    scf.if %first {
+      %r = attnk.load_groups %x lane(%l) lanes = 8 offset = 512 : memref<576xbf16> -> !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous>
+      %rb = attnk.convert_tile %r : !attnk.groups<64xf32, lanes = 8, vec = 8, contiguous> -> !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>
+      attnk.store_groups %rb, %row lane(%l) offset = 528 : !attnk.groups<64xbf16, lanes = 8, vec = 8, contiguous>, memref<656xi8>
+    }
+  }
 }

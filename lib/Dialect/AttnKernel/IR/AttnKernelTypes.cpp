@@ -319,25 +319,39 @@ Type GroupsType::parse(AsmParser &p) {
   SmallVector<int64_t> shape;
   Type elem;
   int64_t lanes = 0, vec = 0;
+  bool contiguous = false;
   SMLoc loc = p.getCurrentLocation();
   if (p.parseLess() || parseTile(p, shape, elem) || parseKeyInt(p, "lanes", lanes) ||
-      parseKeyInt(p, "vec", vec) || p.parseGreater())
+      parseKeyInt(p, "vec", vec))
+    return {};
+  if (succeeded(p.parseOptionalComma())) {
+    if (p.parseKeyword("contiguous"))
+      return {};
+    contiguous = true;
+  }
+  if (p.parseGreater())
     return {};
   if (shape.size() != 1)
     return p.emitError(loc) << "expected ELEMSxTYPE", Type();
   return getChecked([&] { return p.emitError(p.getNameLoc()); }, p.getContext(), shape[0], elem,
-                    lanes, vec);
+                    lanes, vec, contiguous);
 }
 
 void GroupsType::print(AsmPrinter &p) const {
   p << '<' << getElems() << 'x' << getElementType() << ", lanes = " << getLanes()
-    << ", vec = " << getVec() << '>';
+    << ", vec = " << getVec();
+  if (getContiguous())
+    p << ", contiguous";
+  p << '>';
 }
 
 LogicalResult GroupsType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t elems,
-                                 Type elem, int64_t lanes, int64_t vec) {
-  if (!elem.isF32() && !elem.isInteger(8) && !isa<Float8E4M3FNType>(elem))
-    return emitError() << "a group holds f32 values or i8, ui8 or f8E4M3FN codes, got " << elem;
+                                 Type elem, int64_t lanes, int64_t vec, bool contiguous) {
+  if (!elem.isF32() && !elem.isInteger(8) && !isa<Float8E4M3FNType>(elem) &&
+      !(contiguous && elem.isBF16()))
+    return emitError() << "a group holds f32 values or i8, ui8 or f8E4M3FN codes (contiguous "
+                          "groups also bf16), got "
+                       << elem;
   if (lanes < 1 || lanes > 32 || !llvm::isPowerOf2_64(lanes))
     return emitError() << "a group spans a power of two of at most 32 lanes, got " << lanes;
   if (vec < 1 || vec > 16 || !llvm::isPowerOf2_64(vec))
@@ -346,11 +360,20 @@ LogicalResult GroupsType::verify(function_ref<InFlightDiagnostic()> emitError, i
   if (elems < 1 || elems % (lanes * vec) != 0)
     return emitError() << "a group of " << elems << " elements is not whole chunks of " << lanes
                        << " lanes × " << vec << " elements";
+  if (contiguous && (elems / lanes) % 4 != 0)
+    return emitError() << "a contiguous group holds whole i32 words of codes per lane: "
+                       << elems / lanes << " elements per lane is not a multiple of 4";
   return success();
 }
 
 SmallVector<Type> GroupsType::getRegisterTypes() const {
   Type elem = getElementType();
+  if (getContiguous()) {
+    if (elem.isF32())
+      return SmallVector<Type>(getLaneElems(), elem);
+    int64_t perWord = elem.isBF16() ? 2 : 4;
+    return SmallVector<Type>(getLaneElems() / perWord, IntegerType::get(getContext(), 32));
+  }
   if (elem.isF32())
     return SmallVector<Type>(2 * getLaneElems(), elem);
   return SmallVector<Type>(getLaneElems(), IntegerType::get(getContext(), 8));

@@ -69,6 +69,15 @@ static LogicalResult verifyWidening(ConvertTileOp op, VectorType in) {
 LogicalResult ConvertTileOp::verify() {
   if (auto v = dyn_cast<VectorType>(getSource().getType()))
     return verifyWidening(*this, v);
+  if (auto g = dyn_cast<GroupsType>(getSource().getType())) {
+    auto out = dyn_cast_or_null<GroupsType>(getResult() ? getResult().getType() : Type());
+    if (getQuant() || getDest() || !g.getContiguous() || !g.getElementType().isF32() || !out ||
+        out != GroupsType::get(getContext(), g.getElems(), BFloat16Type::get(getContext()),
+                               g.getLanes(), g.getVec(), true))
+      return emitOpError("rounds contiguous f32 groups to bf16 groups of the same layout, "
+                         "without schemes");
+    return success();
+  }
   if (bool(getDest()) == bool(getResult()))
     return emitOpError("needs either an `into` stage or a result, not both or neither");
   if (getResult() && isa<GroupsType>(getResult().getType()))

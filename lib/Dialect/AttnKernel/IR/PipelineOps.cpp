@@ -66,6 +66,20 @@ LogicalResult KernelOp::verify() {
       return emitOpError("parameter #") << a.getArgNumber() << " is " << t
                                         << " (kernel parameters are memrefs, tensor maps or i32)";
   }
+  if (getMetadata() && !getLaunch())
+    return emitOpError("has launch metadata but no launch ABI");
+  if (LaunchAttr l = getLaunchAttr()) {
+    if (l.getParams().size() != getBody().getNumArguments())
+      return emitOpError("launch ABI names ")
+             << l.getParams().size() << " parameters, the kernel has "
+             << getBody().getNumArguments();
+    if (l.getBlock()[0] != threads || l.getBlock()[1] != 1 || l.getBlock()[2] != 1)
+      return emitOpError("launch ABI's block is not [") << threads << ", 1, 1]";
+    if (l.getProgrammatic() != getProgrammatic())
+      return emitOpError("is ") << (getProgrammatic() ? "" : "not ")
+                                << "programmatic, its launch ABI "
+                                << (l.getProgrammatic() ? "is" : "is not");
+  }
   return success();
 }
 

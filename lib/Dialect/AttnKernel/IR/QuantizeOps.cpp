@@ -2,7 +2,8 @@
 //
 // What this file is: the verifiers of the quantize-kernel ops — `attnk.group_index`,
 // `attnk.load_groups`, `attnk.hadamard`, `attnk.group_scales` (computed or read, per the
-// scheme), `attnk.quantize_tile` (codes of the scheme's type) and `attnk.store_groups`.
+// scheme), `attnk.quantize_tile` (codes of the scheme's type), `attnk.store_groups` and
+// `attnk.token_rows`, with the forms of a whole-token row kernel (contiguous groups).
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,14 +25,42 @@ LogicalResult GroupIndexOp::verify() {
     return emitOpError("slot ") << getSlot() << " is not one of " << getSlots();
   if (getGroupsPerToken() < 1)
     return emitOpError("needs at least one group per token, got ") << getGroupsPerToken();
+  if (getWholeTokens() && (getSlots() != 1 || getGroupsPerToken() * getLanes() != 32u))
+    return emitOpError("with whole_tokens a warp holds one token: one slot and 32 lanes per "
+                       "token, got ")
+           << getSlots() << " slots of " << getGroupsPerToken() << " groups × " << getLanes()
+           << " lanes";
+  return success();
+}
+
+/// load_groups from a token's row: contiguous f32 groups read in 16-byte vectors.
+static LogicalResult verifyRowLoad(LoadGroupsOp op, MemRefType src) {
+  auto res = dyn_cast<GroupsType>(op.getResult().getType());
+  if (op.getToken() || op.getGroup())
+    return op.emitOpError("reads a token's row without indices");
+  if (!res || !res.getContiguous() || !res.getElementType().isF32())
+    return op.emitOpError("reads a row into contiguous f32 groups, got ")
+           << op.getResult().getType();
+  int64_t bytes = src.getElementTypeBitWidth() / 8;
+  if (res.getVec() * bytes != 16 || res.getLanes() != int64_t(op.getLanes()))
+    return op.emitOpError("reads 16-byte vectors of ")
+           << 16 / bytes << " elements on " << op.getLanes() << " lanes, got " << res;
+  if (src.isDynamicDim(0) || int64_t(op.getOffset()) + res.getElems() > src.getDimSize(0))
+    return op.emitOpError("a group of ") << res.getElems() << " elements at " << op.getOffset()
+                                         << " is not within the row " << src;
   return success();
 }
 
 LogicalResult LoadGroupsOp::verify() {
   auto src = cast<MemRefType>(getSrc().getType());
-  VectorType res = getResult().getType();
   if (!validLanes(getLanes()))
     return emitOpError("needs a power of two of at most 32 lanes per group, got ") << getLanes();
+  if (src.getRank() == 1)
+    return verifyRowLoad(*this, src);
+  auto res = dyn_cast<VectorType>(getResult().getType());
+  if (!res || !getToken() || !getGroup() || getOffset() != 0)
+    return emitOpError("loads from [token, group] of a [batch, tokens, heads, D] source into "
+                       "vector chunks");
   if (res.getElementType() != src.getElementType())
     return emitOpError("loads ") << src.getElementType() << " elements, not "
                                  << res.getElementType();
@@ -72,6 +101,8 @@ LogicalResult GroupScalesOp::verify() {
   if (!t.getElementType().isF32())
     return emitOpError("reads f32 values, got ") << t.getElementType();
   bool read = q.hasStaticScales();
+  if (t.getContiguous() && (read || q.isAsymmetric()))
+    return emitOpError("computes symmetric scales only for contiguous groups");
   if (!read && (getGroup() || getLane() || getScaleSrc() || getZeroSrc()))
     return emitOpError("computes the scales of a ") << stringifyGranularity(q.getGranularity())
                                                     << " scheme from the values: no operands";
@@ -105,8 +136,11 @@ LogicalResult QuantizeTileOp::verify() {
   Type code = q.getElementType();
   if (!code.isInteger(8) && !isa<Float8E4M3FNType>(code))
     return emitOpError("not supported yet: ") << code << " codes (i8, ui8, f8E4M3FN)";
-  if (out != GroupsType::get(getContext(), in.getElems(), code, in.getLanes(), in.getVec()))
+  if (out != GroupsType::get(getContext(), in.getElems(), code, in.getLanes(), in.getVec(),
+                             in.getContiguous()))
     return emitOpError("returns the scheme's ") << code << " codes in the layout of its source";
+  if (in.getContiguous() && !isa<Float8E4M3FNType>(code))
+    return emitOpError("not supported yet: ") << code << " codes of contiguous groups (f8E4M3FN)";
   if (bool(getZeroPoint()) != q.isAsymmetric())
     return emitOpError("takes a zero point exactly when the scheme is asymmetric");
   Type want = scaleTypeFor(q, in);
@@ -116,12 +150,49 @@ LogicalResult QuantizeTileOp::verify() {
   return success();
 }
 
+/// store_groups into a token's cache row: contiguous words, the f32 scale into the same row.
+static LogicalResult verifyRowStore(StoreGroupsOp op, MemRefType dest) {
+  GroupsType t = op.getCodes().getType();
+  if (op.getGroup() || op.getBatch() || op.getCapacity() || op.getPositions() || op.getZeroPoint())
+    return op.emitOpError("writes a token's row without indices, token counts, positions or "
+                          "zero points");
+  if (!t.getContiguous())
+    return op.emitOpError("writes contiguous groups into a row, got ") << t;
+  int64_t laneBytes = t.getLaneElems() * t.getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t groupBytes = t.getLanes() * laneBytes;
+  if (dest.isDynamicDim(0) || int64_t(op.getOffset()) + groupBytes > dest.getDimSize(0))
+    return op.emitOpError("a group's ")
+           << groupBytes << " bytes at " << op.getOffset() << " are not within the row " << dest;
+  if (op.getScale() &&
+      (op.getScaleDest() != op.getDest() || t.getLanes() < 4 ||
+       int64_t(op.getScaleOffset()) + 4 * (32 / t.getLanes()) > dest.getDimSize(0)))
+    return op.emitOpError("writes the f32 scales of groups of at least 4 lanes within the row");
+  return success();
+}
+
 LogicalResult StoreGroupsOp::verify() {
   GroupsType t = getCodes().getType();
   auto dest = cast<MemRefType>(getDest().getType());
+  if (dest.getRank() == 1)
+    return verifyRowStore(*this, dest);
+  if (!getGroup() || !getBatch() || !getCapacity() || getOffset() != 0 || getScaleOffset() != 0)
+    return emitOpError("writes [group, token, group in token] of a [batch, capacity, heads, D] "
+                       "cache: needs the indices, tokens(...) and capacity(...)");
   if (t.getElementType() != dest.getElementType())
     return emitOpError("stores ") << t.getElementType() << " codes into " << dest;
   if (getZeroPoint() && !getScale())
     return emitOpError("stores a zero point only with its scale");
+  return success();
+}
+
+LogicalResult TokenRowsOp::verify() {
+  auto src = cast<MemRefType>(getSrc().getType()), cache = cast<MemRefType>(getCache().getType());
+  if (src.isDynamicDim(2) || cache.isDynamicDim(2))
+    return emitOpError("needs static row lengths, got ") << src << " and " << cache;
+  Block &body = getBody().front();
+  auto row = [](MemRefType t) { return MemRefType::get({t.getDimSize(2)}, t.getElementType()); };
+  if (body.getNumArguments() != 2 || body.getArgument(0).getType() != row(src) ||
+      body.getArgument(1).getType() != row(cache))
+    return emitOpError("body takes the rows ") << row(src) << " and " << row(cache);
   return success();
 }

@@ -18,6 +18,7 @@
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/Support/JSON.h"
 
 #include "attn/Dialect/AttnKernel/IR/AttnKernelEnums.h.inc"
 #include "attn/Dialect/AttnKernel/IR/AttnKernelOpsDialect.h.inc"
@@ -39,6 +40,11 @@ inline constexpr int64_t kThreadsPerWarpgroup = 128;
 inline constexpr int64_t kMaxSharedBytes = 232448;
 /// Bytes of one swizzle span (0 for `none`).
 int64_t getSwizzleBytes(Swizzle s);
+/// The `kernels[]` entry of the launch metadata of kernel `name` with launch ABI `launch`.
+llvm::json::Object launchKernelJSON(StringRef name, LaunchAttr launch);
+/// The launch metadata (`attn-launch-v1` JSON) of a spec: its `metadata` entries (problem,
+/// schedule, …) and the entries of its kernels, in launch order (LaunchAttr.cpp).
+std::string launchDocumentJSON(DictionaryAttr metadata, ArrayRef<llvm::json::Object> kernels);
 } // namespace mlir::attnk
 
 #endif // ATTN_DIALECT_ATTNKERNEL_IR_ATTNKERNEL_H

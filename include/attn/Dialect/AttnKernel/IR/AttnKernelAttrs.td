@@ -3,7 +3,7 @@
 // What this file is: the enums and attributes of the kernel level: the shared-memory swizzle
 // (part of ring, stage and tensor-map types), the addressing of a TMA tile load (contiguous,
 // paged through a block table, gathered by indices), which part of a dequantization a
-// `convert_tile` performs, and the form of a split merge.
+// `convert_tile` performs, the form of a split merge, and a kernel's launch ABI.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNK_ATTRS_TD
@@ -79,6 +79,42 @@ def AttnKernel_AddressingAttr : AttnKernel_Attr<"Addressing", "addressing"> {
   let parameters = (ins "::mlir::attnk::AddressingKind":$kind,
                         DefaultValuedParameter<"int64_t", "0">:$pageSize);
   let assemblyFormat = "`<` $kind (`,` `page` `=` $pageSize^)? `>`";
+  let genVerifyDecl = 1;
+}
+
+
+def AttnKernel_LaunchAttr : AttnKernel_Attr<"Launch", "launch"> {
+  let summary = "the launch ABI of one kernel: grid, block, cluster, shared memory, parameters";
+  let description = [{
+    How a launcher starts one kernel — what the runtime, qattn and attn-bench read from the
+    `kernels[]` entries of the launch metadata (docs/GPUDecode.md):
+
+    * `role`: what the kernel is to its spec (`quantize`, `combine`, `decode`);
+    * `grid`: three extents, each a number or a symbol the launcher resolves from the problem
+      (`"quantize_ctas"`, `"token_ctas"`, `"rows"`, `"row_blocks"`, `"groups"`, `"batch"`, …);
+    * `block`, `cluster`: three extents each; `smem`: dynamic shared memory in bytes;
+    * `params`: the kernel's parameters in order, by the name a launcher binds a value to
+      (`attnk.kernel` checks one per parameter);
+    * `programmatic`: launched as the programmatic dependent of the kernel before it;
+    * `extra`: further entries of the kernel's metadata (e.g. `min_splits` of a combine kernel).
+
+    The main kernel of a spec also carries the spec's `metadata` (problem, schedule); the
+    metadata writer turns both into the JSON of `attn.launch` (`attnk::launchDocumentJSON`).
+
+    Example:
+    ```mlir
+    #attnk.launch<combine, grid = ["row_blocks", "groups", "batch"], block = [128, 1, 1],
+                  cluster = [1, 1, 1], smem = 2048,
+                  params = ["workspace", "out", "batch", "num_splits"], programmatic,
+                  extra = {min_splits = 2 : i64}>
+    ```
+  }];
+  let parameters = (ins StringRefParameter<"the kernel's role">:$role, "::mlir::ArrayAttr":$grid,
+                        ArrayRefParameter<"int64_t">:$block,
+                        ArrayRefParameter<"int64_t">:$cluster, "int64_t":$smem,
+                        "::mlir::ArrayAttr":$params, "bool":$programmatic,
+                        "::mlir::DictionaryAttr":$extra);
+  let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
 }
 

@@ -139,11 +139,18 @@ def AttnKernel_GroupsType : AttnKernel_Type<"Groups", "groups"> {
     elements (j < V) — the order 16-byte loads read them. ELEM: f32 (values widened for
     quantization) or the codes: i8, ui8, f8E4M3FN.
 
+    With `contiguous`, the lane of rank r holds the C / L consecutive elements
+    `r · C / L + c · V + j` instead (the layout of a row kernel whose lanes read consecutive
+    16-byte vectors, MLA's cache quantization); ELEM may then also be bf16 (values rounded
+    for storing).
+
     Example: `!attnk.groups<128xf32, lanes = 16, vec = 8>` (a per_token_head group of 128
-    bf16 values, 8 elements per lane in one chunk).
+    bf16 values, 8 elements per lane in one chunk); `!attnk.groups<128xf32, lanes = 8,
+    vec = 8, contiguous>` (one 1 × 128 tile of an MLA latent row, 16 consecutive elements per
+    lane).
   }];
   let parameters = (ins "int64_t":$elems, "::mlir::Type":$elementType, "int64_t":$lanes,
-                        "int64_t":$vec);
+                        "int64_t":$vec, DefaultValuedParameter<"bool", "false">:$contiguous);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -152,7 +159,8 @@ def AttnKernel_GroupsType : AttnKernel_Type<"Groups", "groups"> {
     /// Elements per lane.
     int64_t getLaneElems() const { return getElems() / getLanes(); }
     /// The registers of one thread: f32 groups hold each element twice (as loaded, and with NaN
-    /// as 0), codes one i8 per element.
+    /// as 0), codes one i8 per element; contiguous groups hold f32 values once (as loaded),
+    /// bf16 values two and codes four to an i32 word.
     ::llvm::SmallVector<::mlir::Type> getRegisterTypes() const;
   }];
 }

@@ -31,7 +31,9 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
     per asymmetric scheme (of the code type). Without `quant` the op is a plain element-type
     or layout conversion: a quantize kernel's loaded chunks (`vector<chunks x V x bf16>`,
     f16 or f32) widen to the `!attnk.groups<C x f32>` that `attnk.group_scales` and
-    `attnk.quantize_tile` read (quantization itself is `attnk.quantize_tile`).
+    `attnk.quantize_tile` read (quantization itself is `attnk.quantize_tile`), and a
+    contiguous f32 groups value rounds to contiguous bf16 groups (round to nearest even, NaN
+    as 0x7FFF: MLA's RoPE part).
 
     Example (int8 K with one scale per token and head, converted by the producer):
     ```mlir
@@ -44,7 +46,8 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
     [prmt](https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-prmt)
   }];
   let arguments = (ins AnyTypeOf<[AttnKernel_StageType, AttnKernel_FragType, AttnKernel_AccType,
-                                  VectorOfRankAndType<[2], [BF16, F16, F32]>]>:$source,
+                                  VectorOfRankAndType<[2], [BF16, F16, F32]>,
+                                  AttnKernel_GroupsType]>:$source,
                        Optional<AttnKernel_StageType>:$dest,
                        Variadic<AnyType>:$scales,
                        Variadic<AnyType>:$zeroPoints,

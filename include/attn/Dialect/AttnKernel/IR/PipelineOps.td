@@ -18,9 +18,12 @@ def AttnKernel_KernelOp : AttnKernel_Op<"kernel", [
     region's arguments: global buffers as memrefs, TMA tensor maps as `!attnk.tensor_map`
     (passed by value, 64-byte aligned, as grid constants), scalars as i32), its block size and whether
     it is launched as the programmatic dependent (PDL) of the kernel before it — then its body
-    starts with `griddepcontrol.wait`. `launch` holds the launch metadata (JSON) of a kernel
-    that is the main kernel of its spec. Lowered to an `llvm.func` with `nvvm.kernel` and
-    `nvvm.maxntid = [threads, 1, 1]`, memref parameters becoming `!llvm.ptr<1>`.
+    starts with `griddepcontrol.wait`. `launch` is its launch ABI (`#attnk.launch`: grid,
+    block, shared memory, one named parameter per region argument); the main kernel of a spec
+    also holds the spec's `metadata` (problem, schedule, … as a dictionary), from which, with
+    the launch ABIs, the metadata writer makes the launch JSON. Lowered to an `llvm.func` with
+    `nvvm.kernel` and `nvvm.maxntid = [threads, 1, 1]`, memref parameters becoming
+    `!llvm.ptr<1>`; a kernel with `metadata` gets its launch JSON as `attn.launch`.
 
     Example:
     ```mlir
@@ -34,7 +37,8 @@ def AttnKernel_KernelOp : AttnKernel_Op<"kernel", [
     [PTX ISA: griddepcontrol](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-griddepcontrol)
   }];
   let arguments = (ins SymbolNameAttr:$sym_name, I64Attr:$threads, UnitAttr:$programmatic,
-                       OptionalAttr<StrAttr>:$launch);
+                       OptionalAttr<AttnKernel_LaunchAttr>:$launch,
+                       OptionalAttr<DictionaryAttr>:$metadata);
   let regions = (region SizedRegion<1>:$body);
   let hasCustomAssemblyFormat = 1;
   let hasVerifier = 1;
