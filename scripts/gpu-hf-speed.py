@@ -7,15 +7,19 @@ usage: python scripts/gpu-hf-speed.py OUT.json [--config 8b] [--batches 1,8,32]
 
 --config 8b: 32 layers, hidden 4096, MLP 14336, 32 query / 8 KV heads, head_dim 128, vocabulary
 128256 (Llama-3-8B's shapes); --config small: 4 layers, hidden 1024 (a dry run). One model (bf16,
-random weights) switches between attention implementations. Decode: each layer's cache is filled
-with `context` random K/V rows through the cache's own update (our caches quantize them with the
-append kernel), then 3 warm-up steps and `steps` timed steps of the whole model (embedding, layers,
-lm_head, argmax) with a synchronization at both ends. --graphs captures the step in a CUDA graph
-(our caches, and SDPA with transformers' StaticCache) and checks the replays' tokens against eager
-steps. Prefill: one prompt of
-`--prefill` tokens at batch 1, the last position's logits only. A configuration whose caches do
-not fit is recorded with its error. Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR
---q-heads 32 --kv-heads 8 --head-dim 128), else the package's ahead-of-time set or attn-opt.
+random weights) switches between attention implementations.
+
+Decode: each layer's cache is filled with `context` random K/V rows through the cache's own update
+(our caches quantize them with the append kernel), then 3 warm-up steps and `steps` timed steps of
+the whole model (embedding, layers, lm_head, argmax) with a synchronization at both ends. --graphs
+captures the step in a CUDA graph (our caches, and SDPA with transformers' StaticCache) and checks
+the replays against eager steps. Prefill: one prompt of `--prefill` tokens at batch 1, the last
+position's logits only. A configuration that does not fit is recorded with its error; memory a
+previous configuration held may stay allocated in the process, so compare the largest
+configurations one path per process (--paths).
+
+Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR --q-heads 32 --kv-heads 8
+--head-dim 128), else the package's ahead-of-time set or attn-opt.
 """
 
 import argparse
