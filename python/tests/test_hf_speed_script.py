@@ -216,3 +216,33 @@ def test_quantize_append_kernel_in_interpreter():
     r = subprocess.run([sys.executable, "-c", QUANTIZE_CHECK, os.path.abspath(SCRIPTS)],
                        env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+
+
+def test_max_batch_rows(speed, tmp_path, monkeypatch):
+    largest = {"attn_opt_bf16": 13, "attn_opt_int8": 27}
+    calls = []
+
+    def fake_runner(a, isolate):
+        assert isolate
+
+        def run(job, graphs):
+            assert graphs and job["context"] == 4096
+            calls.append((job["path"], job["batch"], job["rep"]))
+            if job["batch"] > largest[job["path"]]:
+                return dict(job, error="OutOfMemoryError: ...", process_rc=0)
+            return dict(job, tokens_per_s=10.0 * job["batch"] + job["rep"], step_ms=1.0,
+                        process_rc=0)
+        return run
+
+    monkeypatch.setattr(speed, "make_runner", fake_runner)
+    a = speed.parse([str(tmp_path / "r.json"), "--max-batch", "4096", "--repeat", "2"])
+    rows = []
+    speed.max_batch(a, list(speed.MAX_BATCH_PATHS), rows)
+    found = {r["path"]: r for r in rows if r["what"] == "max_batch"}
+    assert found["attn_opt_bf16"]["batch"] == 13 and found["attn_opt_int8"]["batch"] == 27
+    assert found["attn_opt_int8"]["tokens_per_s"] == [271.0, 272.0]
+    assert found["attn_opt_int8"]["complete"]
+    assert ("attn_opt_int8", 27, 2) in calls and ("attn_opt_bf16", 13, 2) in calls
+    (ratio,) = [r for r in rows if r["what"] == "max_batch_ratio"]
+    assert ratio["batch_ratio"] == 27 / 13
+    assert ratio["min_tokens_per_s_ratio"] == 271.0 / 131.0
