@@ -246,3 +246,25 @@ def test_max_batch_rows(speed, tmp_path, monkeypatch):
     (ratio,) = [r for r in rows if r["what"] == "max_batch_ratio"]
     assert ratio["batch_ratio"] == 27 / 13
     assert ratio["min_tokens_per_s_ratio"] == 271.0 / 131.0
+
+
+class EagerGraph:
+    """Stands in for a CUDA graph off CUDA: a replay runs the step eagerly."""
+
+    def __init__(self, step):
+        self.replay = step
+
+
+@pytest.mark.parametrize("path", ["sdpa_static_bf16", "attn_opt_int8"])
+def test_graph_schedule_off_cuda(speed, monkeypatch, path):
+    """decode_graph's restarts put the cache back exactly: replays equal the eager steps, and a
+    StaticCache of context + max(4, steps) slots is not overrun."""
+    monkeypatch.setattr(speed, "capture",
+                        lambda step, count: [EagerGraph(step) for _ in range(count)])
+    a = speed.parse(["o.json", "--config", "tiny"])
+    cfg, model = speed.make_model("tiny")
+    with torch.inference_mode():
+        r = speed.decode_graph(model, cfg, speed.use(model, path, a), 2, 16, 6)
+    assert r["graph_first_step_logit_rel_err"] == 0.0
+    assert r["graph_token_agreement"] == 1.0
+    assert r["graphs"] == 1 and r["tokens_per_s"] > 0
