@@ -275,9 +275,10 @@ Value dotBlock(ImplicitLocOpBuilder &b, const ISA &isa, int64_t numSub, Value lu
 }
 
 /// Sub-quantizer steps the 16-centroid avx2 loop runs as straight-line code (at most), and its
-/// unroll factor beyond that. Measured on Zen 3 (same process, interleaved): the u16 scan
-/// 1.00–1.13× the rolled loop (which LLVM unrolls twice) at dsub 1 and 2, f32 scores with
-/// storeRows 1.02–1.27×; llvm-mca 22 for Sapphire Rapids agrees (docs/benchmarks/cpu-nomad.md).
+/// unroll factor beyond that (the first unrolled group peeled off the loop). Measured on Zen 3
+/// (same process, interleaved) against the rolled loop, which LLVM unrolls twice: the u16 scan
+/// 1.03–1.11× at dsub 1 and 1.00–1.13× at dsub 2, f32 scores with storeRows 1.02–1.27×; llvm-mca
+/// 22 for Sapphire Rapids agrees (docs/benchmarks/cpu-nomad.md).
 constexpr int64_t kStraightSteps = 32;
 constexpr int64_t kUnroll = 4;
 
@@ -344,8 +345,14 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
       accs = step(b, idx(b, s), accs);
     return accs;
   }
+  // The first group of steps before the loop: its adds to the zero accumulators fold away.
+  int64_t first = 0;
+  SmallVector<Value> start = init;
+  if (unroll > 1)
+    for (; first < unroll * rowsPerVec; first += rowsPerVec)
+      start = step(b, idx(b, first), start);
   auto loop = scf::ForOp::create(
-      b, idx(b, 0), idx(b, numSub), idx(b, rowsPerVec * unroll), init,
+      b, idx(b, first), idx(b, numSub), idx(b, rowsPerVec * unroll), start,
       [&](OpBuilder &nested, Location loc, Value s, ValueRange accs) {
         ImplicitLocOpBuilder nb(loc, nested);
         SmallVector<Value> next(accs);
