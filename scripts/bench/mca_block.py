@@ -14,8 +14,8 @@ llvm-mca for each CPU model; the block loop's body is one llvm-mca iteration.
          scripts/bench/mca_block.py --faiss PRO.s LOOP.s EPI.s --subs 64
 
 The loop is the one nested in the block loop (or the block loop alone when the sub-quantizer loop
-is straight-line already); its trip count is the sub-quantizers over the lookups per pass (one
-vpshufb per sub-quantizer row of a 256-bit register, a 512-bit one covers two).
+is straight-line already); its trip count is the lookups of a block (one vpshufb per sub-quantizer
+row of a 256-bit register, a 512-bit one covers two) less those outside it, over those per pass.
 """
 import argparse
 import re
@@ -49,13 +49,17 @@ def kernel_block(asm, func, subs):
     nested = [o for o in loops if any(o[0] < x[0] and x[1] < o[1] for x in loops)]
     outer = nested[0] if nested else loops[0]
     inner = [x for x in loops if outer[0] < x[0] and x[1] < outer[1]]
+    count = lambda lines: sum(1 for l in lines if "vpshufb" in l)
+    per_row = 0.5 if "zmm" in "".join(body[outer[0]:outer[1]]) else 1.0
+    # lookups of the block outside its inner loop (steps peeled off or unrolled by LLVM)
+    straight = count(instructions(body[outer[0] + 1:outer[1] + 1]))
+    straight -= sum(count(instructions(body[a + 1:b + 1])) for a, b in inner)
     text, pos = [], outer[0] + 1
     for a, b in inner:
         text += instructions(body[pos:a])
         loop = instructions(body[a + 1:b + 1])
-        lookups = sum(1 for l in loop if "vpshufb" in l)
-        per_row = 0.5 if "zmm" in "".join(loop) else 1.0
-        text += loop * max(1, round(subs * per_row / lookups)) if lookups else loop
+        trips = (subs * per_row - straight) / count(loop) if count(loop) else 1
+        text += loop * max(1, round(trips))
         pos = b + 1
     text += instructions(body[pos:outer[1] + 1])
     return text
