@@ -13,6 +13,11 @@
 //     B     += lookup(table, lo) as u16 >> 8   (byte 2i+1)
 //   after all rows: even keys = A − (B << 8), odd keys = B; fold the R rows; interleave.
 //
+// avx2 (R = 2) runs the sub-quantizer loop as straight-line code up to 32 steps (dsub ≥ 2 at
+// head_dim 128), else unrolled 4 times with its first 4 steps before it, and stores each full
+// block without moving data between its 128-bit rows (storeRows): the loop overhead and the
+// block's epilogue are what its cost above FAISS's fast-scan loop is made of.
+//
 // avx512_vnni (16 centroids) instead transposes each 4 rows in-register so that a 32-bit lane
 // holds one key's 4 codes, looks up the 4 rows' tables with one vpermb and adds each key's 4
 // bytes into its i32 lane with vpdpbusd: 8 µops per 4 rows × 32 keys instead of 11 (dotBlock).
@@ -84,6 +89,17 @@ Value addBlocks(ImplicitLocOpBuilder &b, Value x, Value y, ArrayRef<int64_t> p,
   return arith::AddIOp::create(b, pickBlocks(b, x, y, p), pickBlocks(b, x, y, q));
 }
 
+/// The rows of a 2-row (256-bit) register folded: from the accumulators (A, B) of keys 0..15 and
+/// of keys 16..31, the even keys E = X - (Y << 8) and the odd keys O = Y of X = [Alo Ahi],
+/// Y = [Blo Bhi] (a blend, a lane swap and an add each): E = [keys 0, 2, .., 14 | 16, .., 30].
+std::pair<Value, Value> foldRows2(ImplicitLocOpBuilder &b, ValueRange accs) {
+  auto t = cast<VectorType>(accs[0].getType());
+  // Blocks 0, 1: x's rows; 2, 3: y's. {0, 3} keeps lanes (a blend), {1, 2} swaps them.
+  Value x = addBlocks(b, accs[0], accs[2], {0, 3}, {1, 2});
+  Value y = addBlocks(b, accs[1], accs[3], {0, 3}, {1, 2});
+  return {arith::SubIOp::create(b, x, arith::ShLIOp::create(b, y, splat(b, t, 8))), y};
+}
+
 /// The 16-centroid epilogue of a 2- or 4-row register: from the accumulators (A, B) of the low
 /// nibbles (keys 0..15) and of the high nibbles (keys 16..31), the 32 u16 sums in key order.
 /// Sums the rows with whole-row shuffles first, then forms the even keys (A - (B << 8)) once on
@@ -103,11 +119,8 @@ Value foldNibbles(ImplicitLocOpBuilder &b, const ISA &isa, ValueRange accs, int6
       mask.push_back(16 + 8 * half + j);
     }
   if (rows == 2) {
-    // Blocks 0, 1: x's rows; 2, 3: y's. {0, 3} keeps lanes (a blend), {1, 2} swaps them.
-    Value x = addBlocks(b, accs[0], accs[2], {0, 3}, {1, 2});
-    Value y = addBlocks(b, accs[1], accs[3], {0, 3}, {1, 2});
-    x = arith::SubIOp::create(b, x, arith::ShLIOp::create(b, y, splat(b, t, 8)));
-    return vector::ShuffleOp::create(b, x, y, mask);
+    auto [even, odd] = foldRows2(b, accs);
+    return vector::ShuffleOp::create(b, even, odd, mask);
   }
   // 4 rows: blocks 0..3 of the first operand, 4..7 of the second.
   Value zLo = addBlocks(b, accs[0], accs[1], {0, 1, 6, 7}, {2, 3, 4, 5}); // [A02 A13 B02 B13]
@@ -151,6 +164,54 @@ void storeBlock(ImplicitLocOpBuilder &b, Value sums, Value scores, Value hq, Val
   auto maskT = VectorType::get({kBlock}, b.getI1Type());
   Value mask = vector::CreateMaskOp::create(b, maskT, ValueRange{remaining});
   vector::MaskedStoreOp::create(b, scores, ValueRange{hq, base}, mask, value);
+}
+
+/// In-lane (128-bit) interleave of the u16 lanes of x and y: the low four of each row (`high`
+/// false, punpcklwd) or the high four (punpckhwd).
+Value unpack16(ImplicitLocOpBuilder &b, Value x, Value y, bool high) {
+  int64_t n = cast<VectorType>(x.getType()).getNumElements();
+  SmallVector<int64_t> mask;
+  for (int64_t row = 0; row < n / 8; ++row)
+    for (int64_t j = 0; j < 4; ++j) {
+      mask.push_back(8 * row + 4 * high + j);
+      mask.push_back(n + 8 * row + 4 * high + j);
+    }
+  return vector::ShuffleOp::create(b, x, y, mask);
+}
+
+/// Stores a full block of a 2-row register from its folded even and odd keys (foldRows2) with
+/// in-lane shuffles only: unpack(E, O) gives keys [0..7 | 16..23] and [8..15 | 24..31], each
+/// 128-bit row stored at its keys (u16). For f32 scores the u16 lanes are unpacked once more with
+/// 0x4B00 above them: the float 2^23 + u exactly, which minus 2^23 is uitofp(u) bit for bit, then
+/// · step + bias as in storeBlock — in place of a zero-extension and a conversion per 8 keys.
+void storeRows(ImplicitLocOpBuilder &b, Value even, Value odd, Value scores, Value hq, Value blk,
+               Value delta, Value bias, bool rawU16) {
+  Value base = arith::MulIOp::create(b, blk, idx(b, kBlock));
+  Value halves[2] = {unpack16(b, even, odd, false), unpack16(b, even, odd, true)};
+  auto store = [&](Value v, int64_t key) {
+    vector::StoreOp::create(b, v, scores,
+                            ValueRange{hq, arith::AddIOp::create(b, base, idx(b, key))});
+  };
+  if (rawU16) {
+    for (int64_t row = 0; row < 2; ++row)
+      for (int64_t h = 0; h < 2; ++h)
+        store(slice(b, halves[h], 8 * row, 8), 16 * row + 8 * h);
+    return;
+  }
+  auto i16v = VectorType::get({16}, b.getI16Type());
+  auto f32v = VectorType::get({8}, b.getF32Type());
+  Value magic = splat(b, i16v, 0x4B00);
+  Value two23 = splat(b, f32v, 8388608.0);
+  Value d = vector::BroadcastOp::create(b, f32v, delta);
+  Value c = vector::BroadcastOp::create(b, f32v, bias);
+  for (int64_t h = 0; h < 2; ++h)
+    for (int64_t q = 0; q < 2; ++q) {
+      Value bits = vector::BitCastOp::create(b, f32v, unpack16(b, halves[h], magic, q));
+      Value f = arith::SubFOp::create(b, bits, two23);
+      Value v = arith::AddFOp::create(b, arith::MulFOp::create(b, f, d), c);
+      for (int64_t row = 0; row < 2; ++row)
+        store(slice(b, v, 4 * row, 4), 16 * row + 8 * h + 4 * q);
+    }
 }
 
 /// dotBlock: the 16-centroid loop of one block on a target with vpermb and vpdpbusd. Per step of
@@ -213,13 +274,20 @@ Value dotBlock(ImplicitLocOpBuilder &b, const ISA &isa, int64_t numSub, Value lu
   return vector::ShuffleOp::create(b, half[0], half[1], concat);
 }
 
-/// The SIMD loop over the sub-quantizers of one block; returns the 32 sums in key order.
-Value simdBlock(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub, Value lutRows,
-                Value codeRows, Value hq, Value h, Value blk) {
+/// Sub-quantizer steps the 16-centroid avx2 loop runs as straight-line code (at most), and its
+/// unroll factor beyond that (the first unrolled group peeled off the loop). Measured on Zen 3
+/// (same process, interleaved) against the rolled loop, which LLVM unrolls twice: the u16 scan
+/// 1.03–1.11× at dsub 1 and 1.00–1.13× at dsub 2, f32 scores with storeRows 1.02–1.27×; llvm-mca
+/// 22 for Sapphire Rapids agrees (docs/benchmarks/cpu-nomad.md).
+constexpr int64_t kStraightSteps = 32;
+constexpr int64_t kUnroll = 4;
+
+/// The SIMD loop over the sub-quantizers of one block; returns its accumulators: A, B of keys
+/// 0..15 and A, B of keys 16..31 (16 centroids), else A, B.
+SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub,
+                            Value lutRows, Value codeRows, Value hq, Value h, Value blk) {
   int64_t w = isa.vecBytes;
   bool fourBit = pq.getCentroids() == 16;
-  if (fourBit && !isa.dot4.empty())
-    return dotBlock(b, isa, numSub, lutRows, codeRows, hq, h, blk);
   int64_t rowBytes = fourBit ? 16 : kBlock; // code bytes of one sub-quantizer row
   int64_t rowsPerVec = w / rowBytes;
   int64_t c = pq.getCentroids();
@@ -228,48 +296,83 @@ Value simdBlock(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numS
   int64_t numAcc = fourBit ? 4 : 2;
   SmallVector<Value> init(numAcc, splat(b, i16v, 0));
 
+  // One step: rowsPerVec sub-quantizer rows from row s on.
+  auto step = [&](ImplicitLocOpBuilder &nb, Value s, ValueRange accs) {
+    Value codeOff = arith::MulIOp::create(nb, s, idx(nb, rowBytes));
+    Value codesV = vector::LoadOp::create(nb, i8v, codeRows, ValueRange{h, blk, codeOff});
+    SmallVector<Value> results;
+    if (fourBit) {
+      Value lutOff = arith::MulIOp::create(nb, s, idx(nb, 16));
+      Value table = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
+      Value lo = arith::AndIOp::create(nb, codesV, splat(nb, i8v, 15));
+      Value hi = arith::ShRUIOp::create(nb, codesV, splat(nb, i8v, 4));
+      results.push_back(lookup(nb, isa.lookup16, i8v, {table, lo}));
+      results.push_back(lookup(nb, isa.lookup16, i8v, {table, hi}));
+    } else {
+      // Two rows of 32 one-byte codes; the second row indexes the second table.
+      SmallVector<Attribute> offsets;
+      for (int64_t i = 0; i < w; ++i)
+        offsets.push_back(nb.getI8IntegerAttr(i < kBlock ? 0 : c));
+      Value rowOffset = arith::ConstantOp::create(nb, i8v, DenseElementsAttr::get(i8v, offsets));
+      Value index = arith::OrIOp::create(nb, codesV, rowOffset);
+      Value lutOff = arith::MulIOp::create(nb, s, idx(nb, c));
+      if (c == 32) {
+        Value table = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
+        results.push_back(lookup(nb, isa.permute64, i8v, {table, index}));
+      } else {
+        Value t0 = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
+        Value lutOff1 = arith::AddIOp::create(nb, lutOff, idx(nb, c));
+        Value t1 = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff1});
+        results.push_back(lookup(nb, isa.permute128, i8v, {t0, index, t1}));
+      }
+    }
+    SmallVector<Value> next;
+    for (auto [i, r] : llvm::enumerate(results)) {
+      Value lanes = vector::BitCastOp::create(nb, i16v, r);
+      next.push_back(arith::AddIOp::create(nb, accs[2 * i], lanes));
+      next.push_back(arith::AddIOp::create(
+          nb, accs[2 * i + 1], arith::ShRUIOp::create(nb, lanes, splat(nb, i16v, 8))));
+    }
+    return next;
+  };
+
+  int64_t steps = numSub / rowsPerVec, unroll = 1;
+  if (fourBit && w == 32)
+    unroll = steps <= kStraightSteps ? steps : steps % kUnroll == 0 ? kUnroll : 1;
+  if (unroll == steps) {
+    SmallVector<Value> accs = init;
+    for (int64_t s = 0; s < numSub; s += rowsPerVec)
+      accs = step(b, idx(b, s), accs);
+    return accs;
+  }
+  // The first group of steps before the loop: its adds to the zero accumulators fold away.
+  int64_t first = 0;
+  SmallVector<Value> start = init;
+  if (unroll > 1)
+    for (; first < unroll * rowsPerVec; first += rowsPerVec)
+      start = step(b, idx(b, first), start);
   auto loop = scf::ForOp::create(
-      b, idx(b, 0), idx(b, numSub), idx(b, rowsPerVec), init,
+      b, idx(b, first), idx(b, numSub), idx(b, rowsPerVec * unroll), start,
       [&](OpBuilder &nested, Location loc, Value s, ValueRange accs) {
         ImplicitLocOpBuilder nb(loc, nested);
-        Value codeOff = arith::MulIOp::create(nb, s, idx(nb, rowBytes));
-        Value codesV = vector::LoadOp::create(nb, i8v, codeRows, ValueRange{h, blk, codeOff});
-        SmallVector<Value> results;
-        if (fourBit) {
-          Value lutOff = arith::MulIOp::create(nb, s, idx(nb, 16));
-          Value table = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
-          Value lo = arith::AndIOp::create(nb, codesV, splat(nb, i8v, 15));
-          Value hi = arith::ShRUIOp::create(nb, codesV, splat(nb, i8v, 4));
-          results.push_back(lookup(nb, isa.lookup16, i8v, {table, lo}));
-          results.push_back(lookup(nb, isa.lookup16, i8v, {table, hi}));
-        } else {
-          // Two rows of 32 one-byte codes; the second row indexes the second table.
-          SmallVector<Attribute> offsets;
-          for (int64_t i = 0; i < w; ++i)
-            offsets.push_back(nb.getI8IntegerAttr(i < kBlock ? 0 : c));
-          Value rowOffset = arith::ConstantOp::create(nb, i8v, DenseElementsAttr::get(i8v, offsets));
-          Value index = arith::OrIOp::create(nb, codesV, rowOffset);
-          Value lutOff = arith::MulIOp::create(nb, s, idx(nb, c));
-          if (c == 32) {
-            Value table = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
-            results.push_back(lookup(nb, isa.permute64, i8v, {table, index}));
-          } else {
-            Value t0 = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff});
-            Value lutOff1 = arith::AddIOp::create(nb, lutOff, idx(nb, c));
-            Value t1 = vector::LoadOp::create(nb, i8v, lutRows, ValueRange{hq, lutOff1});
-            results.push_back(lookup(nb, isa.permute128, i8v, {t0, index, t1}));
-          }
-        }
-        SmallVector<Value> next;
-        for (auto [i, r] : llvm::enumerate(results)) {
-          Value lanes = vector::BitCastOp::create(nb, i16v, r);
-          next.push_back(arith::AddIOp::create(nb, accs[2 * i], lanes));
-          next.push_back(arith::AddIOp::create(
-              nb, accs[2 * i + 1], arith::ShRUIOp::create(nb, lanes, splat(nb, i16v, 8))));
+        SmallVector<Value> next(accs);
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value row = u ? arith::AddIOp::create(nb, s, idx(nb, u * rowsPerVec)).getResult() : s;
+          next = step(nb, row, next);
         }
         scf::YieldOp::create(nb, next);
       });
-  ValueRange accs = loop.getResults();
+  return SmallVector<Value>(loop.getResults());
+}
+
+/// One block through simdAccs and its epilogue; returns the 32 sums in key order.
+Value simdBlock(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub, Value lutRows,
+                Value codeRows, Value hq, Value h, Value blk) {
+  bool fourBit = pq.getCentroids() == 16;
+  if (fourBit && !isa.dot4.empty())
+    return dotBlock(b, isa, numSub, lutRows, codeRows, hq, h, blk);
+  int64_t rowsPerVec = isa.vecBytes / (fourBit ? 16 : kBlock);
+  SmallVector<Value> accs = simdAccs(b, isa, pq, numSub, lutRows, codeRows, hq, h, blk);
   if (fourBit && (rowsPerVec == 2 || rowsPerVec == 4))
     return foldNibbles(b, isa, accs, rowsPerVec);
   if (fourBit) {
@@ -319,7 +422,14 @@ LogicalResult cpu::emitScores(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq
       Value codeRows = collapseInner(b, codes);
       // Full blocks with plain stores, then the partial last block (if any) masked.
       Value fullBlocks = arith::DivUIOp::create(b, len, idx(b, kBlock));
+      bool rows2 = fourBit && isa.vecBytes == 32;
       forLoop(b, idx(b, 0), fullBlocks, 1, [&](ImplicitLocOpBuilder &b, Value blk) {
+        if (rows2) {
+          SmallVector<Value> accs = simdAccs(b, isa, pq, numSub, lutRows, codeRows, hq, h, blk);
+          auto [even, odd] = foldRows2(b, accs);
+          storeRows(b, even, odd, scores, hq, blk, delta, bias, rawU16);
+          return;
+        }
         Value sums = simdBlock(b, isa, pq, numSub, lutRows, codeRows, hq, h, blk);
         storeBlock(b, sums, scores, hq, blk, Value(), delta, bias, rawU16);
       });

@@ -11,6 +11,11 @@
 // AVX2-SAME: memref<?x?x?xi8, strided<[?, ?, ?], offset: ?>>{{.*}}memref<?x?x?x?xi8, strided<[?, ?, ?, ?], offset: ?>>{{.*}} -> i32 attributes {llvm.emit_c_interface}
 // AVX2: memref.reinterpret_cast %arg0 to offset: [0], sizes: [4, 128, 16], strides: [2048, 16, 1]{{.*}} to memref<4x128x16xi8>
 // AVX2: cf.cond_br
+// Full blocks first. 128 sub-quantizers = 64 steps of two rows: the first 4 steps straight-line
+// (8 lookups), then a loop from row 8 unrolled 4 times.
+// AVX2-COUNT-8: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2-NOT: llvm.call_intrinsic
+// AVX2: scf.for %{{.*}} = %c8{{.*}} to %{{.*}} step %c8{{.*}} iter_args
 // Two sub-quantizer rows of codes and of LUT per 256-bit register.
 // AVX2: %[[CODES:.+]] = vector.load %{{.*}} : memref<1x?x2048xi8>, vector<32xi8>
 // AVX2: %[[LUT:.+]] = vector.load %{{.*}} : memref<4x2048xi8>, vector<32xi8>
@@ -23,8 +28,11 @@
 // AVX2: %[[W:.+]] = vector.bitcast %[[RLO]] : vector<32xi8> to vector<16xi16>
 // AVX2: arith.addi %{{.*}}, %[[W]] : vector<16xi16>
 // AVX2: arith.shrui %[[W]], %{{.*}} : vector<16xi16>
+// The next three steps of the unrolled loop.
+// AVX2-COUNT-3: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
+// AVX2: scf.yield
 // Rows folded first: X = [Alo Ahi] = a blend + a lane swap of the low and high nibbles' A
-// (Y the same from B), then even keys = X - (Y << 8), interleaved once with the odd keys Y.
+// (Y the same from B), then even keys = X - (Y << 8).
 // AVX2: %[[XB:.+]] = vector.shuffle %[[ACC:.+]]#0, %[[ACC]]#2 [0, 1, 2, 3, 4, 5, 6, 7, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi16>, vector<16xi16>
 // AVX2: %[[XS:.+]] = vector.shuffle %[[ACC]]#0, %[[ACC]]#2 [8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23]
 // AVX2: %[[X:.+]] = arith.addi %[[XB]], %[[XS]] : vector<16xi16>
@@ -32,8 +40,26 @@
 // AVX2: %[[Y:.+]] = arith.addi {{.*}} : vector<16xi16>
 // AVX2: %[[Y8:.+]] = arith.shli %[[Y]], %{{.*}} : vector<16xi16>
 // AVX2: %[[E:.+]] = arith.subi %[[X]], %[[Y8]] : vector<16xi16>
-// AVX2: vector.shuffle %[[E]], %[[Y]] [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31]
-// score = step · u16 + bias, valid keys only
+// A full block interleaves even and odd keys within 128-bit rows only: keys [0..7 | 16..23] and
+// [8..15 | 24..31]; the f32 scores come from a second unpack with 0x4B00 (19200) as the high
+// half: float 2^23 + u, minus 2^23 (0x4B000000), · step + bias, one 16-byte store per row.
+// AVX2: %[[U0:.+]] = vector.shuffle %[[E]], %[[Y]] [0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27]
+// AVX2: vector.shuffle %[[E]], %[[Y]] [4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31]
+// AVX2: %[[MAGIC:.+]] = arith.constant dense<19200> : vector<16xi16>
+// AVX2: %[[TWO23:.+]] = arith.constant dense<0x4B000000> : vector<8xf32>
+// AVX2: %[[P:.+]] = vector.shuffle %[[U0]], %[[MAGIC]] [0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27]
+// AVX2: %[[PF:.+]] = vector.bitcast %[[P]] : vector<16xi16> to vector<8xf32>
+// AVX2: %[[F:.+]] = arith.subf %[[PF]], %[[TWO23]] : vector<8xf32>
+// AVX2: arith.mulf %[[F]]
+// AVX2: arith.addf
+// AVX2-COUNT-2: vector.store {{.*}} : memref<4x?xf32>, vector<4xf32>
+// AVX2-NOT: vector.maskedstore
+// AVX2-COUNT-6: vector.store {{.*}} : memref<4x?xf32>, vector<4xf32>
+// The partial last block: the same loop, the sums in key order (one interleave), then
+// score = step · u16 + bias through a masked store of the valid keys.
+// AVX2: scf.if
+// AVX2: scf.for %{{.*}} = %c8{{.*}} to %{{.*}} step %c8{{.*}} iter_args
+// AVX2: vector.shuffle %{{.*}}, %{{.*}} [0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31]
 // AVX2: arith.uitofp {{.*}} : vector<32xi16> to vector<32xf32>
 // AVX2: arith.mulf
 // AVX2: arith.addf
@@ -75,6 +101,38 @@ func.func @scores(%lut: memref<4x128x16xui8>, %p: memref<4x2xf32>, %codes: memre
                   %n: index, %s: memref<4x?xf32>) {
   attn.pq.scores ins(%lut, %p, %codes : memref<4x128x16xui8>, memref<4x2xf32>, memref<1x?x128x16xui8>)
       length(%n) outs(%s : memref<4x?xf32>) {pq = #attn.pq<dsub = 1>}
+  return
+}
+
+// -----
+
+// u16 sums over 64 sub-quantizers (dsub 2 at head_dim 128): 32 steps of two rows, straight-line
+// code in the block loop (no loop over the sub-quantizers); each full block's four 128-bit rows
+// of sums, keys 0..7, 8..15, 16..23, 24..31, stored apart.
+// AVX2-LABEL: func.func @scan_straight
+// AVX2: scf.for
+// AVX2: scf.for
+// AVX2-NOT: scf.for
+// AVX2-COUNT-64: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2-NOT: scf.for
+// AVX2: %[[E:.+]] = arith.subi {{.*}} : vector<16xi16>
+// AVX2: %[[U0:.+]] = vector.shuffle %[[E]], %[[Y:.+]] [0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27]
+// AVX2: %[[U1:.+]] = vector.shuffle %[[E]], %[[Y]] [4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31]
+// AVX2: %[[K0:.+]] = vector.extract_strided_slice %[[U0]] {offsets = [0], sizes = [8], strides = [1]}
+// AVX2: vector.store %[[K0]], {{.*}} : memref<1x?xi16>, vector<8xi16>
+// AVX2: %[[K8:.+]] = vector.extract_strided_slice %[[U1]] {offsets = [0], sizes = [8], strides = [1]}
+// AVX2: vector.store %[[K8]], {{.*}} : memref<1x?xi16>, vector<8xi16>
+// AVX2: %[[K16:.+]] = vector.extract_strided_slice %[[U0]] {offsets = [8], sizes = [8], strides = [1]}
+// AVX2: vector.store %[[K16]], {{.*}} : memref<1x?xi16>, vector<8xi16>
+// AVX2: %[[K24:.+]] = vector.extract_strided_slice %[[U1]] {offsets = [8], sizes = [8], strides = [1]}
+// AVX2: vector.store %[[K24]], {{.*}} : memref<1x?xi16>, vector<8xi16>
+// AVX2: scf.if
+// AVX2-NOT: scf.for
+// AVX2: vector.maskedstore {{.*}} : memref<1x?xi16>, vector<32xi1>, vector<32xi16>
+func.func @scan_straight(%lut: memref<1x64x16xui8>, %p: memref<1x2xf32>,
+                         %codes: memref<1x?x64x16xui8>, %n: index, %s: memref<1x?xui16>) {
+  attn.pq.scores ins(%lut, %p, %codes : memref<1x64x16xui8>, memref<1x2xf32>, memref<1x?x64x16xui8>)
+      length(%n) outs(%s : memref<1x?xui16>) {pq = #attn.pq<dsub = 2>}
   return
 }
 
