@@ -14,9 +14,9 @@
 //   after all rows: even keys = A − (B << 8), odd keys = B; fold the R rows; interleave.
 //
 // avx2 (R = 2) runs the sub-quantizer loop as straight-line code up to 32 steps (dsub ≥ 2 at
-// head_dim 128), else unrolled 4 times with its first 4 steps before it, and stores each full
-// block without moving data between its 128-bit rows (storeRows): the loop overhead and the
-// block's epilogue are what its cost above FAISS's fast-scan loop is made of.
+// head_dim 128), else unrolled 4 times, and stores each full block without moving data between
+// its 128-bit rows (storeRows): the loop overhead and the block's epilogue are what its cost
+// above FAISS's fast-scan loop is made of.
 //
 // avx512_vnni (16 centroids) instead transposes each 4 rows in-register so that a 32-bit lane
 // holds one key's 4 codes, looks up the 4 rows' tables with one vpermb and adds each key's 4
@@ -275,10 +275,9 @@ Value dotBlock(ImplicitLocOpBuilder &b, const ISA &isa, int64_t numSub, Value lu
 }
 
 /// Sub-quantizer steps the 16-centroid avx2 loop runs as straight-line code (at most), and its
-/// unroll factor beyond that (the first unrolled group peeled off the loop). Measured on Zen 3
-/// (same process, interleaved) against the rolled loop, which LLVM unrolls twice: the u16 scan
-/// 1.03–1.11× at dsub 1 and 1.00–1.13× at dsub 2, f32 scores with storeRows 1.02–1.27×; llvm-mca
-/// 22 for Sapphire Rapids agrees (docs/benchmarks/cpu-nomad.md).
+/// unroll factor beyond that. Measured on Zen 3 (same process, interleaved): the u16 scan
+/// 1.00–1.13× the rolled loop (which LLVM unrolls twice) at dsub 1 and 2, f32 scores with
+/// storeRows 1.02–1.27×; llvm-mca 22 for Sapphire Rapids agrees (docs/benchmarks/cpu-nomad.md).
 constexpr int64_t kStraightSteps = 32;
 constexpr int64_t kUnroll = 4;
 
@@ -345,14 +344,8 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
       accs = step(b, idx(b, s), accs);
     return accs;
   }
-  // The first group of steps before the loop: its adds to the zero accumulators fold away.
-  int64_t first = 0;
-  SmallVector<Value> start = init;
-  if (unroll > 1)
-    for (; first < unroll * rowsPerVec; first += rowsPerVec)
-      start = step(b, idx(b, first), start);
   auto loop = scf::ForOp::create(
-      b, idx(b, first), idx(b, numSub), idx(b, rowsPerVec * unroll), start,
+      b, idx(b, 0), idx(b, numSub), idx(b, rowsPerVec * unroll), init,
       [&](OpBuilder &nested, Location loc, Value s, ValueRange accs) {
         ImplicitLocOpBuilder nb(loc, nested);
         SmallVector<Value> next(accs);
