@@ -60,7 +60,8 @@ def _check_inputs(q, k, v, block_table, seq_lens, k_scale, v_scale):
                              f"{[pages, p, hkv]}, got {s.dtype} {tuple(s.shape)}")
     devices = {t.device for t in (q, k, v, block_table, seq_lens)}
     if len(devices) != 1 or next(iter(devices)).type != "cuda":
-        raise ValueError(f"every tensor must be on one CUDA device, got {sorted(map(str, devices))}")
+        raise ValueError(f"every tensor must be on one CUDA device, got "
+                         f"{sorted(map(str, devices))}")
     return quantized
 
 
@@ -95,15 +96,15 @@ if HAVE_TRITON:
     @triton.jit
     def _paged_split(Q, K, V, KS, VS, BT, LENS, OP, MP, LP, sm_scale, MAXB, CHUNK,
                      SQ: tl.constexpr, HQ: tl.constexpr, HKV: tl.constexpr, G: tl.constexpr,
-                     PAGE: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr,
-                     NSPLIT: tl.constexpr, QUANT: tl.constexpr, CAUSAL: tl.constexpr):
+                     ROWS: tl.constexpr, PAGE: tl.constexpr, BM: tl.constexpr,
+                     BN: tl.constexpr, D: tl.constexpr, NSPLIT: tl.constexpr,
+                     QUANT: tl.constexpr, CAUSAL: tl.constexpr):
         sp = tl.program_id(0)
         g = tl.program_id(1)
         b = tl.program_id(2)
         rows = tl.arange(0, BM)
         d = tl.arange(0, D)
         n = tl.arange(0, BN)
-        ROWS: tl.constexpr = SQ * G
         s_of = rows // G  # the query token of a packed row
         head = g * G + rows % G
         rm = rows < ROWS
@@ -122,8 +123,10 @@ if HAVE_TRITON:
             cm = cols < hi
             page = tl.load(BT + b * MAXB + cols // PAGE, mask=cm, other=0)
             slot = (page.to(tl.int64) * PAGE + cols % PAGE) * HKV + g
-            k = tl.load(K + slot[None, :] * D + d[:, None], mask=cm[None, :], other=0)
-            s = tl.dot(q, k.to(tl.bfloat16))
+            # Masked lanes load nothing; their undefined values are zeroed (0 · NaN is NaN).
+            k = tl.load(K + slot[None, :] * D + d[:, None], mask=cm[None, :])
+            k = tl.where(cm[None, :], k.to(tl.bfloat16), 0.0).to(tl.bfloat16)
+            s = tl.dot(q, k)
             if QUANT:
                 ks = tl.load(KS + slot, mask=cm, other=0.0)
                 s = s * (ks * qk_scale)[None, :]
@@ -138,11 +141,12 @@ if HAVE_TRITON:
             p = tl.math.exp2(s - m_safe[:, None])
             alpha = tl.math.exp2(m_i - m_safe)
             l_i = l_i * alpha + tl.sum(p, 1)
-            v = tl.load(V + slot[:, None] * D + d[None, :], mask=cm[:, None], other=0)
+            v = tl.load(V + slot[:, None] * D + d[None, :], mask=cm[:, None])
+            v = tl.where(cm[:, None], v.to(tl.bfloat16), 0.0).to(tl.bfloat16)
             if QUANT:
                 vs = tl.load(VS + slot, mask=cm, other=0.0)
                 p = p * vs[None, :]
-            acc = tl.dot(p.to(tl.bfloat16), v.to(tl.bfloat16), acc * alpha[:, None])
+            acc = tl.dot(p.to(tl.bfloat16), v, acc * alpha[:, None])
             m_i = m_new
         base = ((b * HKV + g) * NSPLIT + sp) * BM
         tl.store(OP + (base + rows[:, None]) * D + d[None, :], acc)
@@ -206,7 +210,7 @@ def paged_decode(q, k, v, block_table, seq_lens, k_scale=None, v_scale=None, *, 
     ks = k_scale if quantized else seq_lens  # unread placeholders for bf16
     vs = v_scale if quantized else seq_lens
     _paged_split[(nsplit, hkv, b)](q, k, v, ks, vs, block_table, seq_lens, op, mp, lp, scale,
-                                   block_table.shape[1], chunk, sq, hq, hkv, g, page, bm,
+                                   block_table.shape[1], chunk, sq, hq, hkv, g, rows, page, bm,
                                    block_n, d, nsplit, quantized, causal,
                                    num_warps=num_warps, num_stages=num_stages)
     _paged_combine[(rows, hkv, b)](op, mp, lp, o, sq, hq, hkv, g, bm, d, nsplit, num_warps=4)

@@ -4,10 +4,10 @@ The layout of ``attn.attention`` with ``block_table`` and ``page_size`` (vLLM's,
 FA3's): K and V are pools of pages [num_pages, P, Hkv, D]; row b of the block table [B, max_blocks]
 (int32) lists sequence b's pages in order, so its token t is row t mod P of page
 ``block_table[b, t // P]``. Entries past ``ceil(seq_lens[b] / P)`` are not read (they are filled
-with ``pad``). Scales and zero points are stored per page: the granularity applied to the pool as
-to a [num_pages, P, Hkv, D] tensor — per_token_head scales are [num_pages, P, Hkv], per_block<r x c>
-ones [num_pages, P / r, Hkv, D / c] (r must divide P) — while per_tensor, per_head and per_channel
-scales keep their shape (calibrated over the whole pool).
+with ``pad``). Scales and zero points are stored per page: the granularity applied to the pool
+as to a [num_pages, P, Hkv, D] tensor — per_token_head scales are [num_pages, P, Hkv],
+per_block<r x c> ones [num_pages, P / r, Hkv, D / c] (r must divide P) — while per_tensor,
+per_head and per_channel scales keep their shape (calibrated over the whole pool).
 
 Everything here runs on the CPU in NumPy and is a reference: ``quantize_pages`` computes what a
 slot-mapped cache write on the device stores. ``qattn.reference.paged_attention`` reads it.
