@@ -145,6 +145,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
               out_dtype: str = "bf16", causal: bool = False, mode: Optional[str] = None, target: Optional[str] = "sm_90a",
               schedule: Optional[Mapping[str, object]] = None, alibi: bool = False,
               seq_lens: bool = False, symmetric: bool = True, hadamard: bool = False,
+              page_size: Optional[int] = None, num_pages: Dim = None, max_blocks: Dim = None,
               name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
 
@@ -158,6 +159,12 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     ``hadamard=True``: the caller passes Q, K and V rotated by the normalized Walsh–Hadamard matrix
     along head_dim (``qattn.quant.hadamard``) before quantizing them; the kernel rotates O back.
     ``target=None`` leaves the target to ``compile(target=...)``.
+
+    ``page_size=P`` makes the K/V cache paged (vLLM's and FA3's layout): K and V become pools of
+    ``num_pages`` pages ``[num_pages, P, kv_heads, head_dim]`` (default: dynamic), their scales and
+    zero points are stored per page (the granularity applied to the pool), and a ``block_table``
+    operand ``[batch, max_blocks]`` i32 lists each sequence's pages (``max_blocks`` defaults to
+    ``ceil(kv_len / P)``, dynamic with a dynamic ``kv_len``). ``qattn.paged`` builds such caches.
     """
     _check_choice("attention kind", kind, ("decode", "prefill"))
     _check_choice("q_dtype", q_dtype, Q_DTYPES)
@@ -180,9 +187,22 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
                   (("q_heads", q_heads), ("kv_heads", kv_heads), ("head_dim", head_dim)))
     q_gran = granularity if q_granularity is None else q_granularity
     v_gran = granularity if v_granularity is None else v_granularity
+    # The cache's own [B, S, H, D]: a pool of pages when paged.
+    cache = [B, Skv, Hkv, D]
+    table_ty = None
+    if page_size is None:
+        if num_pages is not None or max_blocks is not None:
+            raise ValueError("num_pages and max_blocks describe a paged cache: give page_size too")
+    else:
+        P = _check_size("page_size", page_size)
+        pages = _check_dim("num_pages", num_pages)
+        blocks = (_ceil_div(Skv, P) if max_blocks is None
+                  else _check_dim("max_blocks", max_blocks))
+        cache = [pages, P, Hkv, D]
+        table_ty = _memref([B, blocks], "i32")
 
     q_ty = _memref([B, Sq, Hq, D], q_dtype)
-    kv_ty = _memref([B, Skv, Hkv, D], kv_dtype)
+    kv_ty = _memref(cache, kv_dtype)
     o_ty = _memref([B, Sq, Hq, D], out_dtype)
     args = [("q", q_ty), ("k", kv_ty), ("v", kv_ty)]
     clauses: List[str] = []
@@ -202,14 +222,14 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     if v_granularity is not None and kv_dtype in UNQUANTIZED:
         raise ValueError(f"v_granularity given but kv_dtype is unquantized {kv_dtype}")
     if kv_dtype not in UNQUANTIZED:
-        s_ty = _memref(scale_shape(granularity, [B, Skv, Hkv, D]), "f32")
-        vs_ty = _memref(scale_shape(v_gran, [B, Skv, Hkv, D]), "f32")
+        s_ty = _memref(scale_shape(granularity, cache), "f32")
+        vs_ty = _memref(scale_shape(v_gran, cache), "f32")
         args += [("ks", s_ty), ("vs", vs_ty)]
         clauses += [f"k_scale(%ks : {s_ty})", f"v_scale(%vs : {vs_ty})"]
         asym = "" if symmetric else ", asymmetric"
         if not symmetric:
-            z_ty = _memref(scale_shape(granularity, [B, Skv, Hkv, D]), kv_dtype)
-            vz_ty = _memref(scale_shape(v_gran, [B, Skv, Hkv, D]), kv_dtype)
+            z_ty = _memref(scale_shape(granularity, cache), kv_dtype)
+            vz_ty = _memref(scale_shape(v_gran, cache), kv_dtype)
             args += [("kz", z_ty), ("vz", vz_ty)]
             clauses += [f"k_zero(%kz : {z_ty})", f"v_zero(%vz : {vz_ty})"]
         attrs += [f"k_quant = #attn.quant<{kv_dtype}, {granularity.strip()}{asym}>",
@@ -222,6 +242,10 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         slopes_ty = _memref([Hq], "f32")
         args.append(("slopes", slopes_ty))
         clauses.append(f"alibi(%slopes : {slopes_ty})")
+    if table_ty is not None:
+        args.append(("pages", table_ty))
+        clauses.append(f"block_table(%pages : {table_ty})")
+        attrs.append(f"page_size = {page_size}")
     args.append(("o", o_ty))
     if mode is not None:
         attrs.append(f"mode = #attn.mode<{mode}>")

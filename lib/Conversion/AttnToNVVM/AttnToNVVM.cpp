@@ -419,6 +419,12 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
   p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
   auto qT = op.getQ().getType(), kT = op.getK().getType(), oT = op.getOut().getType();
   p.prefill = op.getKind() == AttentionKind::prefill;
+  if (op.isPaged()) {
+    // The forward kernel's TMA loads address K/V as [B, Skv, Hkv, D] boxes.
+    c.fail() << "a paged K/V cache (block_table, page_size = " << op.getPageSizeAttr().getInt()
+             << "): the sm_90a kernels read contiguous K/V only";
+    return failure();
+  }
   bool prefill = op.getKind() == AttentionKind::prefill;
   for (int64_t d : {1, 2, 3})
     if (((d > 1 || !prefill) && (qT.isDynamicDim(d) || oT.isDynamicDim(d))) ||

@@ -12,6 +12,15 @@ func.func @attention_on_cpu(%q: memref<1x1x4x64xf32>, %k: memref<1x100x1x64xf32>
 
 // -----
 
+// A paged K/V cache on a CPU target: refused like any attn.attention there.
+func.func @paged_attention_on_cpu(%q: memref<2x1x4x64xf32>, %k: memref<16x16x1x64xf32>, %v: memref<16x16x1x64xf32>, %bt: memref<2x8xi32>, %o: memref<2x1x4x64xf32>) {
+  // expected-error @+1 {{not supported yet: convert-attn-to-cpu lowers the NoMAD attn.pq.* ops and attn.quantize.*, not 'attn.attention' on avx2}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x4x64xf32>, memref<16x16x1x64xf32>, memref<16x16x1x64xf32>) block_table(%bt : memref<2x8xi32>) outs(%o : memref<2x1x4x64xf32>) {page_size = 16, target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
 func.func @no_target(%l: memref<1x64x16xui8>, %p: memref<1x2xf32>, %c: memref<1x4x64x16xui8>, %n: index, %s: memref<1x128xf32>) {
   // expected-error @+1 {{no target: write target = #attn.target<...>, run attn-normalize{target=...} or pass isa=...}}
   attn.pq.scores ins(%l, %p, %c : memref<1x64x16xui8>, memref<1x2xf32>, memref<1x4x64x16xui8>) length(%n) outs(%s : memref<1x128xf32>) {pq = #attn.pq<dsub = 2>}

@@ -446,3 +446,30 @@ func.func @prefill_full_int8_tile64(%q: memref<1x128x8x128xi8>, %k: memref<1x128
        schedule = #attn.schedule<tile_n = 64>}
   return
 }
+
+// -----
+
+// A paged K/V cache is a valid spec (attn-select-schedule schedules it), but the forward kernel's
+// loads do not read pages yet.
+func.func @decode_paged(%q: memref<4x1x16x128xbf16>, %k: memref<256x64x1x128xi8>, %v: memref<256x64x1x128xi8>,
+                        %ks: memref<256x64x1xf32>, %vs: memref<256x64x1xf32>, %lens: memref<4xi32>,
+                        %pages: memref<4x32xi32>, %o: memref<4x1x16x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 64): the sm_90a kernels read contiguous K/V only}}
+  attn.attention decode ins(%q, %k, %v : memref<4x1x16x128xbf16>, memref<256x64x1x128xi8>, memref<256x64x1x128xi8>)
+      k_scale(%ks : memref<256x64x1xf32>) v_scale(%vs : memref<256x64x1xf32>)
+      seq_lens(%lens : memref<4xi32>) block_table(%pages : memref<4x32xi32>) outs(%o : memref<4x1x16x128xbf16>)
+      {page_size = 64, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+func.func @prefill_paged(%q: memref<2x128x8x128xbf16>, %k: memref<64x16x8x128xbf16>, %v: memref<64x16x8x128xbf16>,
+                         %pages: memref<2x16xi32>, %o: memref<2x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 16): the sm_90a kernels read contiguous K/V only}}
+  attn.attention prefill ins(%q, %k, %v : memref<2x128x8x128xbf16>, memref<64x16x8x128xbf16>, memref<64x16x8x128xbf16>)
+      block_table(%pages : memref<2x16xi32>) outs(%o : memref<2x128x8x128xbf16>)
+      {causal, page_size = 16, target = #attn.target<sm_90a>}
+  return
+}

@@ -111,3 +111,22 @@ func.func @rotated_everywhere(%xq: memref<1x64x16x128xbf16>, %xk: memref<1x64x1x
       {hadamard, q_quant = #attn.quant<i8, per_token_head>, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
   return
 }
+
+// -----
+
+// A paged cache: the defaults are filled in as for a contiguous one; the block table stays.
+// CHECK-LABEL: func.func @paged_defaults
+// CHECK: attn.attention decode
+// CHECK-SAME: block_table(%{{.*}} : memref<?x8xi32>)
+// CHECK-SAME: mode = #attn.mode<fp8>, page_size = 64 : i64
+// CHECK-SAME: softmax_scale = 0.0883883461 : f32
+// CHECK-SAME: target = #attn.target<sm_90a>
+func.func @paged_defaults(%q: memref<?x1x8x128xbf16>, %k: memref<100x64x1x128xf8E4M3FN>, %v: memref<100x64x1x128xf8E4M3FN>,
+                          %ks: memref<100x64x1xf32>, %vs: memref<100x64x1xf32>, %bt: memref<?x8xi32>,
+                          %o: memref<?x1x8x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<100x64x1x128xf8E4M3FN>, memref<100x64x1x128xf8E4M3FN>)
+      k_scale(%ks : memref<100x64x1xf32>) v_scale(%vs : memref<100x64x1xf32>) block_table(%bt : memref<?x8xi32>)
+      outs(%o : memref<?x1x8x128xbf16>)
+      {page_size = 64, k_quant = #attn.quant<f8E4M3FN, per_token_head>, v_quant = #attn.quant<f8E4M3FN, per_token_head>}
+  return
+}

@@ -83,3 +83,37 @@ func.func @quantize_hadamard(%x: memref<?x?x4x128xbf16>, %q: memref<?x?x4x128xi8
   attn.quantize.dynamic ins(%x : memref<?x?x4x128xbf16>) outs(%q, %s : memref<?x?x4x128xi8>, memref<?x?x4xf32>) {quant = #attn.quant<i8, per_token_head>, hadamard}
   return
 }
+
+// A paged cache: pools of 16-token pages, scales per page, a block table per sequence.
+// CHECK-LABEL: func.func @paged
+// CHECK: attn.attention decode ins(%{{.*}}, %{{.*}}, %{{.*}} : memref<?x1x32x128xbf16>, memref<2048x16x8x128xi8>, memref<2048x16x8x128xi8>)
+// CHECK-SAME: k_scale(%{{.*}} : memref<2048x16x8xf32>) v_scale(%{{.*}} : memref<2048x16x8xf32>)
+// CHECK-SAME: seq_lens(%{{.*}} : memref<?xi32>) block_table(%[[BT:.*]] : memref<?x64xi32>)
+// CHECK-SAME: outs(%{{.*}} : memref<?x1x32x128xbf16>)
+// CHECK-SAME: page_size = 16 : i64
+func.func @paged(%q: memref<?x1x32x128xbf16>, %k: memref<2048x16x8x128xi8>, %v: memref<2048x16x8x128xi8>,
+                 %ks: memref<2048x16x8xf32>, %vs: memref<2048x16x8xf32>, %lens: memref<?xi32>,
+                 %pages: memref<?x64xi32>, %o: memref<?x1x32x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x32x128xbf16>, memref<2048x16x8x128xi8>, memref<2048x16x8x128xi8>)
+      k_scale(%ks : memref<2048x16x8xf32>) v_scale(%vs : memref<2048x16x8xf32>)
+      seq_lens(%lens : memref<?xi32>) block_table(%pages : memref<?x64xi32>)
+      outs(%o : memref<?x1x32x128xbf16>)
+      {page_size = 16, k_quant = #attn.quant<i8, per_token_head>,
+       v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}
+
+// Page size 1 (every token its own page) with a per_block scale of one row, bf16 V, prefill.
+// CHECK-LABEL: func.func @paged_page_one
+// CHECK: block_table(%{{.*}} : memref<4x300xi32>)
+// CHECK-SAME: page_size = 1 : i64
+func.func @paged_page_one(%q: memref<4x8x8x64xbf16>, %k: memref<1000x1x2x64xf8E4M3FN>, %v: memref<1000x1x2x64xf8E4M3FN>,
+                          %ks: memref<1000x1x2x1xf32>, %vs: memref<1000x1x2x1xf32>, %pages: memref<4x300xi32>,
+                          %o: memref<4x8x8x64xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<4x8x8x64xbf16>, memref<1000x1x2x64xf8E4M3FN>, memref<1000x1x2x64xf8E4M3FN>)
+      k_scale(%ks : memref<1000x1x2x1xf32>) v_scale(%vs : memref<1000x1x2x1xf32>)
+      block_table(%pages : memref<4x300xi32>) outs(%o : memref<4x8x8x64xbf16>)
+      {causal, page_size = 1, k_quant = #attn.quant<f8E4M3FN, per_block<1 x 64>>,
+       v_quant = #attn.quant<f8E4M3FN, per_block<1 x 64>>}
+  return
+}

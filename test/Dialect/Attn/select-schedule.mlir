@@ -280,3 +280,19 @@ func.func @dyn_heads(%q: memref<1x?x4x64xbf16>, %k: memref<1x100x1x64xbf16>, %v:
   attn.attention decode ins(%q, %k, %v : memref<1x?x4x64xbf16>, memref<1x100x1x64xbf16>, memref<1x100x1x64xbf16>) outs(%o : memref<1x?x4x64xbf16>) {target = #attn.target<sm_90a>}
   return
 }
+
+// -----
+
+// A paged cache: the keys of a sequence are max_blocks · page_size (512 · 16 = 8192), not the
+// page's 16 tokens, so the Table-3 row gets @mqa_decode's schedule (8 splits, not 1).
+// CHECK-LABEL: func.func @mqa_decode_paged
+// CHECK: schedule = #attn.schedule<pack_q_heads = 16, split_kv = 8, tile_m = 64, tile_n = 128, stages = 2, roles = [producer<warpgroups = 2, regs = 56>, consumer<warpgroups = 2, regs = 200>]>
+func.func @mqa_decode_paged(%q: memref<16x3x16x128xbf16>, %k: memref<8192x16x1x128xi8>, %v: memref<8192x16x1x128xi8>,
+                            %ks: memref<8192x16x1xf32>, %vs: memref<8192x16x1xf32>, %bt: memref<16x512xi32>,
+                            %o: memref<16x3x16x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<16x3x16x128xbf16>, memref<8192x16x1x128xi8>, memref<8192x16x1x128xi8>)
+      k_scale(%ks : memref<8192x16x1xf32>) v_scale(%vs : memref<8192x16x1xf32>) block_table(%bt : memref<16x512xi32>)
+      outs(%o : memref<16x3x16x128xbf16>)
+      {page_size = 16, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+  return
+}

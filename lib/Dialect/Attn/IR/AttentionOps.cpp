@@ -1,8 +1,9 @@
 //===- AttentionOps.cpp - verifiers of attn.attention and attn.mla_decode -===//
 //
 // What this file is: everything that makes an attention spec well-formed — shapes versus head
-// counts (GQA/MQA), scale shapes versus granularity, mode versus element types, target versus
-// mode, head_dim versus the tensor-core tile, and schedule versus problem — and the same for the
+// counts (GQA/MQA), the paged K/V layout (block table, page size, scales per page), scale shapes
+// versus granularity, mode versus element types, target versus mode, head_dim versus the
+// tensor-core tile, and schedule versus problem — and the same for the
 // MLA decode op and its 656-byte FP8 token format.
 //
 //===----------------------------------------------------------------------===//
@@ -21,6 +22,8 @@ using namespace mlir::attn::vutil;
 static constexpr int64_t kWgmmaM = 64;
 /// Largest head_dim a Hopper attention tile holds in registers and shared memory.
 static constexpr int64_t kMaxHeadDim = 256;
+/// Largest page of a paged K/V cache (vLLM, FlashInfer and FA3 use 1 to 256 tokens).
+static constexpr int64_t kMaxPageSize = 256;
 
 static bool isIntQuant(Type t) { return isa<IntegerType>(t); }
 static bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
@@ -39,6 +42,61 @@ FailureOr<Mode> AttentionOp::getEffectiveMode() {
   if (isFp8(k) && isFp8(v))
     return Mode::fp8;
   return failure();
+}
+
+int64_t AttentionOp::getKVLength() {
+  int64_t skv = getK().getType().getDimSize(1);
+  if (!isPaged())
+    return skv;
+  int64_t blocks = cast<MemRefType>(getBlockTable().getType()).getDimSize(1), n;
+  IntegerAttr page = getPageSizeAttr();
+  if (!page || ShapedType::isDynamic(blocks) || llvm::MulOverflow(blocks, page.getInt(), n))
+    return ShapedType::kDynamic;
+  return n;
+}
+
+/// The paged K/V layout: `block_table` and `page_size` come together, the page size is a power of
+/// two in [1, 256], k and v are pools of pages of that size, the table has one row per sequence,
+/// and a per_block scale block lies within one page. (Scale shapes per page are checked with the
+/// other scale operands: the granularity applies to the pool's shape.)
+static LogicalResult verifyPagedLayout(AttentionOp op) {
+  IntegerAttr page = op.getPageSizeAttr();
+  Value table = op.getBlockTable();
+  if (!table && !page)
+    return success();
+  if (!table)
+    return op.emitOpError() << "page_size = " << page.getInt()
+                            << " needs a block_table operand (the pages of each sequence)";
+  if (!page)
+    return op.emitOpError() << "a block_table needs page_size = P, the tokens of one page "
+                               "(a power of two, 1 to "
+                            << kMaxPageSize << ")";
+  int64_t p = page.getInt();
+  if (p < 1 || p > kMaxPageSize)
+    return op.emitOpError() << "page_size must be in [1, " << kMaxPageSize << "], got " << p;
+  if (!llvm::isPowerOf2_64(p))
+    return op.emitOpError() << "page_size must be a power of two, got " << p;
+  auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType();
+  auto tT = cast<MemRefType>(table.getType());
+  if (failed(expectShape(op, "block_table", table, {qT.getDimSize(0), tT.getDimSize(1)},
+                         "one row of pages per sequence [B, max_blocks]")))
+    return failure();
+  for (auto [name, t] : {std::pair<StringRef, MemRefType>{"k", kT}, {"v", vT}})
+    if (t.getDimSize(1) != p)
+      return op.emitOpError() << "'" << name << "' holds pages [num_pages, page_size, Hkv, "
+                              << (name == "k" ? "D" : "Dv") << "]: its dim 1 must be page_size = "
+                              << p << ", got " << shapeStr(t.getShape());
+  if (!dimsAgree(kT.getDimSize(0), vT.getDimSize(0)))
+    return op.emitOpError() << "k and v must hold the same number of pages, got "
+                            << shapeStr({kT.getDimSize(0), vT.getDimSize(0)});
+  for (auto [name, qa] : {std::pair<StringRef, QuantAttr>{"k_quant", op.getKQuantAttr()},
+                          {"v_quant", op.getVQuantAttr()}})
+    if (qa && qa.getGranularity() == Granularity::per_block && p % qa.getBlockRows() != 0)
+      return op.emitOpError() << "'" << name << "' " << qa
+                              << " cannot be stored per page: a block of " << qa.getBlockRows()
+                              << " rows straddles pages of " << p
+                              << " tokens (block rows must divide page_size)";
+  return success();
 }
 
 /// WGMMA K step of a mode's first GEMM: 16 for bf16, 32 for 8-bit operands.
@@ -83,6 +141,13 @@ static LogicalResult verifyScheduleForAttention(AttentionOp op, ScheduleAttr sch
                             << stringifyTargetKind(*target);
   if (sched.hasCrossover())
     return op.emitOpError() << "crossover applies to attn.mla_decode only";
+  if (IntegerAttr page = op.getPageSizeAttr(); page && op.isPaged() && sched.getTileN() > 0) {
+    int64_t p = page.getInt(), n = sched.getTileN();
+    if (n % p != 0 && p % n != 0)
+      return op.emitOpError() << "tile_n = " << n << " and page_size = " << p
+                              << ": a key tile must cover whole pages or lie within one page "
+                                 "(one must divide the other)";
+  }
   int64_t hq = op.getNumQueryHeads(), hkv = op.getNumKVHeads();
   if (int64_t pack = sched.getPackQHeads(); pack > 0 && !ShapedType::isDynamic(hq) &&
                                              !ShapedType::isDynamic(hkv)) {
@@ -103,19 +168,20 @@ static LogicalResult verifyScheduleForAttention(AttentionOp op, ScheduleAttr sch
 }
 
 LogicalResult AttentionOp::verify() {
-  if (failed(vutil::verifyBuffers(*this)))
+  if (failed(vutil::verifyBuffers(*this)) || failed(verifyPagedLayout(*this)))
     return failure();
   auto qT = getQ().getType(), kT = getK().getType(), vT = getV().getType(),
        oT = getOut().getType();
   int64_t b = qT.getDimSize(0), sq = qT.getDimSize(1), hq = qT.getDimSize(2),
           d = qT.getDimSize(3);
-  int64_t skv = kT.getDimSize(1), hkv = kT.getDimSize(2), dv = vT.getDimSize(3);
+  int64_t skv = getKVLength(), hkv = kT.getDimSize(2), dv = vT.getDimSize(3);
 
-  if (!dimsAgree(b, kT.getDimSize(0)) || !dimsAgree(b, vT.getDimSize(0)) ||
+  // A paged cache's first extent counts pages, not sequences (verifyPagedLayout).
+  if ((!isPaged() && (!dimsAgree(b, kT.getDimSize(0)) || !dimsAgree(b, vT.getDimSize(0)))) ||
       !dimsAgree(b, oT.getDimSize(0)))
     return emitOpError() << "q, k, v and out must have the same batch size, got "
                          << shapeStr({b, kT.getDimSize(0), vT.getDimSize(0), oT.getDimSize(0)});
-  if (!dimsAgree(skv, vT.getDimSize(1)) || !dimsAgree(hkv, vT.getDimSize(2)))
+  if (!dimsAgree(kT.getDimSize(1), vT.getDimSize(1)) || !dimsAgree(hkv, vT.getDimSize(2)))
     return emitOpError() << "k and v must have the same tokens and heads, got k "
                          << shapeStr(kT.getShape()) << " and v " << shapeStr(vT.getShape());
   if (!ShapedType::isDynamic(hq) && !ShapedType::isDynamic(hkv) && (hkv == 0 || hq % hkv != 0))

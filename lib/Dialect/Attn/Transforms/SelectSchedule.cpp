@@ -58,7 +58,7 @@ AttentionShape attentionShape(AttentionOp op) {
   shape.batch = staticOr(qT.getDimSize(0));
   shape.qLen = staticOr(qT.getDimSize(1));
   shape.qHeads = qT.getDimSize(2);
-  shape.kvLen = staticOr(kT.getDimSize(1));
+  shape.kvLen = staticOr(op.getKVLength()); // a paged cache: max_blocks · page_size
   shape.kvHeads = kT.getDimSize(2);
   shape.headDim = qT.getDimSize(3);
   shape.kvElemBytes = kT.getElementType().getIntOrFloatBitWidth() > 8 ? 2 : 1;

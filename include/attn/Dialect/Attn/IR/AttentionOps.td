@@ -16,6 +16,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     * `q`:   [B, Sq, Hq, D]    queries (bf16, or i8 with `q_quant` and `q_scale`, or f8E4M3FN)
     * `k`:   [B, Skv, Hkv, D]  keys   (bf16, or the element type of `k_quant` with `k_scale`)
     * `v`:   [B, Skv, Hkv, Dv] values (bf16, or the element type of `v_quant` with `v_scale`)
+      (with `block_table`: pages [num_pages, page_size, Hkv, D] and [.., Dv], see below)
     * `out`: [B, Sq, Hq, Dv]   bf16, f16 or f32
 
     Hq must be a multiple of Hkv: Hq == Hkv is MHA, Hkv == 1 MQA, otherwise GQA with
@@ -25,6 +26,16 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     * `seq_lens` [B] i32: valid K/V length per batch element (the rest of Skv is ignored);
     * `alibi` [Hq] f32: ALiBi slopes, bias = −slope · (query position − key position);
     * `causal`: query i (the last Sq positions of the sequence) sees keys ≤ its position.
+    * `block_table` [B, max_blocks] i32 with `page_size = P` (a power of two, 1 to 256): a
+      paged K/V cache, as vLLM, FlashInfer and FA3 hold it. `k` and `v` are then a pool of pages
+      `[num_pages, P, Hkv, D]` (and `[num_pages, P, Hkv, Dv]`); row b of the table lists the pages
+      of sequence b in order, so its key t is row t mod P of page `block_table[b, t / P]`. Its
+      K/V length is `seq_lens[b]`, or max_blocks · P without `seq_lens`; entries past the
+      pages a length needs are not read. Scales and zero points are stored per page: their
+      granularity applies to the pool as to a [num_pages, P, Hkv, D] tensor (per_token_head:
+      `[num_pages, P, Hkv]`), and a `per_block<r x c>` block must not straddle pages (r divides
+      P). per_tensor, per_head and per_channel scales do not follow the token and keep their
+      shape.
     * `hadamard` (incoherent processing, as in FlashAttention-3's fp8 path and QuaRot): the
       quantized operands hold `Q·H`, `K·H` and `V·H`, where H is the normalized D×D Walsh–Hadamard
       matrix (Sylvester order, H·H = I), applied along head_dim before quantization (by
@@ -46,11 +57,21 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
         {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
          mode = #attn.mode<half_int8>, target = #attn.target<sm_90a>}
     ```
+
+    The same over a paged cache of 16-token pages (2048 pages, up to 64 pages per sequence):
+    ```mlir
+    attn.attention decode ins(%q, %k, %v : memref<?x1x32x128xbf16>, memref<2048x16x8x128xi8>, memref<2048x16x8x128xi8>)
+        k_scale(%ks : memref<2048x16x8xf32>) v_scale(%vs : memref<2048x16x8xf32>)
+        seq_lens(%lens : memref<?xi32>) block_table(%pages : memref<?x64xi32>)
+        outs(%o : memref<?x1x32x128xbf16>)
+        {page_size = 16, k_quant = #attn.quant<i8, per_token_head>,
+         v_quant = #attn.quant<i8, per_token_head>, target = #attn.target<sm_90a>}
+    ```
   }];
   let arguments = (ins Attn_AttentionKind:$kind,
                        Attn_In<Attn_Rank4, "queries [B, Sq, Hq, D]">:$q,
-                       Attn_In<Attn_Rank4, "keys [B, Skv, Hkv, D]">:$k,
-                       Attn_In<Attn_Rank4, "values [B, Skv, Hkv, Dv]">:$v,
+                       Attn_In<Attn_Rank4, "keys [B, Skv, Hkv, D], or pages [num_pages, page_size, Hkv, D]">:$k,
+                       Attn_In<Attn_Rank4, "values [B, Skv, Hkv, Dv], or pages [num_pages, page_size, Hkv, Dv]">:$v,
                        Attn_In<Optional<AnyMemRef>, "query scales">:$q_scale,
                        Attn_In<Optional<AnyMemRef>, "key scales">:$k_scale,
                        Attn_In<Optional<AnyMemRef>, "value scales">:$v_scale,
@@ -58,10 +79,12 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        Attn_In<Optional<AnyMemRef>, "value zero points">:$v_zero,
                        Attn_In<Optional<MemRefRankOf<[I32], [1]>>, "K/V length per batch">:$seq_lens,
                        Attn_In<Optional<MemRefRankOf<[F32], [1]>>, "ALiBi slopes per query head">:$alibi,
+                       Attn_In<Optional<MemRefRankOf<[I32], [2]>>, "pages of each sequence [B, max_blocks]">:$block_table,
                        Attn_Out<Attn_Rank4, "output [B, Sq, Hq, Dv]">:$out,
                        UnitAttr:$causal,
                        UnitAttr:$hadamard,
                        OptionalAttr<F32Attr>:$softmax_scale,
+                       OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<Attn_QuantAttr>:$q_quant,
                        OptionalAttr<Attn_QuantAttr>:$k_quant,
                        OptionalAttr<Attn_QuantAttr>:$v_quant,
@@ -77,10 +100,16 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     (`v_zero` `(` $v_zero^ `:` type($v_zero) `)`)?
     (`seq_lens` `(` $seq_lens^ `:` type($seq_lens) `)`)?
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
+    (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
     `outs` `(` $out `:` type($out) `)` attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
+    /// Whether K/V are a pool of pages addressed through `block_table`.
+    bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    /// K/V tokens of one sequence: max_blocks · page_size when paged, else Skv (dynamic when
+    /// either extent is).
+    int64_t getKVLength();
     int64_t getNumQueryHeads() { return getQ().getType().getDimSize(2); }
     int64_t getNumKVHeads() { return getK().getType().getDimSize(2); }
     int64_t getHeadDim() { return getQ().getType().getDimSize(3); }

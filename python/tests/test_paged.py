@@ -1,0 +1,206 @@
+"""Tests of the paged K/V cache on the host: the spec builder's paged form (checked by attn-opt),
+qattn.paged (allocation, scatter, quantization into pages) and qattn.reference.paged_attention
+against the contiguous reference."""
+
+import numpy as np
+import pytest
+
+import qattn
+from qattn import paged, quant, reference
+
+# Ragged lengths with 0 and 1, a partial last page and an exact multiple of the page.
+LENS = [0, 1, 37, 64, 16, 129]
+
+
+def _cache(batch=len(LENS), seq=130, hkv=2, d=64, seed=0):
+    rng = np.random.default_rng(seed)
+    k = rng.standard_normal((batch, seq, hkv, d)).astype(np.float32)
+    v = rng.standard_normal((batch, seq, hkv, d)).astype(np.float32)
+    return quant.round_bf16(k), quant.round_bf16(v)
+
+
+def _queries(sq=3, hq=8, d=64, batch=len(LENS), seed=1):
+    return np.random.default_rng(seed).standard_normal((batch, sq, hq, d)).astype(np.float32)
+
+
+# --- spec builder -----------------------------------------------------------------------------
+
+def test_paged_spec_verifies_and_schedules():
+    spec = qattn.attention("decode", batch=16, q_len=3, kv_len=8192, q_heads=16, kv_heads=1,
+                           head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                           seq_lens=True, page_size=16, num_pages=8192)
+    text = spec.text
+    assert "memref<8192x16x1x128xi8>" in text  # the pool of pages
+    assert "k_scale(%ks : memref<8192x16x1xf32>)" in text  # scales per page
+    assert "block_table(%pages : memref<16x512xi32>)" in text  # ceil(8192 / 16) pages each
+    assert "page_size = 16" in text
+    out = qattn.compile(spec, passes=("attn-normalize", "attn-select-schedule")).output
+    assert "block_table(" in out and "split_kv = 8" in out  # 8192 keys per sequence
+
+
+def test_paged_spec_dynamic_and_per_block():
+    spec = qattn.attention("prefill", batch=None, q_len=None, kv_len=None, q_heads=8,
+                           kv_heads=2, head_dim=128, kv_dtype="f8E4M3FN", q_dtype="bf16",
+                           granularity="per_block<16x128>", causal=True, page_size=64)
+    assert "memref<?x64x2x128xf8E4M3FN>" in spec.text
+    assert "memref<?x4x2x1xf32>" in spec.text  # 64 / 16 blocks of rows per page
+    assert "block_table(%pages : memref<?x?xi32>)" in spec.text
+    assert qattn.compile(spec, passes=()).output
+
+
+def test_paged_spec_refusals():
+    base = dict(batch=2, q_len=1, kv_len=256, q_heads=8, kv_heads=2, head_dim=128)
+    with pytest.raises(qattn.CompileError, match="page_size must be a power of two, got 48"):
+        qattn.compile(qattn.attention("decode", page_size=48, **base), passes=())
+    spec = qattn.attention("decode", kv_dtype="i8", granularity="per_block<32x128>",
+                           page_size=16, **base)
+    with pytest.raises(qattn.CompileError, match="straddles pages of 16 tokens"):
+        qattn.compile(spec, passes=())
+    with pytest.raises(qattn.CompileError,
+                       match="not supported yet by convert-attn-to-nvvm: a paged K/V cache"):
+        qattn.compile(qattn.attention("decode", page_size=16, **base), emit="ptx")
+    with pytest.raises(ValueError, match="give page_size too"):
+        qattn.attention("decode", num_pages=4, **base)
+    with pytest.raises(ValueError, match="page_size"):
+        qattn.attention("decode", page_size=0, **base)
+
+
+# --- layout -----------------------------------------------------------------------------------
+
+def test_allocate_shuffles_and_covers_every_page_once():
+    table, pages = paged.allocate(LENS, 16, seed=3)
+    need = paged.pages_needed(LENS, 16)
+    assert need.tolist() == [0, 1, 3, 4, 1, 9]
+    assert pages == need.sum() and table.shape == (len(LENS), 9) and table.dtype == np.int32
+    used = np.concatenate([table[b, :n] for b, n in enumerate(need)])
+    assert sorted(used.tolist()) == list(range(pages))
+    assert (np.diff(used) != 1).any()  # shuffled, not in order
+    flat, _ = paged.allocate(LENS, 16, shuffle=False)
+    assert np.concatenate([flat[b, :n] for b, n in enumerate(need)]).tolist() == list(range(pages))
+
+
+def test_allocate_refusals():
+    with pytest.raises(ValueError, match="power of two"):
+        paged.allocate([4], 24)
+    with pytest.raises(ValueError, match="power of two"):
+        paged.allocate([4], 512)
+    with pytest.raises(ValueError, match="the pool has 2"):
+        paged.allocate([40], 16, num_pages=2)
+    with pytest.raises(ValueError, match="max_blocks 2 is below"):
+        paged.allocate([40], 16, max_blocks=2)
+    with pytest.raises(ValueError, match="non-negative"):
+        paged.allocate([-1], 16)
+
+
+def test_paginate_then_gather_gives_the_tokens_back():
+    k, _ = _cache()
+    table, pages = paged.allocate(LENS, 16, num_pages=40, seed=5)
+    pool = paged.paginate(k, LENS, table, pages, 16)
+    assert pool.shape == (40, 16, 2, 64)
+    for b, rows in enumerate(reference.gather(pool, table, LENS)):
+        assert rows.shape == (LENS[b], 2, 64)
+        np.testing.assert_array_equal(rows, k[b, :LENS[b]])
+    bad = table.copy()
+    bad[5, 0] = 40
+    with pytest.raises(ValueError, match="outside the pool of 40"):
+        reference.gather(pool, bad, LENS)
+
+
+# --- reference attention ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("page_size", [1, 16, 64, 256])
+@pytest.mark.parametrize("causal", [False, True])
+def test_paged_reference_equals_contiguous(page_size, causal):
+    k, v = _cache()
+    q = _queries()
+    table, pages = paged.allocate(LENS, page_size, num_pages=None, seed=page_size)
+    # Entries past a sequence's pages must not be read: they are poisoned below.
+    kp = paged.paginate(k, LENS, table, pages, page_size)
+    vp = paged.paginate(v, LENS, table, pages, page_size)
+    need = paged.pages_needed(LENS, page_size)
+    for b, n in enumerate(need):
+        table[b, n:] = 10 ** 6
+    want = reference.attention(q, k, v, LENS, causal=causal)
+    got = reference.paged_attention(q, kp, vp, table, LENS, causal=causal)
+    np.testing.assert_array_equal(got, want)
+    assert not got[0].any()  # length 0: no keys, zeros
+    # length 1: every query head reads the one key's value of its KV head (non-causal, and
+    # causal for the last query only).
+    np.testing.assert_allclose(got[1, -1], v[1, 0, np.arange(8) // 4], rtol=1e-12)
+
+
+def test_contiguous_reference_matches_softmax_by_hand():
+    k, v = _cache(batch=1, seq=5, hkv=1, d=4, seed=7)
+    q = _queries(sq=2, hq=2, d=4, batch=1, seed=8)
+    got = reference.attention(q, k, v, [4], causal=True, softmax_scale=0.5)
+    for s in range(2):
+        n = 4 - 2 + s + 1  # keys seen by query s
+        for h in range(2):
+            logits = 0.5 * k[0, :n, 0].astype(np.float64) @ q[0, s, h]
+            p = np.exp(logits - logits.max())
+            np.testing.assert_allclose(got[0, s, h], (p / p.sum()) @ v[0, :n, 0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype,granularity,symmetric", [
+    ("i8", "per_token_head", True),
+    ("i8", "per_token", True),
+    ("ui8", "per_token_head", False),
+    ("i8", "per_group<32>", False),
+    ("f8E4M3FN", "per_block<16x64>", True),
+    ("f8E4M3FN", "per_token_head", True),
+    ("bf16", None, True),
+])
+@pytest.mark.parametrize("page_size", [16, 64])
+def test_quantized_pages_equal_contiguous_quantization(dtype, granularity, symmetric, page_size):
+    """Token-local scales per page are the scales of the contiguous cache: the paged reference over
+    quantize_pages equals the contiguous reference over the contiguously quantized cache."""
+    k, v = _cache()
+    q = _queries()
+    c = paged.quantize_pages(k, v, LENS, page_size, dtype=dtype, granularity=granularity,
+                             symmetric=symmetric, seed=11)
+    assert c.k.shape == (int(paged.pages_needed(LENS, page_size).sum()), page_size, 2, 64)
+    fmt = paged._FORMATS[dtype]
+    if fmt == "bf16":
+        assert c.k_scale is None
+        kd, vd = quant.round_bf16(k), quant.round_bf16(v)
+    else:
+        assert c.k_scale.shape[0] == c.num_pages  # one scale slab per page
+        kd, vd = np.zeros_like(k), np.zeros_like(v)
+        for b, n in enumerate(LENS):
+            for src, dst in ((k, kd), (v, vd)):
+                dst[b, :n] = quant.fake_quantize(src[b, :n], fmt, granularity,
+                                                 symmetric=symmetric)
+    want = reference.attention(q, kd, vd, LENS, causal=True)
+    got = reference.paged_attention(q, c.k, c.v, c.block_table, c.seq_lens, causal=True,
+                                    **c.reference_kwargs())
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert np.abs(got - reference.attention(q, k, v, LENS, causal=True)).max() < 0.1
+
+
+def test_static_scales_keep_their_shape():
+    k, v = _cache()
+    c = paged.quantize_pages(k, v, LENS, 16, dtype="i8", granularity="per_head")
+    assert c.k_scale.shape == (2,) and c.v_scale.shape == (2,)
+    q = _queries()
+    got = reference.paged_attention(q, c.k, c.v, c.block_table, c.seq_lens,
+                                    **c.reference_kwargs())
+    kd = quant.dequantize(quant.quantize(k.reshape(-1, 2, 64), "i8", "per_head", c.k_scale)[0],
+                          c.k_scale, "per_head").reshape(k.shape)
+    vd = quant.dequantize(quant.quantize(v.reshape(-1, 2, 64), "i8", "per_head", c.v_scale)[0],
+                          c.v_scale, "per_head").reshape(v.shape)
+    np.testing.assert_allclose(got, reference.attention(q, kd, vd, LENS), rtol=1e-6, atol=1e-6)
+
+
+def test_quantize_pages_refusals():
+    k, v = _cache()
+    with pytest.raises(ValueError, match="straddles pages of 16 tokens"):
+        paged.quantize_pages(k, v, LENS, 16, granularity="per_block<32x64>")
+    with pytest.raises(ValueError, match="asymmetric only"):
+        paged.quantize_pages(k, v, LENS, 16, dtype="ui8")
+    with pytest.raises(ValueError, match="unknown cache dtype"):
+        paged.quantize_pages(k, v, LENS, 16, dtype="i4")
+    with pytest.raises(ValueError, match=r"one length in \[0, 130\]"):
+        paged.quantize_pages(k, v, [131] + LENS[1:], 16)
+    with pytest.raises(ValueError, match="seq_lens must be in"):
+        reference.paged_attention(_queries(), np.zeros((4, 16, 2, 64)), np.zeros((4, 16, 2, 64)),
+                                  np.zeros((6, 1), np.int32), [17] * 6)
