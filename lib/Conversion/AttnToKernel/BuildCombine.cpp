@@ -17,6 +17,7 @@
 
 using namespace mlir;
 using namespace mlir::attn;
+using attn_abi::Param;
 
 bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp module,
                                              AttentionOp op) {
@@ -52,7 +53,7 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
         {b.getStringAttr(narrow ? "row_blocks" : "rows"), b.getStringAttr("groups"),
          b.getStringAttr("batch")},
         threads, attnk::MergeCombineOp::getSharedBytes(form, d),
-        {"workspace", "out", "batch", "num_splits"}, /*programmatic=*/true,
+        {Param::Workspace, Param::Out, Param::Batch, Param::NumSplits}, /*programmatic=*/true,
         {b.getNamedAttr("min_splits", b.getI64IntegerAttr(
                                           narrow ? 2 : attnk::MergeCombineOp::kNarrowSplits + 1))});
     auto kernel =
@@ -69,12 +70,12 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
 
 attnk::LaunchAttr mlir::attn::kernel::makeLaunch(Builder &b, StringRef role,
                                                  ArrayRef<Attribute> grid, int64_t threads,
-                                                 int64_t smem, ArrayRef<StringRef> params,
+                                                 int64_t smem, ArrayRef<Param> params,
                                                  bool programmatic,
                                                  ArrayRef<NamedAttribute> extra) {
   SmallVector<Attribute> names;
-  for (StringRef p : params)
-    names.push_back(b.getStringAttr(p));
+  for (Param p : params)
+    names.push_back(b.getStringAttr(attn_abi::name(p)));
   return attnk::LaunchAttr::get(b.getContext(), role, b.getArrayAttr(grid), {threads, 1, 1},
                                 {1, 1, 1}, smem, b.getArrayAttr(names), programmatic,
                                 b.getDictionaryAttr(extra));

@@ -21,6 +21,7 @@
 
 using namespace mlir;
 using namespace mlir::attn;
+using attn_abi::Param;
 using namespace mlir::attn::kernel;
 
 /// Elements a thread may hold for one group (registers).
@@ -211,7 +212,8 @@ attnk::LaunchAttr mlir::attn::kernel::quantizeLaunch(Builder &b, const QuantizeP
   return makeLaunch(
       b, "quantize",
       {b.getStringAttr("quantize_ctas"), b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
-      {"src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"});
+      {Param::Src, Param::Positions, Param::Dst, Param::Scales, Param::Zeros, Param::Batch,
+       Param::NewTokens, Param::Capacity});
 }
 
 DictionaryAttr mlir::attn::kernel::quantizeMetadata(Builder &b, const QuantizePlan &p) {
