@@ -41,8 +41,7 @@ struct MetadataBuilder {
 /// kernel entries.
 attnk::LaunchAttr makeLaunch(Builder &b, StringRef role, ArrayRef<Attribute> grid, int64_t threads,
                              int64_t smem, ArrayRef<attn_abi::Param> params,
-                             bool programmatic = false,
-                             ArrayRef<NamedAttribute> extra = {});
+                             bool programmatic = false, ArrayRef<NamedAttribute> extra = {});
 
 /// Adds `<name>_combine` and `<name>_combine_wide` (attnk.merge.combine) for a split-KV decode
 /// op at the end of `module`; returns false, building nothing, where the op has no such kernels

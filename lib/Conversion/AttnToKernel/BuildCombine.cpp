@@ -18,6 +18,12 @@
 using namespace mlir;
 using namespace mlir::attn;
 using attn_abi::Param;
+using G = attn_abi::GridSymbol;
+
+/// A grid extent naming symbol `s` of the launch ABI table.
+static Attribute gridSymbol(Builder &b, G s) {
+  return b.getStringAttr(attn_abi::kGridSymbols[size_t(s)].name);
+}
 
 bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp module,
                                              AttentionOp op) {
@@ -50,8 +56,8 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
     int64_t threads = attnk::MergeCombineOp::getThreads(form);
     attnk::LaunchAttr launch = makeLaunch(
         b, "combine",
-        {b.getStringAttr(narrow ? "row_blocks" : "rows"), b.getStringAttr("groups"),
-         b.getStringAttr("batch")},
+        {gridSymbol(b, narrow ? G::RowBlocks : G::Rows), gridSymbol(b, G::Groups),
+         gridSymbol(b, G::Batch)},
         threads, attnk::MergeCombineOp::getSharedBytes(form, d),
         {Param::Workspace, Param::Out, Param::Batch, Param::NumSplits}, /*programmatic=*/true,
         {b.getNamedAttr("min_splits", b.getI64IntegerAttr(

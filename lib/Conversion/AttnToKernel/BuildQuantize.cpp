@@ -211,7 +211,8 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
 attnk::LaunchAttr mlir::attn::kernel::quantizeLaunch(Builder &b, const QuantizePlan &p) {
   return makeLaunch(
       b, "quantize",
-      {b.getStringAttr("quantize_ctas"), b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
+      {b.getStringAttr(attn_abi::kGridSymbols[size_t(attn_abi::GridSymbol::QuantizeCtas)].name),
+       b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
       {Param::Src, Param::Positions, Param::Dst, Param::Scales, Param::Zeros, Param::Batch,
        Param::NewTokens, Param::Capacity});
 }

@@ -88,20 +88,20 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
               {"tensor_maps", Object{{"k", map(p.kSwizzleBytes())}, {"v", map(p.vSwizzleBytes())}}},
               {"kernels", Array{}}};
   // Role "decode" is the attention kernel, for prefill too (grid x: its query chunks).
-  Array kernels{Object{
-      {"name", p.kernelName()},
-      {"role", "decode"},
-      {"block", Array{p.threads(), 1, 1}},
-      {"cluster", Array{1, 1, 1}},
-      {"smem_bytes", p.smemBytes()},
-      {"grid", p.persistent ? Array{sym(G::PersistentCtas), 1, 1}
-                            : Array{sym(p.prefill ? G::QChunks : G::NumSplits), sym(G::Groups),
-                                    sym(G::Batch)}},
-      {"params", attnk::launchParamsJSON({Param::KMap, Param::VMap, Param::Q, Param::KScale,
-                                          Param::VScale, Param::SeqLens, Param::Alibi, Param::Out,
-                                          Param::Workspace, Param::Batch, Param::KvLen,
-                                          Param::NumSplits, Param::QScale, Param::KZero,
-                                          Param::VZero})}}};
+  Array kernels{
+      Object{{"name", p.kernelName()},
+             {"role", "decode"},
+             {"block", Array{p.threads(), 1, 1}},
+             {"cluster", Array{1, 1, 1}},
+             {"smem_bytes", p.smemBytes()},
+             {"grid", p.persistent ? Array{sym(G::PersistentCtas), 1, 1}
+                                   : Array{sym(p.prefill ? G::QChunks : G::NumSplits),
+                                           sym(G::Groups), sym(G::Batch)}},
+             {"params",
+              attnk::launchParamsJSON(
+                  {Param::KMap, Param::VMap, Param::Q, Param::KScale, Param::VScale, Param::SeqLens,
+                   Param::Alibi, Param::Out, Param::Workspace, Param::Batch, Param::KvLen,
+                   Param::NumSplits, Param::QScale, Param::KZero, Param::VZero})}}};
   for (const llvm::json::Object &k : combine) // the split-KV combine kernels (decode)
     kernels.push_back(llvm::json::Object(k));
   if (p.clusterSplits()) // 2 .. cluster_splits splits: one cluster of the splits, no combine
@@ -118,8 +118,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
     kernels.push_back(std::move(wide));
   }
   if (p.qLen < 0) // a dynamic query length (prefill) is the kernel's last parameter
-    (*kernels[0].getAsObject())["params"].getAsArray()->push_back(
-        attn_abi::name(Param::QLen));
+    (*kernels[0].getAsObject())["params"].getAsArray()->push_back(attn_abi::name(Param::QLen));
   root["kernels"] = std::move(kernels);
   std::string s;
   llvm::raw_string_ostream os(s);
