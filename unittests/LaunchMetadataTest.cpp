@@ -166,7 +166,12 @@ TEST(LaunchMetadata, ReadsTheDocumentedExample) {
   EXPECT_EQ(grid[1], 1u);
   EXPECT_EQ(grid[2], 16u);
   EXPECT_FALSE(resolveGrid(*c, {{"groups", 1}, {"batch", 16}}, grid, error));
-  EXPECT_NE(error.find("unknown grid symbol \"row_blocks\""), std::string::npos) << error;
+  EXPECT_NE(error.find("grid symbol \"row_blocks\" (ceil_div(rows, 4)) needs the launch input "
+                       "\"rows\""),
+            std::string::npos)
+      << error;
+  ASSERT_TRUE(resolveGrid(*c, {{"rows", 130}, {"groups", 1}, {"batch", 16}}, grid, error)) << error;
+  EXPECT_EQ(grid[0], 33u); // ceil(130 / 4)
   EXPECT_FALSE(resolveGrid(*d, {{"num_splits", 1}, {"groups", 1}, {"batch", 70000}}, grid, error));
   EXPECT_NE(error.find("outside 1..65535"), std::string::npos) << error;
 }
@@ -264,6 +269,55 @@ TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {
   EXPECT_EQ(grid[0], 1u);
   EXPECT_EQ(grid[1], 2u);
   EXPECT_EQ(grid[2], 7u);
+}
+
+TEST(LaunchMetadata, GridSymbolsAndParamsComeFromTheABITable) {
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(replaced(kGood, R"("grid": ["num_splits", "groups", "batch"])",
+                                         R"("grid": ["persistent_ctas", 1, "bogus"])"),
+                                m, error))
+      << error;
+  unsigned grid[3];
+  EXPECT_FALSE(resolveGrid(*m.kernel("decode"), {{"sms", 132}}, grid, error));
+  EXPECT_NE(error.find("needs the launch input \"q_len\""), std::string::npos) << error;
+  EXPECT_FALSE(resolveGrid(*m.kernel("decode"),
+                           {{"sms", 132}, {"q_len", 1000}, {"q_chunk", 64}, {"groups", 2},
+                            {"batch", 3}},
+                           grid, error));
+  EXPECT_NE(error.find("unknown grid symbol \"bogus\""), std::string::npos) << error;
+  ASSERT_TRUE(parseDecodeLaunch(replaced(kGood, R"("grid": ["num_splits", "groups", "batch"])",
+                                         R"("grid": ["persistent_ctas", 1, 1])"),
+                                m, error));
+  const std::map<std::string, int64_t> in = {
+      {"sms", 132}, {"q_len", 1000}, {"q_chunk", 64}, {"groups", 2}, {"batch", 3}};
+  ASSERT_TRUE(resolveGrid(*m.kernel("decode"), in, grid, error)) << error;
+  EXPECT_EQ(grid[0], 96u); // min(132, ceil(1000 / 64) · 2 · 3)
+
+  std::vector<attn_abi::Param> params;
+  ASSERT_TRUE(resolveParams("f", {"k_map", "q", "num_splits"}, params, error)) << error;
+  EXPECT_EQ(params, (std::vector<attn_abi::Param>{attn_abi::Param::KMap, attn_abi::Param::Q,
+                                                   attn_abi::Param::NumSplits}));
+  EXPECT_FALSE(resolveParams("f", {"q", "qq"}, params, error));
+  EXPECT_EQ(error, "kernel f has a parameter \"qq\" that is not in the launch ABI table "
+                   "(LaunchABI.h)");
+  ParamValues values;
+  uint64_t q = 7;
+  int32_t splits = 2;
+  values.set(attn_abi::Param::Q, &q);
+  values.set(attn_abi::Param::NumSplits, &splits);
+  EXPECT_FALSE(checkSupplied("f", params = {attn_abi::Param::Q, attn_abi::Param::KMap}, values,
+                             error));
+  EXPECT_NE(error.find("parameter \"k_map\" (tiled map over the K cache) this launcher does "
+                       "not supply"),
+            std::string::npos)
+      << error;
+  params = {attn_abi::Param::NumSplits, attn_abi::Param::Q};
+  ASSERT_TRUE(checkSupplied("f", params, values, error)) << error;
+  void *args[2];
+  bindArgs(params, values, args);
+  EXPECT_EQ(args[0], &splits);
+  EXPECT_EQ(args[1], &q);
 }
 
 TEST(LaunchMetadata, MissingAndMistypedFields) {

@@ -613,28 +613,79 @@ bool attn::rt::readDecodeLaunch(const std::string &path, DecodeLaunch &out, std:
   return true;
 }
 
+namespace {
+/// The launch inputs a grid formula reads; records the first one `inputs` lacks.
+struct GridInputs {
+  const std::map<std::string, int64_t> &inputs;
+  std::string missing;
+  int64_t operator()(const char *name) {
+    auto it = inputs.find(name);
+    if (it != inputs.end())
+      return it->second;
+    if (missing.empty())
+      missing = name;
+    return -1;
+  }
+};
+} // namespace
+
 bool attn::rt::resolveGrid(const LaunchKernel &kernel,
-                           const std::map<std::string, int64_t> &symbols, unsigned grid[3],
+                           const std::map<std::string, int64_t> &inputs, unsigned grid[3],
                            std::string &error) {
   for (int d = 0; d < 3; ++d) {
     int64_t v = kernel.grid[d].value;
-    if (!kernel.grid[d].symbol.empty()) {
-      auto it = symbols.find(kernel.grid[d].symbol);
-      if (it == symbols.end()) {
-        error = "kernel " + kernel.name + ": unknown grid symbol \"" + kernel.grid[d].symbol + "\"";
+    const std::string &symbol = kernel.grid[d].symbol;
+    if (!symbol.empty()) {
+      attn_abi::GridSymbol s;
+      if (!attn_abi::findGridSymbol(symbol, s)) {
+        error = "kernel " + kernel.name + ": unknown grid symbol \"" + symbol +
+                "\" (not in the launch ABI table, LaunchABI.h)";
         return false;
       }
-      v = it->second;
+      GridInputs in{inputs, {}};
+      v = attn_abi::gridSymbolValue(s, in);
+      if (!in.missing.empty()) {
+        error = "kernel " + kernel.name + ": grid symbol \"" + symbol + "\" (" +
+                attn_abi::kGridSymbols[size_t(s)].formula + ") needs the launch input \"" +
+                in.missing + "\", which this launcher does not give";
+        return false;
+      }
     }
     int64_t hi = d == 0 ? kI32Max : 65535;
     if (v < 1 || v > hi) {
       error = "kernel " + kernel.name + ": grid extent " + std::to_string(d) + " (" +
-              (kernel.grid[d].symbol.empty() ? std::string("constant")
-                                             : "\"" + kernel.grid[d].symbol + "\"") +
-              ") = " + std::to_string(v) + " is outside 1.." + std::to_string(hi);
+              (symbol.empty() ? std::string("constant") : "\"" + symbol + "\"") + ") = " +
+              std::to_string(v) + " is outside 1.." + std::to_string(hi);
       return false;
     }
     grid[d] = static_cast<unsigned>(v);
   }
+  return true;
+}
+
+bool attn::rt::resolveParams(const std::string &kernel, const std::vector<std::string> &names,
+                             std::vector<attn_abi::Param> &out, std::string &error) {
+  out.clear();
+  for (const std::string &name : names) {
+    attn_abi::Param p;
+    if (!attn_abi::findParam(name, p)) {
+      error = "kernel " + kernel + " has a parameter \"" + name +
+              "\" that is not in the launch ABI table (LaunchABI.h)";
+      return false;
+    }
+    out.push_back(p);
+  }
+  return true;
+}
+
+bool attn::rt::checkSupplied(const std::string &kernel, const std::vector<attn_abi::Param> &params,
+                             const ParamValues &values, std::string &error) {
+  for (attn_abi::Param p : params)
+    if (!values[p]) {
+      const attn_abi::ParamInfo &info = attn_abi::info(p);
+      error = "kernel " + kernel + " has a parameter \"" + info.name + "\" (" + info.doc +
+              ") this launcher does not supply";
+      return false;
+    }
   return true;
 }

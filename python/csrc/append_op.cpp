@@ -32,11 +32,10 @@ constexpr const char *kOp = "attn_opt.quantize_append";
 
 /// One compiled quantize-append op: its metadata, and its module on each device that ran it.
 struct AppendKernel {
-  std::string path, ptx, name, granularity;
+  std::string path, ptx, granularity;
   int arch = 0;
-  unsigned block[3] = {1, 1, 1};
-  unsigned smem = 0;
-  std::vector<std::string> params;
+  attn::rt::LaunchKernel launch;       // name, block, smem, grid, params (names)
+  std::vector<attn_abi::Param> params; // the launch ABI entries of launch.params
   int64_t batch = -1, newTokens = -1, capacity = -1, heads = 0, headDim = 0;
   int64_t groupsPerToken = 0, groupsPerCta = 0;
   at::ScalarType src = at::kBFloat16, scale = at::kFloat;
@@ -47,6 +46,11 @@ struct AppendKernel {
 
   attn_rt_kernel *handle(int device);
 };
+
+using attn_abi::Param;
+/// The kernel parameters this launcher fills (launch ABI table entries, LaunchABI.h).
+constexpr Param kSupplied[] = {Param::Src,   Param::Positions, Param::Dst,       Param::Scales,
+                               Param::Zeros, Param::Batch,     Param::NewTokens, Param::Capacity};
 
 at::ScalarType floatType(const std::string &d, const std::string &path) {
   if (d == "bf16")
@@ -82,11 +86,18 @@ std::shared_ptr<AppendKernel> readKernel(const std::string &path) {
                           p.at("kind").get<std::string>(), "')"));
     const auto &kernel = m.at("kernels").at(0);
     k->arch = m.at("arch").get<int>();
-    k->name = kernel.at("name").get<std::string>();
-    for (int i = 0; i < 3; ++i)
-      k->block[i] = kernel.at("block").at(i).get<unsigned>();
-    k->smem = kernel.at("smem_bytes").get<unsigned>();
-    k->params = kernel.at("params").get<std::vector<std::string>>();
+    attn::rt::LaunchKernel &l = k->launch;
+    l.name = kernel.at("name").get<std::string>();
+    for (int i = 0; i < 3; ++i) {
+      l.block[i] = kernel.at("block").at(i).get<unsigned>();
+      const auto &g = kernel.at("grid").at(i);
+      if (g.is_string())
+        l.grid[i].symbol = g.get<std::string>();
+      else
+        l.grid[i].value = g.get<int64_t>();
+    }
+    l.smemBytes = kernel.at("smem_bytes").get<unsigned>();
+    l.params = kernel.at("params").get<std::vector<std::string>>();
     k->batch = p.at("batch").get<int64_t>();
     k->newTokens = p.at("new_tokens").get<int64_t>();
     k->capacity = p.at("capacity").get<int64_t>();
@@ -106,6 +117,12 @@ std::shared_ptr<AppendKernel> readKernel(const std::string &path) {
   TORCH_CHECK_VALUE(k->groupsPerToken > 0 && k->groupsPerCta > 0 && k->heads > 0 && k->headDim > 0,
                     cat(kOp, ": ", path, ".launch.json: a schedule or problem extent is not "
                                          "positive"));
+  attn::rt::ParamValues supplied;
+  for (attn_abi::Param p : kSupplied)
+    supplied.set(p, &supplied);
+  TORCH_CHECK(attn::rt::resolveParams(k->launch.name, k->launch.params, k->params, error) &&
+                  attn::rt::checkSupplied(k->launch.name, k->params, supplied, error),
+              cat(kOp, ": ", path, ": ", error));
   return k;
 }
 
@@ -128,34 +145,9 @@ attn_rt_kernel *AppendKernel::handle(int device) {
   check(attn_rt_load_module(contextFor(device), ptx.c_str(), ptx.size() + 1, arch, &module),
         "loading " + path + " on cuda:" + std::to_string(device));
   attn_rt_kernel *h = nullptr;
-  check(attn_rt_get_kernel(module, name.c_str(), &h), "kernel " + name);
+  check(attn_rt_get_kernel(module, launch.name.c_str(), &h), "kernel " + launch.name);
   handles[device] = h;
   return h;
-}
-
-/// The scales' shape of a [b, s, h, d] tensor under `g` (qattn.spec.scale_shape).
-std::vector<int64_t> scaleShape(const std::string &g, int64_t b, int64_t s, int64_t h,
-                                int64_t d) {
-  if (g == "per_token_head")
-    return {b, s, h};
-  if (g == "per_token")
-    return {b, s};
-  if (g == "per_head")
-    return {h};
-  if (g == "per_tensor")
-    return {1};
-  if (g == "per_channel")
-    return {h, d};
-  const std::string group = "per_group<";
-  if (g.rfind(group, 0) == 0 && g.back() == '>') {
-    int64_t n = 0;
-    for (size_t i = group.size(); i + 1 < g.size() && n < (int64_t(1) << 31); ++i)
-      n = '0' <= g[i] && g[i] <= '9' ? n * 10 + (g[i] - '0') : -1;
-    if (n > 0)
-      return {b, s, h, (d + n - 1) / n};
-  }
-  TORCH_CHECK_VALUE(false, cat(kOp, ": the granularity '", g, "' has no scale shape here"));
-  return {};
 }
 
 void quantizeAppend(const std::string &path, const at::Tensor &src, const at::Tensor &positions,
@@ -176,7 +168,7 @@ void quantizeAppend(const std::string &path, const at::Tensor &src, const at::Te
   const int64_t h = k->heads, d = k->headDim;
   expectTensor(kOp, "src", src, device, {k->src}, {b, s, h, d});
   expectTensor(kOp, "dst", dst, device, k->codes, {b, cap, h, d});
-  const std::vector<int64_t> shape = scaleShape(k->granularity, b, cap, h, d);
+  const std::vector<int64_t> shape = scaleShape(kOp, k->granularity, b, cap, h, d);
   expectTensor(kOp, "scales", scales, device, {k->scale}, shape);
   const bool hasZeros = zeros.has_value() && zeros->defined();
   TORCH_CHECK_VALUE(hasZeros != k->symmetric,
@@ -192,36 +184,42 @@ void quantizeAppend(const std::string &path, const at::Tensor &src, const at::Te
   if (groups == 0)
     return;
 
+  attn_rt_launch_config config{};
+  std::string error;
+  TORCH_CHECK_VALUE(attn::rt::resolveGrid(k->launch,
+                                          {{"batch", b},
+                                           {"new_tokens", s},
+                                           {"groups_per_token", k->groupsPerToken},
+                                           {"groups_per_cta", k->groupsPerCta}},
+                                          config.grid, error),
+                    cat(kOp, ": ", error));
+  for (int i = 0; i < 3; ++i) {
+    config.block[i] = k->launch.block[i];
+    config.cluster[i] = 1;
+  }
+  config.smem_bytes = k->launch.smemBytes;
   uint64_t ptrs[5] = {address(src), address(positions), address(dst), address(scales),
                       hasZeros ? address(*zeros) : 0};
   int32_t ints[3] = {int32_t(b), int32_t(s), int32_t(cap)};
-  static const char *kNames[8] = {"src",   "positions", "dst",        "scales",
-                                  "zeros", "batch",     "new_tokens", "capacity"};
-  void *args[8];
-  TORCH_CHECK(k->params.size() <= 8, cat(kOp, ": ", k->name, " has too many parameters"));
-  for (size_t i = 0; i < k->params.size(); ++i) {
-    int slot = -1;
-    for (int n = 0; n < 8; ++n)
-      if (k->params[i] == kNames[n])
-        slot = n;
-    TORCH_CHECK(slot >= 0, cat(kOp, ": kernel ", k->name, " has a parameter '", k->params[i],
-                               "' this launcher does not know"));
-    args[i] = slot < 5 ? static_cast<void *>(&ptrs[slot]) : static_cast<void *>(&ints[slot - 5]);
-  }
-  attn_rt_launch_config config{};
-  config.grid[0] = unsigned((groups + k->groupsPerCta - 1) / k->groupsPerCta);
-  config.grid[1] = config.grid[2] = 1;
-  for (int i = 0; i < 3; ++i) {
-    config.block[i] = k->block[i];
-    config.cluster[i] = 1;
-  }
-  config.smem_bytes = k->smem;
+  attn::rt::ParamValues values; // every entry of kSupplied
+  values.set(Param::Src, &ptrs[0]);
+  values.set(Param::Positions, &ptrs[1]);
+  values.set(Param::Dst, &ptrs[2]);
+  values.set(Param::Scales, &ptrs[3]);
+  values.set(Param::Zeros, &ptrs[4]);
+  values.set(Param::Batch, &ints[0]);
+  values.set(Param::NewTokens, &ints[1]);
+  values.set(Param::Capacity, &ints[2]);
+  void *args[attn_abi::kNumParams];
+  TORCH_CHECK(k->params.size() <= attn_abi::kNumParams,
+              cat(kOp, ": ", k->launch.name, " has too many parameters"));
+  attn::rt::bindArgs(k->params, values, args);
   const c10::Device dev = src.device();
   c10::DeviceGuard guard(dev);
   attn_rt_kernel *handle = k->handle(device);
   const attn_rt_status status = attn_rt_launch(handle, &config, args, currentStream(dev));
   if (status != ATTN_RT_OK)
-    check(status, "launching " + k->name);
+    check(status, "launching " + k->launch.name);
 }
 
 void quantizeAppendOnCpu(const std::string &, const at::Tensor &src, const at::Tensor &,

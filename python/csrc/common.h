@@ -2,7 +2,8 @@
 //
 // What this file is: what the attn_opt torch extension's op files share (torch_ops.cpp: the
 // decode / prefill plans and runs; append_op.cpp: the quantize-append op) — messages, runtime
-// status checks, the runtime context of each device, the current stream, tensor checks.
+// status checks, the runtime context of each device, the current stream, tensor checks, scale
+// shapes.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_OPT_PYTHON_CSRC_COMMON_H
@@ -22,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 namespace attn_opt_ext {
 
@@ -102,6 +104,58 @@ inline void expectTensor(const char *op, const char *name, const at::Tensor &t, 
                     cat(op, ": ", name, " has shape ", t.sizes(), ", expected ", shape));
   TORCH_CHECK_VALUE(t.is_contiguous(), cat(op, ": ", name, " must be contiguous"));
   TORCH_CHECK_VALUE(address(t) % 16 == 0, cat(op, ": ", name, " must be 16-byte aligned"));
+}
+
+namespace detail {
+/// The positive decimal number `text[from, to)`, or -1 (also past 2^31).
+inline int64_t positive(const std::string &text, size_t from, size_t to) {
+  int64_t n = 0;
+  for (size_t i = from; i < to; ++i) {
+    if (text[i] < '0' || text[i] > '9' || n >= (int64_t(1) << 31))
+      return -1;
+    n = n * 10 + (text[i] - '0');
+  }
+  return from < to && n > 0 ? n : -1;
+}
+} // namespace detail
+
+/// The scales' shape of a [b, s, h, d] tensor quantized with granularity `g`, as
+/// qattn.spec.scale_shape: per_token_head [b, s, h], per_token [b, s], per_head [h], per_tensor
+/// [1], per_channel [h, d], per_group<G> [b, s, h, ceil(d / G)], per_block<RxC> [b, ceil(s / R),
+/// h, ceil(d / C)], and the launch metadata's bare per_block (R = `blockRows`, C = d). "none"
+/// (no scales) has the empty shape. Anything else raises ValueError naming `op`.
+inline std::vector<int64_t> scaleShape(const char *op, const std::string &g, int64_t b, int64_t s,
+                                       int64_t h, int64_t d, int64_t blockRows = 1) {
+  auto ceilDiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  if (g == "none")
+    return {};
+  if (g == "per_token_head")
+    return {b, s, h};
+  if (g == "per_token")
+    return {b, s};
+  if (g == "per_head")
+    return {h};
+  if (g == "per_tensor")
+    return {1};
+  if (g == "per_channel")
+    return {h, d};
+  if (g == "per_block" && blockRows > 0)
+    return {b, ceilDiv(s, blockRows), h, 1};
+  const std::string group = "per_group<", block = "per_block<";
+  if (g.size() > group.size() && g.back() == '>' && g.compare(0, group.size(), group) == 0) {
+    const int64_t n = detail::positive(g, group.size(), g.size() - 1);
+    if (n > 0)
+      return {b, s, h, ceilDiv(d, n)};
+  }
+  if (g.size() > block.size() && g.back() == '>' && g.compare(0, block.size(), block) == 0) {
+    const size_t x = g.find('x', block.size());
+    const int64_t r = x == std::string::npos ? -1 : detail::positive(g, block.size(), x);
+    const int64_t c = x == std::string::npos ? -1 : detail::positive(g, x + 1, g.size() - 1);
+    if (r > 0 && c > 0)
+      return {b, ceilDiv(s, r), h, ceilDiv(d, c)};
+  }
+  TORCH_CHECK_VALUE(false, cat(op, ": the granularity '", g, "' has no scale shape"));
+  return {};
 }
 
 } // namespace attn_opt_ext

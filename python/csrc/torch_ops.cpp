@@ -134,53 +134,18 @@ std::shared_ptr<KernelFiles> kernelFiles(const std::string &path) {
 // Plans
 //===----------------------------------------------------------------------===//
 
-/// The kernel parameters this launcher fills, by name in the metadata.
-enum Slot {
-  Q,
-  KMap,
-  VMap,
-  KScale,
-  VScale,
-  KZero,
-  VZero,
-  QScale,
-  SeqLens,
-  Alibi,
-  Out,
-  Workspace,
-  Batch,
-  KvLen,
-  QLen,
-  NumSplits
-};
+using attn_abi::Param;
 
-Slot slotOf(const rt::LaunchKernel &k, const std::string &name) {
-  static const std::map<std::string, Slot> slots = {{"q", Q},
-                                                    {"k_map", KMap},
-                                                    {"v_map", VMap},
-                                                    {"k_scale", KScale},
-                                                    {"v_scale", VScale},
-                                                    {"k_zero", KZero},
-                                                    {"v_zero", VZero},
-                                                    {"q_scale", QScale},
-                                                    {"seq_lens", SeqLens},
-                                                    {"alibi", Alibi},
-                                                    {"out", Out},
-                                                    {"workspace", Workspace},
-                                                    {"batch", Batch},
-                                                    {"kv_len", KvLen},
-                                                    {"q_len", QLen},
-                                                    {"num_splits", NumSplits}};
-  auto it = slots.find(name);
-  TORCH_CHECK(it != slots.end(), cat("attn_opt: kernel ", k.name, " has a parameter '", name,
-                                     "' this launcher does not know"));
-  return it->second;
-}
+/// The kernel parameters this launcher fills (launch ABI table entries, LaunchABI.h).
+constexpr Param kSupplied[] = {Param::Q,       Param::KMap,   Param::VMap,      Param::KScale,
+                               Param::VScale,  Param::KZero,  Param::VZero,     Param::QScale,
+                               Param::SeqLens, Param::Alibi,  Param::Out,       Param::Workspace,
+                               Param::Batch,   Param::KvLen,  Param::QLen,      Param::NumSplits};
 
 struct PlannedLaunch {
   attn_rt_kernel *handle = nullptr;
   attn_rt_launch_config config{};
-  std::vector<Slot> slots;
+  std::vector<Param> params;
   std::string name;
 };
 
@@ -255,21 +220,6 @@ int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, int64_t sms) {
   return std::max<int64_t>(1, std::min<int64_t>(sms / ctas, tiles));
 }
 
-std::vector<int64_t> scaleShape(const std::string &gran, int64_t b, int64_t s, int64_t h,
-                                int64_t blockRows) {
-  if (gran == "per_token_head")
-    return {b, s, h};
-  if (gran == "per_token")
-    return {b, s};
-  if (gran == "per_head")
-    return {h};
-  if (gran == "per_tensor")
-    return {1};
-  if (gran == "per_block")
-    return {b, (s + blockRows - 1) / blockRows, h, 1};
-  return {};
-}
-
 PlannedLaunch planLaunch(const rt::LaunchKernel &k, DeviceModule &dm,
                          const std::map<std::string, int64_t> &symbols, const unsigned *cluster) {
   PlannedLaunch p;
@@ -284,8 +234,12 @@ PlannedLaunch planLaunch(const rt::LaunchKernel &k, DeviceModule &dm,
   }
   p.config.smem_bytes = k.smemBytes;
   p.config.programmatic = k.programmatic ? 1 : 0;
-  for (const std::string &name : k.params)
-    p.slots.push_back(slotOf(k, name));
+  rt::ParamValues supplied;
+  for (Param s : kSupplied)
+    supplied.set(s, &supplied);
+  TORCH_CHECK(rt::resolveParams(k.name, k.params, p.params, why) &&
+                  rt::checkSupplied(k.name, p.params, supplied, why),
+              cat("attn_opt: ", why));
   return p;
 }
 
@@ -309,18 +263,11 @@ void choosePlan(Plan &p, DeviceModule &dm, int64_t splits) {
       splits == 1 || p.clusterMerge || combine,
       cat("attn_opt: ", splits, " splits need a combine kernel, and ", p.files->path, " has none"));
   p.workspaceFloats = combine ? p.batch * m.groups * splits * m.workspaceFloatsPerSplit : 0;
-  const int64_t chunks = (p.qLen + m.qChunk - 1) / m.qChunk;
-  std::map<std::string, int64_t> symbols = {
-      {"num_splits", splits},
-      {"groups", m.groups},
-      {"batch", p.batch},
-      {"row_blocks", (m.rowsPerCta + 3) / 4},
-      {"rows", m.rowsPerCta},
-      {"kv_heads", m.kvHeads},
-      {"q_heads", m.qHeads},
-      {"q_len", p.qLen},
-      {"q_chunks", chunks},
-      {"persistent_ctas", std::min<int64_t>(dm.sms, chunks * m.groups * p.batch)}};
+  // The launch inputs of the grid formulas (LaunchABI.h).
+  const std::map<std::string, int64_t> symbols = {
+      {"num_splits", splits}, {"groups", m.groups},   {"batch", p.batch},
+      {"rows", m.rowsPerCta}, {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
+      {"q_len", p.qLen},      {"q_chunk", m.qChunk},  {"sms", dm.sms}};
   const rt::LaunchKernel *decode = m.decodeKernel(splits, p.batch * m.groups, dm.sms);
   TORCH_CHECK_VALUE(decode, cat("attn_opt: ", p.files->path, " has no decode kernel"));
   const unsigned clusterOfSplits[3] = {unsigned(splits), 1, 1};
@@ -364,11 +311,12 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
         at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
   p->qShape = {batch, qLen, m.qHeads, m.headDim};
   p->kvShape = {batch, kvLen, m.kvHeads, m.headDim};
-  p->kScaleShape = scaleShape(m.kQuant, batch, kvLen, m.kvHeads, m.kBlockRows);
-  p->vScaleShape = scaleShape(m.vQuant, batch, kvLen, m.kvHeads, m.vBlockRows);
+  constexpr const char *kOp = "attn_opt.decode_plan";
+  p->kScaleShape = scaleShape(kOp, m.kQuant, batch, kvLen, m.kvHeads, m.headDim, m.kBlockRows);
+  p->vScaleShape = scaleShape(kOp, m.vQuant, batch, kvLen, m.kvHeads, m.headDim, m.vBlockRows);
   const std::string qGran =
       m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant : "per_token_head";
-  p->qScaleShape = scaleShape(qGran, batch, qLen, m.qHeads, m.qBlockRows);
+  p->qScaleShape = scaleShape(kOp, qGran, batch, qLen, m.qHeads, m.headDim, m.qBlockRows);
   p->qTypes = qDtypes(m.qDtype);
   p->kvTypes = kvDtypes(m.kvDtype);
   p->zeroTypes = p->kvTypes.slice(0, 1);
@@ -453,11 +401,10 @@ const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
   return m;
 }
 
-void launch(const PlannedLaunch &l, void *const *values, void *stream) {
+void launch(const PlannedLaunch &l, const rt::ParamValues &values, void *stream) {
   void *args[32];
-  TORCH_CHECK(l.slots.size() <= 32, cat("attn_opt: ", l.name, " has too many parameters"));
-  for (size_t i = 0; i < l.slots.size(); ++i)
-    args[i] = values[l.slots[i]];
+  TORCH_CHECK(l.params.size() <= 32, cat("attn_opt: ", l.name, " has too many parameters"));
+  rt::bindArgs(l.params, values, args);
   attn_rt_launch_config config = l.config;
   const attn_rt_status status = attn_rt_launch(l.handle, &config, args, stream);
   if (status != ATTN_RT_OK) // the message is built on failure only
@@ -496,7 +443,8 @@ void runPlan(Plan &p, const Operands &o) {
   expect(p, "k", *o.k, p.kvTypes, p.kvShape);
   expect(p, "v", *o.v, p.kvTypes, p.kvShape);
   expect(p, "out", *o.out, {at::kBFloat16}, p.qShape);
-  uint64_t ptrs[16] = {};
+  enum { KScale, VScale, KZero, VZero, QScale, SeqLens, Alibi, Q, Out, Workspace, NumPtrs };
+  uint64_t ptrs[NumPtrs] = {};
   ptrs[KScale] = optionalOperand(p, "k_scale", o.kScale, p.kScales, "the cache has no K scales",
                                  {at::kFloat}, p.kScaleShape);
   ptrs[VScale] = optionalOperand(p, "v_scale", o.vScale, p.vScales, "the cache has no V scales",
@@ -522,24 +470,30 @@ void runPlan(Plan &p, const Operands &o) {
             p.workspaceFloats, " elements on cuda:", p.device));
     ptrs[Workspace] = address(ws);
   }
-  int32_t ints[16] = {};
-  ints[Batch] = int32_t(p.batch);
-  ints[KvLen] = int32_t(p.kvLen);
-  ints[QLen] = int32_t(p.qLen);
-  ints[NumSplits] = int32_t(p.splits);
+  int32_t ints[4] = {int32_t(p.batch), int32_t(p.kvLen), int32_t(p.qLen), int32_t(p.splits)};
 
   const c10::Device dev = o.q->device();
   c10::DeviceGuard guard(dev);
   void *stream = currentStream(dev);
   std::lock_guard<std::mutex> lock(p.mutex);
   const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v));
-  void *values[16];
-  for (int s = 0; s < 16; ++s)
-    values[s] = s == Batch || s == KvLen || s == QLen || s == NumSplits
-                    ? static_cast<void *>(&ints[s])
-                    : static_cast<void *>(&ptrs[s]);
-  values[KMap] = const_cast<unsigned char *>(maps.k);
-  values[VMap] = const_cast<unsigned char *>(maps.v);
+  rt::ParamValues values; // every entry of kSupplied
+  values.set(Param::KMap, maps.k);
+  values.set(Param::VMap, maps.v);
+  values.set(Param::Q, &ptrs[Q]);
+  values.set(Param::KScale, &ptrs[KScale]);
+  values.set(Param::VScale, &ptrs[VScale]);
+  values.set(Param::KZero, &ptrs[KZero]);
+  values.set(Param::VZero, &ptrs[VZero]);
+  values.set(Param::QScale, &ptrs[QScale]);
+  values.set(Param::SeqLens, &ptrs[SeqLens]);
+  values.set(Param::Alibi, &ptrs[Alibi]);
+  values.set(Param::Out, &ptrs[Out]);
+  values.set(Param::Workspace, &ptrs[Workspace]);
+  values.set(Param::Batch, &ints[0]);
+  values.set(Param::KvLen, &ints[1]);
+  values.set(Param::QLen, &ints[2]);
+  values.set(Param::NumSplits, &ints[3]);
   launch(p.decode, values, stream);
   if (p.combine.handle)
     launch(p.combine, values, stream);

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import ctypes
 import json
+import math
 import os
 from pathlib import Path
 
 from .compiler import DEFAULT_PASSES, CompileError, QattnError, find_attn_opt
 from .compiler import compile as compile_spec
 from .kernels import KernelArgumentError
+from .launch_abi import GRID_INPUTS, GRID_SYMBOLS, PARAMS
 
 KERNEL_FILE = "kernels.ptx"
 
@@ -136,23 +138,77 @@ def load_module(ptx: str, arch: int, names):
     return ctx, mod, handles, sms.value
 
 
+def resolve_grid(kernel_meta: dict, inputs: dict) -> tuple:
+    """The grid of one kernel of the metadata: numbers as they are, each symbol through its formula
+    in the launch ABI table (``qattn.launch_abi.GRID_SYMBOLS``) over ``inputs`` (the table's
+    ``GRID_INPUTS``: batch, num_splits, groups, rows, ...). Raises GpuError for a symbol outside
+    the table, an input a formula needs and ``inputs`` lacks, or an extent outside 1..2^31-1 (x) /
+    1..65535 (y, z)."""
+    name = kernel_meta["name"]
+
+    def value(expr, symbol):
+        if isinstance(expr, int):
+            return expr
+        if isinstance(expr, str):
+            if expr in GRID_INPUTS:
+                if expr not in inputs:
+                    raise GpuError(f"{name}: grid symbol {symbol!r} needs the launch input "
+                                   f"{expr!r}, which this launcher does not give")
+                return int(inputs[expr])
+            return value(GRID_SYMBOLS[expr][0], symbol)
+        op, *args = expr
+        vals = [value(a, symbol) for a in args]
+        if op == "ceil_div":
+            return -(-vals[0] // vals[1])
+        return math.prod(vals) if op == "mul" else min(vals)
+
+    grid = []
+    for d, x in enumerate(kernel_meta["grid"]):
+        if isinstance(x, str):
+            if x not in GRID_SYMBOLS:
+                raise GpuError(f"{name}: unknown grid symbol {x!r} (not in the launch ABI table, "
+                               "qattn.launch_abi)")
+            x = value(GRID_SYMBOLS[x][0], x)
+        hi = 2 ** 31 - 1 if d == 0 else 65535
+        if not 1 <= int(x) <= hi:
+            raise GpuError(f"{name}: grid extent {d} ({kernel_meta['grid'][d]!r}) = {x} is "
+                           f"outside 1..{hi}")
+        grid.append(int(x))
+    return tuple(grid)
+
+
+def kernel_args(kernel_meta: dict, values: dict, keep: list):
+    """The argument array of one kernel of the metadata, bound by the launch ABI table
+    (``qattn.launch_abi.PARAMS``): ``values`` maps each parameter the launcher supplies to an int —
+    a device address (``pointer``, ``workspace``), the host address of a tensor map's descriptor
+    (``tensor_map``), or the value of an ``int32`` extent (refused outside 0..2^31-1). Storage the
+    launch reads is appended to ``keep``. Raises GpuError for a name outside the table or one the
+    launcher does not supply."""
+    name = kernel_meta["name"]
+    args = []
+    for param in kernel_meta["params"]:
+        if param not in PARAMS:
+            raise GpuError(f"{name}: parameter {param!r} is not in the launch ABI table "
+                           "(qattn.launch_abi)")
+        kind, _, doc = PARAMS[param]
+        if param not in values:
+            raise GpuError(f"{name}: parameter {param!r} ({doc}) is not supplied by this launcher")
+        if kind == "tensor_map":  # passed by value: the descriptor's address
+            args.append(int(values[param]))
+            continue
+        val = int32_arg(name, param, values[param]) if kind == "int32" \
+            else ctypes.c_uint64(int(values[param]))
+        keep.append(val)
+        args.append(ctypes.addressof(val))
+    return (ctypes.c_void_p * len(args))(*args)
+
+
 def launch_kernel(handle, kernel_meta: dict, grid, values: dict, stream_handle, keep: list,
                   cluster=None):
-    """Launches one kernel of the metadata; ``values`` maps each parameter name to a ctypes value
-    (pointers as c_uint64) or, for tensor maps, to a c_void_p holding the map's host address.
-    ``cluster`` overrides the metadata's cluster dimensions."""
+    """Launches one kernel of the metadata on ``grid`` (``resolve_grid``) with the parameter
+    ``values`` of ``kernel_args``; ``cluster`` overrides the metadata's cluster dimensions."""
     rt = _rt()
-    args = []
-    for name in kernel_meta["params"]:
-        if name not in values:
-            raise GpuError(f"{kernel_meta['name']}: unknown parameter {name!r} in the metadata")
-        val = values[name]
-        if isinstance(val, ctypes.c_void_p):  # a tensor map passed by value: its address
-            args.append(val)
-            continue
-        keep.append(val)
-        args.append(ctypes.cast(ctypes.pointer(val), ctypes.c_void_p))
-    argv = (ctypes.c_void_p * len(args))(*[a.value for a in args])
+    argv = kernel_args(kernel_meta, values, keep)
     cfg = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*kernel_meta["block"]),
                         (ctypes.c_uint * 3)(*(cluster or kernel_meta["cluster"])),
                         int(kernel_meta["smem_bytes"]),
@@ -407,31 +463,24 @@ class GpuDecodeKernel(LaunchFiles):
                                                 t.data_ptr()), f"encoding the {name[0].upper()} tensor map")
             keep.append(raw)
             maps[name] = addr
-        where = "decode"
-        scalars = {k: int32_arg(where, k, v) for k, v in
-                   (("batch", b), ("kv_len", skv), ("q_len", sq), ("num_splits", splits))}
         stream_handle = stream if stream is not None else torch.cuda.current_stream(q.device).cuda_stream
+        values = dict(maps, **ptrs, batch=b, kv_len=skv, q_len=sq, num_splits=splits)
+        inputs = {"batch": b, "num_splits": splits, "groups": groups, "rows": rows,
+                  "q_heads": hq, "kv_heads": hkv, "q_len": sq, "q_chunk": int(s.get("q_chunk", sq)),
+                  "sms": sms}
 
-        values = {name: ctypes.c_void_p(addr) for name, addr in maps.items()}
-        values.update({name: ctypes.c_uint64(ptr) for name, ptr in ptrs.items()})
-        values.update(scalars)
-
-        def launch(kernel, grid, cluster=None):
-            launch_kernel(handles[kernel["name"]], kernel, grid, values, stream_handle, keep, cluster)
+        def launch(kernel, cluster=None):
+            launch_kernel(handles[kernel["name"]], kernel, resolve_grid(kernel, inputs), values,
+                          stream_handle, keep, cluster)
 
         with torch.cuda.device(q.device):
-            chunks = -(-sq // int(s.get("q_chunk", sq)))
             if self.kernels["decode"]["grid"][0] == "persistent_ctas":  # one CTA per SM
-                launch(self.kernels["decode"], (min(sms, chunks * groups * b), 1, 1))
+                launch(self.kernels["decode"])
             else:
                 launch(self.decode_for(splits, groups * b, sms),
-                       (chunks if self.prefill else splits, groups, b),
                        (splits, 1, 1) if in_cluster else None)
             if splits > 1 and not in_cluster:
-                combine = self.combine_for(splits)
-                extents = {"row_blocks": -(-rows // 4), "rows": rows, "groups": groups, "batch": b}
-                launch(combine, tuple(extents[x] if isinstance(x, str) else int(x)
-                                      for x in combine["grid"]))
+                launch(self.combine_for(splits))
         if ws is not None:  # keep the workspace alive until the stream is done with it
             ws.record_stream(torch.cuda.ExternalStream(stream_handle) if stream is not None
                              else torch.cuda.current_stream(q.device))

@@ -14,9 +14,7 @@ alignment). Index entries outside [0, len) are skipped by the kernel, never read
 
 from __future__ import annotations
 
-import ctypes
-
-from .gpu import LaunchFiles, expect_tensor, int32_arg, launch_kernel, load_module
+from .gpu import LaunchFiles, expect_tensor, launch_kernel, load_module, resolve_grid
 from .kernels import KernelArgumentError
 
 
@@ -79,16 +77,12 @@ class GpuMLAKernel(LaunchFiles):
         if b == 0 or sq == 0:
             return out
         _, _, handle = self._load()
-        ptr = lambda x: ctypes.c_uint64(x.data_ptr() if x is not None and x.numel() else 0)
+        ptr = lambda x: x.data_ptr() if x is not None and x.numel() else 0
         values = {"q": ptr(q), "kv": ptr(kv), "indices": ptr(indices), "seq_lens": ptr(seq_lens),
-                  "out": ptr(out), "batch": int32_arg("mla_decode", "batch", b),
-                  "sq": int32_arg("mla_decode", "sq", sq),
-                  "kv_len": int32_arg("mla_decode", "kv_len", t),
-                  "topk": int32_arg("mla_decode", "topk", topk)}
-        grid = [self.kernel["grid"][0], sq, b]
+                  "out": ptr(out), "batch": b, "sq": sq, "kv_len": t, "topk": topk}
+        grid = resolve_grid(self.kernel, {"sq": sq, "batch": b})
         s = stream if stream is not None else torch.cuda.current_stream()
-        keep = []
-        launch_kernel(handle, self.kernel, grid, values, s.cuda_stream, keep)
+        launch_kernel(handle, self.kernel, grid, values, s.cuda_stream, [])
         return out
 
 
@@ -126,15 +120,12 @@ class GpuMLAQuantizeKernel(LaunchFiles):
         if self._loaded is None:
             _, _, by_name, _ = load_module(self.ptx, self.meta["arch"], [name])
             self._loaded = by_name[name]
-        per = self.schedule["tokens_per_cta"]
-        values = {"src": ctypes.c_uint64(src.data_ptr()),
-                  "positions": ctypes.c_uint64(positions.data_ptr()),
-                  "cache": ctypes.c_uint64(cache.data_ptr()), "batch": int32_arg("mla_append", "batch", b),
-                  "new_tokens": int32_arg("mla_append", "new_tokens", s),
-                  "capacity": int32_arg("mla_append", "capacity", t)}
+        values = {"src": src.data_ptr(), "positions": positions.data_ptr(),
+                  "cache": cache.data_ptr(), "batch": b, "new_tokens": s, "capacity": t}
+        grid = resolve_grid(self.kernel, {"batch": b, "new_tokens": s,
+                                          "tokens_per_cta": int(self.schedule["tokens_per_cta"])})
         st = stream if stream is not None else torch.cuda.current_stream()
-        launch_kernel(self._loaded, self.kernel, [-(-b * s // per), 1, 1], values,
-                      st.cuda_stream, [])
+        launch_kernel(self._loaded, self.kernel, grid, values, st.cuda_stream, [])
         return cache
 
 

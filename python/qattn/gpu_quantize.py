@@ -15,9 +15,7 @@ itself never writes outside the cache: rows outside [0, capacity) are skipped.
 
 from __future__ import annotations
 
-import ctypes
-
-from .gpu import LaunchFiles, expect_tensor, int32_arg, launch_kernel, load_module
+from .gpu import LaunchFiles, expect_tensor, launch_kernel, load_module, resolve_grid
 from .kernels import KernelArgumentError
 from .spec import scale_shape
 
@@ -92,18 +90,18 @@ class GpuQuantizeKernel(LaunchFiles):
         if self._loaded is None:
             self._loaded = load_module(self.ptx, self.meta["arch"], [self.kernel["name"]])
         handle = self._loaded[2][self.kernel["name"]]
-        values = {"src": ctypes.c_uint64(src.data_ptr()),
-                  "positions": ctypes.c_uint64(positions.data_ptr() if positions is not None else 0),
-                  "dst": ctypes.c_uint64(dst.data_ptr()),
-                  "scales": ctypes.c_uint64(scales.data_ptr()),
-                  "zeros": ctypes.c_uint64(zeros.data_ptr() if zeros is not None else 0),
-                  "batch": int32_arg(self.kernel["name"], "batch", b),
-                  "new_tokens": int32_arg(self.kernel["name"], "new_tokens", s),
-                  "capacity": int32_arg(self.kernel["name"], "capacity", cap if self.append else s)}
-        ctas = -(-groups // int(self.schedule["groups_per_cta"]))
+        values = {"src": src.data_ptr(),
+                  "positions": positions.data_ptr() if positions is not None else 0,
+                  "dst": dst.data_ptr(), "scales": scales.data_ptr(),
+                  "zeros": zeros.data_ptr() if zeros is not None else 0,
+                  "batch": b, "new_tokens": s, "capacity": cap if self.append else s}
+        grid = resolve_grid(self.kernel, {
+            "batch": b, "new_tokens": s,
+            "groups_per_token": int(self.schedule["groups_per_token"]),
+            "groups_per_cta": int(self.schedule["groups_per_cta"])})
         stream_handle = stream if stream is not None else torch.cuda.current_stream(src.device).cuda_stream
         with torch.cuda.device(src.device):
-            launch_kernel(handle, self.kernel, (ctas, 1, 1), values, stream_handle, [])
+            launch_kernel(handle, self.kernel, grid, values, stream_handle, [])
         return dst
 
 

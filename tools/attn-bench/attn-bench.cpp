@@ -166,15 +166,11 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
   p.workspaceFloats = n > 1 && !p.clusterMerge ? size_t(p.batch) * size_t(m.groups) * size_t(n) *
                                                      size_t(m.workspaceFloatsPerSplit)
                                                : 0;
-  std::map<std::string, int64_t> symbols = {
-      {"num_splits", n},       {"groups", m.groups},
-      {"batch", p.batch},      {"row_blocks", (m.rowsPerCta + 3) / 4},
-      {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
-      {"q_len", p.qLen},       {"q_chunks", (p.qLen + m.qChunk - 1) / m.qChunk}};
-  symbols["rows"] = m.rowsPerCta; // the wide combine kernel: one packed row per CTA
-  // A persistent grid: one CTA per SM, at most one per work item.
-  symbols["persistent_ctas"] =
-      std::min<int64_t>(p.smCount, symbols["q_chunks"] * m.groups * p.batch);
+  // The launch inputs of the grid formulas (LaunchABI.h).
+  const std::map<std::string, int64_t> symbols = {
+      {"num_splits", n},       {"groups", m.groups},   {"batch", p.batch},
+      {"rows", m.rowsPerCta},  {"kv_heads", m.kvHeads}, {"q_heads", m.qHeads},
+      {"q_len", p.qLen},       {"q_chunk", m.qChunk},  {"sms", p.smCount}};
   if (!rt::resolveGrid(*p.decode, symbols, p.decodeGrid, why))
     return false;
   if (n > 1 && !p.clusterMerge &&
@@ -326,58 +322,40 @@ struct Kernel {
   attn_rt_launch_config config{};
 };
 
-/// The values of the named kernel parameters for one input copy.
+/// The values of the kernel parameters for one input copy.
 struct ArgValues {
   const DeviceKv *kv = nullptr;
   uint64_t q = 0, qScale = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0;
   int32_t batch = 0, kvLen = 0, numSplits = 1, qLen = 0;
 };
 
+/// Binds `k`'s parameters by their launch ABI entries (LaunchABI.h) to the values of `a`.
 bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &args,
                std::string &why) {
-  args.clear();
-  for (const std::string &name : k.params) {
-    void *p = nullptr;
-    if (name == "k_map")
-      p = const_cast<unsigned char *>(a.kv->kMap);
-    else if (name == "v_map")
-      p = const_cast<unsigned char *>(a.kv->vMap);
-    else if (name == "q")
-      p = &a.q;
-    else if (name == "q_scale")
-      p = &a.qScale;
-    else if (name == "k_scale")
-      p = const_cast<uint64_t *>(&a.kv->kScale);
-    else if (name == "v_scale")
-      p = const_cast<uint64_t *>(&a.kv->vScale);
-    else if (name == "seq_lens")
-      p = &a.seqLens;
-    else if (name == "alibi")
-      p = &a.alibi;
-    else if (name == "out")
-      p = &a.out;
-    else if (name == "workspace")
-      p = &a.workspace;
-    else if (name == "batch")
-      p = &a.batch;
-    else if (name == "kv_len")
-      p = &a.kvLen;
-    else if (name == "num_splits")
-      p = &a.numSplits;
-    else if (name == "q_len")
-      p = &a.qLen;
-    else if (name == "k_zero")
-      p = const_cast<uint64_t *>(&a.kv->kZero);
-    else if (name == "v_zero")
-      p = const_cast<uint64_t *>(&a.kv->vZero);
-    if (!p) {
-      why = "kernel " + k.name + " has a parameter \"" + name +
-            "\" this launcher does not know (known: k_map, v_map, q, q_scale, k_scale, v_scale, "
-            "seq_lens, alibi, out, workspace, batch, kv_len, num_splits, k_zero, v_zero, q_len)";
-      return false;
-    }
-    args.push_back(p);
-  }
+  using attn_abi::Param;
+  rt::ParamValues v;
+  v.set(Param::KMap, a.kv->kMap);
+  v.set(Param::VMap, a.kv->vMap);
+  v.set(Param::Q, &a.q);
+  v.set(Param::QScale, &a.qScale);
+  v.set(Param::KScale, &a.kv->kScale);
+  v.set(Param::VScale, &a.kv->vScale);
+  v.set(Param::KZero, &a.kv->kZero);
+  v.set(Param::VZero, &a.kv->vZero);
+  v.set(Param::SeqLens, &a.seqLens);
+  v.set(Param::Alibi, &a.alibi);
+  v.set(Param::Out, &a.out);
+  v.set(Param::Workspace, &a.workspace);
+  v.set(Param::Batch, &a.batch);
+  v.set(Param::KvLen, &a.kvLen);
+  v.set(Param::NumSplits, &a.numSplits);
+  v.set(Param::QLen, &a.qLen);
+  std::vector<attn_abi::Param> params;
+  if (!rt::resolveParams(k.name, k.params, params, why) ||
+      !rt::checkSupplied(k.name, params, v, why))
+    return false;
+  args.resize(params.size());
+  rt::bindArgs(params, v, args.data());
   return true;
 }
 

@@ -10,6 +10,8 @@
 #ifndef ATTN_RUNTIME_LAUNCHMETADATA_H
 #define ATTN_RUNTIME_LAUNCHMETADATA_H
 
+#include "attn/Runtime/LaunchABI.h"
+
 #include <cstdint>
 #include <map>
 #include <string>
@@ -120,10 +122,38 @@ bool parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std::string &
 /// the file.
 bool readDecodeLaunch(const std::string &path, DecodeLaunch &out, std::string &error);
 
-/// Evaluates a kernel's grid from the symbols' values; fails on an unknown symbol or an extent
+/// Evaluates a kernel's grid: each symbol through its formula in the launch ABI table
+/// (LaunchABI.h) over `inputs` (the table's grid inputs: batch, num_splits, groups, rows, ...);
+/// fails on a symbol outside the table, an input the symbol needs and `inputs` lacks, or an extent
 /// outside 1..2^31-1 (x) / 1..65535 (y, z).
-bool resolveGrid(const LaunchKernel &kernel, const std::map<std::string, int64_t> &symbols,
+bool resolveGrid(const LaunchKernel &kernel, const std::map<std::string, int64_t> &inputs,
                  unsigned grid[3], std::string &error);
+
+/// The launch ABI entries of a kernel's parameters (`names`, in order); fails, naming `kernel`
+/// and the parameter, on a name outside the table.
+bool resolveParams(const std::string &kernel, const std::vector<std::string> &names,
+                   std::vector<attn_abi::Param> &out, std::string &error);
+
+/// A launcher's values of the parameters it supplies, by table entry: the address of a value of
+/// the entry's C type (a tensor map: the 64-byte aligned descriptor). Null: not supplied.
+struct ParamValues {
+  void *values[attn_abi::kNumParams] = {};
+  void set(attn_abi::Param p, void *value) { values[size_t(p)] = value; }
+  void set(attn_abi::Param p, const void *value) { set(p, const_cast<void *>(value)); }
+  void *operator[](attn_abi::Param p) const { return values[size_t(p)]; }
+};
+
+/// Whether `values` supplies every parameter of `params`; else false, naming `kernel`, the first
+/// parameter not supplied and its meaning in the table.
+bool checkSupplied(const std::string &kernel, const std::vector<attn_abi::Param> &params,
+                   const ParamValues &values, std::string &error);
+
+/// The kernel argument array of a launch: args[i] = values[params[i]] (checkSupplied first).
+inline void bindArgs(const std::vector<attn_abi::Param> &params, const ParamValues &values,
+                     void **args) {
+  for (size_t i = 0; i < params.size(); ++i)
+    args[i] = values[params[i]];
+}
 
 } // namespace attn::rt
 

@@ -10,6 +10,7 @@
 
 #include "attn/Dialect/Attn/IR/Attn.h"
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+#include "attn/Runtime/LaunchABI.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 
@@ -36,10 +37,11 @@ struct MetadataBuilder {
 };
 
 /// The launch ABI of a kernel of `threads` threads in a 1 × 1 × 1 cluster: `grid` (numbers and
-/// symbols), dynamic shared memory, parameter names, PDL and further kernel entries.
+/// symbols), dynamic shared memory, parameters (launch ABI table entries), PDL and further
+/// kernel entries.
 attnk::LaunchAttr makeLaunch(Builder &b, StringRef role, ArrayRef<Attribute> grid, int64_t threads,
-                             int64_t smem, ArrayRef<StringRef> params, bool programmatic = false,
-                             ArrayRef<NamedAttribute> extra = {});
+                             int64_t smem, ArrayRef<attn_abi::Param> params,
+                             bool programmatic = false, ArrayRef<NamedAttribute> extra = {});
 
 /// Adds `<name>_combine` and `<name>_combine_wide` (attnk.merge.combine) for a split-KV decode
 /// op at the end of `module`; returns false, building nothing, where the op has no such kernels

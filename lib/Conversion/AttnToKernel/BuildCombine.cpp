@@ -17,6 +17,13 @@
 
 using namespace mlir;
 using namespace mlir::attn;
+using attn_abi::Param;
+using G = attn_abi::GridSymbol;
+
+/// A grid extent naming symbol `s` of the launch ABI table.
+static Attribute gridSymbol(Builder &b, G s) {
+  return b.getStringAttr(attn_abi::kGridSymbols[size_t(s)].name);
+}
 
 bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp module,
                                              AttentionOp op) {
@@ -49,10 +56,10 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
     int64_t threads = attnk::MergeCombineOp::getThreads(form);
     attnk::LaunchAttr launch = makeLaunch(
         b, "combine",
-        {b.getStringAttr(narrow ? "row_blocks" : "rows"), b.getStringAttr("groups"),
-         b.getStringAttr("batch")},
+        {gridSymbol(b, narrow ? G::RowBlocks : G::Rows), gridSymbol(b, G::Groups),
+         gridSymbol(b, G::Batch)},
         threads, attnk::MergeCombineOp::getSharedBytes(form, d),
-        {"workspace", "out", "batch", "num_splits"}, /*programmatic=*/true,
+        {Param::Workspace, Param::Out, Param::Batch, Param::NumSplits}, /*programmatic=*/true,
         {b.getNamedAttr("min_splits", b.getI64IntegerAttr(
                                           narrow ? 2 : attnk::MergeCombineOp::kNarrowSplits + 1))});
     auto kernel =
@@ -69,12 +76,12 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
 
 attnk::LaunchAttr mlir::attn::kernel::makeLaunch(Builder &b, StringRef role,
                                                  ArrayRef<Attribute> grid, int64_t threads,
-                                                 int64_t smem, ArrayRef<StringRef> params,
+                                                 int64_t smem, ArrayRef<Param> params,
                                                  bool programmatic,
                                                  ArrayRef<NamedAttribute> extra) {
   SmallVector<Attribute> names;
-  for (StringRef p : params)
-    names.push_back(b.getStringAttr(p));
+  for (Param p : params)
+    names.push_back(b.getStringAttr(attn_abi::name(p)));
   return attnk::LaunchAttr::get(b.getContext(), role, b.getArrayAttr(grid), {threads, 1, 1},
                                 {1, 1, 1}, smem, b.getArrayAttr(names), programmatic,
                                 b.getDictionaryAttr(extra));

@@ -21,6 +21,7 @@
 
 using namespace mlir;
 using namespace mlir::attn;
+using attn_abi::Param;
 using namespace mlir::attn::kernel;
 
 FailureOr<MLAQuantizePlan> mlir::attn::kernel::planMLAQuantize(QuantizeMLAAppendOp op) {
@@ -107,9 +108,13 @@ void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu:
 }
 
 attnk::LaunchAttr mlir::attn::kernel::mlaQuantizeLaunch(Builder &b, const MLAQuantizePlan &p) {
-  return makeLaunch(b, "quantize",
-                    {b.getStringAttr("token_ctas"), b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)},
-                    128, 0, {"src", "positions", "cache", "batch", "new_tokens", "capacity"});
+  return makeLaunch(
+      b, "quantize",
+      {b.getStringAttr(attn_abi::kGridSymbols[size_t(attn_abi::GridSymbol::TokenCtas)].name),
+       b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)},
+      128, 0,
+      {Param::Src, Param::Positions, Param::Cache, Param::Batch, Param::NewTokens,
+       Param::Capacity});
 }
 
 DictionaryAttr mlir::attn::kernel::mlaQuantizeMetadata(Builder &b, const MLAQuantizePlan &p) {

@@ -21,6 +21,7 @@
 
 using namespace mlir;
 using namespace mlir::attn;
+using attn_abi::Param;
 using namespace mlir::attn::kernel;
 
 /// Elements a thread may hold for one group (registers).
@@ -210,8 +211,10 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
 attnk::LaunchAttr mlir::attn::kernel::quantizeLaunch(Builder &b, const QuantizePlan &p) {
   return makeLaunch(
       b, "quantize",
-      {b.getStringAttr("quantize_ctas"), b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
-      {"src", "positions", "dst", "scales", "zeros", "batch", "new_tokens", "capacity"});
+      {b.getStringAttr(attn_abi::kGridSymbols[size_t(attn_abi::GridSymbol::QuantizeCtas)].name),
+       b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
+      {Param::Src, Param::Positions, Param::Dst, Param::Scales, Param::Zeros, Param::Batch,
+       Param::NewTokens, Param::Capacity});
 }
 
 DictionaryAttr mlir::attn::kernel::quantizeMetadata(Builder &b, const QuantizePlan &p) {

@@ -16,6 +16,11 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
+using attn_abi::Param;
+using G = attn_abi::GridSymbol;
+
+/// A grid symbol's name in the launch ABI table.
+static const char *sym(G s) { return attn_abi::kGridSymbols[size_t(s)].name; }
 
 static const char *kvName(const ForwardPlan &p) {
   switch (p.kv) {
@@ -83,17 +88,20 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
               {"tensor_maps", Object{{"k", map(p.kSwizzleBytes())}, {"v", map(p.vSwizzleBytes())}}},
               {"kernels", Array{}}};
   // Role "decode" is the attention kernel, for prefill too (grid x: its query chunks).
-  Array kernels{Object{
-      {"name", p.kernelName()},
-      {"role", "decode"},
-      {"block", Array{p.threads(), 1, 1}},
-      {"cluster", Array{1, 1, 1}},
-      {"smem_bytes", p.smemBytes()},
-      {"grid", p.persistent ? Array{"persistent_ctas", 1, 1}
-                            : Array{p.prefill ? "q_chunks" : "num_splits", "groups", "batch"}},
-      {"params",
-       Array{"k_map", "v_map", "q", "k_scale", "v_scale", "seq_lens", "alibi", "out", "workspace",
-             "batch", "kv_len", "num_splits", "q_scale", "k_zero", "v_zero"}}}};
+  Array kernels{
+      Object{{"name", p.kernelName()},
+             {"role", "decode"},
+             {"block", Array{p.threads(), 1, 1}},
+             {"cluster", Array{1, 1, 1}},
+             {"smem_bytes", p.smemBytes()},
+             {"grid", p.persistent ? Array{sym(G::PersistentCtas), 1, 1}
+                                   : Array{sym(p.prefill ? G::QChunks : G::NumSplits),
+                                           sym(G::Groups), sym(G::Batch)}},
+             {"params",
+              attnk::launchParamsJSON(
+                  {Param::KMap, Param::VMap, Param::Q, Param::KScale, Param::VScale, Param::SeqLens,
+                   Param::Alibi, Param::Out, Param::Workspace, Param::Batch, Param::KvLen,
+                   Param::NumSplits, Param::QScale, Param::KZero, Param::VZero})}}};
   for (const llvm::json::Object &k : combine) // the split-KV combine kernels (decode)
     kernels.push_back(llvm::json::Object(k));
   if (p.clusterSplits()) // 2 .. cluster_splits splits: one cluster of the splits, no combine
@@ -110,7 +118,7 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
     kernels.push_back(std::move(wide));
   }
   if (p.qLen < 0) // a dynamic query length (prefill) is the kernel's last parameter
-    (*kernels[0].getAsObject())["params"].getAsArray()->push_back("q_len");
+    (*kernels[0].getAsObject())["params"].getAsArray()->push_back(attn_abi::name(Param::QLen));
   root["kernels"] = std::move(kernels);
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -9,6 +9,7 @@
 #include "MLAPlan.h"
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+#include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -19,6 +20,7 @@
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
+using attn_abi::Param;
 
 FailureOr<MLAPlan> mlir::attn::nvvm::planMLA(MLADecodeOp op) {
   bool ok = true;
@@ -120,7 +122,9 @@ FailureOr<MLAPlan> mlir::attn::nvvm::planMLA(MLADecodeOp op) {
 std::string mlir::attn::nvvm::mlaLaunchJSON(const MLAPlan &p) {
   using llvm::json::Array;
   using llvm::json::Object;
-  llvm::json::Value grid = Array{p.headGroups(), "sq", "batch"};
+  using G = attn_abi::GridSymbol;
+  llvm::json::Value grid = Array{p.headGroups(), attn_abi::kGridSymbols[size_t(G::Sq)].name,
+                                 attn_abi::kGridSymbols[size_t(G::Batch)].name};
   Object root{
       {"format", "attn-launch-v1"},
       {"arch", 90},
@@ -142,8 +146,9 @@ std::string mlir::attn::nvvm::mlaLaunchJSON(const MLAPlan &p) {
                     {"cluster", Array{p.clusterSize(), 1, 1}},
                     {"smem_bytes", p.smemBytes()},
                     {"grid", std::move(grid)},
-                    {"params", Array{"q", "kv", "indices", "seq_lens", "out", "batch", "sq",
-                                     "kv_len", "topk"}}}}}};
+                    {"params", attnk::launchParamsJSON(
+                                   {Param::Q, Param::Kv, Param::Indices, Param::SeqLens, Param::Out,
+                                    Param::Batch, Param::Sq, Param::KvLen, Param::Topk})}}}}};
   std::string s;
   llvm::raw_string_ostream os(s);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";

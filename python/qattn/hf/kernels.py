@@ -104,17 +104,19 @@ class GpuKernels:
         self.fmt, self.device = fmt, device
         self._plans = {}
         self._append = None
+        # Imported once here, not per call (the GPU path's first use may build the extension).
+        from .. import torch_ops
+        self._ops = torch_ops
 
     def _plan(self, role, q_heads, batch, kv_len, q_len=None):
-        from ..torch_ops import DecodePlan
         key = (role, q_heads, batch, kv_len, q_len)
         plan = self._plans.get(key)
         if plan is None:
             if len(self._plans) >= 64:  # prompts of many lengths, a growing stateless K/V
                 self._plans.clear()
             fmt = "bf16" if role == "prefill" else self.fmt
-            plan = DecodePlan(source(role, q_heads, self.kv_heads, self.head_dim, fmt),
-                              device=self.device, batch=batch, kv_len=kv_len, q_len=q_len)
+            plan = self._ops.DecodePlan(source(role, q_heads, self.kv_heads, self.head_dim, fmt),
+                                        device=self.device, batch=batch, kv_len=kv_len, q_len=q_len)
             self._plans[key] = plan
         return plan
 
@@ -132,7 +134,6 @@ class GpuKernels:
         """Quantizes rows [B, S, Hkv, D] bf16 into cache rows positions[b] + i (no host sync):
         the torch op attn_opt::quantize_append where the extension is built, else the ctypes
         launcher."""
-        from .. import torch_ops
         if self._append is None:
             src = source("append", 0, self.kv_heads, self.head_dim, self.fmt)
             if isinstance(src, Path):
@@ -141,7 +142,7 @@ class GpuKernels:
             else:
                 from ..kernels import build
                 self._append = build(src)
-        if torch_ops.HAS_EXTENSION:
-            torch_ops.quantize_append(self._append, rows, cache, scales, positions=positions)
+        if self._ops.HAS_EXTENSION:
+            self._ops.quantize_append(self._append, rows, cache, scales, positions=positions)
         else:
             self._append(rows, cache, scales, positions=positions, check_positions=False)

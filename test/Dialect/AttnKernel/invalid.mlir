@@ -1192,6 +1192,16 @@ func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], bl
 
 // -----
 
+// expected-error @+1 {{unknown kernel parameter "q_sacle" (the launch ABI table, include/attn/Runtime/LaunchABI.json, has none of that name)}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["q", "q_sacle"]>} { return }
+
+// -----
+
+// expected-error @+1 {{unknown grid symbol "row" (the launch ABI table, include/attn/Runtime/LaunchABI.json, has none of that name)}}
+func.func @f() attributes {l = #attnk.launch<quantize, grid = ["row", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = []>} { return }
+
+// -----
+
 // expected-error @+1 {{has launch metadata but no launch ABI}}
 attnk.kernel @k(%n: i32) threads = 32 attributes {metadata = {problem = {}}} {
 }
@@ -1199,17 +1209,17 @@ attnk.kernel @k(%n: i32) threads = 32 attributes {metadata = {problem = {}}} {
 // -----
 
 // expected-error @+1 {{launch ABI names 2 parameters, the kernel has 1}}
-attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n", "m"]>} {
+attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["batch", "kv_len"]>} {
 }
 
 // -----
 
 // expected-error @+1 {{launch ABI's block is not [32, 1, 1]}}
-attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [64, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n"]>} {
+attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantize, grid = ["rows", 1, 1], block = [64, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["batch"]>} {
 }
 
 // -----
 
 // expected-error @+1 {{is programmatic, its launch ABI is not}}
-attnk.kernel @k(%n: i32) threads = 32 programmatic attributes {launch = #attnk.launch<combine, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["n"]>} {
+attnk.kernel @k(%n: i32) threads = 32 programmatic attributes {launch = #attnk.launch<combine, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["batch"]>} {
 }

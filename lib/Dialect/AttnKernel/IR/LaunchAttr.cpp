@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+#include "attn/Runtime/LaunchABI.h"
 
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/StringExtras.h"
@@ -82,6 +83,13 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError, S
       }))
     return emitError() << "a grid is three extents, each a positive number or a symbol, got "
                        << grid;
+  for (Attribute a : grid) {
+    attn_abi::GridSymbol symbol;
+    if (auto s = dyn_cast<StringAttr>(a); s && !attn_abi::findGridSymbol(s.getValue(), symbol))
+      return emitError() << "unknown grid symbol " << s
+                         << " (the launch ABI table, include/attn/Runtime/LaunchABI.json, has "
+                            "none of that name)";
+  }
   auto positive3 = [](ArrayRef<int64_t> v) {
     return v.size() == 3 && llvm::all_of(v, [](int64_t x) { return x >= 1; });
   };
@@ -91,6 +99,13 @@ LogicalResult LaunchAttr::verify(function_ref<InFlightDiagnostic()> emitError, S
     return emitError() << "shared memory of " << smem << " bytes";
   if (!llvm::all_of(params, [](Attribute a) { return isa<StringAttr>(a); }))
     return emitError() << "parameters are named by strings, got " << params;
+  for (Attribute a : params) {
+    attn_abi::Param param;
+    if (!attn_abi::findParam(cast<StringAttr>(a).getValue(), param))
+      return emitError() << "unknown kernel parameter " << a
+                         << " (the launch ABI table, include/attn/Runtime/LaunchABI.json, has "
+                            "none of that name)";
+  }
   return success();
 }
 
@@ -134,6 +149,13 @@ llvm::json::Object mlir::attnk::launchKernelJSON(StringRef name, LaunchAttr laun
   for (NamedAttribute n : launch.getExtra())
     k[n.getName().str()] = attrToJSON(n.getValue());
   return k;
+}
+
+llvm::json::Array mlir::attnk::launchParamsJSON(ArrayRef<attn_abi::Param> params) {
+  llvm::json::Array names;
+  for (attn_abi::Param p : params)
+    names.push_back(attn_abi::name(p));
+  return names;
 }
 
 std::string mlir::attnk::launchDocumentJSON(DictionaryAttr metadata,

@@ -9,6 +9,7 @@
 #define ATTN_DIALECT_ATTNKERNEL_IR_ATTNKERNEL_H
 
 #include "attn/Dialect/Attn/IR/Attn.h"
+#include "attn/Runtime/LaunchABI.h"
 
 #include "mlir/Bytecode/BytecodeOpInterface.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -45,6 +46,9 @@ llvm::json::Object launchKernelJSON(StringRef name, LaunchAttr launch);
 /// The launch metadata (`attn-launch-v1` JSON) of a spec: its `metadata` entries (problem,
 /// schedule, …) and the entries of its kernels, in launch order (LaunchAttr.cpp).
 std::string launchDocumentJSON(DictionaryAttr metadata, ArrayRef<llvm::json::Object> kernels);
+/// The `params` of a kernel's metadata entry: the names of launch ABI table entries, in order
+/// (the only way the compiler names a kernel parameter outside `#attnk.launch`).
+llvm::json::Array launchParamsJSON(ArrayRef<attn_abi::Param> params);
 } // namespace mlir::attnk
 
 #endif // ATTN_DIALECT_ATTNKERNEL_IR_ATTNKERNEL_H
