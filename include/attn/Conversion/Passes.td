@@ -121,7 +121,8 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
            "without bodies (what --emit=launch needs)">
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect", "::mlir::NVVM::NVVMDialect",
-                           "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+                           "::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 //===----------------------------------------------------------------------===//

@@ -3,7 +3,9 @@
 // What this file is: `convert-attnk-to-nvvm` — lowers every `attnk` op of the module to the LLVM
 // and NVVM dialects (and scf, which attn-nvvm-to-llvm lowers with the rest) through the pattern
 // families of this folder: the kernel container (KernelLowering.cpp), warp roles and rings
-// (PipelineLowering.cpp), the forward kernel's frame and roles (ForwardLowering.cpp), the split
+// (PipelineLowering.cpp), the ring protocol (RingLowering.cpp), TMA loads (TmaLowering.cpp), the
+// producer's tile conversion (ConvertLowering.cpp), the forward kernel's frame and roles
+// (ForwardLowering.cpp), the split
 // merge (MergeLowering.cpp) and quantization (QuantizeLowering.cpp). The type converter they share
 // is defined here.
 //
@@ -28,6 +30,7 @@ KernelTypeConverter::KernelTypeConverter(MLIRContext *ctx) {
   addConversion([ctx](MemRefType) -> Type { return LLVM::LLVMPointerType::get(ctx, 1); });
   addConversion([ctx](TensorMapType) -> Type { return LLVM::LLVMPointerType::get(ctx, 0); });
   addConversion([ctx](RingType) -> Type { return LLVM::LLVMPointerType::get(ctx, 3); });
+  addConversion([ctx](StageType) -> Type { return IntegerType::get(ctx, 32); });
   // A thread's chunks of a warp-distributed load: one vector per chunk.
   addConversion([](VectorType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
     if (t.getRank() != 2)
@@ -50,6 +53,9 @@ struct ConvertAttnKernelToNVVMPass
     RewritePatternSet patterns(ctx);
     populateKernelPatterns(tc, patterns);
     populatePipelinePatterns(tc, patterns);
+    populateRingPatterns(tc, patterns);
+    populateTmaPatterns(tc, patterns);
+    populateConvertPatterns(tc, patterns);
     populateForwardPatterns(tc, patterns);
     populateMergePatterns(tc, patterns);
     populateQuantizePatterns(tc, patterns);

@@ -6,7 +6,9 @@
 // kernel's parameters, its rings (the aligned shared base) and the work values.
 // `attnk.forward.work` → thread and CTA ids; `attnk.forward.prologue` → key tiles, barriers,
 // first loads, query tile, CTA barrier (and the `noalias` of the buffers the kernel reads and
-// writes); `attnk.forward.producer` / `attnk.forward.consumer` → the roles' programs.
+// writes); `attnk.forward.producer` / `attnk.forward.consumer` → the roles' programs;
+// `attnk.forward.key_scales` / `forward.stage_scales` → a producer thread's scale loads and
+// stores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,30 +20,51 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
+#include <memory>
+
 using namespace mlir;
 using namespace mlir::attnk;
 using namespace mlir::attn::nvvm;
 
 namespace {
+/// A forward op's builders' state: its plan and the Ctx bound to it (which refers to the plan).
+struct BoundStep {
+  ForwardPlan plan;
+  Ctx c;
+  explicit BoundStep(const ForwardPlan &p) : plan(p), c{plan, plan.smem()} {}
+  BoundStep(const BoundStep &) = delete;
+  BoundStep &operator=(const BoundStep &) = delete;
+};
+
 /// The op's plan, or a diagnostic on the op.
 template <typename OpT>
 FailureOr<ForwardPlan> readPlan(OpT op) {
   return forwardPlanFromAttr(op.getPlan(), [op]() mutable { return op.emitOpError(); });
 }
 
-/// The builders' state of a step op: plan, parameters, aligned shared base, work values.
+/// The builders' state of a step op: plan, parameters, aligned shared base, work values; null
+/// after a diagnostic on the op.
 template <typename OpT, typename Adaptor>
-LogicalResult bindStep(OpT op, Adaptor adaptor, Ctx &c) {
+std::unique_ptr<BoundStep> bindCtx(OpT op, Adaptor adaptor) {
+  FailureOr<ForwardPlan> p = readPlan(op);
+  if (failed(p))
+    return nullptr;
+  auto step = std::make_unique<BoundStep>(*p);
+  Ctx &c = step->c;
   ValueRange params = adaptor.getParams();
-  if (params.size() != (c.p.qLen < 0 ? 16u : 15u) || adaptor.getRings().empty())
-    return op.emitOpError("takes the forward kernel's ")
-           << (c.p.qLen < 0 ? 16 : 15) << " parameters and at least one ring";
+  if (params.size() != (c.p.qLen < 0 ? 16u : 15u) || adaptor.getRings().empty()) {
+    op.emitOpError("takes the forward kernel's ")
+        << (c.p.qLen < 0 ? 16 : 15) << " parameters and at least one ring";
+    return nullptr;
+  }
   bindForwardParams(c, params);
   c.base = ringSharedBase(adaptor.getRings()[0]);
-  if (!c.base)
-    return op.emitOpError("needs rings allocated in the kernel's shared memory");
+  if (!c.base) {
+    op.emitOpError("needs rings allocated in the kernel's shared memory");
+    return nullptr;
+  }
   bindForwardWork(c, adaptor.getWork());
-  return success();
+  return step;
 }
 
 struct WorkLowering : OpConversionPattern<ForwardWorkOp> {
@@ -61,11 +84,8 @@ struct PrologueLowering : OpConversionPattern<ForwardPrologueOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ForwardPrologueOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    FailureOr<ForwardPlan> p = readPlan(op);
-    if (failed(p))
-      return failure();
-    Ctx c{*p, p->smem()};
-    if (failed(bindStep(op, adaptor, c)))
+    std::unique_ptr<BoundStep> step = bindCtx(op, adaptor);
+    if (!step)
       return failure();
     // q, k_scale, v_scale, seq_lens, alibi, out and the workspace do not alias.
     if (auto fn = op->getParentOfType<LLVM::LLVMFuncOp>())
@@ -75,7 +95,7 @@ struct PrologueLowering : OpConversionPattern<ForwardPrologueOp> {
             fn.setArgAttr(a.getArgNumber(), "llvm.noalias", UnitAttr::get(op.getContext()));
       });
     KernelBuilder k(rewriter, op.getLoc());
-    rewriter.replaceOp(op, buildForwardPrologue(k, c));
+    rewriter.replaceOp(op, buildForwardPrologue(k, step->c));
     return success();
   }
 };
@@ -86,17 +106,47 @@ struct RoleLowering : OpConversionPattern<OpT> {
   using Adaptor = typename OpConversionPattern<OpT>::OpAdaptor;
   LogicalResult matchAndRewrite(OpT op, Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    FailureOr<ForwardPlan> p = readPlan(op);
-    if (failed(p))
-      return failure();
-    Ctx c{*p, p->smem()};
-    if (failed(bindStep(op, adaptor, c)))
+    std::unique_ptr<BoundStep> step = bindCtx(op, adaptor);
+    if (!step)
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
     if constexpr (std::is_same_v<OpT, ForwardProducerOp>)
-      buildForwardProducerRole(k, c);
+      buildForwardProducerRole(k, step->c);
     else
-      buildForwardConsumerRole(k, c);
+      buildForwardConsumerRole(k, step->c);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// `attnk.forward.key_scales`: the scales of key `args[0]`.
+struct KeyScalesLowering : OpConversionPattern<ForwardKeyScalesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ForwardKeyScalesOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::unique_ptr<BoundStep> step = bindCtx(op, adaptor);
+    if (!step)
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    SmallVector<Value> scales = loadScales(k, step->c, adaptor.getArgs()[0]);
+    if (scales.size() != 2)
+      return op.emitOpError("not supported yet: zero points (the scales come with them)");
+    rewriter.replaceOp(op, scales);
+    return success();
+  }
+};
+
+/// `attnk.forward.stage_scales`: the K and V scales into buffer `args[2]`'s scale slots.
+struct StageScalesLowering : OpConversionPattern<ForwardStageScalesOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ForwardStageScalesOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    std::unique_ptr<BoundStep> step = bindCtx(op, adaptor);
+    if (!step)
+      return failure();
+    KernelBuilder k(rewriter, op.getLoc());
+    ValueRange args = adaptor.getArgs();
+    stageScales(k, step->c, args[0], args[1], args[2]);
     rewriter.eraseOp(op);
     return success();
   }
@@ -105,5 +155,6 @@ struct RoleLowering : OpConversionPattern<OpT> {
 
 void mlir::attnk::populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
   patterns.add<WorkLowering, PrologueLowering, RoleLowering<ForwardProducerOp>,
-               RoleLowering<ForwardConsumerOp>>(tc, patterns.getContext());
+               RoleLowering<ForwardConsumerOp>, KeyScalesLowering, StageScalesLowering>(
+      tc, patterns.getContext());
 }

@@ -53,6 +53,15 @@ bool buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp module, AttentionOp op);
 void buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp module, AttentionOp op,
                         const nvvm::ForwardPlan &plan);
 
+/// Whether the forward kernel of `plan` has its producer written in ring, TMA and conversion
+/// ops (BuildForwardProducer.cpp); the others keep the transitional `attnk.forward.producer`.
+bool producerHasRegion(const nvvm::ForwardPlan &plan);
+/// The producer role's program into the current block: `params`, `rings` and `work` are the
+/// forward kernel's (BuildForward.cpp), `planAttr` the forward ops' plan.
+void buildForwardProducer(OpBuilder &b, Location loc, AttentionOp op, const nvvm::ForwardPlan &p,
+                          ValueRange params, ValueRange rings, ValueRange work,
+                          DictionaryAttr planAttr);
+
 /// The kernel of `attn.quantize.mla_append` (`<name>_quantize`, BuildMLAQuantize.cpp): one warp
 /// per new token, 4 per CTA; lane l quantizes values 16l .. 16l+15 (8 lanes share a tile's scale
 /// through shuffles) and lanes 0–7 round the RoPE part.

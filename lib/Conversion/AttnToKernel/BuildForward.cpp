@@ -5,7 +5,8 @@
 // level: an `attnk.kernel` with the launch ABI's parameters (the K and V tensor maps, the
 // buffers, the extents), its shared-memory rings (`attnk.ring.alloc`: the TMA stages, and the
 // conversion buffers the producer writes), the CTA's work and prologue, and
-// `attnk.warp_specialize` with the producer and consumer roles and their register budgets. The
+// `attnk.warp_specialize` with the producer (BuildForwardProducer.cpp) and consumer roles and
+// their register budgets. The
 // plan (ForwardPlan.h, resolved by planForward) travels as the forward ops' `plan`.
 //
 //===----------------------------------------------------------------------===//
@@ -80,30 +81,39 @@ static SmallVector<Value> allocRings(OpBuilder &b, Location loc, AttentionOp op,
   ForwardPlan::Smem sm = p.smem();
   Type kvElem = op.getK().getType().getElementType();
   int64_t releases = 128 * (p.prefill ? p.consumerWGs : 1);
-  auto alloc = [&](int64_t off, int64_t rows, int64_t cols, Type elem, int64_t stages,
-                   attnk::Swizzle swz, int64_t producers, int64_t consumers) -> Value {
+  // A ring at `off`, stages `stride` bytes apart, its full and empty barriers at `bars`.
+  auto alloc = [&](int64_t off, int64_t stride, std::pair<int64_t, int64_t> bars, int64_t rows,
+                   int64_t cols, Type elem, int64_t stages, attnk::Swizzle swz, int64_t producers,
+                   int64_t consumers) -> Value {
     auto t = attnk::RingType::get(ctx, {rows, cols}, elem, stages, swz, producers, consumers);
-    return attnk::RingAllocOp::create(b, loc, t, b.getI64IntegerAttr(off));
+    return attnk::RingAllocOp::create(b, loc, t, b.getI64IntegerAttr(off),
+                                      b.getI64IntegerAttr(stride), b.getI64IntegerAttr(bars.first),
+                                      b.getI64IntegerAttr(bars.second));
   };
   SmallVector<Value> rings;
   bool stageRead = p.directKV() || p.kDirect();
-  rings.push_back(alloc(sm.stage, 2 * p.tileN, p.headDim, kvElem, p.stages,
-                        swizzleOf(p.kSwizzleBytes()), 1,
+  rings.push_back(alloc(sm.stage, sm.stageStride,
+                        {sm.fullStage(0), sm.emptyStage(0, p.stages)}, 2 * p.tileN, p.headDim,
+                        kvElem, p.stages, swizzleOf(p.kSwizzleBytes()), 1,
                         stageRead ? releases : p.producerThreads()));
   if (!p.convBufs())
     return rings;
+  // The converted K and V of a buffer share its barriers.
+  std::pair<int64_t, int64_t> convBars = {sm.fullConv(0, p.stages), sm.emptyConv(0, p.stages)};
   auto swz128 = attnk::Swizzle::swizzle_128b;
   if (!p.kDirect()) {
     bool copied = p.qk8();
-    rings.push_back(alloc(sm.conv, p.tileN, copied ? p.qkRowBytes() : p.headDim,
+    rings.push_back(alloc(sm.conv, sm.convStride, convBars, p.tileN,
+                          copied ? p.qkRowBytes() : p.headDim,
                           copied ? Type(b.getI8Type()) : Type(b.getBF16Type()), p.convBufs(),
                           swz128, p.producerThreads(), releases));
   }
   if (p.pv8())
-    rings.push_back(alloc(sm.conv + sm.convV, p.headDim, p.tileN, kvElem, p.convBufs(),
-                          swizzleOf(p.vSwizzleBytes()), p.producerThreads(), releases));
+    rings.push_back(alloc(sm.conv + sm.convV, sm.convStride, convBars, p.headDim, p.tileN, kvElem,
+                          p.convBufs(), swizzleOf(p.vSwizzleBytes()), p.producerThreads(),
+                          releases));
   else
-    rings.push_back(alloc(sm.conv + sm.convV, p.tileN, p.headDim,
+    rings.push_back(alloc(sm.conv + sm.convV, sm.convStride, convBars, p.tileN, p.headDim,
                           p.pvF16() ? Type(b.getF16Type()) : Type(b.getBF16Type()),
                           p.convBufs(), swz128, p.producerThreads(), releases));
   return rings;
@@ -151,8 +161,14 @@ void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp modul
       b.getArrayAttr({role(attn::RoleKind::producer, p.producerWGs, p.producerRegs),
                       role(attn::RoleKind::consumer, p.consumerWGs, p.consumerRegs)}),
       b.getI64IntegerAttr(p.ctasPerSm), /*roleRegions=*/2);
-  buildRole<attnk::ForwardProducerOp>(b, loc, ws.getRoleRegions()[0], params, rings, roleWork,
-                                      plan);
+  if (kernel::producerHasRegion(p)) {
+    OpBuilder::InsertionGuard g(b);
+    b.createBlock(&ws.getRoleRegions()[0]);
+    kernel::buildForwardProducer(b, loc, op, p, params, rings, roleWork, plan);
+  } else {
+    buildRole<attnk::ForwardProducerOp>(b, loc, ws.getRoleRegions()[0], params, rings, roleWork,
+                                        plan);
+  }
   buildRole<attnk::ForwardConsumerOp>(b, loc, ws.getRoleRegions()[1], params, rings, roleWork,
                                       plan);
 }

@@ -58,7 +58,8 @@ static void buildRope(OpBuilder &b, Location loc, const MLAQuantizePlan &p, Valu
   auto bf16 = attnk::GroupsType::get(ctx, p.rope, b.getBF16Type(), lanes, vec, true);
   Value r = attnk::LoadGroupsOp::create(b, loc, f32, x, Value(), Value(), lane, lanes, p.dv);
   Value rb = attnk::ConvertTileOp::create(b, loc, bf16, r, Value(), ValueRange{}, ValueRange{},
-                                          ArrayAttr(), attnk::ConvertPart::full, false)
+                                          Value(), ArrayAttr(), attn::WarpRoleAttr(),
+                                          attnk::ConvertPart::full, false)
                  .getResult();
   attnk::StoreGroupsOp::create(b, loc, rb, row, Value(), Value(), Value(), lane, Value(), Value(),
                                Value(), Value(), Value(), Value(), Value(), Value(), p.ropeOffset(),

@@ -188,8 +188,8 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
   for (Slot &s : slots) {
     Value lane = s.index.getLaneRank(), gin = s.index.getGroupInToken();
     Value x = attnk::ConvertTileOp::create(b, loc, f32Groups, s.raw, Value(), ValueRange{},
-                                           ValueRange{}, ArrayAttr(),
-                                           attnk::ConvertPart::full, false)
+                                           ValueRange{}, Value(), ArrayAttr(),
+                                           attn::WarpRoleAttr(), attnk::ConvertPart::full, false)
                   .getResult();
     if (p.hadamard)
       x = attnk::HadamardOp::create(b, loc, f32Groups, x, lane, p.headDim);

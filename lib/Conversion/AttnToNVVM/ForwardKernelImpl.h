@@ -144,6 +144,21 @@ void storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Va
 
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
+/// The K and V scales of key `token` (clamped into [0, len)) and, for asymmetric caches, its
+/// zero points as the dequantization's magic constants: {ks, vs[, kz, vz]}.
+SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token);
+/// Threads below tile_n store their key's scales (K times softmax_scale · log2(e)) into the
+/// scale buffer of conversion buffer `buf`.
+void stageScales(KernelBuilder &k, Ctx &c, Value ks, Value vs, Value buf);
+/// The producer's tile conversions (lib/Conversion/AttnKernelToNVVM/ConvertLowering.cpp): one
+/// stage tile (K or V, at byte `stageOff` of shared memory) dequantized — or with `copyBytes`
+/// copied — into the swizzled buffer at `convOff`; with `masked`, rows at or past `rowsValid`
+/// become zeros; `zeroOff`: the staged zero-point constants per row (-1: symmetric codes).
+void dequantTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
+                 bool masked, bool copyBytes = false, int64_t zeroOff = -1);
+/// fp8 and full_int8: one V stage tile transposed into the 8-bit Vᵀ of the 8-bit P·V.
+void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Value rowsValid,
+                   bool masked);
 /// Index (in f32 elements) of the scale of (batch `b`, `token`, `head`) of a [B, len, heads]
 /// operand for a granularity (per_block: `blockRows` tokens of a head share one, [B, ceil(len /
 /// r), heads]); ForwardProducer.cpp.

@@ -8,8 +8,8 @@
 
 // CHECK-LABEL: IR Dump After AttnBuildKernel
 // CHECK: attnk.kernel @mqa_i8_decode(
-// CHECK: attnk.ring.alloc at [[ST:[0-9]+]] : !attnk.ring<256x128xi8
-// CHECK-NEXT: attnk.ring.alloc at [[CK:[0-9]+]] : !attnk.ring<128x128xbf16
+// CHECK: attnk.ring.alloc at [[ST:[0-9]+]] stride {{[0-9]+}} barriers {{[0-9]+}}, {{[0-9]+}} : !attnk.ring<256x128xi8
+// CHECK-NEXT: attnk.ring.alloc at [[CK:[0-9]+]] stride {{[0-9]+}} barriers {{[0-9]+}}, {{[0-9]+}} : !attnk.ring<128x128xbf16
 // CHECK: attnk.warp_specialize attributes {ctas_per_sm = [[CTAS:[0-9]+]] : i64}
 // CHECK-NEXT: #attn.role<producer, warpgroups = 2, regs = [[PREGS:[0-9]+]]> {
 // CHECK: #attn.role<consumer, warpgroups = 2, regs = [[CREGS:[0-9]+]]> {

@@ -38,15 +38,37 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 // CHECK: gpu.module @attn_kernels
 // CHECK-NEXT: attnk.kernel @mqa_i8_decode(%[[KMAP:[^:]+]]: !attnk.tensor_map<1x128x1x128xi8, none>, %[[VMAP:[^:]+]]: !attnk.tensor_map<1x128x1x128xi8, none>, %[[Q:[^:]+]]: memref<?x3x16x128xbf16>, {{.*}}) threads = 512 {
 // CHECK-NEXT: %[[W:[^:]+]]:7 = attnk.forward.work {plan = {{.*}}persistent = false{{.*}}} : i32, i32, i32, i32, i32, i32, i32
-// CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 16384 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
-// CHECK-NEXT: %[[CK:.+]] = attnk.ring.alloc at 81920 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
-// CHECK-NEXT: %[[CV:.+]] = attnk.ring.alloc at 114688 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+// CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 16384 stride 32768 barriers [[SF:[0-9]+]], [[SE:[0-9]+]] : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+// CHECK-NEXT: %[[CK:.+]] = attnk.ring.alloc at 81920 stride 65536 barriers [[CF:[0-9]+]], [[CE:[0-9]+]] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+// CHECK-NEXT: %[[CV:.+]] = attnk.ring.alloc at 114688 stride 65536 barriers [[CF]], [[CE]] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
 // CHECK-NEXT: %[[T:[^:]+]]:3 = attnk.forward.prologue params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[W]]#6) {plan = {{.*}}} : i32, i32, i32
 // CHECK-NEXT: attnk.warp_specialize attributes {ctas_per_sm = 1 : i64}
 // CHECK-NEXT: #attn.role<producer, warpgroups = 2, regs = 56> {
-// CHECK-NEXT: attnk.forward.producer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[W]]#6, %[[T]]#0, %[[T]]#1, %[[T]]#2) {plan = {{.*}}tileN = 128{{.*}}}
-// CHECK-NEXT: }
-// CHECK-NEXT: #attn.role<consumer, warpgroups = 2, regs = 200> {
+// The producer: thread 0 fills the stages [stages, tiles) the prologue did not; per tile the
+// stage it waits for is converted into the buffer pair it acquired (K and V rings, one
+// acquire), the pair is committed and the stage released, then refilled by TMA into its halves.
+// CHECK: scf.if
+// CHECK: scf.for
+// CHECK: %[[F:.+]] = attnk.ring.acquire %[[ST]][%{{.+}}] expect_tx 32768
+// CHECK: %[[FK:.+]] = attnk.subtile %[[F]][0]
+// CHECK-NEXT: attnk.tma_load %[[KMAP]][%[[W]]#4, %[[ROW:.+]], %[[W]]#5, %{{.+}}] #attnk.addressing<contiguous> into %[[FK]]
+// CHECK-NEXT: %[[FV:.+]] = attnk.subtile %[[F]][1]
+// CHECK-NEXT: attnk.tma_load %[[VMAP]][%[[W]]#4, %[[ROW]], %[[W]]#5, %{{.+}}] #attnk.addressing<contiguous> into %[[FV]]
+// CHECK-NEXT: attnk.ring.commit %[[ST]][%[[F]]]
+// CHECK: scf.for %[[J:.+]] = %{{.+}} to %[[T]]#2 step
+// CHECK: %[[FULL:.+]] = attnk.ring.wait %[[ST]][%[[S:.+]]] phase
+// CHECK-NEXT: %[[BUF:[^:]+]]:2 = attnk.ring.acquire %[[CK]], %[[CV]][%{{.+}}] phase
+// CHECK: scf.if
+// CHECK-NEXT: %[[K:.+]] = attnk.subtile %[[FULL]][0]
+// CHECK-NEXT: attnk.convert_tile %[[K]] into %[[BUF]]#0 rows(%{{.+}}) {part = #attnk.part<codes>, quant = [#attn.quant<i8, per_token_head, symmetric>], role = #attn.role<producer, warpgroups = 2, regs = 56>}
+// CHECK-NEXT: %[[V:.+]] = attnk.subtile %[[FULL]][1]
+// CHECK-NEXT: attnk.convert_tile %[[V]] into %[[BUF]]#1 rows(
+// CHECK: } else {
+// CHECK: attnk.forward.stage_scales
+// CHECK-NEXT: attnk.ring.commit %[[CK]], %[[CV]][%[[BUF]]#0, %[[BUF]]#1]
+// CHECK-NEXT: attnk.ring.release %[[ST]][%[[FULL]]] {named_barrier = 1 : i64}
+// CHECK: attnk.ring.acquire %[[ST]][%[[S]]] expect_tx 32768
+// CHECK: #attn.role<consumer, warpgroups = 2, regs = 200> {
 // CHECK-NEXT: attnk.forward.consumer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = {{.*}}}
 // CHECK-NEXT: }
 // CHECK-NEXT: }
@@ -75,7 +97,7 @@ func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: mem
 // CHECK: gpu.module @attn_kernels
 // CHECK-NEXT: attnk.kernel @pf_prefill(%[[KMAP:[^:]+]]: !attnk.tensor_map<1x128x1x64xbf16, swizzle_128b>, {{.*}}) threads = 512 {
 // CHECK-NEXT: %[[TID:.+]] = attnk.forward.work {plan = {{.*}}persistent = true{{.*}}prefill = true{{.*}}} : i32
-// CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 98304 : !attnk.ring<256x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 384>
+// CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 98304 stride {{[0-9]+}} barriers {{[0-9]+}}, {{[0-9]+}} : !attnk.ring<256x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 384>
 // CHECK-NEXT: attnk.forward.prologue params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]]) {plan = {{.*}}}{{$}}
 // CHECK-NEXT: attnk.warp_specialize
 // CHECK-NEXT: #attn.role<producer, warpgroups = 1, regs = 32> {

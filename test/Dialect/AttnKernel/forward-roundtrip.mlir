@@ -63,3 +63,61 @@ gpu.module @persistent {
       }
   }
 }
+
+// -----
+
+// The producer's transitional scale steps.
+// CHECK-LABEL: func.func @producer_scales
+// CHECK: %[[S:.+]]:2 = attnk.forward.key_scales args(%{{.+}} : i32) params(%{{.+}}, %{{.+}} : {{.*}}) rings(%{{.+}} : {{.*}}) work(%{{.+}}) {plan = {persistent = true}} : f32, f32
+// CHECK: attnk.forward.stage_scales args(%[[S]]#0, %[[S]]#1, %{{.+}} : f32, f32, i32) params({{.*}}) rings({{.*}}) work(%{{.+}}) {plan = {persistent = true}}
+func.func @producer_scales(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attnk.tensor_map<1x128x1x128xi8, none>,
+                           %r: !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>, %tid: i32, %tok: i32) {
+  %s:2 = attnk.forward.key_scales args(%tok : i32) params(%kmap, %vmap : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
+      rings(%r : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%tid) {plan = {persistent = true}} : f32, f32
+  attnk.forward.stage_scales args(%s#0, %s#1, %tok : f32, f32, i32) params(%kmap, %vmap : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
+      rings(%r : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%tid) {plan = {persistent = true}}
+  return
+}
+
+// -----
+
+// A K/V stage and a converted K and V buffer pair (rings sharing their barriers), the
+// acquire's expect_tx covering the TMA loads into the stage's halves.
+// CHECK-LABEL: func.func @kv_rings
+// CHECK: %[[ST:.+]] = attnk.ring.alloc at 0 stride 65536 barriers 196608, 196656 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+// CHECK: %[[CK:.+]] = attnk.ring.alloc at 131072 stride 65536 barriers 196624, 196640
+// CHECK: %[[CV:.+]] = attnk.ring.alloc at 163840 stride 65536 barriers 196624, 196640
+// CHECK: %[[F:.+]] = attnk.ring.acquire %[[ST]][%{{.+}}] expect_tx 32768 : !attnk.ring<256x128xi8
+// CHECK: %[[K:.+]] = attnk.subtile %[[F]][0] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x128xi8, none>
+// CHECK: %[[V:.+]] = attnk.subtile %[[F]][1]
+// CHECK: attnk.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] #attnk.addressing<contiguous> into %[[K]]
+// CHECK: attnk.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] #attnk.addressing<contiguous> into %[[V]]
+// CHECK: attnk.ring.commit %[[ST]][%[[F]]]
+// CHECK: %[[FULL:.+]] = attnk.ring.wait %[[ST]][%{{.+}}] phase %{{.+}}
+// CHECK: %[[BUF:[^:]+]]:2 = attnk.ring.acquire %[[CK]], %[[CV]][%{{.+}}] phase %{{.+}} : !attnk.ring<128x128xbf16, {{.*}}>, !attnk.ring<128x128xbf16
+// CHECK: attnk.convert_tile %{{.+}} into %[[BUF]]#0 rows(%{{.+}}) {part = #attnk.part<codes>, quant = [#attn.quant<i8, per_token_head, symmetric>], role = #attn.role<producer, warpgroups = 2, regs = 56>}
+// CHECK: attnk.ring.commit %[[CK]], %[[CV]][%[[BUF]]#0, %[[BUF]]#1]
+// CHECK: attnk.ring.release %[[ST]][%[[FULL]]] {named_barrier = 1 : i64}
+func.func @kv_rings(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attnk.tensor_map<1x128x1x128xi8, none>,
+                    %i: i32, %ph: i1, %n: i32) {
+  %st = attnk.ring.alloc at 0 stride 65536 barriers 196608, 196656 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+  %ck = attnk.ring.alloc at 131072 stride 65536 barriers 196624, 196640 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+  %cv = attnk.ring.alloc at 163840 stride 65536 barriers 196624, 196640 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+  %f = attnk.ring.acquire %st[%i] expect_tx 32768 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+  %k = attnk.subtile %f[0] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x128xi8, none>
+  %v = attnk.subtile %f[1] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x128xi8, none>
+  attnk.tma_load %kmap[%i, %i, %i, %i] #attnk.addressing<contiguous> into %k : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.stage<128x128xi8, none>
+  attnk.tma_load %vmap[%i, %i, %i, %i] #attnk.addressing<contiguous> into %v : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.stage<128x128xi8, none>
+  attnk.ring.commit %st[%f] : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+  %full = attnk.ring.wait %st[%i] phase %ph : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+  %bk, %bv = attnk.ring.acquire %ck, %cv[%i] phase %ph : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>, !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+  %kk = attnk.subtile %full[0] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x128xi8, none>
+  %vv = attnk.subtile %full[1] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x128xi8, none>
+  attnk.convert_tile %kk into %bk rows(%n) {part = #attnk.part<codes>, quant = [#attn.quant<i8, per_token_head>], role = #attn.role<producer, warpgroups = 2, regs = 56>}
+      : !attnk.stage<128x128xi8, none> into !attnk.stage<128x128xbf16, swizzle_128b>
+  attnk.convert_tile %vv into %bv {part = #attnk.part<codes>, quant = [#attn.quant<i8, per_token_head>], role = #attn.role<producer, warpgroups = 2, regs = 56>}
+      : !attnk.stage<128x128xi8, none> into !attnk.stage<128x128xbf16, swizzle_128b>
+  attnk.ring.commit %ck, %cv[%bk, %bv] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>, !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
+  attnk.ring.release %st[%full] {named_barrier = 1 : i64} : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
+  return
+}

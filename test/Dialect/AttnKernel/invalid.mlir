@@ -206,9 +206,9 @@ func.func @f(%i: i32, %p: i1) {
 func.func @f(%i: i32, %p: i1) {
   %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   %k2 = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  // expected-error @+1 {{stage is handed to attnk.ring.commit of another ring}}
+  // expected-error @+1 {{stage is handed to attnk.ring.commit of other rings}}
   %st = attnk.ring.acquire %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  attnk.ring.commit %k2, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %k2[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
@@ -219,7 +219,7 @@ func.func @f(%i: i32, %p: i1, %c: i1) {
   // expected-error @+1 {{stage must be handed on by attnk.ring.commit in the same block}}
   %st = attnk.ring.acquire %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   scf.if %c {
-    attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+    attnk.ring.commit %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   }
   return
 }
@@ -230,8 +230,8 @@ func.func @f(%i: i32, %p: i1) {
   %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{stage is handed on more than once by attnk.ring.release}}
   %st = attnk.ring.wait %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
@@ -240,7 +240,7 @@ func.func @f(%i: i32, %p: i1) {
 func.func @f(%i: i32, %p: i1, %q: !attnk.stage<64x128xi8, swizzle_128b>, %acc: !attnk.acc<64x128xi32>) {
   %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   %st = attnk.ring.wait %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{uses a stage after its attnk.ring.release}}
   %s = attnk.wgmma %q, %st, %acc : !attnk.stage<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>, !attnk.acc<64x128xi32>
   return
@@ -251,87 +251,87 @@ func.func @f(%i: i32, %p: i1, %q: !attnk.stage<64x128xi8, swizzle_128b>, %acc: !
 func.func @f(%i: i32, %p: i1) {
   %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   %st = attnk.ring.wait %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  // expected-error @+1 {{expects a stage returned by attnk.ring.acquire}}
-  attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{expects the stages one attnk.ring.acquire returned, in order}}
+  attnk.ring.commit %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %st: !attnk.stage<128x128xi8, swizzle_128b>) {
-  // expected-error @+1 {{expects a stage returned by attnk.ring.wait}}
-  attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{expects the stages one attnk.ring.wait returned, in order}}
+  attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
-  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %r[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{needs one coordinate per box dimension (4), got 2}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%m: !attnk.tensor_map<128x128xui8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
-  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %r[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{tensor map element type 'ui8' differs from the stage's 'i8'}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<128x128xui8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%m: !attnk.tensor_map<128x64xi8, swizzle_64b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
-  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %r[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{tensor map swizzle swizzle_64b differs from the stage's swizzle_128b}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<128x64xi8, swizzle_64b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%m: !attnk.tensor_map<96x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
-  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %r[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{stage tile 128x128 is not a whole number of 96x128 boxes}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<96x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
-  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %r[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{a block_table operand goes with paged addressing, and only with it}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<paged, page = 64> into %st : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
-  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %r[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{an indices operand goes with gathered addressing, and only with it}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<gathered> into %st : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
 // -----
 
 func.func @f(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1, %bt: memref<?x?xi32>) {
-  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %r[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   // expected-error @+1 {{page size 32 is not a multiple of the box's 64 rows: a box would straddle two pages}}
   attnk.tma_load %m[%i, %i] #attnk.addressing<paged, page = 32> into %st block_table(%bt : memref<?x?xi32>) : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %r, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 
@@ -1222,4 +1222,164 @@ attnk.kernel @k(%n: i32) threads = 32 attributes {launch = #attnk.launch<quantiz
 
 // expected-error @+1 {{is programmatic, its launch ABI is not}}
 attnk.kernel @k(%n: i32) threads = 32 programmatic attributes {launch = #attnk.launch<combine, grid = ["rows", 1, 1], block = [32, 1, 1], cluster = [1, 1, 1], smem = 0, params = ["batch"]>} {
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{needs both barrier offsets (full, empty) or neither}}
+  %k = "attnk.ring.alloc"() {full_barriers = 0 : i64} : () -> !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f() {
+  // expected-error @+1 {{stride 8192 is shorter than a stage (16384 bytes)}}
+  %k = attnk.ring.alloc at 0 stride 8192 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%i: i32) {
+  // expected-error @+1 {{needs at least one ring}}
+  "attnk.ring.acquire"(%i) {operandSegmentSizes = array<i32: 0, 1, 0>} : (i32) -> ()
+  return
+}
+
+// -----
+
+func.func @f(%k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32) {
+  // expected-error @+1 {{stage type '!attnk.stage<64x128xi8, swizzle_128b>' is not the ring's}}
+  %st = "attnk.ring.acquire"(%k, %i) {operandSegmentSizes = array<i32: 1, 1, 0>} : (!attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, i32) -> !attnk.stage<64x128xi8, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%i: i32, %p: i1) {
+  %a = attnk.ring.alloc at 0 barriers 65536, 65552 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %b = attnk.ring.alloc at 32768 barriers 65568, 65584 : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{rings entered together must share their barriers (ring.alloc with the same `barriers`) and their stage count}}
+  %sa, %sb = attnk.ring.acquire %a, %b[%i] phase %p : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 1>, !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %a, %b[%sa, %sb] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 1>, !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32) {
+  // expected-error @+1 {{expect_tx needs a positive byte count}}
+  %st = attnk.ring.acquire %k[%i] expect_tx 0 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<1x64x1x128xi8, swizzle_128b>, %k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32) {
+  // expected-error @+1 {{expect_tx 16384 differs from the 8192 bytes the TMA loads into the stage copy before its commit}}
+  %st = attnk.ring.acquire %k[%i] expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  %top = attnk.subtile %st[0] : !attnk.stage<128x128xi8, swizzle_128b> -> !attnk.stage<64x128xi8, swizzle_128b>
+  attnk.tma_load %m[%i, %i, %i, %i] #attnk.addressing<contiguous> into %top : !attnk.tensor_map<1x64x1x128xi8, swizzle_128b>, !attnk.stage<64x128xi8, swizzle_128b>
+  attnk.ring.commit %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32) {
+  // expected-error @+1 {{needs the phase parity of the fill it waits for}}
+  %st = attnk.ring.wait %k[%i] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  // expected-error @+1 {{expect_tx announces a producer's TMA bytes: ring.acquire only}}
+  %st = attnk.ring.wait %k[%i] phase %p expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%k: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.wait %k[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{named barrier must be in [1, 15] (0 is the CTA's), got 0}}
+  attnk.ring.release %k[%st] {named_barrier = 0 : i64} : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%st: !attnk.stage<256x128xi8, none>) {
+  // expected-error @+1 {{keeps the stage's columns, element type and swizzle}}
+  %a = attnk.subtile %st[0] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x64xi8, none>
+  return
+}
+
+// -----
+
+func.func @f(%st: !attnk.stage<256x128xi8, none>) {
+  // expected-error @+1 {{rows 96 do not divide the stage's 256}}
+  %a = attnk.subtile %st[0] : !attnk.stage<256x128xi8, none> -> !attnk.stage<96x128xi8, none>
+  return
+}
+
+// -----
+
+func.func @f(%st: !attnk.stage<256x128xi8, none>) {
+  // expected-error @+1 {{index 2 is past the stage's 2 bands}}
+  %a = attnk.subtile %st[2] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x128xi8, none>
+  return
+}
+
+// -----
+
+func.func @f(%st: !attnk.stage<128x128xi8, swizzle_128b>) {
+  // expected-error @+1 {{a swizzled band takes whole 8-row swizzle atoms, got 4 rows}}
+  %a = attnk.subtile %st[0] : !attnk.stage<128x128xi8, swizzle_128b> -> !attnk.stage<4x128xi8, swizzle_128b>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, %r: !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>, %i: i32, %p: i1) {
+  %st = attnk.ring.acquire %r[%i] phase %p : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  // expected-error @+1 {{loads into a stage acquired without expect_tx (the TMA bytes its full barrier must expect)}}
+  attnk.tma_load %m[%i, %i, %i, %i] #attnk.addressing<contiguous> into %st : !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+  attnk.ring.commit %r[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  return
+}
+
+// -----
+
+func.func @f(%s: !attnk.stage<64x128xi8, swizzle_128b>, %n: i32) {
+  // expected-error @+1 {{`rows` and `role` go with a stage to stage conversion}}
+  %f = attnk.convert_tile %s rows(%n) : !attnk.stage<64x128xi8, swizzle_128b> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
+func.func @f(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attnk.tensor_map<1x128x1x128xi8, none>,
+             %r: !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>, %tid: i32, %x: f32) {
+  // expected-error @+1 {{takes args (i32)}}
+  %s:2 = attnk.forward.key_scales args(%x : f32) params(%kmap, %vmap : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
+      rings(%r : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%tid) {plan = {persistent = true}} : f32, f32
+  return
+}
+
+// -----
+
+func.func @f(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attnk.tensor_map<1x128x1x128xi8, none>,
+             %r: !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>, %tid: i32) {
+  // expected-error @+1 {{yields the K and V scales, got 1 results}}
+  %s = attnk.forward.key_scales args(%tid : i32) params(%kmap, %vmap : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
+      rings(%r : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%tid) {plan = {persistent = true}} : f32
+  return
 }

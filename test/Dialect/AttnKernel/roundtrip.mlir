@@ -11,19 +11,19 @@
 // CHECK: %[[KB:.+]] = attnk.ring.alloc : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
 // CHECK: attnk.warp_specialize attributes {ctas_per_sm = 1 : i64}
 // CHECK-NEXT: #attn.role<producer, warpgroups = 1, regs = 40> {
-// CHECK: %[[ST:.+]] = attnk.ring.acquire %[[K]][%{{.+}}] phase %{{.+}} : !attnk.ring<128x128xi8
+// CHECK: %[[ST:.+]] = attnk.ring.acquire %[[K]][%{{.+}}] phase %{{.+}} expect_tx 16384 : !attnk.ring<128x128xi8
 // CHECK: attnk.tma_load %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] #attnk.addressing<contiguous> into %[[ST]] : !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-// CHECK: attnk.ring.commit %[[K]], %[[ST]]
+// CHECK: attnk.ring.commit %[[K]][%[[ST]]]
 // CHECK: %[[FULL:.+]] = attnk.ring.wait %[[K]]
 // CHECK: %[[DST:.+]] = attnk.ring.acquire %[[KB]]
 // CHECK: attnk.convert_tile %[[FULL]] into %[[DST]] scales(%{{.+}} : vector<128xf32>) {quant = [#attn.quant<i8, per_token_head, symmetric>]} : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
-// CHECK: attnk.ring.release %[[K]], %[[FULL]]
-// CHECK: attnk.ring.commit %[[KB]], %[[DST]]
+// CHECK: attnk.ring.release %[[K]][%[[FULL]]]
+// CHECK: attnk.ring.commit %[[KB]][%[[DST]]]
 // CHECK: #attn.role<consumer, warpgroups = 2, regs = 232> {
 // CHECK: %[[KT:.+]] = attnk.ring.wait %[[KB]]
 // CHECK: %[[S:.+]] = attnk.wgmma %{{.+}}, %[[KT]], %{{.+}} : !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
 // CHECK: %[[S2:.+]] = attnk.wgmma_wait %[[S]] pending = 0 : !attnk.acc<64x128xf32>
-// CHECK: attnk.ring.release %[[KB]], %[[KT]]
+// CHECK: attnk.ring.release %[[KB]][%[[KT]]]
 // CHECK: %[[P:.+]], %[[M1:.+]], %[[L1:.+]], %[[C:.+]] = attnk.softmax_step %[[S2]], %{{.+}}, %{{.+}} scale_log2 = 1.250000e-01 key_limit(%{{.+}}) causal(%{{.+}}) alibi(%{{.+}} : vector<64xf32>) : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
 // CHECK: %[[O1:.+]] = attnk.rescale_output %{{.+}}, %[[C]] : !attnk.acc<64x128xf32>, vector<64xf32>
 // CHECK: %[[O2:.+]] = attnk.wgmma %[[P]], %{{.+}}, %[[O1]] {transpose_b} : !attnk.frag<64x128xbf16>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
@@ -39,23 +39,23 @@ func.func @decode_int8(%kmap: !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>,
   %kb = attnk.ring.alloc : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
   attnk.warp_specialize attributes {ctas_per_sm = 1}
     #attn.role<producer, warpgroups = 1, regs = 40> {
-      %st = attnk.ring.acquire %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+      %st = attnk.ring.acquire %k[%i] phase %ph expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
       attnk.tma_load %kmap[%i, %i, %i, %i] #attnk.addressing<contiguous> into %st
           : !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-      attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+      attnk.ring.commit %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
       %full = attnk.ring.wait %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
       %dst = attnk.ring.acquire %kb[%i] phase %ph : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
       attnk.convert_tile %full into %dst scales(%ks : vector<128xf32>)
           {quant = [#attn.quant<i8, per_token_head>]}
           : !attnk.stage<128x128xi8, swizzle_128b> into !attnk.stage<128x128xbf16, swizzle_128b>
-      attnk.ring.release %k, %full : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
-      attnk.ring.commit %kb, %dst : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+      attnk.ring.release %k[%full] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+      attnk.ring.commit %kb[%dst] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
     }
     #attn.role<consumer, warpgroups = 2, regs = 232> {
       %kt = attnk.ring.wait %kb[%i] phase %ph : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
       %s = attnk.wgmma %q, %kt, %acc : !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
       %s2 = attnk.wgmma_wait %s pending = 0 : !attnk.acc<64x128xf32>
-      attnk.ring.release %kb, %kt : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
+      attnk.ring.release %kb[%kt] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
       %p, %m1, %l1, %c = attnk.softmax_step %s2, %m, %l scale_log2 = 0.125 key_limit(%n) causal(%i)
           alibi(%slopes : vector<64xf32>) : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
       %o1 = attnk.rescale_output %acc, %c : !attnk.acc<64x128xf32>, vector<64xf32>
@@ -102,14 +102,14 @@ func.func @paged_and_gathered(%map: !attnk.tensor_map<1x64x1x128xi8, swizzle_128
                               %bt: memref<?x?xi32>, %idx: vector<64xi32>, %i: i32, %ph: i1) {
   %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
   %g = attnk.ring.alloc : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
-  %st = attnk.ring.acquire %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
+  %st = attnk.ring.acquire %k[%i] phase %ph expect_tx 16384 : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
   attnk.tma_load %map[%i, %i, %i, %i] #attnk.addressing<paged, page = 64> into %st block_table(%bt : memref<?x?xi32>)
       : !attnk.tensor_map<1x64x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
-  attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
-  %gs = attnk.ring.acquire %g[%i] phase %ph : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %k[%st] : !attnk.ring<128x128xi8, stages = 3, swizzle_128b, producers = 1, consumers = 1>
+  %gs = attnk.ring.acquire %g[%i] phase %ph expect_tx 8192 : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   attnk.tma_load %rows[%i, %i] #attnk.addressing<gathered> into %gs indices(%idx : vector<64xi32>)
       : !attnk.tensor_map<1x128xf8E4M3FN, swizzle_128b>, !attnk.stage<64x128xf8E4M3FN, swizzle_128b>
-  attnk.ring.commit %g, %gs : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
+  attnk.ring.commit %g[%gs] : !attnk.ring<64x128xf8E4M3FN, stages = 2, swizzle_128b, producers = 1, consumers = 1>
   return
 }
 

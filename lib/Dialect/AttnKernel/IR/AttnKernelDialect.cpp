@@ -46,6 +46,25 @@ LogicalResult AddressingAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   return success();
 }
 
+/// `: RING, RING...` of the ring ops; the stage types follow from the rings.
+static ParseResult parseRingStages(OpAsmParser &parser, SmallVectorImpl<Type> &rings,
+                                   SmallVectorImpl<Type> &stages) {
+  SMLoc loc = parser.getCurrentLocation();
+  if (parser.parseTypeList(rings))
+    return failure();
+  for (Type t : rings) {
+    auto ring = dyn_cast<RingType>(t);
+    if (!ring)
+      return parser.emitError(loc) << "expected !attnk.ring types, got " << t;
+    stages.push_back(ring.getStageType());
+  }
+  return success();
+}
+
+static void printRingStages(OpAsmPrinter &p, Operation *, TypeRange rings, TypeRange) {
+  llvm::interleaveComma(rings, p, [&](Type t) { p.printType(t); });
+}
+
 /// The form of `attnk.merge.combine` as a bare keyword (`narrow`, `wide`): the attribute's own
 /// printer leads with a space, which the op's format already puts before it.
 static ParseResult parseCombineForm(OpAsmParser &parser, CombineFormAttr &form) {

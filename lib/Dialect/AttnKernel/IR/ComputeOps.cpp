@@ -80,6 +80,8 @@ LogicalResult ConvertTileOp::verify() {
   }
   if (bool(getDest()) == bool(getResult()))
     return emitOpError("needs either an `into` stage or a result, not both or neither");
+  if ((getValidRows() || getRoleAttr()) && !getDest())
+    return emitOpError("`rows` and `role` go with a stage to stage conversion");
   if (getResult() && isa<GroupsType>(getResult().getType()))
     return emitOpError("produces a groups value only from loaded chunks");
   Type outType = getDest() ? getDest().getType() : getResult().getType();

@@ -1,13 +1,16 @@
 //===- ForwardOps.cpp - verifiers of the forward kernel's frame and roles -===//
 //
 // What this file is: the verifiers of `attnk.forward.work`, `attnk.forward.prologue`,
-// `attnk.forward.producer` and `attnk.forward.consumer` (ForwardOps.td): the work values each
+// `attnk.forward.producer`, `attnk.forward.consumer` and the producer's transitional steps
+// (`attnk.forward.key_scales`, `attnk.forward.stage_scales`) (ForwardOps.td): the work values each
 // takes or yields follow from the plan's `persistent` flag — without a persistent grid the
 // CTA's seven work ids and the prologue's three tile values, with one only the thread id.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
+
+#include "mlir/IR/Builders.h"
 
 using namespace mlir;
 using namespace mlir::attnk;
@@ -63,6 +66,34 @@ LogicalResult ForwardPrologueOp::verify() {
 
 LogicalResult ForwardProducerOp::verify() {
   return verifyStep(*this, getPlan(), getParams(), getWork(), kTileValues);
+}
+
+/// The producer's transitional steps: as the roles, and `args` of the op's kind.
+static LogicalResult verifyProducerStep(Operation *op, DictionaryAttr plan, ValueRange params,
+                                        ValueRange work, TypeRange args, ArrayRef<Type> want) {
+  if (failed(verifyStep(op, plan, params, work, kTileValues)))
+    return failure();
+  if (TypeRange(want) != args) {
+    std::string s;
+    llvm::raw_string_ostream os(s);
+    llvm::interleaveComma(want, os);
+    return op->emitOpError("takes args (") << s << ")";
+  }
+  return success();
+}
+
+LogicalResult ForwardKeyScalesOp::verify() {
+  Builder b(getContext());
+  if (getScales().size() != 2)
+    return emitOpError("yields the K and V scales, got ") << getScales().size() << " results";
+  return verifyProducerStep(*this, getPlan(), getParams(), getWork(), getArgs().getTypes(),
+                            {b.getI32Type()});
+}
+
+LogicalResult ForwardStageScalesOp::verify() {
+  Builder b(getContext());
+  return verifyProducerStep(*this, getPlan(), getParams(), getWork(), getArgs().getTypes(),
+                            {b.getF32Type(), b.getF32Type(), b.getI32Type()});
 }
 
 LogicalResult ForwardConsumerOp::verify() {

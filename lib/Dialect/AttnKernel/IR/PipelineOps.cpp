@@ -2,8 +2,9 @@
 //
 // What this file is: the custom syntax and verifier of `attnk.warp_specialize` (register budget
 // of the roles), the verifiers of the ring protocol (each acquire paired with one later commit
-// of the same ring in its block, each wait with one release, no use of a stage after it is
-// handed on) and of `attnk.tma_load` (box versus stage, addressing operands).
+// of the same rings in its block, each wait with one release, no use of a stage after it is
+// handed on, an acquire's expect_tx equal to the bytes its TMA loads copy), of
+// `attnk.subtile` and of `attnk.tma_load` (box versus stage, addressing operands).
 //
 //===----------------------------------------------------------------------===//
 
@@ -146,58 +147,160 @@ LogicalResult WarpSpecializeOp::verify() {
 // Ring protocol
 //===----------------------------------------------------------------------===//
 
-/// Checks that `stage` (returned by `enter` on `ring`) is handed on by exactly one `ExitOp` of the
-/// same ring, later in the block of `enter`, and that nothing after that exit uses the stage.
-template <typename ExitOp>
-static LogicalResult verifyPairing(Operation *enter, Value ring, Value stage, StringRef exitName) {
-  Block *block = enter->getBlock();
-  ExitOp exit;
-  for (Operation *user : stage.getUsers()) {
-    auto candidate = dyn_cast<ExitOp>(user);
-    if (!candidate)
-      continue;
-    if (candidate.getRing() != ring)
-      return enter->emitOpError("stage is handed to ") << exitName << " of another ring";
-    if (candidate->getBlock() != block)
-      return enter->emitOpError("stage must be handed on by ") << exitName << " in the same block";
-    if (exit)
-      return enter->emitOpError("stage is handed on more than once by ") << exitName;
-    exit = candidate;
-  }
-  if (!exit)
-    return enter->emitOpError("stage is never handed on: expected one ")
-           << exitName << " of it later in the same block";
-  for (Operation *user : stage.getUsers()) {
-    Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (user != exit.getOperation() && inBlock && exit->isBeforeInBlock(inBlock))
-      return user->emitOpError("uses a stage after its ") << exitName;
-  }
+LogicalResult RingAllocOp::verify() {
+  if (bool(getFullBarriers()) != bool(getEmptyBarriers()))
+    return emitOpError("needs both barrier offsets (full, empty) or neither");
+  if (getStride() && *getStride() < getRing().getType().getStageBytes())
+    return emitOpError("stride ") << *getStride() << " is shorter than a stage ("
+                                  << getRing().getType().getStageBytes() << " bytes)";
   return success();
 }
 
-/// Checks that the stage an exit op hands on was returned by `EnterOp` (that it is the same ring
-/// is the enter op's check).
+/// Rings entered by one op: each stage one of its ring's; several rings share their barriers.
+static LogicalResult verifyRingSet(Operation *op, ValueRange rings, ValueRange stages) {
+  if (rings.empty())
+    return op->emitOpError("needs at least one ring");
+  for (auto [r, st] : llvm::zip(rings, stages))
+    if (cast<RingType>(r.getType()).getStageType() != st.getType())
+      return op->emitOpError("stage type ") << st.getType() << " is not the ring's";
+  if (rings.size() == 1)
+    return success();
+  auto barriersOf = [](Value r) -> std::optional<std::pair<uint64_t, uint64_t>> {
+    auto alloc = r.getDefiningOp<RingAllocOp>();
+    if (!alloc || !alloc.getFullBarriers())
+      return std::nullopt;
+    return std::make_pair(*alloc.getFullBarriers(), *alloc.getEmptyBarriers());
+  };
+  auto first = barriersOf(rings[0]);
+  for (Value r : rings)
+    if (!first || barriersOf(r) != first ||
+        cast<RingType>(r.getType()).getStages() != cast<RingType>(rings[0].getType()).getStages())
+      return op->emitOpError("rings entered together must share their barriers (ring.alloc "
+                             "with the same `barriers`) and their stage count");
+  return success();
+}
+
+/// The stage a TMA load or subtile refers to, through subtiles.
+static Value rootStage(Value stage) {
+  while (auto sub = stage.getDefiningOp<SubtileOp>())
+    stage = sub.getSource();
+  return stage;
+}
+
+/// Checks that the stages of `enter` (returned on `rings`) are handed on by exactly one
+/// `ExitOp` of the same rings, later in the block of `enter`, and that nothing after that exit
+/// uses them. Returns the exit op.
+template <typename ExitOp>
+static FailureOr<ExitOp> verifyPairing(Operation *enter, ValueRange rings, ValueRange stages,
+                                       StringRef exitName) {
+  Block *block = enter->getBlock();
+  ExitOp exit;
+  for (Value stage : stages)
+    for (Operation *user : stage.getUsers()) {
+      auto candidate = dyn_cast<ExitOp>(user);
+      if (!candidate || candidate == exit)
+        continue;
+      if (candidate.getRings() != rings)
+        return enter->emitOpError("stage is handed to ") << exitName << " of other rings";
+      if (candidate->getBlock() != block)
+        return enter->emitOpError("stage must be handed on by ")
+               << exitName << " in the same block";
+      if (exit)
+        return enter->emitOpError("stage is handed on more than once by ") << exitName;
+      exit = candidate;
+    }
+  if (!exit)
+    return enter->emitOpError("stage is never handed on: expected one ")
+           << exitName << " of it later in the same block";
+  for (Value stage : stages)
+    for (Operation *user : stage.getUsers()) {
+      Operation *inBlock = block->findAncestorOpInBlock(*user);
+      if (user != exit.getOperation() && inBlock && exit->isBeforeInBlock(inBlock))
+        return user->emitOpError("uses a stage after its ") << exitName;
+    }
+  return exit;
+}
+
+/// Checks that an exit op hands on the stages of one `EnterOp`, all of them, in order (that
+/// the rings are the same is the enter op's check).
 template <typename EnterOp>
-static LogicalResult verifyExit(Operation *exit, Value stage, StringRef enterName) {
-  if (!stage.getDefiningOp<EnterOp>())
-    return exit->emitOpError("expects a stage returned by ") << enterName;
+static LogicalResult verifyExit(Operation *exit, ValueRange rings, ValueRange stages,
+                                StringRef enterName) {
+  if (failed(verifyRingSet(exit, rings, stages)))
+    return failure();
+  auto enter = stages.empty() ? EnterOp() : stages.front().getDefiningOp<EnterOp>();
+  if (!enter || enter.getBuffers() != stages)
+    return exit->emitOpError("expects the stages one ") << enterName << " returned, in order";
   return success();
 }
 
 LogicalResult RingAcquireOp::verify() {
-  return verifyPairing<RingCommitOp>(*this, getRing(), getBuffer(), "attnk.ring.commit");
+  if (failed(verifyRingSet(*this, getRings(), getBuffers())))
+    return failure();
+  FailureOr<RingCommitOp> commit =
+      verifyPairing<RingCommitOp>(*this, getRings(), getBuffers(), "attnk.ring.commit");
+  if (failed(commit))
+    return failure();
+  std::optional<uint64_t> tx = getExpectTx();
+  if (!tx)
+    return success();
+  if (*tx == 0)
+    return emitOpError("expect_tx needs a positive byte count");
+  // The bytes of the TMA loads into the stages before the commit must be the announced ones.
+  int64_t bytes = 0;
+  Block *block = (*this)->getBlock();
+  (*this)->getParentRegion()->walk([&](TmaLoadOp load) {
+    Value root = rootStage(load.getDest());
+    Operation *inBlock = block->findAncestorOpInBlock(*load);
+    if (llvm::is_contained(getBuffers(), root) && inBlock && inBlock->isBeforeInBlock(*commit))
+      bytes += load.getDest().getType().getBytes();
+  });
+  if (bytes != static_cast<int64_t>(*tx))
+    return emitOpError("expect_tx ") << *tx << " differs from the " << bytes
+                                     << " bytes the TMA loads into the stage copy before its "
+                                        "commit";
+  return success();
 }
 
 LogicalResult RingCommitOp::verify() {
-  return verifyExit<RingAcquireOp>(*this, getBuffer(), "attnk.ring.acquire");
+  return verifyExit<RingAcquireOp>(*this, getRings(), getBuffers(), "attnk.ring.acquire");
 }
 
 LogicalResult RingWaitOp::verify() {
-  return verifyPairing<RingReleaseOp>(*this, getRing(), getBuffer(), "attnk.ring.release");
+  if (!getPhase())
+    return emitOpError("needs the phase parity of the fill it waits for");
+  if (getExpectTx())
+    return emitOpError("expect_tx announces a producer's TMA bytes: ring.acquire only");
+  if (failed(verifyRingSet(*this, getRings(), getBuffers())))
+    return failure();
+  return verifyPairing<RingReleaseOp>(*this, getRings(), getBuffers(), "attnk.ring.release");
 }
 
 LogicalResult RingReleaseOp::verify() {
-  return verifyExit<RingWaitOp>(*this, getBuffer(), "attnk.ring.wait");
+  if (std::optional<uint64_t> b = getNamedBarrier(); b && (*b < 1 || *b > 15))
+    return emitOpError("named barrier must be in [1, 15] (0 is the CTA's), got ") << *b;
+  return verifyExit<RingWaitOp>(*this, getRings(), getBuffers(), "attnk.ring.wait");
+}
+
+//===----------------------------------------------------------------------===//
+// SubtileOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SubtileOp::verify() {
+  StageType in = getSource().getType(), out = getResult().getType();
+  if (in.getElementType() != out.getElementType() || in.getSwizzle() != out.getSwizzle() ||
+      in.getShape()[1] != out.getShape()[1])
+    return emitOpError("keeps the stage's columns, element type and swizzle");
+  int64_t rows = out.getShape()[0];
+  if (in.getShape()[0] % rows != 0)
+    return emitOpError("rows ") << rows << " do not divide the stage's " << in.getShape()[0];
+  if (getIndex() >= static_cast<uint64_t>(in.getShape()[0] / rows))
+    return emitOpError("index ") << getIndex() << " is past the stage's "
+                                 << in.getShape()[0] / rows << " bands";
+  if (in.getSwizzle() != Swizzle::none && rows % 8 != 0)
+    return emitOpError("a swizzled band takes whole 8-row swizzle atoms, got ") << rows
+                                                                                << " rows";
+  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -207,8 +310,12 @@ LogicalResult RingReleaseOp::verify() {
 LogicalResult TmaLoadOp::verify() {
   TensorMapType map = getMap().getType();
   StageType stage = getDest().getType();
-  if (!getDest().getDefiningOp<RingAcquireOp>())
+  auto acquire = rootStage(getDest()).getDefiningOp<RingAcquireOp>();
+  if (!acquire)
     return emitOpError("loads into a stage that attnk.ring.acquire did not return");
+  if (!acquire.getExpectTx())
+    return emitOpError("loads into a stage acquired without expect_tx (the TMA bytes its full "
+                       "barrier must expect)");
   if (getCoords().size() != map.getBox().size())
     return emitOpError("needs one coordinate per box dimension (")
            << map.getBox().size() << "), got " << getCoords().size();

@@ -35,6 +35,16 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
     contiguous f32 groups value rounds to contiguous bf16 groups (round to nearest even, NaN
     as 0x7FFF: MLA's RoPE part).
 
+    A stage → stage conversion is run by the warpgroups of `role` (the producer's, whose
+    register budget decides how many 16-byte chunks each thread keeps in flight); with
+    `rows(%n)`, rows at or past `%n` (keys past the sequence end) become zeros, so that a
+    NaN or Inf the cache holds there cannot reach P·V. Its lowering is the producer's tile
+    conversion: exact int8 / uint8 → bf16 through the 2^23 float magic, int8 → f16 through a
+    byte permute and one f16x2 subtraction, e4m3 → bf16 through f16x2, a copy of int8 codes
+    into a 128-byte-swizzled layout (`i8` into `i8`), and with `transpose` the 8-bit Vᵀ of the
+    8-bit P·V (keys permuted within each 16-key group to match P's A fragment). The scales of a
+    `part = codes` conversion are staged for the consumers' `part = scales`.
+
     Example (int8 K with one scale per token and head, converted by the producer):
     ```mlir
     attnk.convert_tile %codes into %kbf scales(%ks : vector<128xf32>)
@@ -51,7 +61,9 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
                        Optional<AttnKernel_StageType>:$dest,
                        Variadic<AnyType>:$scales,
                        Variadic<AnyType>:$zeroPoints,
+                       Optional<I32>:$validRows,
                        OptionalAttr<AttnKernel_QuantArray>:$quant,
+                       OptionalAttr<AttnKernel_SpecAttr<"WarpRoleAttr", "#attn.role">>:$role,
                        DefaultValuedAttr<AttnKernel_ConvertPartAttr,
                                          "::mlir::attnk::ConvertPart::full">:$part,
                        UnitAttr:$transpose);
@@ -61,6 +73,7 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
     $source (`into` $dest^)?
     (`scales` `(` $scales^ `:` qualified(type($scales)) `)`)?
     (`zero_points` `(` $zeroPoints^ `:` qualified(type($zeroPoints)) `)`)?
+    (`rows` `(` $validRows^ `)`)?
     attr-dict `:` qualified(type($source)) (`into` qualified(type($dest))^)? (`->` qualified(type($result))^)?
   }];
   let hasVerifier = 1;

@@ -86,39 +86,53 @@ def AttnKernel_RingAllocOp : AttnKernel_Op<"ring.alloc"> {
     Reserves the ring's stages and mbarriers in the CTA's shared memory; the barriers
     (`full[s]` expecting the type's producer arrivals, `empty[s]` its consumer arrivals) are
     initialized before the roles start. `at` is the byte offset of the first stage from the
-    kernel's dynamic shared memory, aligned to 1024 bytes (the 128-byte swizzle's atom); it is
-    decided by the shared-memory plan of the kernel. Lowered to the shared-memory address of
-    the first stage (`!llvm.ptr<3>`).
+    kernel's dynamic shared memory, aligned to 1024 bytes (the 128-byte swizzle's atom);
+    `stride` the bytes from one stage to the next (default: the stage's bytes rounded up to
+    1024; two rings may interleave their stages, e.g. a converted K and V buffer pair);
+    `barriers` the offsets of `full[0]` and `empty[0]` (8 bytes per stage each); both are
+    decided by the shared-memory plan of the kernel. Rings allocated with the same `barriers`
+    share them: they are filled and read together, stage for stage (a converted K and V), and
+    are entered and left by one ring op over all of them. Lowered to the shared-memory address
+    of the first stage (`!llvm.ptr<3>`).
 
     Example:
     ```mlir
-    %k = attnk.ring.alloc at 8192 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+    %k = attnk.ring.alloc at 8192 barriers 0, 16 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
     ```
 
     [PTX ISA: mbarrier.init](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-init)
   }];
-  let arguments = (ins OptionalAttr<I64Attr>:$offset);
+  let arguments = (ins OptionalAttr<I64Attr>:$offset, OptionalAttr<I64Attr>:$stride,
+                       OptionalAttr<I64Attr>:$full_barriers,
+                       OptionalAttr<I64Attr>:$empty_barriers);
   let results = (outs AttnKernel_RingType:$ring);
-  let assemblyFormat = "(`at` $offset^)? attr-dict `:` qualified(type($ring))";
-}
-
-class AttnKernel_RingEnterOp<string mnemonic>
-    : AttnKernel_Op<mnemonic, [
-        TypesMatchWith<"the stage is one of the ring's", "ring", "buffer",
-                       "::llvm::cast<RingType>($_self).getStageType()">]> {
-  let arguments = (ins AttnKernel_RingType:$ring, I32:$stage, I1:$phase);
-  let results = (outs AttnKernel_StageType:$buffer);
   let assemblyFormat = [{
-    $ring `[` $stage `]` `phase` $phase attr-dict `:` qualified(type($ring))
+    (`at` $offset^)? (`stride` $stride^)? (`barriers` $full_barriers^ `,` $empty_barriers)?
+    attr-dict `:`
+    qualified(type($ring))
   }];
   let hasVerifier = 1;
 }
 
-class AttnKernel_RingExitOp<string mnemonic> : AttnKernel_Op<mnemonic, [
-    TypesMatchWith<"the stage is one of the ring's", "ring", "buffer",
-                   "::llvm::cast<RingType>($_self).getStageType()">]> {
-  let arguments = (ins AttnKernel_RingType:$ring, AttnKernel_StageType:$buffer);
-  let assemblyFormat = "$ring `,` $buffer attr-dict `:` qualified(type($ring))";
+class AttnKernel_RingEnterOp<string mnemonic>
+    : AttnKernel_Op<mnemonic, [AttrSizedOperandSegments]> {
+  let arguments = (ins Variadic<AttnKernel_RingType>:$rings, I32:$stage, Optional<I1>:$phase,
+                       OptionalAttr<I64Attr>:$expect_tx);
+  let results = (outs Variadic<AttnKernel_StageType>:$buffers);
+  let assemblyFormat = [{
+    $rings `[` $stage `]` (`phase` $phase^)? (`expect_tx` $expect_tx^)? attr-dict `:`
+    custom<RingStages>(type($rings), type($buffers))
+  }];
+  let hasVerifier = 1;
+}
+
+class AttnKernel_RingExitOp<string mnemonic>
+    : AttnKernel_Op<mnemonic, [SameVariadicOperandSize]> {
+  let arguments = (ins Variadic<AttnKernel_RingType>:$rings,
+                       Variadic<AttnKernel_StageType>:$buffers);
+  let assemblyFormat = [{
+    $rings `[` $buffers `]` attr-dict `:` custom<RingStages>(type($rings), type($buffers))
+  }];
   let hasVerifier = 1;
 }
 
@@ -126,48 +140,63 @@ def AttnKernel_RingAcquireOp : AttnKernel_RingEnterOp<"ring.acquire"> {
   let summary = "producer: wait until a stage is empty and take it to fill";
   let description = [{
     Waits on `empty[stage]` with the given phase parity (the first pass over the ring passes at
-    once) and returns the stage to fill. The stage must be handed on by exactly one
-    `attnk.ring.commit` of the same ring later in the same block, and no op after that commit
-    may use it (checked by the verifier).
+    once) and returns the stage to fill, one per ring (rings that share their barriers are
+    acquired together, stage for stage). Without `phase` there is no wait: the stage is known
+    to be empty — its first use, or its readers were the producer's own threads, which handed
+    it back with a named barrier (`ring.release` with `named_barrier`). The stages must be handed on by exactly one `attnk.ring.commit` of the
+    same rings later in the same block, and no op after that commit may use them (checked by
+    the verifier).
+
+    `expect_tx = N`: the stage is filled by TMA. A TMA copy completes on the stage's `full`
+    barrier by its byte count, and the one producer arrival must announce those bytes
+    (`mbarrier.arrive.expect_tx`) no later than the copies are issued; the acquire makes that
+    arrival, right after its wait, so that the copies follow it (issuing them first would let
+    the barrier's transaction count go negative). `N` must equal the bytes of the
+    `attnk.tma_load`s into the stage (or into its `attnk.subtile`s) between the acquire and its
+    commit, which the verifier adds up; the commit then marks the end of the fill and lowers to
+    nothing. Without `expect_tx` the stage is written by threads and its commit arrives.
 
     Example:
     ```mlir
-    %st = attnk.ring.acquire %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
+    %st = attnk.ring.acquire %k[%i] phase %ph expect_tx 16384 : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
     attnk.tma_load %kmap[%c0, %row, %h, %c0] #attnk.addressing<contiguous> into %st : ...
-    attnk.ring.commit %k, %st : !attnk.ring<...>
+    attnk.ring.commit %k[%st] : !attnk.ring<...>
     ```
 
-    [PTX ISA: mbarrier.try_wait.parity](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-test-wait-try-wait)
+    [PTX ISA: mbarrier.try_wait.parity](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-test-wait-try-wait),
+    [mbarrier.arrive.expect_tx](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-arrive)
   }];
 }
 
 def AttnKernel_RingCommitOp : AttnKernel_RingExitOp<"ring.commit"> {
   let summary = "producer: hand a filled stage to the consumers";
   let description = [{
-    Arrives on `full[stage]` of the stage an `attnk.ring.acquire` returned. For a stage filled
-    by TMA the arrival carries `expect_tx` of the stage's bytes (so the barrier completes when
-    the copies land); for a stage written by threads it follows a `fence.proxy.async` (so WGMMA's
-    async proxy sees the writes).
+    Hands on the stages an `attnk.ring.acquire` returned (same rings, same order). For a stage
+    filled by threads it is a `fence.proxy.async` (so WGMMA's async proxy sees the writes) and
+    one arrival on `full[stage]`. For a stage acquired with `expect_tx` (filled by TMA) the
+    acquire made the arrival and the copies complete the barrier: the commit lowers to nothing
+    and only closes the fill, whose bytes the acquire's verifier checks.
 
-    Example: `attnk.ring.commit %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>`
+    Example: `attnk.ring.commit %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>`
 
-    [PTX ISA: mbarrier.arrive.expect_tx](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-arrive)
+    [PTX ISA: mbarrier.arrive](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-arrive)
   }];
 }
 
 def AttnKernel_RingWaitOp : AttnKernel_RingEnterOp<"ring.wait"> {
   let summary = "consumer: wait until a stage is full and take it to read";
   let description = [{
-    Waits on `full[stage]` with the given phase parity and returns the stage to read. The stage
-    must be handed back by exactly one `attnk.ring.release` of the same ring later in the same
-    block, and no op after that release may use it: a stage is released only after the last op
-    that reads it (checked by the verifier).
+    Waits on `full[stage]` with the given phase parity and returns the stage to read, one per
+    ring. The stages must be handed back by exactly one `attnk.ring.release` of the same rings
+    later in the same block, and no op after that release may use them: a stage is released
+    only after the last op that reads it (checked by the verifier). `phase` is required;
+    `expect_tx` is the acquire's.
 
     Example:
     ```mlir
     %st = attnk.ring.wait %k[%i] phase %ph : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
     %s = attnk.wgmma %q, %st, %acc : ...
-    attnk.ring.release %k, %st : !attnk.ring<...>
+    attnk.ring.release %k[%st] : !attnk.ring<...>
     ```
 
     [PTX ISA: mbarrier.try_wait.parity](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-test-wait-try-wait)
@@ -177,23 +206,53 @@ def AttnKernel_RingWaitOp : AttnKernel_RingEnterOp<"ring.wait"> {
 def AttnKernel_RingReleaseOp : AttnKernel_RingExitOp<"ring.release"> {
   let summary = "consumer: hand a read stage back to the producer";
   let description = [{
-    Arrives on `empty[stage]` (one arrival per consumer warpgroup) of the stage an
-    `attnk.ring.wait` returned.
+    Hands back the stages an `attnk.ring.wait` returned: an arrival on `empty[stage]` (one per
+    consumer warpgroup) — or, with `named_barrier = B`, when the readers are the producer's own
+    threads (the ring's consumers are the producer role's threads, which converted the stage),
+    `bar.sync B` over those threads: after it the producer refills the stage without waiting
+    (`ring.acquire` without `phase`).
 
-    Example: `attnk.ring.release %k, %st : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>`
+    Example: `attnk.ring.release %k[%st] : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>`
 
-    [PTX ISA: mbarrier.arrive](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-arrive)
+    [PTX ISA: mbarrier.arrive](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-mbarrier-arrive),
+    [bar.sync](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-bar)
   }];
+  let arguments = (ins Variadic<AttnKernel_RingType>:$rings,
+                       Variadic<AttnKernel_StageType>:$buffers,
+                       OptionalAttr<I64Attr>:$named_barrier);
+}
+
+def AttnKernel_SubtileOp : AttnKernel_Op<"subtile", [Pure]> {
+  let summary = "a band of rows of a stage";
+  let description = [{
+    Rows `[index · R, (index + 1) · R)` of a stage whose tile is made of stacked R-row tiles
+    stored one after the other (R: the result's rows; e.g. the K and V halves of a K/V stage,
+    or one TMA box of a tile): same columns, element type and swizzle, at byte offset
+    `index · R · row bytes`. R must be a multiple of 8 when the stage is swizzled (whole
+    swizzle atoms). Lowered to that offset.
+
+    Example: `%v = attnk.subtile %st[1] : !attnk.stage<256x128xi8, none> -> !attnk.stage<128x128xi8, none>`
+  }];
+  let arguments = (ins AttnKernel_StageType:$source, I64Attr:$index);
+  let results = (outs AttnKernel_StageType:$result);
+  let assemblyFormat = [{
+    $source `[` $index `]` attr-dict `:` qualified(type($source)) `->` qualified(type($result))
+  }];
+  let hasVerifier = 1;
 }
 
 def AttnKernel_TmaLoadOp : AttnKernel_Op<"tma_load", [AttrSizedOperandSegments]> {
   let summary = "TMA copy of a tile from global memory into a ring stage";
   let description = [{
-    Copies the tile of the destination stage from the tensor map's tensor, one box per
-    `box cols` of the stage's columns, completing on the stage's `full` barrier
+    Copies the tile of the destination stage from the tensor map's tensor, completing on the
+    stage's `full` barrier
     (`cp.async.bulk.tensor.*.shared::cluster.global.mbarrier::complete_tx::bytes`). The
-    coordinates are the box's start, innermost dimension last, one per box dimension. The
-    addressing attribute says how rows are found:
+    destination is a stage that an `attnk.ring.acquire` with `expect_tx` returned, or an
+    `attnk.subtile` of one (the K or V half of a K/V stage, one box's rows): its bytes count
+    toward the acquire's `expect_tx`. The tile is copied one box per `box cols` of its columns
+    (column block after column block, as the swizzled layout of `box cols` stores them) and per
+    `box rows` of its rows. The coordinates are the tile's start, innermost dimension last, one
+    per box dimension. The addressing attribute says how rows are found:
 
     * `#attnk.addressing<contiguous>`: as given;
     * `#attnk.addressing<paged, page = P>`: the row coordinate (the second innermost non-unit
