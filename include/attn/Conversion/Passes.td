@@ -96,16 +96,8 @@ def ConvertAttnToNVVM : Pass<"convert-attn-to-nvvm", "ModuleOp"> {
     `cvt.rn.satfinite.e4m3x2.f32` — with one lane writing the scale (and zero point). The same
     arithmetic and non-finite policy as the CPU lowering (docs/QuantSchemes.md).
 
-    `attn.mla_decode` (DeepSeek's 512 + 64 latent, FP8 656-byte tokens or a bf16 cache; sparse
-    top-k or dense) becomes `<f>_mla` (docs/GPUMLA.md): 384 threads per 64 query heads of one
-    query token; a producer warpgroup gathers blocks of 64 keys with 16-byte loads (pipelined a
-    unit ahead) and dequantizes e4m3 · tile scale into bf16 swizzled buffers; consumer 0 runs
-    S = Q·Kᵀ (m64n64, K = 576) and the softmax and writes P to shared memory, both consumers add
-    P·V into their half of O (m64n256). With `crossover` the two head groups of a query token run
-    as a 2-CTA cluster: each producer converts half of every block and writes it into both CTAs
-    (st.async into the peer through `mapa`, completing its transaction mbarrier), and buffers are
-    released in both CTAs. (`attn.quantize.mla_append`, like the other quantize ops, is built
-    at the kernel level by attn-build-kernel.)
+    `attn.quantize.*` and `attn.mla_decode` are built whole at the kernel level by
+    attn-build-kernel; this pass refuses them when it was not run.
 
     The launch metadata (docs/GPUDecode.md, docs/QuantSchemes.md, docs/GPUMLA.md) is attached to
     the main kernel as `attn.launch`; the host function is removed. Variants the generators do
@@ -151,8 +143,18 @@ def AttnBuildKernel : Pass<"attn-build-kernel", "ModuleOp"> {
       `convert-attn-to-nvvm`, which checks the op, says why a variant is refused (nothing is
       built for it here) and attaches the launch metadata.
 
-    The other GPU op (`attn.mla_decode`) is left for
-    `convert-attn-to-nvvm`. Run `attn-select-schedule` first; lower with
+    * `attn.mla_decode` (DeepSeek's 512 + 64 latent, FP8 656-byte tokens or a bf16 cache;
+      sparse top-k or dense): `<f>_mla` (docs/GPUMLA.md) — buffer parameters, the launch ABI
+      and metadata, the key/value and P rings, the CTA's work and prologue (`attnk.mla.work`,
+      `attnk.mla.prologue`), `attnk.warp_specialize` with the producer role
+      (`attnk.mla.producer`: gathers blocks of 64 keys with 16-byte loads and dequantizes
+      e4m3 · tile scale into bf16) and the consumer role (`attnk.mla.consumers`: consumer 0 runs
+      S = Q·Kᵀ and the softmax and hands P to consumer 1; both add P·V into their half of O),
+      and, with `crossover` (the two head groups of a query token as a 2-CTA cluster, each
+      producer writing half of every block into both CTAs), `attnk.mla.cluster_sync`; the host
+      function is removed.
+
+    Run `attn-select-schedule` first; lower with
     `convert-attnk-to-nvvm` after `convert-attn-to-nvvm`. Quantize variants without a kernel
     are refused on the op with "not supported yet by the sm_90a kernels".
   }];

@@ -5,7 +5,7 @@
 // families of this folder: the kernel container (KernelLowering.cpp), warp roles and rings
 // (PipelineLowering.cpp), the ring protocol (RingLowering.cpp), TMA loads (TmaLowering.cpp), the
 // producer's tile conversion (ConvertLowering.cpp), the forward kernel's frame and roles
-// (ForwardLowering.cpp), the split
+// (ForwardLowering.cpp), the MLA decode kernel's (MLALowering.cpp), the split
 // merge (MergeLowering.cpp) and quantization (QuantizeLowering.cpp). The type converter they share
 // is defined here.
 //
@@ -57,6 +57,7 @@ struct ConvertAttnKernelToNVVMPass
     populateTmaPatterns(tc, patterns);
     populateConvertPatterns(tc, patterns);
     populateForwardPatterns(tc, patterns);
+    populateMLAPatterns(tc, patterns);
     populateMergePatterns(tc, patterns);
     populateQuantizePatterns(tc, patterns);
     ConversionTarget target(*ctx);

@@ -1,7 +1,8 @@
 //===- KernelLowering.cpp - attnk.kernel to llvm.func ---------------------===//
 //
 // What this file is: the lowering of the kernel container `attnk.kernel` to an `llvm.func` in
-// the same place of its `gpu.module`: `nvvm.kernel`, `nvvm.maxntid = [threads, 1, 1]`, memref
+// the same place of its `gpu.module`: `nvvm.kernel`, `nvvm.maxntid = [threads, 1, 1]`,
+// `nvvm.cluster_dim` where the launch's cluster is not 1 × 1 × 1, memref
 // parameters as global pointers, tensor maps as by-value grid constants, `griddepcontrol.wait`
 // first when the kernel is launched as a programmatic dependent, the launch metadata as
 // `attn.launch` (the JSON the metadata writer makes of the kernel's `metadata` and launch ABI;
@@ -35,6 +36,12 @@ struct KernelLowering : OpConversionPattern<KernelOp> {
     fn->setAttr("nvvm.kernel", UnitAttr::get(ctx));
     fn->setAttr("nvvm.maxntid",
                 rewriter.getDenseI32ArrayAttr({static_cast<int32_t>(op.getThreads()), 1, 1}));
+    // A kernel launched in clusters of a fixed shape declares it (.reqnctapercluster).
+    if (LaunchAttr launch = op.getLaunchAttr();
+        launch && llvm::any_of(launch.getCluster(), [](int64_t d) { return d != 1; }))
+      fn->setAttr("nvvm.cluster_dim",
+                  rewriter.getDenseI32ArrayAttr(llvm::to_vector(llvm::map_range(
+                      launch.getCluster(), [](int64_t d) { return static_cast<int32_t>(d); }))));
     if (DictionaryAttr metadata = op.getMetadataAttr())
       fn->setAttr("attn.launch",
                   rewriter.getStringAttr(launchDocumentJSON(

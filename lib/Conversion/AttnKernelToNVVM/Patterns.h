@@ -32,6 +32,8 @@ void populateKernelPatterns(const TypeConverter &tc, RewritePatternSet &patterns
 void populatePipelinePatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// The forward kernel's `attnk.forward.*` ops (ForwardLowering.cpp).
 void populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// The MLA decode kernel's `attnk.mla.*` ops (MLALowering.cpp).
+void populateMLAPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// The aligned shared-memory base of a lowered ring (its address is that base plus the ring's
 /// offset); null if `ring` is not one.
 Value ringSharedBase(Value ring);

@@ -3,10 +3,10 @@
 // What this file is: the lowering of the pipeline ops that structure a kernel:
 // `attnk.warp_specialize` (two roles: the first role's warpgroups take the first threads; each
 // role sets its register budget with `setmaxnreg` — a producer decreases, a consumer increases
-// — then runs its region; the kernel gets `.minnctapersm` = ctas_per_sm) and
-// `attnk.ring.alloc` (the shared-memory address of the ring's first stage: the kernel's dynamic
-// shared memory aligned to 1024 bytes, computed by the kernel's first ring, plus the ring's
-// offset).
+// (a consumer whose budget is the one the threads enter with keeps it) — then runs its region; the
+// kernel gets `.minnctapersm` = ctas_per_sm) and `attnk.ring.alloc` (the shared-memory address of
+// the ring's first stage: the kernel's dynamic shared memory aligned to 1024 bytes, computed by the
+// kernel's first ring, plus the ring's offset).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,11 +38,17 @@ struct WarpSpecializeLowering : OpConversionPattern<WarpSpecializeOp> {
       fn->setAttr("nvvm.minctasm", rewriter.getI32IntegerAttr(op.getCtasPerSm()));
     });
     KernelBuilder k(rewriter, op.getLoc());
+    // What each thread enters with: the SM's registers shared by the CTAs' threads.
+    int64_t threads = 0;
+    for (attn::WarpRoleAttr role : roles)
+      threads += role.getWarpgroups() * kThreadsPerWarpgroup;
+    int64_t entry = kRegistersPerSM / (threads * op.getCtasPerSm()) / 8 * 8;
     auto enter = [&](attn::WarpRoleAttr role, Region &region) {
-      auto action = role.getKind() == attn::RoleKind::producer
-                        ? NVVM::SetMaxRegisterAction::decrease
-                        : NVVM::SetMaxRegisterAction::increase;
-      NVVM::SetMaxRegisterOp::create(rewriter, op.getLoc(), role.getRegs(), action);
+      bool producer = role.getKind() == attn::RoleKind::producer;
+      auto action =
+          producer ? NVVM::SetMaxRegisterAction::decrease : NVVM::SetMaxRegisterAction::increase;
+      if (producer || role.getRegs() != entry)
+        NVVM::SetMaxRegisterOp::create(rewriter, op.getLoc(), role.getRegs(), action);
       rewriter.inlineBlockBefore(&region.front(), rewriter.getInsertionBlock(),
                                  rewriter.getInsertionPoint());
       return SmallVector<Value>();

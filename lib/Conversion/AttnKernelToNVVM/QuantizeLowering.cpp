@@ -77,6 +77,29 @@ Value elemIndex(KernelBuilder &k, GroupsType t, Value lane, int64_t j) {
 }
 
 /// The number of groups: batch · new_tokens · groups per token.
+/// The lane × register walk of the group loads and stores: a lane's registers are `chunks`
+/// vectors. Strided groups: chunk c is elements (lane + c·lanes)·vec onwards past the group's
+/// first element `first` (i64), `elemBytes` each, from `ptr`. Contiguous groups: the lane's
+/// bytes start at lane·laneBytes past `ptr`, chunk c at c·chunkBytes past those. `visit` gets
+/// the chunk and its address (built where it asks for it).
+struct ChunkWalk {
+  int64_t chunks, lanes = 1, vec = 1, elemBytes = 1;
+  bool contiguous = false;
+  int64_t laneBytes = 0, chunkBytes = 0;
+};
+void walkChunks(KernelBuilder &k, const ChunkWalk &w, Value ptr, Value first, Value lane,
+                function_ref<void(int64_t, function_ref<Value()>)> visit) {
+  Value laneBase = w.contiguous ? k.gep(ptr, k.zext64(k.mul(lane, w.laneBytes))) : Value();
+  for (int64_t c = 0; c < w.chunks; ++c) {
+    if (w.contiguous) {
+      visit(c, [&] { return k.gep(laneBase, c * w.chunkBytes); });
+      continue;
+    }
+    Value e = k.add(first, k.zext64(k.mul(k.add(lane, c * w.lanes), w.vec)));
+    visit(c, [&] { return k.gep(ptr, k.mul(e, w.elemBytes)); });
+  }
+}
+
 Value numGroups(KernelBuilder &k, Value batch, Value newTokens, int64_t groupsPerToken) {
   return k.mul(k.mul(batch, newTokens), k.i32(groupsPerToken));
 }
@@ -116,10 +139,9 @@ struct LoadGroupsLowering : OpConversionPattern<LoadGroupsOp> {
     Type vecT = VectorType::get({V}, res.getElementType());
     Value base = k.add(k.mul(k.zext64(a.getToken()), HD), k.zext64(k.mul(a.getGroup(), C)));
     SmallVector<Value> raw;
-    for (int64_t c = 0; c < I; ++c) {
-      Value e = k.add(base, k.zext64(k.mul(k.add(a.getLane(), c * L), V)));
-      raw.push_back(k.loadInvariant(vecT, k.gep(a.getSrc(), k.mul(e, bytes)), V * bytes));
-    }
+    walkChunks(k, {I, L, V, bytes}, a.getSrc(), base, a.getLane(), [&](int64_t, auto addr) {
+      raw.push_back(k.loadInvariant(vecT, addr(), V * bytes));
+    });
     rewriter.replaceOpWithMultiple(op, {raw});
     return success();
   }
@@ -364,11 +386,11 @@ struct StoreGroupsLowering : OpConversionPattern<StoreGroupsOp> {
     k.ifThen(inRange, [&] {
       Value tokRow = k.add(k.mul(k.zext64(bIdx), k.zext64(capacity)), k.zext64(row));
       Value base = k.add(k.mul(tokRow, HD), k.zext64(k.mul(gin, C)));
-      for (int64_t c = 0; c < I; ++c) {
+      walkChunks(k, {I, L, V}, dst, base, sub, [&](int64_t c, auto addr) {
         SmallVector<Value> v(codes.begin() + c * V, codes.begin() + (c + 1) * V);
-        Value e = k.add(base, k.zext64(k.mul(k.add(sub, c * L), V)));
-        k.store(k.vector(v), k.gep(dst, e), V);
-      }
+        Value vec = k.vector(v);
+        k.store(vec, addr(), V);
+      });
       Value scale = one(a.getScale());
       if (!scale)
         return;
@@ -458,18 +480,21 @@ struct RowLoadLowering : OpConversionPattern<LoadGroupsOp> {
     auto t = cast<GroupsType>(op.getResult().getType());
     Type elem = src.getElementType();
     int64_t eb = src.getElementTypeBitWidth() / 8, n = t.getLaneElems(), per = 16 / eb;
-    Value base = k.gep(k.gep(a.getSrc(), int64_t(op.getOffset()) * eb),
-                       k.zext64(k.mul(a.getLane(), n * eb)));
+    ChunkWalk w{n * eb / 16};
+    w.contiguous = true;
+    w.laneBytes = n * eb;
+    w.chunkBytes = 16;
     SmallVector<Value> xs;
-    for (int64_t c = 0; c < n * eb / 16; ++c) {
-      Value v = k.loadInvariant(VectorType::get({per}, elem), k.gep(base, c * 16), 16);
-      for (int64_t e = 0; e < per; ++e) {
-        Value x = k.extract(v, e);
-        if (!elem.isF32())
-          x = LLVM::FPExtOp::create(rewriter, op.getLoc(), k.f32(), x);
-        xs.push_back(x);
-      }
-    }
+    walkChunks(k, w, k.gep(a.getSrc(), int64_t(op.getOffset()) * eb), {}, a.getLane(),
+               [&](int64_t, auto addr) {
+                 Value v = k.loadInvariant(VectorType::get({per}, elem), addr(), 16);
+                 for (int64_t e = 0; e < per; ++e) {
+                   Value x = k.extract(v, e);
+                   if (!elem.isF32())
+                     x = LLVM::FPExtOp::create(rewriter, op.getLoc(), k.f32(), x);
+                   xs.push_back(x);
+                 }
+               });
     rewriter.replaceOpWithMultiple(op, {xs});
     return success();
   }
@@ -564,9 +589,13 @@ struct RowStoreLowering : OpConversionPattern<StoreGroupsOp> {
     int64_t L = t.getLanes();
     int64_t laneBytes = t.getLaneElems() * t.getElementType().getIntOrFloatBitWidth() / 8;
     Value row = a.getDest().front(), lane = a.getLane().front();
-    k.store(k.vector(SmallVector<Value>(a.getCodes())),
-            k.gep(k.gep(row, int64_t(op.getOffset())), k.zext64(k.mul(lane, laneBytes))),
-            std::min<int64_t>(16, laneBytes));
+    ChunkWalk w{1};
+    w.contiguous = true;
+    w.laneBytes = w.chunkBytes = laneBytes;
+    Value words = k.vector(SmallVector<Value>(a.getCodes()));
+    walkChunks(k, w, k.gep(row, int64_t(op.getOffset())), {}, lane, [&](int64_t, auto addr) {
+      k.store(words, addr(), std::min<int64_t>(16, laneBytes));
+    });
     if (!a.getScale().empty()) {
       Value s = a.getScale().front();
       k.ifThen(k.cmp(P::eq, k.band(lane, L - 1), 0), [&] {

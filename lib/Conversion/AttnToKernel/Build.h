@@ -1,8 +1,8 @@
 //===- Build.h - attn-build-kernel's builders ------------------*- C++ -*-===//
 //
 // What this file is: the builders of attn-build-kernel, one per spec op family that goes through
-// the kernel level (BuildForward.cpp, BuildCombine.cpp, BuildMLAQuantize.cpp, BuildQuantize.cpp
-// through QuantizePlan.h). Private to this folder.
+// the kernel level (BuildForward.cpp, BuildCombine.cpp, BuildMLA.cpp, BuildMLAQuantize.cpp,
+// BuildQuantize.cpp through QuantizePlan.h). Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTOKERNEL_BUILD_H
@@ -18,6 +18,7 @@
 
 namespace mlir::attn::nvvm {
 struct ForwardPlan;
+struct MLAPlan;
 } // namespace mlir::attn::nvvm
 
 namespace mlir::attn::kernel {
@@ -61,6 +62,13 @@ bool producerHasRegion(const nvvm::ForwardPlan &plan);
 void buildForwardProducer(OpBuilder &b, Location loc, AttentionOp op, const nvvm::ForwardPlan &p,
                           ValueRange params, ValueRange rings, ValueRange work,
                           DictionaryAttr planAttr);
+/// Adds `<name>_mla`, the MLA decode kernel of `plan` (planMLA of `op`), at the end of `module`
+/// (BuildMLA.cpp).
+void buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, MLADecodeOp op,
+                    const nvvm::MLAPlan &p);
+/// Its launch ABI and metadata (problem, schedule: docs/GPUMLA.md).
+attnk::LaunchAttr mlaLaunch(Builder &b, const nvvm::MLAPlan &p);
+DictionaryAttr mlaMetadata(Builder &b, const nvvm::MLAPlan &p);
 
 /// The kernel of `attn.quantize.mla_append` (`<name>_quantize`, BuildMLAQuantize.cpp): one warp
 /// per new token, 4 per CTA; lane l quantizes values 16l .. 16l+15 (8 lanes share a tile's scale

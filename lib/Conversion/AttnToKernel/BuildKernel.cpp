@@ -6,12 +6,12 @@
 //   kernel level (this pass, then convert-attnk-to-nvvm):
 //     attn.quantize.append / .dynamic → <f>_quantize          (BuildQuantize.cpp)
 //     attn.quantize.mla_append        → <f>_quantize          (BuildMLAQuantize.cpp)
+//     attn.mla_decode                 → <f>_mla               (BuildMLA.cpp)
 //     attn.attention                  → <f>_decode, <f>_decode_2cta, <f>_prefill (BuildForward.cpp)
 //     attn.attention decode           → <f>_combine, <f>_combine_wide (BuildCombine.cpp)
-//   direct (convert-attn-to-nvvm builds NVVM from C++):
-//     attn.mla_decode
 //
-// A quantize op's host function is removed (its kernel is complete); an attention op stays for
+// A quantize or MLA op's host function is removed (its kernel is complete, with its launch
+// metadata); an attention op stays for
 // convert-attn-to-nvvm, which checks it, attaches the launch metadata to its forward kernel
 // and removes the host function.
 //
@@ -23,6 +23,7 @@
 #include "QuantizePlan.h"
 
 #include "../AttnToNVVM/ForwardPlan.h"
+#include "../AttnToNVVM/MLAPlan.h"
 
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
@@ -50,7 +51,8 @@ static gpu::GPUModuleOp getOrCreateKernelModule(OpBuilder &b, ModuleOp module) {
   return gpu::GPUModuleOp::create(b, module.getLoc(), "attn_kernels", b.getArrayAttr({target}));
 }
 
-/// A quantize op's kernel may be built: it is placed as a kernel spec and alone in its function.
+/// A quantize or MLA op's kernel may be built: it is placed as a kernel spec and alone in its
+/// function.
 static LogicalResult checkQuantizePlacement(Operation *op, ModuleOp module) {
   if (failed(checkKernelPlacement(op, module, /*gpu=*/true)))
     return failure();
@@ -91,7 +93,7 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
       std::optional<TargetKind> t = getOpTarget(op);
       if (!isa<AttnDialect>(op->getDialect()) || !t || !isGPUTarget(*t))
         return;
-      if (isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp>(op))
+      if (isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp, MLADecodeOp>(op))
         quantizeOps.push_back(op);
       else if (auto att = dyn_cast<AttentionOp>(op))
         attentionOps.push_back(att);
@@ -99,9 +101,17 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
     bool ok = true;
     SmallVector<std::pair<Operation *, QuantizePlan>> plans;
     SmallVector<std::pair<QuantizeMLAAppendOp, MLAQuantizePlan>> mlaPlans;
+    SmallVector<std::pair<MLADecodeOp, nvvm::MLAPlan>> decodePlans;
     for (Operation *op : quantizeOps) {
       if (failed(checkQuantizePlacement(op, module))) {
         ok = false;
+      } else if (auto decode = dyn_cast<MLADecodeOp>(op)) {
+        FailureOr<nvvm::MLAPlan> plan = failure();
+        if (succeeded(nvvm::checkLaunchLimits(op)))
+          plan = nvvm::planMLA(decode);
+        ok &= succeeded(plan);
+        if (succeeded(plan))
+          decodePlans.push_back({decode, *plan});
       } else if (auto mla = dyn_cast<QuantizeMLAAppendOp>(op)) {
         FailureOr<MLAQuantizePlan> plan = planMLAQuantize(mla);
         ok &= succeeded(plan);
@@ -116,7 +126,7 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
     }
     if (!ok)
       return signalPassFailure();
-    if (plans.empty() && mlaPlans.empty() && attentionOps.empty())
+    if (plans.empty() && mlaPlans.empty() && decodePlans.empty() && attentionOps.empty())
       return;
     OpBuilder b(&getContext());
     gpu::GPUModuleOp kernels = getOrCreateKernelModule(b, module);
@@ -128,6 +138,11 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
     for (auto &[op, plan] : mlaPlans) {
       auto fn = cast<func::FuncOp>(op->getParentOp());
       buildMLAQuantizeKernel(b, fn.getLoc(), kernels, op, plan);
+      fn.erase();
+    }
+    for (auto &[op, plan] : decodePlans) {
+      auto fn = cast<func::FuncOp>(op->getParentOp());
+      buildMLAKernel(b, fn.getLoc(), kernels, op, plan);
       fn.erase();
     }
     for (AttentionOp op : attentionOps)

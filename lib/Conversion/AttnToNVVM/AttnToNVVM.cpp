@@ -1,22 +1,20 @@
 //===- AttnToNVVM.cpp - the convert-attn-to-nvvm pass ---------------------===//
 //
-// What this file is: `convert-attn-to-nvvm` — turns each function holding one
-// `attn.attention` op (or one `attn.mla_decode`, MLAKernel.cpp) for sm_90a into
-// kernels in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks that the variant is one
-// the generators implement (and says which part is not, on the op, otherwise), resolves the spec
-// and its schedule into a ForwardPlan (planForward, which attn-build-kernel also calls to build
-// the forward kernel at the kernel level), and attaches the launch metadata to the forward
-// kernel that attn-build-kernel built (`launch` of its attnk.kernel). Ops
-// that cannot become kernels (placement, names, launch limits) are refused first. The
-// host function is removed: the launcher (attn-bench, qattn) drives the kernels through the
-// runtime.
+// What this file is: `convert-attn-to-nvvm` — finishes each function holding one
+// `attn.attention` op for sm_90a in the `gpu.module @attn_kernels` (NVVM target sm_90a): it checks
+// that the variant is one the generators implement (and says which part is not, on the op,
+// otherwise), resolves the spec and its schedule into a ForwardPlan (planForward, which
+// attn-build-kernel also calls to build the forward kernel at the kernel level), and attaches the
+// launch metadata to the forward kernel that attn-build-kernel built (`launch` of its
+// attnk.kernel). Ops that cannot become kernels (placement, names, launch limits) are refused
+// first. The host function is removed: the launcher (attn-bench, qattn) drives the kernels through
+// the runtime.
 //
 //===----------------------------------------------------------------------===//
 
 #include "attn/Conversion/Passes.h"
 
 #include "ForwardPlan.h"
-#include "MLAPlan.h"
 
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
@@ -101,7 +99,7 @@ static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
 /// checks those known at launch): rows of every buffer (all extents but the last) are indexed
 /// with 32-bit integers, and grid y and z (heads and batch of attention, query tokens and batch
 /// of MLA) take at most 65535 CTAs.
-static LogicalResult checkLaunchLimits(Operation *op) {
+LogicalResult mlir::attn::nvvm::checkLaunchLimits(Operation *op) {
   constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max(), kMaxGridYZ = 65535;
   for (OpOperand &use : op->getOpOperands()) {
     auto mt = dyn_cast<MemRefType>(use.get().getType());
@@ -507,12 +505,11 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       return;
     bool ok = true;
     SmallVector<std::pair<func::FuncOp, ForwardPlan>, 1> plans;
-    SmallVector<std::pair<func::FuncOp, MLAPlan>> mlaPlans;
     llvm::SmallPtrSet<Operation *, 8> parents;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
       bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp>(op);
-      auto mla = dyn_cast<MLADecodeOp>(op);
+      bool mla = isa<MLADecodeOp>(op);
       if (!att && !quantize && !mla) {
         op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()
                         << "' for sm_90a (attn.attention, attn.mla_decode and attn.quantize.* "
@@ -539,24 +536,19 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
         ok = false;
         continue;
       }
-      if (mla) {
-        FailureOr<MLAPlan> plan = planMLA(mla);
-        if (failed(plan))
-          ok = false;
-        else
-          mlaPlans.push_back({fn, *plan});
-        continue;
-      }
-      FailureOr<ForwardPlan> plan = quantize ? FailureOr<ForwardPlan>(failure()) : planForward(att);
+      FailureOr<ForwardPlan> plan =
+          quantize || mla ? FailureOr<ForwardPlan>(failure()) : planForward(att);
       // The kernel level's kernels (attn-build-kernel): quantize, the forward kernel and
       // decode's combine kernels.
       auto kernels = module.lookupSymbol<gpu::GPUModuleOp>("attn_kernels");
       auto built = [&](const std::string &name) {
         return kernels && isa_and_nonnull<attnk::KernelOp>(kernels.lookupSymbol(name));
       };
-      if (quantize || (succeeded(plan) && (!built(plan->kernelName()) ||
-                                           (!plan->prefill && !built(plan->name + "_combine"))))) {
+      if (quantize || mla ||
+          (succeeded(plan) &&
+           (!built(plan->kernelName()) || (!plan->prefill && !built(plan->name + "_combine"))))) {
         op->emitError() << (quantize ? "attn.quantize.* is"
+                            : mla    ? "attn.mla_decode is"
                                      : "the forward kernel and its split-KV combine kernels are")
                         << " built at the kernel level: run attn-build-kernel before "
                            "convert-attn-to-nvvm";
@@ -582,26 +574,10 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       gpuModule =
           gpu::GPUModuleOp::create(b, module.getLoc(), "attn_kernels", b.getArrayAttr({target}));
     }
-    // Each planned function becomes its kernels (or, metadata-only, a declaration of the main
-    // one) with the launch metadata on the main kernel; the host function goes.
-    auto emit = [&](func::FuncOp fn, StringRef mainKernel, std::function<void(Location)> build,
-                    const std::string &launchJSON) {
-      if (metadataOnly) {
-        OpBuilder::InsertionGuard g(b);
-        b.setInsertionPointToEnd(gpuModule.getBody());
-        LLVM::LLVMFuncOp::create(b, fn.getLoc(), mainKernel,
-                                 LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
-      } else {
-        build(fn.getLoc());
-      }
-      auto kernel = gpuModule.lookupSymbol<LLVM::LLVMFuncOp>(mainKernel);
-      kernel->setAttr("attn.launch", b.getStringAttr(launchJSON));
-      fn.erase();
-    };
     // The forward kernels are attnk.kernel ops (attn-build-kernel): the launch metadata (with
     // the combine kernels' launch ABIs) goes on the main one as `attn.launch`, which
     // convert-attnk-to-nvvm carries to the llvm.func; metadata-only, they give way to a
-    // declaration.
+    // declaration of the main one. The host function goes.
     for (auto &[fn, plan] : plans) {
       auto kernel = gpuModule.lookupSymbol<attnk::KernelOp>(plan.kernelName());
       std::string json = launchMetadataJSON(plan, combineLaunches(gpuModule, plan));
@@ -613,13 +589,14 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
       kernel.erase();
       if (plan.wide)
         gpuModule.lookupSymbol(plan.wide->kernelName())->erase();
-      emit(fn, plan.kernelName(), [](Location) {}, json);
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToEnd(gpuModule.getBody());
+      auto decl =
+          LLVM::LLVMFuncOp::create(b, fn.getLoc(), plan.kernelName(),
+                                   LLVM::LLVMFunctionType::get(LLVM::LLVMVoidType::get(ctx), {}));
+      decl->setAttr("attn.launch", b.getStringAttr(json));
+      fn.erase();
     }
-    for (auto &[fn, plan] : mlaPlans)
-      emit(
-          fn, plan.kernelName(),
-          [&, &plan = plan](Location loc) { buildMLAKernel(b, loc, gpuModule, plan); },
-          mlaLaunchJSON(plan));
   }
 };
 } // namespace

@@ -241,6 +241,9 @@ std::string launchMetadataJSON(const ForwardPlan &p, ArrayRef<llvm::json::Object
 inline constexpr const char *kSharedSymbol = "__attn_dynamic_smem";
 /// Declares the module's dynamic shared-memory symbol (1024-aligned) unless it exists.
 void ensureSharedSymbol(OpBuilder &b, Location loc, gpu::GPUModuleOp module);
+/// Launch limits of the sm_90a kernels for the extents known at compile time (32-bit row
+/// indices; grid y and z of at most 65535 CTAs), or a diagnostic on `op` (AttnToNVVM.cpp).
+LogicalResult checkLaunchLimits(Operation *op);
 
 } // namespace mlir::attn::nvvm
 

@@ -1,7 +1,8 @@
 //===- MLAKernel.cpp - the Hopper MLA decode kernel (FlashMLA-style) ------===//
 //
-// What this file is: the generator of `<name>_mla`, the sm_90a kernel of `attn.mla_decode`. One
-// CTA per (group of 64 query heads, query token, batch element); 384 threads in three warpgroups:
+// What this file is: the builders of `<name>_mla`, the sm_90a kernel of `attn.mla_decode`, that
+// the lowering of its kernel-level ops (attnk.mla.*, MLALowering.cpp) calls. One CTA per (group of
+// 64 query heads, query token, batch element); 384 threads in three warpgroups:
 //
 //   producer (warpgroup 0, setmaxnreg.dec): for each block of 64 keys (top-k entries, or cache
 //     positions when dense) gathers the tokens with 16-byte loads, dequantizes the e4m3 part with
@@ -34,21 +35,9 @@ using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using P = LLVM::ICmpPredicate;
 
-namespace {
-struct MCtx {
-  const MLAPlan &p;
-  MLAPlan::Smem sm;
-  Value q = {}, kv = {}, idx = {}, lens = {}, out = {}, sq = {}, kvLen = {}, topk = {};
-  Value tid = {}, grp = {}, qi = {}, bIdx = {}, rank = {}, base = {}, peerBase = {};
-  /// Keys of this CTA's query token: the length, the last visible key, the entries (top-k
-  /// entries or cache positions) and their blocks.
-  Value len = {}, limit = {}, entries = {}, numBlocks = {};
-
-  Value ptr(KernelBuilder &k, Value off) { return k.gep(base, off); }
-  Value ptr(KernelBuilder &k, int64_t off) { return k.gep(base, off); }
-  Value addr(KernelBuilder &k, int64_t off) { return k.sharedAddr(ptr(k, off)); }
-};
-} // namespace
+Value MLACtx::ptr(KernelBuilder &k, Value off) { return k.gep(base, off); }
+Value MLACtx::ptr(KernelBuilder &k, int64_t off) { return k.gep(base, off); }
+Value MLACtx::addr(KernelBuilder &k, int64_t off) { return k.sharedAddr(ptr(k, off)); }
 
 static constexpr int64_t kB = MLAPlan::kBlock;
 
@@ -72,7 +61,7 @@ static AccGeom accGeom(KernelBuilder &k, Value tid) {
 }
 
 /// Key (cache position) of entry `e`: its index (sparse; -1 past top-k) or `e` itself (dense).
-static Value loadKey(KernelBuilder &k, MCtx &c, Value e) {
+static Value loadKey(KernelBuilder &k, MLACtx &c, Value e) {
   if (!c.p.sparse)
     return e;
   // indices[b, qi, e], loaded only for entries inside top-k.
@@ -89,7 +78,7 @@ static Value loadKey(KernelBuilder &k, MCtx &c, Value e) {
 
 /// Whether entry `e` with key `key` is attended (i1): inside the entries, and for sparse a
 /// position in [0, len) (and at most the causal limit).
-static Value keyOk(KernelBuilder &k, MCtx &c, Value e, Value key) {
+static Value keyOk(KernelBuilder &k, MLACtx &c, Value e, Value key) {
   Value ok = k.cmp(P::slt, e, c.entries);
   if (!c.p.sparse)
     return ok;
@@ -145,11 +134,9 @@ namespace {
 /// crossover, its half of the tokens into both CTAs' buffers) and the block's key mask.
 class MLAProducer {
 public:
-  MLAProducer(KernelBuilder &k, MCtx &c) : k(k), c(c), p(c.p) {}
+  MLAProducer(KernelBuilder &k, MLACtx &c) : k(k), c(c), p(c.p) {}
 
   void build() {
-    NVVM::SetMaxRegisterOp::create(k.builder(), k.getLoc(), p.producerRegs,
-                                   NVVM::SetMaxRegisterAction::decrease);
     // A round is 32 tokens: lane l of warp w takes token w·8 + l mod 8 and its segment
     // s = l / 8 (a quarter of the row: 128 e4m3 bytes sharing one tile scale, or 256 bf16
     // bytes, plus a quarter of the RoPE part). This CTA converts one round per block (its half,
@@ -201,7 +188,7 @@ public:
 
 private:
   KernelBuilder &k;
-  MCtx &c;
+  MLACtx &c;
   const MLAPlan &p;
   // This thread's segment of a token row and its token slot in a round; rounds per block.
   Value seg, slot;
@@ -326,7 +313,7 @@ private:
 };
 } // namespace
 
-static void buildMLAProducer(KernelBuilder &k, MCtx &c) { MLAProducer(k, c).build(); }
+static void buildMLAProducer(KernelBuilder &k, MLACtx &c) { MLAProducer(k, c).build(); }
 
 //===----------------------------------------------------------------------===//
 // Consumers
@@ -338,7 +325,7 @@ namespace {
 /// set first thing: ptxas plans each warpgroup's WGMMA pipeline in the region it dominates.
 class MLAConsumer {
 public:
-  MLAConsumer(KernelBuilder &k, MCtx &c, int64_t which) : k(k), c(c), p(c.p), which(which) {}
+  MLAConsumer(KernelBuilder &k, MLACtx &c, int64_t which) : k(k), c(c), p(c.p), which(which) {}
 
   /// The consumer's loop over the key blocks: {l0, l1, O...} (consumer 1: l = 0).
   SmallVector<Value> build() {
@@ -364,7 +351,7 @@ public:
 
 private:
   KernelBuilder &k;
-  MCtx &c;
+  MLACtx &c;
   const MLAPlan &p;
   int64_t which;
   // The named barrier of this warpgroup (minus one), the thread's place in the fragment.
@@ -529,14 +516,14 @@ private:
 };
 } // namespace
 
-static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MCtx &c, int64_t which) {
+static SmallVector<Value> buildMLAConsumer(KernelBuilder &k, MLACtx &c, int64_t which) {
   return MLAConsumer(k, c, which).build();
 }
 
 /// After both consumers' loops: O / l as bf16 into each warpgroup's half of out[b, qi, head, :].
 /// Row sums (per thread until here) are reduced over the quad by consumer 0 and handed to
 /// consumer 1 through shared memory and an mbarrier.
-static void buildMLAEpilogue(KernelBuilder &k, MCtx &c, ArrayRef<Value> fin) {
+static void buildMLAEpilogue(KernelBuilder &k, MLACtx &c, ArrayRef<Value> fin) {
   const MLAPlan &p = c.p;
   Value isS = k.cmp(P::ult, c.tid, 256);
   AccGeom f = accGeom(k, c.tid);
@@ -584,49 +571,46 @@ static void buildMLAEpilogue(KernelBuilder &k, MCtx &c, ArrayRef<Value> fin) {
 }
 
 //===----------------------------------------------------------------------===//
-// The kernel
+// The kernel's steps (attnk.mla.*, MLALowering.cpp)
 //===----------------------------------------------------------------------===//
 
-void mlir::attn::nvvm::buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                                      const MLAPlan &p) {
-  ensureSharedSymbol(b, loc, module);
-  MLIRContext *ctx = b.getContext();
-  Type glob = LLVM::LLVMPointerType::get(ctx, kGlobal);
-  Type i32 = b.getI32Type();
-  // q, kv, indices, seq_lens, out, batch, sq, kv_len, topk (docs/GPUMLA.md).
-  SmallVector<Type> args = {glob, glob, glob, glob, glob, i32, i32, i32, i32};
-  LLVM::LLVMFuncOp fn = declareKernel(b, loc, module, p.kernelName(), args, p.threads(), 1);
-  for (unsigned a = 0; a < 5; ++a)
-    fn.setArgAttr(a, "llvm.noalias", UnitAttr::get(ctx));
-  if (p.crossover)
-    fn->setAttr("nvvm.cluster_dim", b.getDenseI32ArrayAttr({2, 1, 1}));
+SmallVector<Value> mlir::attn::nvvm::buildMLAWork(KernelBuilder &k) {
+  return {k.tidX(), k.ctaidX(), k.ctaidY(), k.ctaidZ()};
+}
 
-  OpBuilder::InsertionGuard g(b);
-  b.setInsertionPointToStart(fn.addEntryBlock(b));
-  KernelBuilder k(b, loc);
-  MCtx c{p, p.smem()};
-  c.q = fn.getArgument(0);
-  c.kv = fn.getArgument(1);
-  c.idx = fn.getArgument(2);
-  c.lens = fn.getArgument(3);
-  c.out = fn.getArgument(4);
-  c.sq = fn.getArgument(6);
-  c.kvLen = fn.getArgument(7);
-  c.topk = fn.getArgument(8);
-  c.tid = k.tidX();
-  c.grp = k.ctaidX();
-  c.qi = k.ctaidY();
-  c.bIdx = k.ctaidZ();
-  Value raw = k.dynamicShared(kSharedSymbol);
-  Value pad = k.band(k.sub(k.i32(1024), k.band(k.sharedAddr(raw), 1023)), 1023);
-  c.base = k.gep(raw, pad);
-  if (p.crossover) {
-    c.rank = k.clusterRank();
-    c.peerBase = k.mapaShared(k.sharedAddr(c.base), k.bxor(c.rank, k.i32(1)));
-  }
+void mlir::attn::nvvm::bindMLAParams(MLACtx &c, ValueRange params) {
+  c.q = params[0];
+  c.kv = params[1];
+  c.idx = params[2];
+  c.lens = params[3];
+  c.out = params[4];
+  c.sq = params[6];
+  c.kvLen = params[7];
+  c.topk = params[8];
+}
 
-  // This query token's keys: the batch element's length (seq_lens, clamped to the cache), the
-  // last key it sees (causal: the cache ends with the Sq new tokens) and the entries to visit.
+void mlir::attn::nvvm::bindMLAWork(MLACtx &c, ValueRange work) {
+  c.tid = work[0];
+  c.grp = work[1];
+  c.qi = work[2];
+  c.bIdx = work[3];
+  if (work.size() < kMLAWorkIds + kMLAKeyValues)
+    return;
+  c.len = work[4];
+  c.limit = work[5];
+  c.entries = work[6];
+  c.numBlocks = work[7];
+  if (work.size() < kMLAWorkIds + kMLAKeyValues + kMLACrossoverValues)
+    return;
+  c.rank = work[8];
+  c.peerBase = work[9];
+}
+
+/// This query token's keys: the batch element's length (seq_lens, clamped to the cache), the
+/// last key it sees (causal: the cache ends with the Sq new tokens) and the entries to visit.
+static void buildKeys(KernelBuilder &k, MLACtx &c) {
+  const MLAPlan &p = c.p;
+  Type i32 = k.i32();
   c.len = c.kvLen;
   if (p.seqLens)
     c.len = k.ifThenElse(
@@ -638,7 +622,15 @@ void mlir::attn::nvvm::buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModule
   c.limit = p.causal ? k.add(k.sub(c.len, c.sq), c.qi) : k.add(c.len, -1);
   c.entries = p.sparse ? c.topk : k.smax(k.smin(c.len, k.add(c.limit, 1)), k.i32(0));
   c.numBlocks = k.ceilDiv(c.entries, kB);
+}
 
+SmallVector<Value> mlir::attn::nvvm::buildMLAPrologue(KernelBuilder &k, MLACtx &c) {
+  const MLAPlan &p = c.p;
+  if (p.crossover) {
+    c.rank = k.clusterRank();
+    c.peerBase = k.mapaShared(k.sharedAddr(c.base), k.bxor(c.rank, k.i32(1)));
+  }
+  buildKeys(k, c);
   k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
     for (int64_t i = 0; i < 2; ++i) {
       k.mbarrierInit(c.ptr(k, c.sm.full(i)), 128);
@@ -667,23 +659,18 @@ void mlir::attn::nvvm::buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModule
     k.clusterSync();
   else
     k.barrier(0, 0);
-
-  k.ifThenElse(
-      k.cmp(P::ult, c.tid, 128), TypeRange{},
-      [&] {
-        buildMLAProducer(k, c);
-        return SmallVector<Value>();
-      },
-      [&] {
-        SmallVector<Type> types(2 + p.dv / 4, k.f32());
-        SmallVector<Value> fin = k.ifThenElse(
-            k.cmp(P::ult, c.tid, 256), types, [&] { return buildMLAConsumer(k, c, 0); },
-            [&] { return buildMLAConsumer(k, c, 1); });
-        buildMLAEpilogue(k, c, fin);
-        return SmallVector<Value>();
-      });
-  // The peer may still write into (or arrive on) this CTA's shared memory until it is done.
+  SmallVector<Value> out = {c.len, c.limit, c.entries, c.numBlocks};
   if (p.crossover)
-    k.clusterSync();
-  LLVM::ReturnOp::create(b, loc, ValueRange{});
+    out.append({c.rank, c.peerBase});
+  return out;
+}
+
+void mlir::attn::nvvm::buildMLAProducerRole(KernelBuilder &k, MLACtx &c) { buildMLAProducer(k, c); }
+
+void mlir::attn::nvvm::buildMLAConsumerRoles(KernelBuilder &k, MLACtx &c) {
+  SmallVector<Type> types(2 + c.p.dv / 4, k.f32());
+  SmallVector<Value> fin = k.ifThenElse(
+      k.cmp(P::ult, c.tid, 256), types, [&] { return buildMLAConsumer(k, c, 0); },
+      [&] { return buildMLAConsumer(k, c, 1); });
+  buildMLAEpilogue(k, c, fin);
 }

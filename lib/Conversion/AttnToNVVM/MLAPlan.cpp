@@ -1,8 +1,8 @@
 //===- MLAPlan.cpp - planning and describing the MLA decode kernel --------===//
 //
 // What this file is: `planMLA`, which resolves an `attn.mla_decode` for sm_90a into an MLAPlan (or
-// says on the op which part MLAKernel.cpp does not implement), and `mlaLaunchJSON`, the launch
-// metadata written beside the PTX (docs/GPUMLA.md).
+// says on the op which part MLAKernel.cpp does not implement), and the plan as the `plan`
+// dictionary of the kernel level's MLA ops and back.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,11 +16,15 @@
 #include "llvm/Support/JSON.h"
 
 #include <cmath>
+#include <variant>
 
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
 using attn_abi::Param;
+
+/// Registers of one thread of each of the 128-thread warpgroups when they share the SM's 65536.
+static constexpr int64_t kMaxThreadRegs = 65536 / 128;
 
 FailureOr<MLAPlan> mlir::attn::nvvm::planMLA(MLADecodeOp op) {
   bool ok = true;
@@ -107,6 +111,11 @@ FailureOr<MLAPlan> mlir::attn::nvvm::planMLA(MLADecodeOp op) {
                << p.consumerRegs << " and " << p.consumer1Regs
                << " (multiples of 8 in [24, 256]; the 384 threads enter with " << e
                << " each: at most " << 3 * e << " together)";
+      // The consumer role enters with that budget (each consumer then sets its own).
+      else if (p.producerRegs + 2 * e > kMaxThreadRegs)
+        fail() << "a producer budget of " << p.producerRegs << " registers (the consumer "
+               << "warpgroups enter with " << e << " each: at most " << kMaxThreadRegs - 2 * e
+               << ")";
     }
   }
   if (!ok)
@@ -119,38 +128,86 @@ FailureOr<MLAPlan> mlir::attn::nvvm::planMLA(MLADecodeOp op) {
   return p;
 }
 
-std::string mlir::attn::nvvm::mlaLaunchJSON(const MLAPlan &p) {
-  using llvm::json::Array;
-  using llvm::json::Object;
-  using G = attn_abi::GridSymbol;
-  llvm::json::Value grid = Array{p.headGroups(), attn_abi::kGridSymbols[size_t(G::Sq)].name,
-                                 attn_abi::kGridSymbols[size_t(G::Batch)].name};
-  Object root{
-      {"format", "attn-launch-v1"},
-      {"arch", 90},
-      {"problem",
-       Object{{"kind", "mla_decode"}, {"batch", p.batch}, {"sq", p.sq}, {"heads", p.heads},
-              {"kv_len", p.kvLen}, {"topk", p.topk}, {"sparse", p.sparse},
-              {"head_dim_v", p.dv}, {"rope_dim", p.rope},
-              {"kv_format", p.fp8 ? "fp8_tiles" : "bf16"}, {"quant_tile", p.quantTile},
-              {"token_bytes", p.tokenBytes()}, {"causal", p.causal}, {"seq_lens", p.seqLens},
-              {"softmax_scale", p.softmaxScale}}},
-      {"schedule", Object{{"crossover", p.crossover}, {"heads_per_cta", MLAPlan::kHeadsPerCTA},
-                          {"block_keys", MLAPlan::kBlock}, {"buffers", 2},
-                          {"producer_regs", p.producerRegs},
-                          {"consumer_regs", Array{p.consumerRegs, p.consumer1Regs}}}},
-      {"kernels",
-       Array{Object{{"name", p.kernelName()},
-                    {"role", "mla_decode"},
-                    {"block", Array{MLAPlan::threads(), 1, 1}},
-                    {"cluster", Array{p.clusterSize(), 1, 1}},
-                    {"smem_bytes", p.smemBytes()},
-                    {"grid", std::move(grid)},
-                    {"params", attnk::launchParamsJSON(
-                                   {Param::Q, Param::Kv, Param::Indices, Param::SeqLens, Param::Out,
-                                    Param::Batch, Param::Sq, Param::KvLen, Param::Topk})}}}}};
-  std::string s;
-  llvm::raw_string_ostream os(s);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
-  return s;
+namespace {
+/// One entry of the plan dictionary: its name and the field it holds.
+using Member =
+    std::variant<int64_t MLAPlan::*, bool MLAPlan::*, double MLAPlan::*, std::string MLAPlan::*>;
+struct Field {
+  const char *name;
+  Member member;
+};
+#define F(f)                                                                                       \
+  Field { #f, &MLAPlan::f }
+const Field kFields[] = {
+    F(name),    F(batch),     F(sq),           F(heads),        F(kvLen),        F(topk),
+    F(dv),      F(rope),      F(quantTile),    F(fp8),          F(sparse),       F(causal),
+    F(seqLens), F(crossover), F(softmaxScale), F(producerRegs), F(consumerRegs), F(consumer1Regs)};
+#undef F
+} // namespace
+
+DictionaryAttr mlir::attn::nvvm::mlaPlanToAttr(MLIRContext *ctx, const MLAPlan &p) {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> entries;
+  for (const Field &f : kFields) {
+    Attribute a;
+    if (auto *m = std::get_if<int64_t MLAPlan::*>(&f.member))
+      a = b.getI64IntegerAttr(p.**m);
+    else if (auto *m = std::get_if<bool MLAPlan::*>(&f.member))
+      a = b.getBoolAttr(p.**m);
+    else if (auto *m = std::get_if<double MLAPlan::*>(&f.member))
+      a = b.getF64FloatAttr(p.**m);
+    else
+      a = b.getStringAttr(p.*std::get<std::string MLAPlan::*>(f.member));
+    entries.push_back(b.getNamedAttr(f.name, a));
+  }
+  return b.getDictionaryAttr(entries);
+}
+
+/// Reads one entry into its field; false where it is missing or of another kind.
+static bool readField(DictionaryAttr d, const Field &f, MLAPlan &p) {
+  Attribute a = d.get(f.name);
+  if (auto *m = std::get_if<int64_t MLAPlan::*>(&f.member)) {
+    auto i = dyn_cast_or_null<IntegerAttr>(a);
+    if (i)
+      p.**m = i.getInt();
+    return bool(i);
+  }
+  if (auto *m = std::get_if<bool MLAPlan::*>(&f.member)) {
+    auto v = dyn_cast_or_null<BoolAttr>(a);
+    if (v)
+      p.**m = v.getValue();
+    return bool(v);
+  }
+  if (auto *m = std::get_if<double MLAPlan::*>(&f.member)) {
+    auto v = dyn_cast_or_null<FloatAttr>(a);
+    if (v)
+      p.**m = v.getValueAsDouble();
+    return bool(v);
+  }
+  auto v = dyn_cast_or_null<StringAttr>(a);
+  if (v)
+    p.*std::get<std::string MLAPlan::*>(f.member) = v.str();
+  return bool(v);
+}
+
+FailureOr<MLAPlan> mlir::attn::nvvm::mlaPlanFromAttr(DictionaryAttr d,
+                                                     function_ref<InFlightDiagnostic()> err) {
+  MLAPlan p;
+  for (const Field &f : kFields)
+    if (!readField(d, f, p)) {
+      err() << "MLA plan without a valid '" << f.name << "' entry";
+      return failure();
+    }
+  // What the builders index with or divide by: the values planMLA accepts.
+  auto budget = [](int64_t r) { return r >= 24 && r <= 256 && r % 8 == 0; };
+  bool ok = p.dv == 512 && p.rope == 64 && p.quantTile == 128 && p.heads >= MLAPlan::kHeadsPerCTA &&
+            p.heads % MLAPlan::kHeadsPerCTA == 0 && budget(p.producerRegs) &&
+            budget(p.consumerRegs) && budget(p.consumer1Regs) &&
+            p.producerRegs + p.consumerRegs + p.consumer1Regs <= 3 * MLAPlan::kEntryRegs;
+  if (!ok) {
+    err() << "MLA plan outside what the kernel builds (head_dim_v 512, rope_dim 64, tiles of 128, "
+             "heads a multiple of 64, register budgets)";
+    return failure();
+  }
+  return p;
 }

@@ -1,15 +1,17 @@
 //===- MLAPlan.h - one Hopper MLA decode kernel, fully decided --*- C++ -*-===//
 //
 // What this file is: the kernel-level description of the kernel an `attn.mla_decode` op lowers to
-// on sm_90a (`<name>_mla`, MLAKernel.cpp) — problem sizes, cache format, sparse or dense, the
-// 2-CTA crossover, register budgets and the shared-memory map — plus the entry points that plan,
-// build and describe it (launch metadata, docs/GPUMLA.md). (The kernel that writes the FP8
-// token format, `attn.quantize.mla_append`, is built at the kernel level: attn-build-kernel.)
-// Private to this folder.
+// on sm_90a (`<name>_mla`) — problem sizes, cache format, sparse or dense, the 2-CTA crossover,
+// register budgets and the shared-memory map — the entry point that plans it, the plan as the
+// `plan` dictionary of the kernel level's MLA ops (attn-build-kernel, BuildMLA.cpp) and back,
+// and the builders (MLAKernel.cpp) the lowering of those ops (MLALowering.cpp) calls: the CTA's
+// work, the prologue, the producer role and the consumer roles. Private to the conversions.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTONVVM_MLAPLAN_H
 #define ATTN_LIB_CONVERSION_ATTNTONVVM_MLAPLAN_H
+
+#include "KernelBuilder.h"
 
 #include "attn/Dialect/Attn/IR/Attn.h"
 
@@ -78,10 +80,49 @@ struct MLAPlan {
 
 /// Resolves an `attn.mla_decode` for sm_90a, or reports (on the op) why it has no kernel yet.
 FailureOr<MLAPlan> planMLA(MLADecodeOp op);
-/// Adds `<name>_mla` to `module` (an NVVM-targeted gpu.module).
-void buildMLAKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module, const MLAPlan &p);
-/// The launch metadata of the plan as JSON text (docs/GPUMLA.md).
-std::string mlaLaunchJSON(const MLAPlan &p);
+
+/// The plan as the MLA ops' `plan` dictionary, and back (a diagnostic through `err` where an
+/// entry is missing or the plan is not one the builders take).
+DictionaryAttr mlaPlanToAttr(MLIRContext *ctx, const MLAPlan &p);
+FailureOr<MLAPlan> mlaPlanFromAttr(DictionaryAttr d, function_ref<InFlightDiagnostic()> err);
+
+/// The builders' state: the plan, the kernel's parameters (q, kv, indices, seq_lens, out; sq,
+/// kv_len, topk), the CTA's work, the aligned shared base and the CTA's keys.
+struct MLACtx {
+  const MLAPlan &p;
+  MLAPlan::Smem sm;
+  Value q = {}, kv = {}, idx = {}, lens = {}, out = {}, sq = {}, kvLen = {}, topk = {};
+  Value tid = {}, grp = {}, qi = {}, bIdx = {}, rank = {}, base = {}, peerBase = {};
+  /// Keys of this CTA's query token: the length, the last visible key, the entries (top-k
+  /// entries or cache positions) and their blocks.
+  Value len = {}, limit = {}, entries = {}, numBlocks = {};
+
+  Value ptr(KernelBuilder &k, Value off);
+  Value ptr(KernelBuilder &k, int64_t off);
+  Value addr(KernelBuilder &k, int64_t off);
+};
+
+/// Parameters of the kernel (docs/GPUMLA.md): q, kv, indices, seq_lens, out, batch, sq, kv_len,
+/// topk.
+inline constexpr unsigned kMLAParams = 9;
+/// Work values: the CTA's (tid, head group, query token, batch element), then the prologue's
+/// keys (length, limit, entries, blocks) and, with crossover, the cluster rank and the peer's
+/// shared base.
+inline constexpr unsigned kMLAWorkIds = 4, kMLAKeyValues = 4, kMLACrossoverValues = 2;
+
+/// tid, ctaid.x, ctaid.y, ctaid.z.
+SmallVector<Value> buildMLAWork(KernelBuilder &k);
+void bindMLAParams(MLACtx &c, ValueRange params);
+void bindMLAWork(MLACtx &c, ValueRange work);
+/// The cluster rank and the peer's base (crossover), the CTA's keys, the mbarriers, the query
+/// tile into shared memory and the CTA (or cluster) barrier; returns the keys, then rank and
+/// peer base.
+SmallVector<Value> buildMLAPrologue(KernelBuilder &k, MLACtx &c);
+/// The producer warpgroup's program (its register budget is set by the warp specialization).
+void buildMLAProducerRole(KernelBuilder &k, MLACtx &c);
+/// The consumer warpgroups' program: consumer 0 and 1, each with its register budget, then the
+/// epilogue both run.
+void buildMLAConsumerRoles(KernelBuilder &k, MLACtx &c);
 
 } // namespace mlir::attn::nvvm
 

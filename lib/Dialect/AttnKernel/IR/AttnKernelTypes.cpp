@@ -257,6 +257,44 @@ ParseResult parseMatrix(AsmParser &p, int64_t &rows, int64_t &cols, Type &elem) 
   cols = shape[1];
   return success();
 }
+/// The rules of a warpgroup fragment type and the words of its diagnostics: 64 rows, an element
+/// type of the set, and columns a multiple of the element type's step (within [step, maxCols]).
+struct FragmentRules {
+  const char *rowsMsg;
+  bool (*elemOk)(Type);
+  const char *elemMsg;
+  int64_t (*step)(Type);
+  int64_t maxCols;
+};
+bool isAccElem(Type t) { return t.isF32() || t.isSignlessInteger(32); }
+bool isWideOperand(Type t) { return t.isBF16() || t.isF16(); }
+bool isOperandElem(Type t) {
+  return isWideOperand(t) || isa<Float8E4M3FNType, Float8E5M2Type>(t) || t.isInteger(8);
+}
+constexpr FragmentRules kAccRules{"a warpgroup accumulator has 64 rows (m64nN), got ", isAccElem,
+                                  "accumulator element type must be f32 or i32 (s32), got ",
+                                  [](Type) -> int64_t { return 8; }, 256};
+constexpr FragmentRules kFragRules{
+    "a register A operand has 64 rows, got ", isOperandElem,
+    "register A operand element type must be bf16, f16, f8E4M3FN, f8E5M2, i8 or ui8, got ",
+    [](Type t) -> int64_t { return isWideOperand(t) ? 16 : 32; }, 0};
+
+/// Checks an accumulator (`maxCols` 256) or a register A operand (no bound) against its rules.
+LogicalResult verifyFragment(function_ref<InFlightDiagnostic()> emitError, const FragmentRules &r,
+                             int64_t rows, int64_t cols, Type elem) {
+  if (rows != 64)
+    return emitError() << r.rowsMsg << rows;
+  if (!r.elemOk(elem))
+    return emitError() << r.elemMsg << elem;
+  int64_t step = r.step(elem);
+  if (r.maxCols && (cols < step || cols > r.maxCols || cols % step != 0))
+    return emitError() << "accumulator columns must be a multiple of " << step << " in [" << step
+                       << ", " << r.maxCols << "], got " << cols;
+  if (cols < step || cols % step != 0)
+    return emitError() << "register A operand K must be a positive multiple of " << step << " for "
+                       << elem << ", got " << cols;
+  return success();
+}
 } // namespace
 
 Type AccType::parse(AsmParser &p) {
@@ -273,13 +311,7 @@ void AccType::print(AsmPrinter &p) const {
 
 LogicalResult AccType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t m, int64_t n,
                               Type elem) {
-  if (m != 64)
-    return emitError() << "a warpgroup accumulator has 64 rows (m64nN), got " << m;
-  if (n < 8 || n > 256 || n % 8 != 0)
-    return emitError() << "accumulator columns must be a multiple of 8 in [8, 256], got " << n;
-  if (!elem.isF32() && !elem.isSignlessInteger(32))
-    return emitError() << "accumulator element type must be f32 or i32 (s32), got " << elem;
-  return success();
+  return verifyFragment(emitError, kAccRules, m, n, elem);
 }
 
 Type FragType::parse(AsmParser &p) {
@@ -296,19 +328,7 @@ void FragType::print(AsmPrinter &p) const {
 
 LogicalResult FragType::verify(function_ref<InFlightDiagnostic()> emitError, int64_t m, int64_t k,
                                Type elem) {
-  if (m != 64)
-    return emitError() << "a register A operand has 64 rows, got " << m;
-  bool wide = elem.isBF16() || elem.isF16();
-  bool narrow = isa<Float8E4M3FNType, Float8E5M2Type>(elem) || elem.isInteger(8);
-  if (!wide && !narrow)
-    return emitError() << "register A operand element type must be bf16, f16, f8E4M3FN, "
-                          "f8E5M2, i8 or ui8, got "
-                       << elem;
-  int64_t step = wide ? 16 : 32;
-  if (k < step || k % step != 0)
-    return emitError() << "register A operand K must be a positive multiple of " << step << " for "
-                       << elem << ", got " << k;
-  return success();
+  return verifyFragment(emitError, kFragRules, m, k, elem);
 }
 
 //===----------------------------------------------------------------------===//

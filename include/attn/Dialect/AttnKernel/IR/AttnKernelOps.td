@@ -3,8 +3,8 @@
 // What this file is: the root of the kernel-level op definitions. Each op family has its own
 // file: PipelineOps.td (the kernel, warp specialization, the ring protocol, TMA loads),
 // ComputeOps.td (tile conversion, WGMMA, online softmax, output rescale, split merge, tile store)
-// QuantizeOps.td (the quantize kernel's groups, scales and codes) and ForwardOps.td (the
-// forward-attention kernel's work, prologue and roles).
+// QuantizeOps.td (the quantize kernel's groups, scales and codes), ForwardOps.td (the
+// forward-attention kernel's work, prologue and roles) and MLAOps.td (the MLA decode kernel's).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNK_OPS_TD
@@ -35,5 +35,6 @@ include "attn/Dialect/AttnKernel/IR/PipelineOps.td"
 include "attn/Dialect/AttnKernel/IR/ComputeOps.td"
 include "attn/Dialect/AttnKernel/IR/QuantizeOps.td"
 include "attn/Dialect/AttnKernel/IR/ForwardOps.td"
+include "attn/Dialect/AttnKernel/IR/MLAOps.td"
 
 #endif // ATTNK_OPS_TD
