@@ -37,8 +37,7 @@ struct BoundStep {
 };
 
 /// The op's plan, or a diagnostic on the op.
-template <typename OpT>
-FailureOr<ForwardPlan> readPlan(OpT op) {
+template <typename OpT> FailureOr<ForwardPlan> readPlan(OpT op) {
   return forwardPlanFromAttr(op.getPlan(), [op]() mutable { return op.emitOpError(); });
 }
 
@@ -88,20 +87,14 @@ struct PrologueLowering : OpConversionPattern<ForwardPrologueOp> {
     if (!step)
       return failure();
     // q, k_scale, v_scale, seq_lens, alibi, out and the workspace do not alias.
-    if (auto fn = op->getParentOfType<LLVM::LLVMFuncOp>())
-      rewriter.modifyOpInPlace(fn, [&] {
-        for (Value v : adaptor.getParams().slice(2, 7))
-          if (auto a = dyn_cast<BlockArgument>(v); a && a.getOwner() == &fn.getBody().front())
-            fn.setArgAttr(a.getArgNumber(), "llvm.noalias", UnitAttr::get(op.getContext()));
-      });
+    markNoAlias(rewriter, op, adaptor.getParams().slice(2, 7));
     KernelBuilder k(rewriter, op.getLoc());
     rewriter.replaceOp(op, buildForwardPrologue(k, step->c));
     return success();
   }
 };
 
-template <typename OpT>
-struct RoleLowering : OpConversionPattern<OpT> {
+template <typename OpT> struct RoleLowering : OpConversionPattern<OpT> {
   using OpConversionPattern<OpT>::OpConversionPattern;
   using Adaptor = typename OpConversionPattern<OpT>::OpAdaptor;
   LogicalResult matchAndRewrite(OpT op, Adaptor adaptor,

@@ -58,8 +58,8 @@ struct KernelLowering : OpConversionPattern<KernelOp> {
         fn.setArgAttr(i, "llvm.align", rewriter.getI64IntegerAttr(64));
       }
     rewriter.inlineRegionBefore(op.getBody(), fn.getBody(), fn.getBody().end());
-    Block *entry = rewriter.applySignatureConversion(&fn.getBody().front(), sig,
-                                                     getTypeConverter());
+    Block *entry =
+        rewriter.applySignatureConversion(&fn.getBody().front(), sig, getTypeConverter());
     rewriter.setInsertionPointToStart(entry);
     if (op.getProgrammatic())
       NVVM::GriddepcontrolOp::create(rewriter, op.getLoc(), NVVM::GridDepActionKind::wait);
@@ -73,4 +73,16 @@ struct KernelLowering : OpConversionPattern<KernelOp> {
 
 void mlir::attnk::populateKernelPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
   patterns.add<KernelLowering>(tc, patterns.getContext());
+}
+
+void mlir::attnk::markNoAlias(ConversionPatternRewriter &rewriter, Operation *op,
+                              ValueRange params) {
+  auto fn = op->getParentOfType<LLVM::LLVMFuncOp>();
+  if (!fn)
+    return;
+  rewriter.modifyOpInPlace(fn, [&] {
+    for (Value v : params)
+      if (auto a = dyn_cast<BlockArgument>(v); a && a.getOwner() == &fn.getBody().front())
+        fn.setArgAttr(a.getArgNumber(), "llvm.noalias", UnitAttr::get(op->getContext()));
+  });
 }

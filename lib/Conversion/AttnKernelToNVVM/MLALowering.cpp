@@ -24,20 +24,35 @@ using namespace mlir::attn::nvvm;
 
 namespace {
 /// The op's plan, or a diagnostic on the op.
-template <typename OpT>
-FailureOr<MLAPlan> readPlan(OpT op) {
+template <typename OpT> FailureOr<MLAPlan> readPlan(OpT op) {
   return mlaPlanFromAttr(op.getPlan(), [op]() mutable { return op.emitOpError(); });
 }
 
-/// The builders' state of a step op: parameters, aligned shared base, work values.
+/// A step op's plan and the builders' state bound to it (MLACtx refers to the plan).
+struct BoundStep {
+  MLAPlan plan;
+  MLACtx c;
+  explicit BoundStep(const MLAPlan &p) : plan(p), c{plan, plan.smem()} {}
+  BoundStep(const BoundStep &) = delete;
+  BoundStep &operator=(const BoundStep &) = delete;
+};
+
+/// The builders' state of a step op: plan, parameters, aligned shared base, work values; null
+/// after a diagnostic on the op.
 template <typename OpT, typename Adaptor>
-LogicalResult bindStep(OpT op, Adaptor adaptor, MLACtx &c) {
-  bindMLAParams(c, adaptor.getParams());
-  c.base = ringSharedBase(adaptor.getRings()[0]);
-  if (!c.base)
-    return op.emitOpError("needs rings allocated in the kernel's shared memory");
-  bindMLAWork(c, adaptor.getWork());
-  return success();
+std::unique_ptr<BoundStep> bindCtx(OpT op, Adaptor adaptor) {
+  FailureOr<MLAPlan> p = readPlan(op);
+  if (failed(p))
+    return nullptr;
+  auto step = std::make_unique<BoundStep>(*p);
+  bindMLAParams(step->c, adaptor.getParams());
+  step->c.base = ringSharedBase(adaptor.getRings()[0]);
+  if (!step->c.base) {
+    op.emitOpError("needs rings allocated in the kernel's shared memory");
+    return nullptr;
+  }
+  bindMLAWork(step->c, adaptor.getWork());
+  return step;
 }
 
 struct WorkLowering : OpConversionPattern<MLAWorkOp> {
@@ -54,42 +69,30 @@ struct PrologueLowering : OpConversionPattern<MLAPrologueOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(MLAPrologueOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    FailureOr<MLAPlan> p = readPlan(op);
-    if (failed(p))
-      return failure();
-    MLACtx c{*p, p->smem()};
-    if (failed(bindStep(op, adaptor, c)))
+    std::unique_ptr<BoundStep> step = bindCtx(op, adaptor);
+    if (!step)
       return failure();
     // q, kv, indices, seq_lens and out do not alias.
-    if (auto fn = op->getParentOfType<LLVM::LLVMFuncOp>())
-      rewriter.modifyOpInPlace(fn, [&] {
-        for (Value v : adaptor.getParams().take_front(5))
-          if (auto a = dyn_cast<BlockArgument>(v); a && a.getOwner() == &fn.getBody().front())
-            fn.setArgAttr(a.getArgNumber(), "llvm.noalias", UnitAttr::get(op.getContext()));
-      });
+    markNoAlias(rewriter, op, adaptor.getParams().take_front(5));
     KernelBuilder k(rewriter, op.getLoc());
-    rewriter.replaceOp(op, buildMLAPrologue(k, c));
+    rewriter.replaceOp(op, buildMLAPrologue(k, step->c));
     return success();
   }
 };
 
-template <typename OpT>
-struct RoleLowering : OpConversionPattern<OpT> {
+template <typename OpT> struct RoleLowering : OpConversionPattern<OpT> {
   using OpConversionPattern<OpT>::OpConversionPattern;
   using Adaptor = typename OpConversionPattern<OpT>::OpAdaptor;
   LogicalResult matchAndRewrite(OpT op, Adaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    FailureOr<MLAPlan> p = readPlan(op);
-    if (failed(p))
-      return failure();
-    MLACtx c{*p, p->smem()};
-    if (failed(bindStep(op, adaptor, c)))
+    std::unique_ptr<BoundStep> step = bindCtx(op, adaptor);
+    if (!step)
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
     if constexpr (std::is_same_v<OpT, MLAProducerOp>)
-      buildMLAProducerRole(k, c);
+      buildMLAProducerRole(k, step->c);
     else
-      buildMLAConsumerRoles(k, c);
+      buildMLAConsumerRoles(k, step->c);
     rewriter.eraseOp(op);
     return success();
   }

@@ -34,6 +34,9 @@ void populatePipelinePatterns(const TypeConverter &tc, RewritePatternSet &patter
 void populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// The MLA decode kernel's `attnk.mla.*` ops (MLALowering.cpp).
 void populateMLAPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// Marks the kernel parameters among `params` (block arguments of `op`'s enclosing LLVM function)
+/// `llvm.noalias` (KernelLowering.cpp).
+void markNoAlias(ConversionPatternRewriter &rewriter, Operation *op, ValueRange params);
 /// The aligned shared-memory base of a lowered ring (its address is that base plus the ring's
 /// offset); null if `ring` is not one.
 Value ringSharedBase(Value ring);

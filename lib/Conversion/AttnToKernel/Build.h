@@ -37,12 +37,15 @@ struct MetadataBuilder {
   }
 };
 
-/// The launch ABI of a kernel of `threads` threads in a 1 × 1 × 1 cluster: `grid` (numbers and
-/// symbols), dynamic shared memory, parameters (launch ABI table entries), PDL and further
-/// kernel entries.
+/// The launch ABI of a kernel of `threads` threads in a `cluster` × 1 × 1 cluster: `grid`
+/// (numbers and symbols), dynamic shared memory, parameters (launch ABI table entries), PDL and
+/// further kernel entries.
 attnk::LaunchAttr makeLaunch(Builder &b, StringRef role, ArrayRef<Attribute> grid, int64_t threads,
                              int64_t smem, ArrayRef<attn_abi::Param> params,
-                             bool programmatic = false, ArrayRef<NamedAttribute> extra = {});
+                             bool programmatic = false, ArrayRef<NamedAttribute> extra = {},
+                             int64_t cluster = 1);
+/// A grid extent naming symbol `s` of the launch ABI table.
+Attribute gridSymbol(Builder &b, attn_abi::GridSymbol s);
 
 /// Adds `<name>_combine` and `<name>_combine_wide` (attnk.merge.combine) for a split-KV decode
 /// op at the end of `module`; returns false, building nothing, where the op has no such kernels

@@ -20,8 +20,7 @@ using namespace mlir::attn;
 using attn_abi::Param;
 using G = attn_abi::GridSymbol;
 
-/// A grid extent naming symbol `s` of the launch ABI table.
-static Attribute gridSymbol(Builder &b, G s) {
+Attribute mlir::attn::kernel::gridSymbol(Builder &b, G s) {
   return b.getStringAttr(attn_abi::kGridSymbols[size_t(s)].name);
 }
 
@@ -47,10 +46,9 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
   auto ws = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
   for (attnk::CombineForm form : {attnk::CombineForm::narrow, attnk::CombineForm::wide}) {
     b.setInsertionPointToEnd(module.getBody());
-    std::string name = (fn.getSymName() + (form == attnk::CombineForm::narrow
-                                               ? "_combine"
-                                               : "_combine_wide"))
-                           .str();
+    std::string name =
+        (fn.getSymName() + (form == attnk::CombineForm::narrow ? "_combine" : "_combine_wide"))
+            .str();
     // Parameters: workspace, out, batch, num_splits; grid: 4 rows per CTA (narrow) or one.
     bool narrow = form == attnk::CombineForm::narrow;
     int64_t threads = attnk::MergeCombineOp::getThreads(form);
@@ -77,12 +75,12 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
 attnk::LaunchAttr mlir::attn::kernel::makeLaunch(Builder &b, StringRef role,
                                                  ArrayRef<Attribute> grid, int64_t threads,
                                                  int64_t smem, ArrayRef<Param> params,
-                                                 bool programmatic,
-                                                 ArrayRef<NamedAttribute> extra) {
+                                                 bool programmatic, ArrayRef<NamedAttribute> extra,
+                                                 int64_t cluster) {
   SmallVector<Attribute> names;
   for (Param p : params)
     names.push_back(b.getStringAttr(attn_abi::name(p)));
   return attnk::LaunchAttr::get(b.getContext(), role, b.getArrayAttr(grid), {threads, 1, 1},
-                                {1, 1, 1}, smem, b.getArrayAttr(names), programmatic,
+                                {cluster, 1, 1}, smem, b.getArrayAttr(names), programmatic,
                                 b.getDictionaryAttr(extra));
 }

@@ -23,16 +23,13 @@ using namespace mlir::attn::nvvm;
 attnk::LaunchAttr mlir::attn::kernel::mlaLaunch(Builder &b, const MLAPlan &p) {
   using attn_abi::Param;
   using G = attn_abi::GridSymbol;
-  SmallVector<Attribute> params;
-  for (Param n : {Param::Q, Param::Kv, Param::Indices, Param::SeqLens, Param::Out, Param::Batch,
-                  Param::Sq, Param::KvLen, Param::Topk})
-    params.push_back(b.getStringAttr(attn_abi::name(n)));
-  auto symbol = [&](G s) { return b.getStringAttr(attn_abi::kGridSymbols[size_t(s)].name); };
-  return attnk::LaunchAttr::get(
-      b.getContext(), "mla_decode",
-      b.getArrayAttr({b.getI64IntegerAttr(p.headGroups()), symbol(G::Sq), symbol(G::Batch)}),
-      {MLAPlan::threads(), 1, 1}, {p.clusterSize(), 1, 1}, p.smemBytes(), b.getArrayAttr(params),
-      /*programmatic=*/false, b.getDictionaryAttr({}));
+  return kernel::makeLaunch(b, "mla_decode",
+                            {b.getI64IntegerAttr(p.headGroups()), kernel::gridSymbol(b, G::Sq),
+                             kernel::gridSymbol(b, G::Batch)},
+                            MLAPlan::threads(), p.smemBytes(),
+                            {Param::Q, Param::Kv, Param::Indices, Param::SeqLens, Param::Out,
+                             Param::Batch, Param::Sq, Param::KvLen, Param::Topk},
+                            /*programmatic=*/false, /*extra=*/{}, p.clusterSize());
 }
 
 DictionaryAttr mlir::attn::kernel::mlaMetadata(Builder &b, const MLAPlan &p) {

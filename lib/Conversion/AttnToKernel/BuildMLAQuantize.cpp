@@ -109,13 +109,12 @@ void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu:
 }
 
 attnk::LaunchAttr mlir::attn::kernel::mlaQuantizeLaunch(Builder &b, const MLAQuantizePlan &p) {
-  return makeLaunch(
-      b, "quantize",
-      {b.getStringAttr(attn_abi::kGridSymbols[size_t(attn_abi::GridSymbol::TokenCtas)].name),
-       b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)},
-      128, 0,
-      {Param::Src, Param::Positions, Param::Cache, Param::Batch, Param::NewTokens,
-       Param::Capacity});
+  return makeLaunch(b, "quantize",
+                    {gridSymbol(b, attn_abi::GridSymbol::TokenCtas), b.getI64IntegerAttr(1),
+                     b.getI64IntegerAttr(1)},
+                    128, 0,
+                    {Param::Src, Param::Positions, Param::Cache, Param::Batch, Param::NewTokens,
+                     Param::Capacity});
 }
 
 DictionaryAttr mlir::attn::kernel::mlaQuantizeMetadata(Builder &b, const MLAQuantizePlan &p) {

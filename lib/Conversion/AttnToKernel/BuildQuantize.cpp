@@ -104,8 +104,8 @@ FailureOr<QuantizePlan> mlir::attn::kernel::planQuantize(Operation *op) {
     fail() << "a scale group of " << p.groupElems << " elements (at most "
            << 32 * kMaxElemsPerThread << ")";
   if (p.vec * p.srcBytes() < 4)
-    fail() << "a scale group of " << p.groupElems << " elements (a multiple of "
-           << 4 / p.srcBytes() << ")";
+    fail() << "a scale group of " << p.groupElems << " elements (a multiple of " << 4 / p.srcBytes()
+           << ")";
   if (!ok)
     return failure();
   return p;
@@ -160,9 +160,8 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
   for (Type t : params)
     body->addArgument(t, loc);
   Value src = body->getArgument(0), pos = body->getArgument(1), dst = body->getArgument(2),
-        scales = body->getArgument(3), zeros = body->getArgument(4),
-        batch = body->getArgument(5), newTokens = body->getArgument(6),
-        capacity = body->getArgument(7);
+        scales = body->getArgument(3), zeros = body->getArgument(4), batch = body->getArgument(5),
+        newTokens = body->getArgument(6), capacity = body->getArgument(7);
 
   Type srcElem = cast<MemRefType>(ops.src.getType()).getElementType();
   auto chunks = VectorType::get({p.chunks, p.vec}, srcElem);
@@ -178,18 +177,17 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
   };
   SmallVector<Slot> slots;
   for (int64_t u = 0; u < p.unroll; ++u) {
-    auto index = attnk::GroupIndexOp::create(b, loc, SmallVector<Type>(4, i32), batch, newTokens,
-                                             u, p.unroll, p.lanes, p.groupsPerToken());
+    auto index = attnk::GroupIndexOp::create(b, loc, SmallVector<Type>(4, i32), batch, newTokens, u,
+                                             p.unroll, p.lanes, p.groupsPerToken());
     Value raw = attnk::LoadGroupsOp::create(b, loc, chunks, src, index.getToken(),
-                                            index.getGroupInToken(), index.getLaneRank(),
-                                            p.lanes);
+                                            index.getGroupInToken(), index.getLaneRank(), p.lanes);
     slots.push_back({index, raw});
   }
   for (Slot &s : slots) {
     Value lane = s.index.getLaneRank(), gin = s.index.getGroupInToken();
     Value x = attnk::ConvertTileOp::create(b, loc, f32Groups, s.raw, Value(), ValueRange{},
-                                           ValueRange{}, Value(), ArrayAttr(),
-                                           attn::WarpRoleAttr(), attnk::ConvertPart::full, false)
+                                           ValueRange{}, Value(), ArrayAttr(), attn::WarpRoleAttr(),
+                                           attnk::ConvertPart::full, false)
                   .getResult();
     if (p.hadamard)
       x = attnk::HadamardOp::create(b, loc, f32Groups, x, lane, p.headDim);
@@ -202,19 +200,18 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
                                                 sc.getZeroPoint(), p.quant);
     attnk::StoreGroupsOp::create(
         b, loc, codes, dst, s.index.getGroup(), s.index.getToken(), gin, lane, batch, newTokens,
-        capacity, p.append ? pos : Value(), read ? Value() : sc.getScale(),
-        read ? Value() : scales, read ? Value() : sc.getZeroPoint(),
-        read || !p.asym ? Value() : zeros);
+        capacity, p.append ? pos : Value(), read ? Value() : sc.getScale(), read ? Value() : scales,
+        read ? Value() : sc.getZeroPoint(), read || !p.asym ? Value() : zeros);
   }
 }
 
 attnk::LaunchAttr mlir::attn::kernel::quantizeLaunch(Builder &b, const QuantizePlan &p) {
-  return makeLaunch(
-      b, "quantize",
-      {b.getStringAttr(attn_abi::kGridSymbols[size_t(attn_abi::GridSymbol::QuantizeCtas)].name),
-       b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)}, 128, 0,
-      {Param::Src, Param::Positions, Param::Dst, Param::Scales, Param::Zeros, Param::Batch,
-       Param::NewTokens, Param::Capacity});
+  return makeLaunch(b, "quantize",
+                    {gridSymbol(b, attn_abi::GridSymbol::QuantizeCtas), b.getI64IntegerAttr(1),
+                     b.getI64IntegerAttr(1)},
+                    128, 0,
+                    {Param::Src, Param::Positions, Param::Dst, Param::Scales, Param::Zeros,
+                     Param::Batch, Param::NewTokens, Param::Capacity});
 }
 
 DictionaryAttr mlir::attn::kernel::quantizeMetadata(Builder &b, const QuantizePlan &p) {
