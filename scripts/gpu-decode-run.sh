@@ -25,6 +25,7 @@ T=${T:-60}  # seconds per run: a hung kernel must not eat the whole call
 # from this machine's Debian packages.
 g++ -O2 -std=c++17 -I include -I "$DIR/include" -I /usr/local/cuda/include lib/Runtime/*.cpp \
     lib/Reference/DecodeReference.cpp lib/Dialect/Attn/Transforms/ScheduleHeuristics.cpp \
+    lib/Dialect/Attn/Transforms/ForwardSharedMemory.cpp \
     tools/attn-bench/*.cpp -ldl -lpthread -o $BENCH || exit 2
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 
