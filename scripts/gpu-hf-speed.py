@@ -429,21 +429,49 @@ def emit(rows, out, row):
         json.dump(rows, f, indent=1)
 
 
-def search_max_batch(fits, limit=1 << 14):
-    """The largest batch b <= limit with fits(b) (fits is monotone): doubling from 1, then
-    bisection; 0 when batch 1 does not fit."""
-    lo, hi, b = 0, None, 1
-    while b <= limit:
-        if not fits(b):
-            hi = b
-            break
-        lo, b = b, b * 2
-    if hi is None:
-        return lo
+def first_guess(a, path):
+    """estimate_max_batch for this GPU (or --mem-gib); 1 without either."""
+    gpu_bytes = (a.mem_gib * (1 << 30) if a.mem_gib else
+                 torch.cuda.get_device_properties(0).total_memory if CUDA else None)
+    if not gpu_bytes:
+        return 1
+    return estimate_max_batch(LlamaConfig(**CONFIGS[a.config]), path, a.max_batch, gpu_bytes)
+
+
+def search_max_batch(fits, limit=1 << 14, start=1):
+    """The largest batch b <= limit with fits(b) (fits is monotone): from `start` (an estimate)
+    up in growing steps (+1, +2, +4, ...; from 1 that is doubling), or down by bisection when
+    `start` does not fit; 0 when batch 1 does not fit."""
+    start = max(1, min(start, limit))
+    lo, hi = 0, None
+    if fits(start):
+        lo, step = start, 1
+        while lo + step <= limit:
+            if not fits(lo + step):
+                hi = lo + step
+                break
+            lo, step = lo + step, step * 2
+        if hi is None:
+            return lo
+    else:
+        hi = start
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+def estimate_max_batch(cfg, path, context, gpu_bytes, margin=0.9):
+    """A first guess for search_max_batch: the sequences whose cache fits in `margin` of the memory
+    the bf16 weights leave (int8 / fp8 rows carry one f32 scale per token and head)."""
+    layers, heads, dim = cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.head_dim
+    emb = cfg.vocab_size * cfg.hidden_size
+    per_layer = (cfg.hidden_size * dim * (cfg.num_attention_heads * 2 + heads * 2)
+                 + 3 * cfg.hidden_size * cfg.intermediate_size)
+    weights = 2 * (2 * emb + layers * per_layer)
+    row = dim * 2 if path.endswith("bf16") else dim + 4
+    per_seq = layers * 2 * heads * row * context
+    return max(1, int((margin * gpu_bytes - weights) // per_seq))
 
 
 def ok(row):
@@ -463,7 +491,7 @@ def max_batch(a, paths, rows):
             emit(rows, a.out, row)
             probes.append(row)
             return ok(row)
-        best = search_max_batch(fits)
+        best = search_max_batch(fits, start=first_guess(a, path))
         reps = [r for r in probes if r["batch"] == best and ok(r)]
         for rep in range(2, a.repeat + 1):
             row = run(dict(what="decode", path=path, batch=best, context=a.max_batch, rep=rep),

@@ -76,6 +76,31 @@ def test_search_max_batch(speed, largest, limit, probes):
     assert seen == probes
 
 
+@pytest.mark.parametrize("largest, start, probes", [
+    (15, 14, [14, 15, 17, 16]),   # a close estimate: four probes
+    (29, 27, [27, 28, 30, 29]),
+    (12, 14, [14, 7, 10, 12, 13]),  # an estimate too high: bisection below it
+    (0, 3, [3, 1]),
+])
+def test_search_max_batch_from_an_estimate(speed, largest, start, probes):
+    seen = []
+
+    def fits(b):
+        seen.append(b)
+        return b <= largest
+
+    assert speed.search_max_batch(fits, 1 << 14, start) == largest
+    assert seen == probes
+
+
+def test_estimate_max_batch_8b(speed):
+    # 8B shapes at 32K on 80 GB: the bf16 cache is 4 GiB a sequence, int8 about half.
+    cfg = speed.LlamaConfig(**speed.CONFIGS["8b"])
+    bf16 = speed.estimate_max_batch(cfg, "attn_opt_bf16", 32768, 80 << 30)
+    int8 = speed.estimate_max_batch(cfg, "attn_opt_int8", 32768, 80 << 30)
+    assert 12 <= bf16 <= 16 and 24 <= int8 <= 32 and int8 >= 1.9 * bf16
+
+
 def test_summarize_names_the_faster_sdpa(speed):
     rows = [dict(what="decode", path="sdpa_bf16", rep=1, batch=8, context=64, tokens_per_s=10.0),
             dict(what="decode_graph", path="sdpa_static_bf16", rep=1, batch=8, context=64,
