@@ -33,8 +33,14 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+# The schedule heuristic (selectSplitKv, attn_rt_select_split_kv) is part of the runtime: launchers
+# pick split counts at launch with the rule attn-select-schedule uses.
+HEURISTICS = ROOT / "lib" / "Dialect" / "Attn" / "Transforms"
 RUNTIME_SOURCES = [ROOT / "lib" / "Runtime" / "Runtime.cpp",
+                   HEURISTICS / "ScheduleHeuristics.cpp", HEURISTICS / "ForwardSharedMemory.cpp",
                    ROOT / "lib" / "Runtime" / "LaunchMetadata.cpp"]
+HEURISTIC_HEADERS = [Path("attn") / "Dialect" / "Attn" / "Transforms" / f"{name}.h"
+                     for name in ("ScheduleHeuristics", "ForwardSharedMemory")]
 RUNTIME_NAME = "qattn.lib.libattn_rt"
 
 
@@ -86,7 +92,7 @@ def extensions():
     includes = [str(ROOT / "include"), cuda]
     flags = ["-O2", "-std=c++17"]
     runtime_sources = staged(RUNTIME_SOURCES)
-    runtime = Extension(RUNTIME_NAME, sources=runtime_sources[:1], include_dirs=includes,
+    runtime = Extension(RUNTIME_NAME, sources=runtime_sources[:3], include_dirs=includes,
                         extra_compile_args=flags, libraries=["dl"], language="c++")
     try:
         import torch  # noqa: F401
@@ -156,15 +162,17 @@ class BuildPyWithSources(build_py):
     def run(self):
         super().run()
         build_aot_set(Path(self.build_lib) / "qattn" / "_aot")
-        headers = sorted((ROOT / "include" / "attn" / "Runtime").glob("*.h"))
+        headers = [h.relative_to(ROOT / "include")
+                   for h in sorted((ROOT / "include" / "attn" / "Runtime").glob("*.h"))]
+        headers += HEURISTIC_HEADERS
         if not all(p.is_file() for p in RUNTIME_SOURCES) or not headers:
             return
         dst = Path(self.build_lib) / "qattn" / "_csrc"
-        (dst / "include" / "attn" / "Runtime").mkdir(parents=True, exist_ok=True)
         for src in [*sorted((HERE / "csrc").glob("*.[ch]*")), *RUNTIME_SOURCES]:
             self.copy_file(str(src), str(dst / src.name))
         for h in headers:
-            self.copy_file(str(h), str(dst / "include" / "attn" / "Runtime" / h.name))
+            (dst / "include" / h.parent).mkdir(parents=True, exist_ok=True)
+            self.copy_file(str(ROOT / "include" / h), str(dst / "include" / h))
 
 
 ext_modules, build_cls = extensions()

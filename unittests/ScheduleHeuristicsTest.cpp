@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 #include "attn/Dialect/Attn/Transforms/ScheduleHeuristics.h"
+#include "attn/Dialect/Attn/Transforms/ForwardSharedMemory.h"
 
 #include <gtest/gtest.h>
 
@@ -59,6 +59,19 @@ TEST(SplitKv, SmallBatchSplitsToCoverTheSMs) {
   GPUInfo small;
   small.numSMs = 16;
   EXPECT_EQ(selectSplitKv(16, 8192, 128, small), 1);
+}
+
+TEST(SplitKv, LongCachesBalanceTheWaves) {
+  // 192 CTAs (batch 24 x 8 KV heads) at 32K keys: one split runs 1.45 waves as 2; 11 splits
+  // make 2112 CTAs, 16 full waves.
+  EXPECT_EQ(selectSplitKv(192, 32768, 128, GPUInfo{}), 11);
+  // 104 CTAs leave 28 SMs idle in one wave; 5 splits make 520 CTAs in 3.94 waves.
+  EXPECT_EQ(selectSplitKv(104, 32768, 128, GPUInfo{}), 5);
+  // Short caches keep the one-wave rule: 192 CTAs over 1024 keys (8 tiles) run unsplit.
+  EXPECT_EQ(selectSplitKv(192, 1024, 128, GPUInfo{}), 1);
+  // Near-even grids keep it too: 256 CTAs run 1.94 waves as 2 (3% lost).
+  EXPECT_EQ(selectSplitKv(256, 32768, 128, GPUInfo{}), 1);
+  EXPECT_EQ(selectSplitKv(4, 65536, 128, GPUInfo{}), 33);
 }
 
 TEST(SplitKv, NeverMoreSplitsThanTiles) {

@@ -212,14 +212,6 @@ std::shared_ptr<Plan> findPlan(int64_t id) {
   return it->second;
 }
 
-/// The split rule of attn-select-schedule (ScheduleHeuristics.cpp selectSplitKv).
-int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, int64_t sms) {
-  if (ctas <= 0 || kvLen <= 0 || ctas >= sms)
-    return 1;
-  int64_t tiles = std::max<int64_t>(1, (kvLen + tileN - 1) / tileN);
-  return std::max<int64_t>(1, std::min<int64_t>(sms / ctas, tiles));
-}
-
 PlannedLaunch planLaunch(const rt::LaunchKernel &k, DeviceModule &dm,
                          const std::map<std::string, int64_t> &symbols, const unsigned *cluster) {
   PlannedLaunch p;
@@ -253,7 +245,8 @@ void choosePlan(Plan &p, DeviceModule &dm, int64_t splits) {
   }
   TORCH_CHECK_VALUE(splits >= 0, cat("attn_opt: splits must be >= 1 or 0 (auto), got ", splits));
   if (splits == 0)
-    splits = m.splitKv ? m.splitKv : selectSplitKv(p.batch * m.groups, p.kvLen, m.tileN, dm.sms);
+    splits = m.splitKv ? m.splitKv
+                       : attn_rt_select_split_kv(p.batch * m.groups, p.kvLen, m.tileN, dm.sms);
   p.splits = splits;
   const char *noCluster = std::getenv("ATTN_RT_NO_CLUSTER_MERGE");
   p.clusterMerge = m.clusterMerges(splits) && !(noCluster && *noCluster);

@@ -91,6 +91,8 @@ def _rt():
         lib.attn_rt_last_error.restype = ctypes.c_char_p
         lib.attn_rt_status_name.restype = ctypes.c_char_p
         lib.attn_rt_status_name.argtypes = [i32]
+        lib.attn_rt_select_split_kv.argtypes = [ctypes.c_int64] * 4
+        lib.attn_rt_select_split_kv.restype = ctypes.c_int64
         _RT = lib
     return _RT
 
@@ -109,10 +111,9 @@ class _LaunchConfig(ctypes.Structure):
 
 
 def select_split_kv(ctas: int, kv_len: int, tile_n: int, sm_count: int) -> int:
-    """The split rule of attn-select-schedule (ScheduleHeuristics.cpp selectSplitKv)."""
-    if ctas <= 0 or kv_len <= 0 or ctas >= sm_count:
-        return 1
-    return max(1, min(sm_count // ctas, max(1, -(-kv_len // tile_n))))
+    """The split rule of attn-select-schedule (ScheduleHeuristics.cpp selectSplitKv, compiled
+    into the runtime library)."""
+    return int(_rt().attn_rt_select_split_kv(ctas, kv_len, tile_n, sm_count))
 
 
 _TORCH_KV = {"i8": ("int8", "uint8"), "ui8": ("uint8",), "f8E4M3FN": ("float8_e4m3fn", "uint8"),

@@ -98,6 +98,7 @@ def _jit_build():
     try:
         return load(name="qattn_attn_opt_ops", is_python_module=True,
              sources=[str(src / n) for n in ("torch_ops.cpp", "append_op.cpp", "Runtime.cpp",
+                                             "ScheduleHeuristics.cpp", "ForwardSharedMemory.cpp",
                                              "LaunchMetadata.cpp")],
              extra_include_paths=[str(src / "include"), cuda, json],
              extra_cflags=["-O2", "-DATTN_OPT_C10_CUDA=1"], extra_ldflags=["-ldl", "-lc10_cuda"])

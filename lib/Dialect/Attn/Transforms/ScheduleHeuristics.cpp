@@ -41,15 +41,33 @@ int64_t mlir::attn::selectTileN(const AttentionShape &s) {
   return 32;
 }
 
+/// Time of `ctas × splits` CTAs that each read 1/splits of the keys, in units of one unsplit CTA:
+/// the waves the SMs run (one CTA per SM each), each wave a 1/splits share of the cache.
+static double splitCost(int64_t ctas, int64_t splits, int64_t numSMs) {
+  return double(ceilDiv(mulSat(ctas, splits), numSMs)) / double(splits);
+}
+
 int64_t mlir::attn::selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu) {
-  if (ctas <= 0 || kvLen <= 0)
+  if (ctas <= 0 || kvLen <= 0 || gpu.numSMs <= 0)
     return 1;
-  int64_t maxSplits = std::max<int64_t>(1, ceilDiv(kvLen, tileN));
-  if (ctas >= gpu.numSMs)
-    return 1;
+  int64_t tiles = std::max<int64_t>(1, ceilDiv(kvLen, tileN));
   // The largest count that still fits one wave: a second, partial wave would cost a whole extra
   // CTA time (measured on the H100: 5 splits of 32 CTAs ran in two waves, 4 fill 128 SMs).
-  return std::max<int64_t>(1, std::min(gpu.numSMs / ctas, maxSplits));
+  int64_t oneWave = ctas >= gpu.numSMs ? 1 : std::min(gpu.numSMs / ctas, tiles);
+  // Long caches over a grid that leaves SMs idle (104 CTAs on 132 SMs) or ends in a partial
+  // wave (192 CTAs: 1.45 waves run as 2) split further so the waves come out even, as long as
+  // every split keeps kMinTilesPerSplit tiles to amortize its merge. Taken only where it saves
+  // over 10%, so the one-wave rule above stands wherever it is near even.
+  int64_t most = std::min<int64_t>(tiles / kMinTilesPerSplit, kMaxBalancedSplits);
+  double best = splitCost(ctas, oneWave, gpu.numSMs);
+  for (int64_t s = 1; s <= most; ++s)
+    best = std::min(best, splitCost(ctas, s, gpu.numSMs));
+  if (splitCost(ctas, oneWave, gpu.numSMs) <= 1.1 * best)
+    return oneWave;
+  for (int64_t s = 1; s <= most; ++s) // the fewest splits within 2% of the best
+    if (splitCost(ctas, s, gpu.numSMs) <= 1.02 * best)
+      return s;
+  return oneWave;
 }
 
 int64_t mlir::attn::selectCtasPerSm(const AttentionShape &s, int64_t ctas, const GPUInfo &gpu) {

@@ -69,8 +69,17 @@ inline constexpr int64_t kSharedBytesPerSmSm90 = 228 * 1024;
 /// Keys per K/V tile: the largest of 128, 64, 32 whose two-stage pipeline fits in shared memory.
 int64_t selectTileN(const AttentionShape &s);
 
-/// Largest split count with `ctas × split` within one wave of the SMs (the decode kernel runs
-/// one CTA per SM), capped so that every split keeps at least one tile of `tileN` keys.
+/// Splits of a long cache keep at least this many tiles each (the merge's cost stays small).
+inline constexpr int64_t kMinTilesPerSplit = 16;
+/// Splits the wave balancing of selectSplitKv considers at most.
+inline constexpr int64_t kMaxBalancedSplits = 64;
+
+/// The split-KV count of a decode launch of `ctas` CTAs per split. The largest count with
+/// `ctas × split` within one wave of the SMs (the decode kernel runs one CTA per SM), capped so
+/// that every split keeps at least one tile of `tileN` keys; for long caches where that leaves
+/// SMs idle or a partial last wave, the fewest splits (each of at least kMinTilesPerSplit tiles)
+/// whose waves come out even. The runtime, the torch extension and attn-bench call this for
+/// dynamic lengths and batches.
 int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu);
 
 /// The schedule of a decode kernel built for two CTAs per SM: tile_n 64 and two stages, one
