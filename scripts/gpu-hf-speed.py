@@ -117,6 +117,20 @@ def skip_reason(path, graphed, a):
     return None
 
 
+def force_decode_splits(n):
+    """Every DecodePlan made from here on for one query token takes n splits (prefill plans, which
+    run one split, keep theirs)."""
+    from qattn import torch_ops
+    base = getattr(torch_ops.DecodePlan, "_unforced", torch_ops.DecodePlan)
+
+    class Forced(base):
+        _unforced = base
+
+        def __init__(self, kernel, *args, splits="auto", **kw):
+            super().__init__(kernel, *args, splits=n if kw.get("q_len") is None else splits, **kw)
+    torch_ops.DecodePlan = Forced
+
+
 def use(model, path, a):
     """Switches the model's attention; returns a fresh cache for `capacity` tokens."""
     if path == "sdpa_static_bf16":
@@ -133,6 +147,8 @@ def use(model, path, a):
         return lambda cfg, capacity: ht.TritonInt8Cache(cfg, max_cache_len=capacity,
                                                         nsplit=a.triton_nsplit)
     qh.enable(model)
+    if a.decode_splits:
+        force_decode_splits(a.decode_splits)
     fmt = path.rsplit("_", 1)[1]
     backend = "auto" if CUDA else "torch"  # torch: qattn's CPU reference (dry runs)
     return lambda cfg, capacity: qh.QattnCache(cfg, max_cache_len=capacity, cache=fmt,
@@ -383,6 +399,7 @@ def child_argv(a, job, out, graphs):
     argv += ["--triton-peer", a.triton_peer] if a.triton_peer else []
     argv += ["--triton-nsplit", str(a.triton_nsplit)] if a.triton_nsplit else []
     argv += ["--mem-gib", str(a.mem_gib)] if a.mem_gib else []
+    argv += ["--decode-splits", str(a.decode_splits)] if a.decode_splits else []
     return argv
 
 
@@ -571,6 +588,9 @@ def parse(argv=None):
                     help="its split count (default: the fastest of 1..64 at the first step)")
     ap.add_argument("--max-batch", type=int, default=None, metavar="CONTEXT",
                     help="search the largest batch that fits at CONTEXT instead of the grid")
+    ap.add_argument("--decode-splits", type=int, default=None, metavar="N",
+                    help="run our decode kernels with N KV splits instead of the schedule's "
+                         "rule (a control for the split heuristic)")
     ap.add_argument("--mem-gib", type=float, default=None, help="memory cap per process (GiB)")
     ap.add_argument("--budget-s", type=float, default=None, help="start no job after this")
     ap.add_argument("--child-timeout-s", type=float, default=300)

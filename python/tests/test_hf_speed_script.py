@@ -293,3 +293,22 @@ def test_graph_schedule_off_cuda(speed, monkeypatch, path):
     assert r["graph_first_step_logit_rel_err"] == 0.0
     assert r["graph_token_agreement"] == 1.0
     assert r["graphs"] == 1 and r["tokens_per_s"] > 0
+
+
+def test_decode_splits_forces_decode_plans_only(speed, monkeypatch):
+    from qattn import torch_ops
+    made = []
+
+    class Plan:
+        def __init__(self, kernel, device=None, batch=None, kv_len=None, q_len=None,
+                     splits="auto"):
+            made.append((kernel, q_len, splits))
+
+    monkeypatch.setattr(torch_ops, "DecodePlan", Plan)
+    speed.force_decode_splits(3)
+    speed.force_decode_splits(5)  # a second call replaces the first, it does not stack
+    torch_ops.DecodePlan("decode.ptx", device="cuda", batch=2, kv_len=64, q_len=None)
+    torch_ops.DecodePlan("prefill.ptx", device="cuda", batch=2, kv_len=64, q_len=16)
+    assert made == [("decode.ptx", None, 5), ("prefill.ptx", 16, "auto")]
+    assert "--decode-splits" in speed.child_argv(
+        speed.parse(["o.json", "--decode-splits", "1"]), {}, "j.json", False)
