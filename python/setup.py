@@ -168,6 +168,7 @@ class BuildPyWithSources(build_py):
         if not all(p.is_file() for p in RUNTIME_SOURCES) or not headers:
             return
         dst = Path(self.build_lib) / "qattn" / "_csrc"
+        dst.mkdir(parents=True, exist_ok=True)
         for src in [*sorted((HERE / "csrc").glob("*.[ch]*")), *RUNTIME_SOURCES]:
             self.copy_file(str(src), str(dst / src.name))
         for h in headers:
