@@ -137,6 +137,10 @@ def test_reference_backend_matches_sdpa(fmt, bound):
     assert err < bound, err
     assert cache.get_seq_length() == ids.shape[1] + tokens.shape[1] - 1
     assert torch.equal(got, want)
+    with torch.inference_mode():  # the prompt's attention takes its bf16 rows and drops them
+        prompt_only = qh.QattnCache(cfg, max_cache_len=32, cache=fmt, backend="torch")
+        ours(ids, past_key_values=prompt_only)
+    assert all(layer.new_rows is None for layer in prompt_only.layers)
 
 
 def test_cache_bookkeeping_and_quantize_on_append():
@@ -149,6 +153,7 @@ def test_cache_bookkeeping_and_quantize_on_append():
     assert rk is k and rv is v  # the new rows only: attention reads the cache
     assert take_pending(k)[1] is cache.layers[0]  # what the attention call consumes
     layer = cache.layers[0]
+    assert layer.new_rows[0].shape == (2, 3, 2, 16)  # a prompt: attended on its bf16 rows
     assert layer.keys.shape == (2, 8, 2, 16) and layer.keys.dtype == torch.int8
     assert layer.k_scale.shape == (2, 8, 2)
     assert layer.seq_lens.tolist() == [3, 3] and cache.get_seq_length(0) == 3
@@ -156,6 +161,7 @@ def test_cache_bookkeeping_and_quantize_on_append():
     assert torch.equal(layer.keys[:, :3], codes) and torch.equal(layer.k_scale[:, :3], scales)
     k2 = torch.randn(2, 2, 1, 16)
     cache.update(k2, k2.clone(), 0)
+    assert layer.new_rows is None  # past the prompt nothing reads them: no bf16 copy kept
     assert take_pending(k2)[0] is cache and take_pending(k2) is None
     assert layer.seq_lens.tolist() == [4, 4]
     want = quantize_rows(k2.transpose(1, 2).to(torch.bfloat16), "i8")[0]

@@ -99,14 +99,14 @@ def _attend_cache(layer, q):
         if layer.fmt == "bf16":
             return layer.kernels.prefill(q, layer.keys, layer.values, layer.seq_lens, out)
         if past == 0:
-            k, v = layer.new_rows
+            (k, v), layer.new_rows = layer.new_rows, None
             return layer.kernels.prefill(q, k, v, layer.seq_lens, out)
     else:
         if s == 1 or layer.fmt == "bf16":
             k, v = layer.dequantized()
             return reference_attention(q, k, v, layer.seq_lens)
         if past == 0:
-            k, v = layer.new_rows
+            (k, v), layer.new_rows = layer.new_rows, None
             return reference_attention(q, k.float(), v.float(), layer.seq_lens)
     raise UnsupportedError(f"attn_opt: {s} query tokens after {past} cached ones in an "
                            f"{layer.fmt} cache (chunked prefill, assisted decoding) are not "

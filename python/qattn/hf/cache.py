@@ -96,6 +96,7 @@ class QattnLayer(CacheLayerMixin):
         self.length = 0  # tokens held by every batch row
         self.k_scale = self.v_scale = self.seq_lens = None
         self.kernels = None
+        self.new_rows = None  # a prompt's bf16 rows, until its attention takes them
 
     def lazy_initialization(self, key_states, value_states):
         b, h, _, d = key_states.shape
@@ -156,7 +157,10 @@ class QattnLayer(CacheLayerMixin):
                 scales[:, start:start + s] = sc
         self.seq_lens.add_(s)
         self.length += s
-        self.new_rows = (k_rows, v_rows)
+        # A prompt into an empty 8-bit cache is attended on its own bf16 rows (attention.py takes
+        # and drops them); nothing else reads them, and holding them would keep a bf16 copy of
+        # every layer's last rows alive (4 GiB a sequence for a 32K prompt of the 8B shapes).
+        self.new_rows = (k_rows, v_rows) if start == 0 and self.fmt != "bf16" else None
         return key_states, value_states
 
     def _copy_rows(self, k_rows, v_rows):
