@@ -415,6 +415,9 @@ int main(int argc, char **argv) {
       ", \"hadamard\": " + (m.hadamard ? "true" : "false") +
       ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
       ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
+  if (m.pageSize) // a paged cache: batch · max_blocks pages of page_size tokens
+    head += ", \"page_size\": " + std::to_string(m.pageSize) +
+            ", \"num_pages\": " + std::to_string(p.batch * m.maxBlocks);
 
   if (o.dryRun) {
     p.smCount = o.smCount ? o.smCount : 132;
