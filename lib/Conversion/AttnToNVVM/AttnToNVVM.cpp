@@ -98,7 +98,7 @@ static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
 }
 
 /// A paged K/V cache (block_table, page_size): the decode kernels read it — K/V boxes of
-/// min(P, tile_n) rows whose row the block table gives, scales and zero points per page. What
+/// min(P, tile_n) rows whose row the block table gives, token-local scales per page. What
 /// they do not read yet is refused here. False when refused.
 static bool planPaged(Checker &c, AttentionOp op, ForwardPlan &p) {
   int64_t page = op.getPageSizeAttr().getInt();
