@@ -3,7 +3,7 @@
 // What this file is: unit tests of attn/Runtime/LaunchMetadata.h: strict JSON (escapes, numbers,
 // malformed input with its position, duplicate keys, nesting), the bounded file reader and the
 // decode `*.launch.json` reader (the example of docs/GPUDecode.md, missing / mistyped /
-// inconsistent fields, grid symbols).
+// inconsistent fields, grid symbols, a paged cache).
 //
 //===----------------------------------------------------------------------===//
 
@@ -256,6 +256,27 @@ TEST(LaunchMetadata, HadamardIsOptional) {
   EXPECT_TRUE(m.hadamard);
   EXPECT_EQ(parseError(replaced(kGood, R"("alibi": false,)", R"("alibi": false, "hadamard": 1,)")),
             "field \"problem.hadamard\" must be a boolean, not a number");
+}
+
+TEST(LaunchMetadata, PagedCacheIsOptional) {
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_EQ(m.pageSize, 0); // a contiguous cache
+  std::string paged = R"("workspace_floats_per_split": 6240,
+  "paged": {"page_size": 16, "max_blocks": 64, "num_pages": -1},)";
+  std::string json = replaced(kGood, R"("workspace_floats_per_split": 6240,)", paged);
+  ASSERT_TRUE(parseDecodeLaunch(json, m, error)) << error;
+  EXPECT_EQ(m.pageSize, 16);
+  EXPECT_EQ(m.maxBlocks, 64);
+  EXPECT_EQ(m.numPages, -1);
+  EXPECT_EQ(parseError(replaced(json, R"("page_size": 16)", R"("page_size": 48)")),
+            "field \"paged.page_size\" must be a power of two and \"paged.num_pages\" >= 1 (or "
+            "-1: known at launch)");
+  EXPECT_EQ(parseError(replaced(json, R"("page_size": 16)", R"("page_size": 512)")),
+            "field \"paged.page_size\" must be an integer in 1..256, got 512");
+  EXPECT_EQ(parseError(replaced(json, R"("max_blocks": 64)", R"("max_blocks": 0)")),
+            "field \"paged.max_blocks\" must be an integer in 1..2147483647, got 0");
 }
 
 TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {

@@ -328,6 +328,23 @@ struct Reader {
 constexpr int64_t kI32Max = 2147483647;
 } // namespace
 
+/// The optional member "paged" (a paged cache: the pool and its block table) into `out`.
+static bool readPaged(Reader &r, const Json &root, DecodeLaunch &out) {
+  const Json *pg = find(root, "paged");
+  if (!pg)
+    return true;
+  if (!r.integer(*pg, "paged", "page_size", 1, 256, out.pageSize) ||
+      !r.integer(*pg, "paged", "max_blocks", 1, kI32Max, out.maxBlocks) ||
+      !r.integer(*pg, "paged", "num_pages", -1, kI32Max, out.numPages))
+    return false;
+  if ((out.pageSize & (out.pageSize - 1)) != 0 || out.numPages == 0) {
+    r.error = "field \"paged.page_size\" must be a power of two and \"paged.num_pages\" >= 1 "
+              "(or -1: known at launch)";
+    return false;
+  }
+  return true;
+}
+
 bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std::string &error) {
   out = DecodeLaunch();
   Json root;
@@ -412,6 +429,9 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
             out.kvDtype + "\", k_quant \"" + out.kQuant + "\", v_quant \"" + out.vQuant + "\")";
     return false;
   }
+
+  if (!readPaged(r, root, out))
+    return false;
 
   const Json *sc = r.member(root, "", "schedule", Kind::Object);
   if (!sc || !r.integer(*sc, "schedule", "pack_q_heads", 1, kI32Max, out.packQHeads) ||

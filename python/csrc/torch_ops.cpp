@@ -13,16 +13,20 @@
 //       workspace. Returns a plan handle.
 //   attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
 //                    Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens,
-//                    Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None) -> ()
+//                    Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None,
+//                    Tensor? block_table=None) -> ()
 //       The run: checks every tensor against the plan, encodes the K/V tensor maps (cached per
 //       K/V address pair), and launches on torch's current stream of the tensors' device. No host
-//       synchronization and no allocation, so it can be captured in a CUDA graph.
+//       synchronization and no allocation, so it can be captured in a CUDA graph. A paged kernel
+//       (metadata `paged`) takes pools of pages k, v [num_pages, P, Hkv, D], scales per page and
+//       block_table int32 [B, max_blocks]; its plan's kv_len is max_blocks · P.
 //   attn_opt::plan_info(int plan) -> int[]   [device, batch, kv_len, q_len, splits,
 //                                             cluster_merge, workspace_floats]
 //   attn_opt::release_plan(int plan) -> ()
 //
 // The library is also a Python module (PyInit_<TORCH_EXTENSION_NAME>) whose `run(plan, q, k, v,
-// k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, workspace)` is the
+// k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, workspace,
+// block_table)` is the
 // same run without the dispatcher: DecodePlan.run calls it eagerly (about 4 µs less host time
 // per call than torch.ops, docs/benchmarks/torch-ops.md). It returns NotImplemented, launching
 // nothing, when an argument is not a plain torch.Tensor or a dispatch / torch-function mode or a
@@ -140,7 +144,8 @@ using attn_abi::Param;
 constexpr Param kSupplied[] = {Param::Q,       Param::KMap,   Param::VMap,      Param::KScale,
                                Param::VScale,  Param::KZero,  Param::VZero,     Param::QScale,
                                Param::SeqLens, Param::Alibi,  Param::Out,       Param::Workspace,
-                               Param::Batch,   Param::KvLen,  Param::QLen,      Param::NumSplits};
+                               Param::Batch,   Param::KvLen,  Param::QLen,      Param::NumSplits,
+                               Param::BlockTable};
 
 struct PlannedLaunch {
   attn_rt_kernel *handle = nullptr;
@@ -154,6 +159,7 @@ struct TensorMaps {
   alignas(64) unsigned char k[128];
   alignas(64) unsigned char v[128];
   uint64_t kPtr = 0, vPtr = 0;
+  uint64_t rows = 0; // a paged pool's num_pages · P (the pool size is part of the map)
 };
 
 /// torch dtypes of K/V codes ("i8", "ui8", "f8E4M3FN", "bf16"); the first is the zero points'.
@@ -194,6 +200,10 @@ struct Plan {
   Dtypes qTypes, kvTypes, zeroTypes;
   bool kScales = false, vScales = false, zeros = false, qScales = false, seqLens = false,
        alibi = false;
+  /// A paged cache (meta.pageSize > 0): pages in the pool (-1: k's dim 0 at each run), and
+  /// whether the K / V scales are stored per page (their dim 0 is the pool's too).
+  int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
+  bool kScalesPaged = false, vScalesPaged = false;
   attn_rt_dtype kMapType = ATTN_RT_DTYPE_U8, vMapType = ATTN_RT_DTYPE_U8;
   uint64_t mapDims[4] = {}, mapStrides[3] = {};
   std::mutex mutex; // guards the tensor map cache
@@ -278,7 +288,8 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   TORCH_CHECK_VALUE(m.batch < 0 || m.batch == batch,
                     cat("attn_opt: the kernel was compiled for batch ", m.batch, ", got ", batch));
   TORCH_CHECK_VALUE(m.kvLen < 0 || m.kvLen == kvLen,
-                    cat("attn_opt: the kernel was compiled for kv_len ", m.kvLen, ", got ", kvLen));
+                    cat("attn_opt: the kernel was compiled for kv_len ", m.kvLen,
+                        m.pageSize ? " (max_blocks · page_size)" : "", ", got ", kvLen));
   TORCH_CHECK_VALUE(batch >= 1 && batch <= 65535 && kvLen >= 1 && kvLen < (int64_t(1) << 31),
                     cat("attn_opt: batch must be in 1..65535 and kv_len in 1..2^31-1 (got ", batch,
                         ", ", kvLen, ")"));
@@ -303,10 +314,20 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
     p->workspace =
         at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
   p->qShape = {batch, qLen, m.qHeads, m.headDim};
-  p->kvShape = {batch, kvLen, m.kvHeads, m.headDim};
+  // K/V (and per-token scales) [B, kv_len, ...], or a paged cache's pools [num_pages, P, ...].
+  p->pageSize = m.pageSize;
+  p->maxBlocks = m.maxBlocks;
+  p->numPages = m.numPages;
+  const int64_t rows0 = m.pageSize ? m.numPages : batch, rows1 = m.pageSize ? m.pageSize : kvLen;
+  p->kvShape = {rows0, rows1, m.kvHeads, m.headDim};
   constexpr const char *kOp = "attn_opt.decode_plan";
-  p->kScaleShape = scaleShape(kOp, m.kQuant, batch, kvLen, m.kvHeads, m.headDim, m.kBlockRows);
-  p->vScaleShape = scaleShape(kOp, m.vQuant, batch, kvLen, m.kvHeads, m.headDim, m.vBlockRows);
+  p->kScaleShape = scaleShape(kOp, m.kQuant, rows0, rows1, m.kvHeads, m.headDim, m.kBlockRows);
+  p->vScaleShape = scaleShape(kOp, m.vQuant, rows0, rows1, m.kvHeads, m.headDim, m.vBlockRows);
+  auto perPage = [&](const std::string &g) {
+    return m.pageSize && g != "none" && g != "per_head" && g != "per_tensor" && g != "per_channel";
+  };
+  p->kScalesPaged = perPage(m.kQuant);
+  p->vScalesPaged = perPage(m.vQuant);
   const std::string qGran =
       m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant : "per_token_head";
   p->qScaleShape = scaleShape(kOp, qGran, batch, qLen, m.qHeads, m.headDim, m.qBlockRows);
@@ -323,7 +344,8 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   p->vMapType = mapDtype(m.vMap.dtype);
   const uint64_t e = m.kvDtype == "bf16" ? 2 : 1, d = uint64_t(m.headDim),
                  h = uint64_t(m.kvHeads), s = uint64_t(kvLen);
-  const uint64_t dims[4] = {d, h, s, uint64_t(batch)},
+  // A pool of pages is mapped as one sequence of num_pages · P rows (mapsFor, per pool size).
+  const uint64_t dims[4] = {d, h, s, uint64_t(m.pageSize ? 1 : batch)},
                  strides[3] = {d * e, h * d * e, s * h * d * e};
   std::copy(dims, dims + 4, p->mapDims);
   std::copy(strides, strides + 3, p->mapStrides);
@@ -362,14 +384,14 @@ void expect(const Plan &p, const char *name, const at::Tensor &t, Dtypes dtypes,
 }
 
 /// The K/V tensor maps of these addresses: cached, else encoded into the next cache slot.
-const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
+const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v, uint64_t rows) {
   if (!p.maps.empty()) {
     const TensorMaps &last = *p.maps[p.lastMap];
-    if (last.kPtr == k && last.vPtr == v)
+    if (last.kPtr == k && last.vPtr == v && last.rows == rows)
       return last;
   }
   for (size_t i = 0; i < p.maps.size(); ++i)
-    if (p.maps[i]->kPtr == k && p.maps[i]->vPtr == v) {
+    if (p.maps[i]->kPtr == k && p.maps[i]->vPtr == v && p.maps[i]->rows == rows) {
       p.lastMap = i;
       return *p.maps[i];
     }
@@ -383,14 +405,22 @@ const TensorMaps &mapsFor(Plan &p, uint64_t k, uint64_t v) {
   TensorMaps &m = *p.maps[p.lastMap];
   m.kPtr = m.vPtr = 0; // invalid until both are encoded
   const rt::DecodeLaunch &meta = p.files->meta;
-  check(attn_rt_tensor_map_encode(p.ctx, m.k, p.kMapType, 4, p.mapDims, p.mapStrides,
-                                  meta.kMap.box.data(), meta.kMap.swizzle, k),
+  uint64_t dims[4], strides[3];
+  std::copy(p.mapDims, p.mapDims + 4, dims);
+  std::copy(p.mapStrides, p.mapStrides + 3, strides);
+  if (p.pageSize) { // the pool: num_pages · P rows of one sequence
+    dims[2] = rows;
+    strides[2] = rows * strides[1];
+  }
+  check(attn_rt_tensor_map_encode(p.ctx, m.k, p.kMapType, 4, dims, strides, meta.kMap.box.data(),
+                                  meta.kMap.swizzle, k),
         "encoding the K tensor map");
-  check(attn_rt_tensor_map_encode(p.ctx, m.v, p.vMapType, 4, p.mapDims, p.mapStrides,
-                                  meta.vMap.box.data(), meta.vMap.swizzle, v),
+  check(attn_rt_tensor_map_encode(p.ctx, m.v, p.vMapType, 4, dims, strides, meta.vMap.box.data(),
+                                  meta.vMap.swizzle, v),
         "encoding the V tensor map");
   m.kPtr = k;
   m.vPtr = v;
+  m.rows = rows;
   return m;
 }
 
@@ -409,7 +439,7 @@ using OptTensor = std::optional<at::Tensor>;
 /// The run's operands, borrowed (null: not given).
 struct Operands {
   const at::Tensor *q, *k, *v, *kScale, *vScale, *qScale, *kZero, *vZero, *seqLens, *alibi, *out,
-      *workspace;
+      *workspace, *blockTable;
 };
 
 /// An optional operand the metadata asks for (`needed`) or forbids; returns its address or 0.
@@ -431,21 +461,47 @@ uint64_t optionalOperand(const Plan &p, const char *name, const at::Tensor *t, b
 
 /// Checks every operand against the plan (before anything is launched), then launches on the
 /// current stream of the plan's device.
+/// A paged plan's pool extent: num_pages (from the metadata, else k's dim 0, at least 1).
+int64_t poolPages(const Plan &p, const at::Tensor &k) {
+  if (!p.pageSize)
+    return 0;
+  if (p.numPages > 0)
+    return p.numPages;
+  TORCH_CHECK_VALUE(k.dim() == 4 && k.size(0) >= 1,
+                    cat("attn_opt.decode: k must be a pool of pages [num_pages, ", p.pageSize,
+                        ", Hkv, D], got ", k.sizes()));
+  return k.size(0);
+}
+
+/// A shape whose dim 0 is the pool's pages when `paged` (a dynamic num_pages).
+std::vector<int64_t> withPages(std::vector<int64_t> shape, bool paged, int64_t pages) {
+  if (paged && !shape.empty())
+    shape[0] = pages;
+  return shape;
+}
+
 void runPlan(Plan &p, const Operands &o) {
+  const int64_t pages = poolPages(p, *o.k);
+  const std::vector<int64_t> kvShape = withPages(p.kvShape, p.pageSize, pages),
+                             kScaleShape = withPages(p.kScaleShape, p.kScalesPaged, pages),
+                             vScaleShape = withPages(p.vScaleShape, p.vScalesPaged, pages);
   expect(p, "q", *o.q, p.qTypes, p.qShape);
-  expect(p, "k", *o.k, p.kvTypes, p.kvShape);
-  expect(p, "v", *o.v, p.kvTypes, p.kvShape);
+  expect(p, "k", *o.k, p.kvTypes, kvShape);
+  expect(p, "v", *o.v, p.kvTypes, kvShape);
   expect(p, "out", *o.out, {at::kBFloat16}, p.qShape);
-  enum { KScale, VScale, KZero, VZero, QScale, SeqLens, Alibi, Q, Out, Workspace, NumPtrs };
+  enum { KScale, VScale, KZero, VZero, QScale, SeqLens, Alibi, Q, Out, Workspace, Table, NumPtrs };
   uint64_t ptrs[NumPtrs] = {};
+  ptrs[Table] = optionalOperand(p, "block_table", o.blockTable, p.pageSize,
+                                "the kernel reads a contiguous cache", {at::kInt},
+                                {p.batch, p.maxBlocks});
   ptrs[KScale] = optionalOperand(p, "k_scale", o.kScale, p.kScales, "the cache has no K scales",
-                                 {at::kFloat}, p.kScaleShape);
+                                 {at::kFloat}, kScaleShape);
   ptrs[VScale] = optionalOperand(p, "v_scale", o.vScale, p.vScales, "the cache has no V scales",
-                                 {at::kFloat}, p.vScaleShape);
+                                 {at::kFloat}, vScaleShape);
   ptrs[KZero] = optionalOperand(p, "k_zero", o.kZero, p.zeros, "the cache is symmetric",
-                                p.zeroTypes, p.kScaleShape);
+                                p.zeroTypes, kScaleShape);
   ptrs[VZero] = optionalOperand(p, "v_zero", o.vZero, p.zeros, "the cache is symmetric",
-                                p.zeroTypes, p.vScaleShape);
+                                p.zeroTypes, vScaleShape);
   ptrs[QScale] = optionalOperand(p, "q_scale", o.qScale, p.qScales, "the spec has bf16 queries",
                                  {at::kFloat}, p.qScaleShape);
   ptrs[SeqLens] = optionalOperand(p, "seq_lens", o.seqLens, p.seqLens,
@@ -469,7 +525,7 @@ void runPlan(Plan &p, const Operands &o) {
   c10::DeviceGuard guard(dev);
   void *stream = currentStream(dev);
   std::lock_guard<std::mutex> lock(p.mutex);
-  const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v));
+  const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v), uint64_t(pages * p.pageSize));
   rt::ParamValues values; // every entry of kSupplied
   values.set(Param::KMap, maps.k);
   values.set(Param::VMap, maps.v);
@@ -487,6 +543,7 @@ void runPlan(Plan &p, const Operands &o) {
   values.set(Param::KvLen, &ints[1]);
   values.set(Param::QLen, &ints[2]);
   values.set(Param::NumSplits, &ints[3]);
+  values.set(Param::BlockTable, &ptrs[Table]);
   launch(p.decode, values, stream);
   if (p.combine.handle)
     launch(p.combine, values, stream);
@@ -497,16 +554,18 @@ const at::Tensor *given(const OptTensor &t) { return t.has_value() ? &*t : nullp
 void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const at::Tensor &v,
                const OptTensor &kScale, const OptTensor &vScale, const OptTensor &qScale,
                const OptTensor &kZero, const OptTensor &vZero, const OptTensor &seqLens,
-               const OptTensor &alibi, const at::Tensor &out, const OptTensor &workspace) {
+               const OptTensor &alibi, const at::Tensor &out, const OptTensor &workspace,
+               const OptTensor &blockTable) {
   std::shared_ptr<Plan> plan = findPlan(planId);
   runPlan(*plan, {&q, &k, &v, given(kScale), given(vScale), given(qScale), given(kZero),
-                  given(vZero), given(seqLens), given(alibi), &out, given(workspace)});
+                  given(vZero), given(seqLens), given(alibi), &out, given(workspace),
+                  given(blockTable)});
 }
 
 void decodeOnCpu(int64_t, const at::Tensor &q, const at::Tensor &, const at::Tensor &,
                  const OptTensor &, const OptTensor &, const OptTensor &, const OptTensor &,
                  const OptTensor &, const OptTensor &, const OptTensor &, const at::Tensor &,
-                 const OptTensor &) {
+                 const OptTensor &, const OptTensor &) {
   TORCH_CHECK_VALUE(false, cat("attn_opt.decode runs on CUDA tensors; q is on ", q.device()));
 }
 
@@ -525,10 +584,10 @@ bool plainDispatch() {
              .empty();
 }
 
-constexpr Py_ssize_t kRunArgs = 13;
+constexpr Py_ssize_t kRunArgs = 14;
 constexpr const char *kRunArgNames[kRunArgs] = {
-    "plan",     "q",        "k",   "v",   "k_scale", "v_scale",  "q_scale",
-    "k_zero",   "v_zero",   "seq_lens", "alibi_slopes", "out", "workspace"};
+    "plan",   "q",        "k",        "v",            "k_scale", "v_scale",   "q_scale",
+    "k_zero", "v_zero",   "seq_lens", "alibi_slopes", "out",     "workspace", "block_table"};
 
 PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
   HANDLE_TH_ERRORS
@@ -558,7 +617,8 @@ PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
   if (!plainDispatch())
     Py_RETURN_NOTIMPLEMENTED;
   std::shared_ptr<Plan> plan = findPlan(planId);
-  runPlan(*plan, {t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12]});
+  runPlan(*plan,
+          {t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13]});
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }
@@ -566,7 +626,7 @@ PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
 PyMethodDef moduleMethods[] = {
     {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(pyRun)), METH_FASTCALL,
      "run(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, "
-     "workspace): attn_opt::decode without the dispatcher; NotImplemented (nothing launched) "
+     "workspace, block_table): attn_opt::decode without the dispatcher; NotImplemented (nothing launched) "
      "where the dispatcher is needed"},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -593,7 +653,8 @@ TORCH_LIBRARY(attn_opt, m) {
   m.def("release_plan(int plan) -> ()", &releasePlan);
   m.def("decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
         "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
-        "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None) -> ()");
+        "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None, "
+        "Tensor? block_table=None) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(attn_opt, CUDA, m) { m.impl("decode", &decodeRun); }

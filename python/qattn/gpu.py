@@ -345,18 +345,43 @@ class GpuDecodeKernel(LaunchFiles):
     def _expect(self, name, t, torch, dtypes, shape):
         expect_tensor(f"{self.kernels['decode']['name']}: {name}", t, torch, dtypes, shape)
 
+    def _paged(self, q, k, block_table, torch):
+        """A paged kernel's cache: checks ``block_table`` (int32 [B, max_blocks]) and the pool
+        ``k`` ([num_pages, P, Hkv, D]); returns (kv_len = max_blocks · P, rows of the pool as
+        the scales' leading extents, the table's address). (0, None, 0) for a contiguous kernel."""
+        pg = self.meta.get("paged")
+        if pg is None:
+            if block_table is not None:
+                raise KernelArgumentError("block_table given, but the kernel reads a contiguous "
+                                          "cache (compile the spec with page_size=)")
+            return 0, None, 0
+        page, blocks, pages = int(pg["page_size"]), int(pg["max_blocks"]), int(pg["num_pages"])
+        if block_table is None:
+            raise KernelArgumentError(f"block_table (int32 [B, {blocks}]) is required: the "
+                                      f"kernel reads a paged cache (page_size {page})")
+        if k.dim() != 4 or int(k.shape[1]) != page or (pages > 0 and int(k.shape[0]) != pages):
+            raise KernelArgumentError(f"k and v must be pools of pages [{pages if pages > 0 else 'num_pages'}, "
+                                      f"{page}, Hkv, D], got {list(k.shape)}")
+        self._expect("block_table", block_table, torch, ("int32",), (int(q.shape[0]), blocks))
+        return blocks * page, (int(k.shape[0]), page), block_table.data_ptr()
+
     def __call__(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None,
                  v_zero=None, seq_lens=None, alibi_slopes=None, out=None, splits="auto",
-                 stream=None):
+                 stream=None, block_table=None):
         """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D].
         Specs with int8 queries take q as int8 and ``q_scale`` float32 [B, Sq, Hq]; asymmetric
-        caches take ``k_zero`` / ``v_zero`` of the scales' shape and the codes' dtype."""
+        caches take ``k_zero`` / ``v_zero`` of the scales' shape and the codes' dtype. A paged
+        kernel takes pools of pages k, v [num_pages, P, Hkv, D], scales per page ([num_pages, P,
+        Hkv] for per_token_head) and ``block_table`` int32 [B, max_blocks]."""
         import torch
 
         p, s = self.problem, self.schedule
         if q.dim() != 4 or k.dim() != 4:
             raise KernelArgumentError("q and k must be 4-D: [B, Sq, Hq, D] and [B, Skv, Hkv, D]")
         b, skv = int(q.shape[0]), int(k.shape[1])
+        paged_len, pool, table_ptr = self._paged(q, k, block_table, torch)
+        if pool is not None:
+            skv = paged_len
         for key, val in (("batch", b), ("kv_len", skv)):
             if p[key] >= 0 and p[key] != val:
                 raise KernelArgumentError(f"the kernel was compiled for {key} {p[key]}, got {val}")
@@ -374,14 +399,15 @@ class GpuDecodeKernel(LaunchFiles):
                                      "f8E4M3FN": ("float8_e4m3fn", "uint8")}[q_dtype],
                      (b, sq, hq, d))
         kvt = _TORCH_KV[p["kv_dtype"]]
-        self._expect("k", k, torch, kvt, (b, skv, hkv, d))
-        self._expect("v", v, torch, kvt, (b, skv, hkv, d))
-        scale_shapes = {"per_token_head": (b, skv, hkv), "per_token": (b, skv), "per_head": (hkv,),
+        rows = pool or (b, skv)  # leading extents of K/V and their per-token scales
+        self._expect("k", k, torch, kvt, (*rows, hkv, d))
+        self._expect("v", v, torch, kvt, (*rows, hkv, d))
+        scale_shapes = {"per_token_head": (*rows, hkv), "per_token": rows, "per_head": (hkv,),
                         "per_tensor": (1,)}
         blocks = lambda n, key: -(-n // int(p.get(key, 1)))  # per_block<r x D>: ceil(n / r)
-        ptrs = {}
+        ptrs = {"block_table": table_ptr}
         for name, t, g in (("k_scale", k_scale, p["k_quant"]), ("v_scale", v_scale, p["v_quant"])):
-            scale_shapes["per_block"] = (b, blocks(skv, name[0] + "_block_rows"), hkv, 1)
+            scale_shapes["per_block"] = (rows[0], blocks(rows[1], name[0] + "_block_rows"), hkv, 1)
             if g == "none":
                 if t is not None:
                     raise KernelArgumentError(f"{name} given for a {p['kv_dtype']} cache, which has none")
@@ -450,8 +476,10 @@ class GpuDecodeKernel(LaunchFiles):
 
         keep = []  # storage that must outlive the launch call
         e = k.element_size()
-        dims = (ctypes.c_uint64 * 4)(d, hkv, skv, b)
-        strides = (ctypes.c_uint64 * 3)(d * e, hkv * d * e, skv * hkv * d * e)
+        # A pool of pages is mapped as one sequence of num_pages · P rows (batch 1).
+        map_rows, map_batch = (rows[0] * rows[1], 1) if pool else (skv, b)
+        dims = (ctypes.c_uint64 * 4)(d, hkv, map_rows, map_batch)
+        strides = (ctypes.c_uint64 * 3)(d * e, hkv * d * e, map_rows * hkv * d * e)
         maps = {}
         for name, t in (("k_map", k), ("v_map", v)):
             tmap = self.meta["tensor_maps"][name[0]]

@@ -44,6 +44,7 @@ PARAMS = {
     'sq': ('int32', 'sq', 'MLA query tokens per sequence'),
     'topk': ('int32', 'topk', 'sparse MLA indices per query token'),
     'cache': ('pointer', 'cache', 'the MLA latent cache written'),
+    'block_table': ('pointer', 'block_table', "a paged cache's pages per sequence (i32 [B, max_blocks])"),
 }
 
 # name: (where a launcher takes it from, meaning)

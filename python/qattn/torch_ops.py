@@ -8,9 +8,10 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
   ``cuda:<device>``, kernel handles, split count, grids, split workspace); returns a plan handle;
 * ``attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
   Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, Tensor? alibi_slopes,
-  Tensor(a!) out, Tensor(b!)? workspace=None) -> ()`` — the run: checks, K/V tensor maps (cached
-  per address pair), launches on torch's current stream; no host sync, no allocation, so CUDA
-  graphs capture it;
+  Tensor(a!) out, Tensor(b!)? workspace=None, Tensor? block_table=None) -> ()`` — the run:
+  checks, K/V tensor maps (cached per address pair), launches on torch's current stream; no host
+  sync, no allocation, so CUDA graphs capture it. A paged kernel takes pools of pages k, v
+  [num_pages, P, Hkv, D], scales per page and ``block_table`` int32 [B, max_blocks];
 * ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``;
 * ``attn_opt::quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst,
   Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()`` — an ``attn.quantize.append`` kernel
@@ -55,7 +56,8 @@ SCHEMAS = {
     "release_plan": "release_plan(int plan) -> ()",
     "decode": "decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
               "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
-              "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None) -> ()",
+              "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None, "
+              "Tensor? block_table=None) -> ()",
     "quantize_append": "quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst, "
                        "Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
 }
@@ -143,14 +145,19 @@ _is_compiling = torch.compiler.is_compiling
 
 @torch.library.register_fake(f"{NAMESPACE}::decode")
 def _decode_fake(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens,
-                 alibi_slopes, out, workspace=None):
-    """Shape rules that hold for every plan: q and out [B, Sq, Hq, D], K/V [B, Skv, Hkv, D]."""
+                 alibi_slopes, out, workspace=None, block_table=None):
+    """Shape rules that hold for every plan: q and out [B, Sq, Hq, D], K/V [B, Skv, Hkv, D]
+    (paged: pools [num_pages, P, Hkv, D] and block_table [B, max_blocks])."""
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise KernelArgumentError("q, k and v must be 4-D: [B, Sq, Hq, D] and [B, Skv, Hkv, D]")
     if tuple(out.shape) != tuple(q.shape) or out.dtype != torch.bfloat16:
         raise KernelArgumentError(f"out must be bfloat16 of q's shape {tuple(q.shape)}, got "
                                   f"{out.dtype} {tuple(out.shape)}")
-    if tuple(k.shape) != tuple(v.shape) or k.shape[0] != q.shape[0] or k.shape[3] != q.shape[3]:
+    if block_table is not None and (block_table.dim() != 2 or block_table.shape[0] != q.shape[0]):
+        raise KernelArgumentError(f"block_table must be [B, max_blocks] with B = {q.shape[0]}, "
+                                  f"got {tuple(block_table.shape)}")
+    batch_ok = block_table is not None or k.shape[0] == q.shape[0]
+    if tuple(k.shape) != tuple(v.shape) or not batch_ok or k.shape[3] != q.shape[3]:
         raise KernelArgumentError(f"k {tuple(k.shape)} and v {tuple(v.shape)} do not match q "
                                   f"{tuple(q.shape)}")
     return None
@@ -240,8 +247,10 @@ class DecodePlan:
                 f"{self.kv_len}, q_len {self.q_len}, {self.splits} split(s)>")
 
     def run(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None, v_zero=None,
-            seq_lens=None, alibi_slopes=None, out=None, workspace=None):
-        """Attention into ``out`` (allocated when None: bf16, q's shape); returns ``out``.
+            seq_lens=None, alibi_slopes=None, out=None, workspace=None, block_table=None):
+        """Attention into ``out`` (allocated when None: bf16, q's shape); returns ``out``. A
+        paged kernel takes pools k, v [num_pages, P, Hkv, D] and ``block_table`` [B, max_blocks]
+        (int32, on the device; its plan's kv_len is max_blocks · P).
 
         Eagerly this is the extension's ``run`` (no dispatcher); under fake tensors, modes or
         ``torch.compile`` it is ``torch.ops.attn_opt.decode`` — the same checks and launch."""
@@ -250,10 +259,10 @@ class DecodePlan:
         try:
             if (_run_direct is None or _is_compiling()
                     or _run_direct(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero,
-                                   v_zero, seq_lens, alibi_slopes, out, workspace)
+                                   v_zero, seq_lens, alibi_slopes, out, workspace, block_table)
                     is NotImplemented):
                 _decode(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero,
-                        seq_lens, alibi_slopes, out, workspace)
+                        seq_lens, alibi_slopes, out, workspace, block_table)
         except (TypeError, ValueError) as e:
             raise KernelArgumentError(str(e)) from e
         except RuntimeError as e:

@@ -2,6 +2,8 @@
 qattn.paged (allocation, scatter, quantization into pages) and qattn.reference.paged_attention
 against the contiguous reference."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -58,11 +60,31 @@ def test_paged_spec_refusals():
         qattn.compile(spec, passes=())
     with pytest.raises(qattn.CompileError,
                        match="not supported yet by convert-attn-to-nvvm: a paged K/V cache"):
-        qattn.compile(qattn.attention("decode", page_size=16, **base), emit="ptx")
+        qattn.compile(qattn.attention("prefill", page_size=16, **base), emit="ptx")
     with pytest.raises(ValueError, match="give page_size too"):
         qattn.attention("decode", num_pages=4, **base)
     with pytest.raises(ValueError, match="page_size"):
         qattn.attention("decode", page_size=0, **base)
+
+
+def test_paged_decode_compiles_with_the_block_table():
+    spec = qattn.attention("decode", batch=None, q_len=1, kv_len=None, q_heads=16, kv_heads=2,
+                           head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                           seq_lens=True, page_size=16, max_blocks=64)
+    res = qattn.compile(spec, emit="ptx")
+    meta = json.loads(res.launch)
+    assert meta["paged"] == {"page_size": 16, "max_blocks": 64, "num_pages": -1}
+    assert meta["problem"]["kv_len"] == 64 * 16  # max_blocks · P: what the kernel splits by
+    decode = meta["kernels"][0]
+    assert decode["params"][-1] == "block_table"
+    assert meta["tensor_maps"]["k"]["box"] == [128, 1, 16, 1]  # one page per box (P < tile_n)
+    assert ".param .u64" in res.output and "cp.async.bulk.tensor" in res.output
+    # The contiguous form of the same spec takes no table.
+    flat = qattn.attention("decode", batch=None, q_len=1, kv_len=None, q_heads=16, kv_heads=2,
+                           head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                           seq_lens=True)
+    flat_meta = json.loads(qattn.compile(flat, emit="ptx").launch)
+    assert "paged" not in flat_meta and "block_table" not in flat_meta["kernels"][0]["params"]
 
 
 # --- layout -----------------------------------------------------------------------------------

@@ -106,6 +106,14 @@ bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::str
     why = "groups " + std::to_string(m.groups) + " exceed the grid's y extent 65535";
     return false;
   }
+  // A paged kernel reads the batch's cache as a pool of batch · max_blocks pages, sequence b's
+  // page i being page b · max_blocks + i (pagedTable).
+  if (m.pageSize && m.numPages > 0 && m.numPages != p.batch * m.maxBlocks) {
+    why = "the paged kernel's pool has " + std::to_string(m.numPages) +
+          " pages; attn-bench lays the batch's cache out as batch · max_blocks = " +
+          std::to_string(p.batch * m.maxBlocks) + " pages";
+    return false;
+  }
   // ui8 codes are asymmetric int8 codes read as unsigned.
   p.asymmetric = m.zeroPoints;
   p.unsignedCodes = m.kvDtype == "ui8";
@@ -325,7 +333,7 @@ struct Kernel {
 /// The values of the kernel parameters for one input copy.
 struct ArgValues {
   const DeviceKv *kv = nullptr;
-  uint64_t q = 0, qScale = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0;
+  uint64_t q = 0, qScale = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0, blockTable = 0;
   int32_t batch = 0, kvLen = 0, numSplits = 1, qLen = 0;
 };
 
@@ -350,6 +358,7 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
   v.set(Param::KvLen, &a.kvLen);
   v.set(Param::NumSplits, &a.numSplits);
   v.set(Param::QLen, &a.qLen);
+  v.set(Param::BlockTable, &a.blockTable);
   std::vector<attn_abi::Param> params;
   if (!rt::resolveParams(k.name, k.params, params, why) ||
       !rt::checkSupplied(k.name, params, v, why))
@@ -360,6 +369,15 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
 }
 
 } // namespace
+
+/// A paged kernel's block table over the contiguous [batch, kv_len] cache: sequence b's page i
+/// is page b · max_blocks + i of the pool of batch · max_blocks pages (empty when contiguous).
+std::vector<int32_t> pagedTable(const rt::DecodeLaunch &m, const Plan &p) {
+  std::vector<int32_t> table;
+  for (int64_t i = 0; m.pageSize && i < p.batch * m.maxBlocks; ++i)
+    table.push_back(static_cast<int32_t>(i));
+  return table;
+}
 
 int main(int argc, char **argv) {
   Options o;
@@ -397,6 +415,9 @@ int main(int argc, char **argv) {
       ", \"hadamard\": " + (m.hadamard ? "true" : "false") +
       ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
       ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
+  if (m.pageSize) // a paged cache: batch · max_blocks pages of page_size tokens
+    head += ", \"page_size\": " + std::to_string(m.pageSize) +
+            ", \"num_pages\": " + std::to_string(p.batch * m.maxBlocks);
 
   if (o.dryRun) {
     p.smCount = o.smCount ? o.smCount : 132;
@@ -469,10 +490,13 @@ int main(int argc, char **argv) {
       allocations.push_back(ptr);
     return s;
   };
-  const uint64_t dims[4] = {uint64_t(m.headDim), uint64_t(m.kvHeads), allocLen, uint64_t(p.batch)};
+  // Paged: the pool, one sequence of batch · max_blocks · page_size rows.
+  const uint64_t mapRows = m.pageSize ? allocLen * uint64_t(p.batch) : allocLen;
+  const uint64_t dims[4] = {uint64_t(m.headDim), uint64_t(m.kvHeads), mapRows,
+                            uint64_t(m.pageSize ? 1 : p.batch)};
   const uint64_t rowBytes = uint64_t(m.headDim) * uint64_t(e);
   const uint64_t strides[3] = {rowBytes, rowBytes * uint64_t(m.kvHeads),
-                               rowBytes * uint64_t(m.kvHeads) * allocLen};
+                               rowBytes * uint64_t(m.kvHeads) * mapRows};
   const attn_rt_dtype mapType =
       p.kvType == ref::KvType::BF16 ? ATTN_RT_DTYPE_BF16 : ATTN_RT_DTYPE_U8;
   for (size_t c = 0; c < copies; ++c) {
@@ -535,6 +559,11 @@ int main(int argc, char **argv) {
   }
   if (p.workspaceFloats)
     TRY(alloc(p.workspaceFloats * 4, a.workspace), "allocating the workspace");
+  if (const std::vector<int32_t> table = pagedTable(m, p); !table.empty()) {
+    TRY(alloc(table.size() * 4, a.blockTable), "allocating the block table");
+    TRY(attn_rt_copy_to_device(ctx, a.blockTable, table.data(), table.size() * 4),
+        "copying the block table");
+  }
 
   // Arguments of each copy (the pointers stay valid: kvs and a do not move from here on).
   std::vector<std::vector<void *>> decodeArgs(copies), combineArgs(copies);

@@ -53,8 +53,9 @@ enum class Param : uint8_t {
   Sq, ///< "sq": MLA query tokens per sequence
   Topk, ///< "topk": sparse MLA indices per query token
   Cache, ///< "cache": the MLA latent cache written
+  BlockTable, ///< "block_table": a paged cache's pages per sequence (i32 [B, max_blocks])
 };
-inline constexpr size_t kNumParams = 28;
+inline constexpr size_t kNumParams = 29;
 
 struct ParamInfo {
   const char *name;
@@ -94,6 +95,7 @@ inline constexpr ParamInfo kParams[kNumParams] = {
     {"sq", ParamKind::Int32, "sq", "int32_t", 4, "MLA query tokens per sequence"},
     {"topk", ParamKind::Int32, "topk", "int32_t", 4, "sparse MLA indices per query token"},
     {"cache", ParamKind::Pointer, "cache", "uint64_t", 8, "the MLA latent cache written"},
+    {"block_table", ParamKind::Pointer, "block_table", "uint64_t", 8, "a paged cache's pages per sequence (i32 [B, max_blocks])"},
 };
 
 constexpr const ParamInfo &info(Param p) { return kParams[size_t(p)]; }

@@ -89,6 +89,10 @@ struct DecodeLaunch {
   /// rotates before quantizing; the kernel rotates O back). Optional in the JSON, default false.
   bool hadamard = false;
   double softmaxScale = 0;
+  /// A paged cache (member "paged"; page_size 0: contiguous): tokens per page, block-table entries
+  /// per sequence, pages in the pool (-1: known at launch). The K/V tensor maps cover the pool as
+  /// [1, num_pages · page_size, Hkv, D]; the kernel takes `block_table` ([B, max_blocks] i32).
+  int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
   // schedule
   int64_t packQHeads = 1, rowsPerCta = 1, groups = 1, tileN = 0, stages = 0, splitKv = 0;
   int64_t producerRegs = 0, consumerRegs = 0;

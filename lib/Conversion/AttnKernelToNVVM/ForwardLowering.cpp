@@ -51,9 +51,9 @@ std::unique_ptr<BoundStep> bindCtx(OpT op, Adaptor adaptor) {
   auto step = std::make_unique<BoundStep>(*p);
   Ctx &c = step->c;
   ValueRange params = adaptor.getParams();
-  if (params.size() != (c.p.qLen < 0 ? 16u : 15u) || adaptor.getRings().empty()) {
+  if (params.size() != c.p.numParams() || adaptor.getRings().empty()) {
     op.emitOpError("takes the forward kernel's ")
-        << (c.p.qLen < 0 ? 16 : 15) << " parameters and at least one ring";
+        << c.p.numParams() << " parameters and at least one ring";
     return nullptr;
   }
   bindForwardParams(c, params);

@@ -97,7 +97,12 @@ void ProducerBuilder::issueTile(Value slot, Value tile) {
     return attnk::SubtileOp::create(b, loc, t, of, b.getI64IntegerAttr(index));
   };
   Value row = mul(tile, p.tileN);
-  auto contiguous = attnk::AddressingAttr::get(b.getContext(), attnk::AddressingKind::contiguous, 0);
+  // A paged cache: the row is the sequence's token, the block table gives its page.
+  auto addressing =
+      p.paged() ? attnk::AddressingAttr::get(b.getContext(), attnk::AddressingKind::paged,
+                                             p.pageSize)
+                : attnk::AddressingAttr::get(b.getContext(), attnk::AddressingKind::contiguous, 0);
+  Value table = p.paged() ? params.back() : Value();
   for (int64_t r0 = 0; r0 < half; r0 += rows) {
     // Coordinates outermost first: batch element, key row, KV head, column.
     SmallVector<Value> coords = {bIdx(), add(row, r0), hkv(), c(0)};
@@ -105,7 +110,7 @@ void ProducerBuilder::issueTile(Value slot, Value tile) {
       // Each half (and box) named where its copy is issued.
       Value halfStage = sub(st, kv, half);
       Value dest = rows == half ? halfStage : sub(halfStage, r0 / rows, rows);
-      attnk::TmaLoadOp::create(b, loc, params[kv], coords, dest, contiguous, Value(), Value());
+      attnk::TmaLoadOp::create(b, loc, params[kv], coords, dest, addressing, table, Value());
     }
   }
   attnk::RingCommitOp::create(b, loc, ValueRange{rings[0]}, ValueRange{st});

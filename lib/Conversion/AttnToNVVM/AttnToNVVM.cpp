@@ -85,14 +85,47 @@ static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
   w.wideBatch = true;
   w.ctasPerSm = 2;
   w.tileN = w.tmaBoxRows = TwoCtaSchedule::tileN;
+  if (p.paged()) // a box never straddles two pages
+    w.tmaBoxRows = std::min(w.tileN, p.pageSize);
   w.stages = TwoCtaSchedule::stages;
   w.producerWGs = w.consumerWGs = 1;
   w.producerRegs = TwoCtaSchedule::producerRegs;
   w.consumerRegs = TwoCtaSchedule::consumerRegs;
   if (2 * (w.smemBytes() + 1024) > kSharedBytesPerSmSm90)
     return;
-  p.tmaBoxRows = w.tileN;
+  p.tmaBoxRows = w.tmaBoxRows;
   p.wide = std::make_shared<const ForwardPlan>(std::move(w));
+}
+
+/// A paged K/V cache (block_table, page_size): the decode kernels read it — K/V boxes of
+/// min(P, tile_n) rows whose row the block table gives, token-local scales per page. What
+/// they do not read yet is refused here. False when refused.
+static bool planPaged(Checker &c, AttentionOp op, ForwardPlan &p) {
+  int64_t page = op.getPageSizeAttr().getInt();
+  auto table = cast<MemRefType>(op.getBlockTable().getType());
+  std::string what = "a paged K/V cache (block_table, page_size = " + std::to_string(page) + ")";
+  if (p.prefill)
+    c.fail() << what << " for prefill (the paged kernels are decode kernels)";
+  else if (table.isDynamicDim(1))
+    c.fail() << what << " with a dynamic number of pages per sequence (block_table "
+             << table << ": max_blocks must be static)";
+  else if (p.zeroPoints)
+    c.fail() << what << " with zero points (asymmetric " << op.getK().getType().getElementType()
+             << " caches; symmetric int8, e4m3 and bf16 caches are read paged)";
+  else if (p.directKV() && page < 8)
+    c.fail() << what << " of bf16 pages of fewer than 8 tokens (a box of K/V rows takes whole "
+                        "8-row atoms of the 128-byte swizzle)";
+  else if (page * p.headDim * p.kvElemBytes() % 128 != 0)
+    c.fail() << what << " at head_dim " << p.headDim << ": a page of "
+             << page * p.headDim * p.kvElemBytes()
+             << " bytes is not a whole number of the 128-byte units a TMA copy writes";
+  if (!c.ok)
+    return false;
+  p.pageSize = page;
+  p.maxBlocks = table.getDimSize(1);
+  p.numPages = op.getK().getType().isDynamicDim(0) ? -1 : op.getK().getType().getDimSize(0);
+  p.kvLen = op.getKVLength();
+  return true;
 }
 
 /// Launch limits of the sm_90a kernels, for the extents known at compile time (the launcher
@@ -417,12 +450,6 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
   p.name = op->getParentOfType<func::FuncOp>().getSymName().str();
   auto qT = op.getQ().getType(), kT = op.getK().getType(), oT = op.getOut().getType();
   p.prefill = op.getKind() == AttentionKind::prefill;
-  if (op.isPaged()) {
-    // The forward kernel's TMA loads address K/V as [B, Skv, Hkv, D] boxes.
-    c.fail() << "a paged K/V cache (block_table, page_size = " << op.getPageSizeAttr().getInt()
-             << "): the sm_90a kernels read contiguous K/V only";
-    return failure();
-  }
   bool prefill = op.getKind() == AttentionKind::prefill;
   for (int64_t d : {1, 2, 3})
     if (((d > 1 || !prefill) && (qT.isDynamicDim(d) || oT.isDynamicDim(d))) ||
@@ -442,6 +469,8 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
   planQueryAndOutput(c, op, p);
   planCacheAndMode(c, op, p);
   planScales(c, op, p);
+  if (op.isPaged() && !planPaged(c, op, p))
+    return failure();
   p.causal = op.getCausal();
   p.alibi = static_cast<bool>(op.getAlibi());
   p.hadamard = op.getHadamard();
@@ -469,6 +498,8 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
   planSharedMemory(c, p);
   if (!c.ok)
     return failure();
+  if (p.paged() && p.pageSize < p.tileN) // tile_n / P boxes of one page each
+    p.tmaBoxRows = p.pageSize;
   addWideBatchCompanion(p, s);
   return p;
 }

@@ -185,6 +185,8 @@ void mlir::attn::nvvm::bindForwardParams(Ctx &c, ValueRange params) {
   c.vZero = params[14];
   if (c.p.qLen < 0)
     c.qLenArg = params[15];
+  if (c.p.paged())
+    c.blockTable = params.back();
 }
 
 void mlir::attn::nvvm::bindForwardWork(Ctx &c, ValueRange work) {

@@ -26,6 +26,8 @@ struct Ctx {
   ForwardPlan::Smem sm;
   Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
         ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {}, kZero = {}, vZero = {};
+  /// A paged cache's block table [B, max_blocks] (null when contiguous).
+  Value blockTable = {};
   Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
         base = {} /*aligned shared base*/;
   Value len = {}, tile0 = {}, numTiles = {};
@@ -164,6 +166,13 @@ void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Valu
 /// r), heads]); ForwardProducer.cpp.
 Value scaleIndex(KernelBuilder &k, Granularity g, Value b, Value len, int64_t heads, Value head,
                  Value token, int64_t blockRows = 1);
+/// A paged cache's row of logical token `token` (≥ 0) of sequence `b`: table[b][token / P] · P +
+/// token mod P in the pool seen as [num_pages · P] rows. The block index is clamped into the
+/// table's row; with `valid` (i1) false the page is 0 (a sequence without keys reads no entry);
+/// with `numPages` > 0 the page is clamped into the pool (without: a TMA load past the pool
+/// reads zeros).
+Value pagedRow(KernelBuilder &k, Value table, int64_t maxBlocks, int64_t pageSize,
+               int64_t numPages, Value b, Value token, Value valid = {});
 /// The K/V scale of key `token` of this CTA's batch element and KV head.
 Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t blockRows = 1);
 /// Thread 0, in the prologue of a kernel without a persistent grid: the TMA loads of the first
@@ -196,7 +205,8 @@ void buildConsumer(KernelBuilder &k, Ctx &c);
 
 // The kernel frame (ForwardKernel.cpp), one builder per kernel-level forward op.
 /// The kernel's parameters (launch ABI order: K and V tensor maps, q, k_scale, v_scale,
-/// seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero[, q_len]).
+/// seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero[, q_len]
+/// [, block_table]).
 void bindForwardParams(Ctx &c, ValueRange params);
 /// The work values of attnk.forward.work, then (not persistent) attnk.forward.prologue's.
 void bindForwardWork(Ctx &c, ValueRange work);

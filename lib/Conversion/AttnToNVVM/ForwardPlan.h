@@ -103,6 +103,15 @@ struct ForwardPlan {
   /// of different tile_n can share the tensor maps (the wide-batch companion below).
   int64_t tmaBoxRows = 0;
   int64_t boxRows() const { return tmaBoxRows ? tmaBoxRows : tileN; }
+  /// A paged K/V cache (block_table, page_size): tokens per page (0: contiguous K/V), entries
+  /// of the block table per sequence, and pages in the pool (-1: known at launch). The tensor
+  /// maps cover the pool as [1, num_pages · P, Hkv, D]; a box never straddles two pages
+  /// (boxRows() divides P), and the K/V scales are stored per page.
+  int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
+  bool paged() const { return pageSize > 0; }
+  /// The kernel's parameters: the launch ABI's fifteen, q_len when it is dynamic, and
+  /// block_table when paged.
+  size_t numParams() const { return 15 + (qLen < 0 ? 1 : 0) + (paged() ? 1 : 0); }
   /// This plan is the companion `<name>_decode_2cta` (two CTAs per SM), launched instead of
   /// `<name>_decode` when the batch, known only at launch, makes more than one wave of CTAs.
   bool wideBatch = false;

@@ -10,6 +10,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <variant>
 
@@ -45,6 +46,11 @@ template <class... Ts> struct Overloaded : Ts... { using Ts::operator()...; };
 template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
 } // namespace
 
+/// The entries of a paged cache (ForwardPlan::pageSize, maxBlocks, numPages).
+static SmallVector<std::pair<StringRef, int64_t>, 3> pagedFields(const ForwardPlan &p) {
+  return {{"pageSize", p.pageSize}, {"maxBlocks", p.maxBlocks}, {"numPages", p.numPages}};
+}
+
 DictionaryAttr mlir::attn::nvvm::forwardPlanToAttr(MLIRContext *ctx, const ForwardPlan &p) {
   Builder b(ctx);
   SmallVector<NamedAttribute> entries;
@@ -66,6 +72,10 @@ DictionaryAttr mlir::attn::nvvm::forwardPlanToAttr(MLIRContext *ctx, const Forwa
         f.member);
     entries.push_back(b.getNamedAttr(f.name, a));
   }
+  // A paged cache's entries, only when paged (a contiguous plan reads as before).
+  if (p.paged())
+    for (auto [name, v] : pagedFields(p))
+      entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(v)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -137,6 +147,19 @@ mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d, function_ref<InFlightDia
     err() << "forward plan outside what the kernel builds (tile_n, head_dim, stages, packing, "
              "warpgroups or query rows)";
     return failure();
+  }
+  if (auto page = d.getAs<IntegerAttr>("pageSize")) {
+    auto blocks = d.getAs<IntegerAttr>("maxBlocks");
+    auto pages = d.getAs<IntegerAttr>("numPages");
+    p.pageSize = page.getInt();
+    p.maxBlocks = blocks ? blocks.getInt() : 0;
+    p.numPages = pages ? pages.getInt() : 0;
+    if (p.pageSize < 1 || !llvm::isPowerOf2_64(p.pageSize) || p.maxBlocks < 1 ||
+        p.numPages == 0 || p.numPages < -1 || p.pageSize % p.boxRows() != 0) {
+      err() << "forward plan with a paged cache needs a power-of-two 'pageSize' that the box "
+               "rows divide, 'maxBlocks' >= 1 and 'numPages' >= 1 (or -1: known at launch)";
+      return failure();
+    }
   }
   return p;
 }

@@ -40,9 +40,32 @@ Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Granularity g, Value b, Val
   }
 }
 
+Value mlir::attn::nvvm::pagedRow(KernelBuilder &k, Value table, int64_t maxBlocks,
+                                 int64_t pageSize, int64_t numPages, Value b, Value token,
+                                 Value valid) {
+  Value blk = k.udiv(token, pageSize);
+  blk = k.select(k.cmp(P::ult, blk, k.i32(maxBlocks)), blk, k.i32(maxBlocks - 1));
+  Value entry = k.add(k.mul(b, maxBlocks), blk);
+  Value page = k.loadInvariant(k.i32(), k.gep(table, k.mul(k.sext64(entry), int64_t(4))));
+  if (valid) // a token outside the sequence (an empty one) reads page 0
+    page = k.select(valid, page, k.i32(0));
+  if (numPages > 0) // an entry past the pool (or negative) reads page num_pages − 1
+    page = k.select(k.cmp(P::ult, page, k.i32(numPages)), page, k.i32(numPages - 1));
+  return k.add(k.mul(page, pageSize), k.band(token, pageSize - 1));
+}
+
 Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token,
                                    int64_t blockRows) {
-  return scaleIndex(k, g, c.bIdx, c.kvLen, c.p.kvHeads, c.hkv, token, blockRows);
+  const ForwardPlan &p = c.p;
+  bool followsToken = g == Granularity::per_token_head || g == Granularity::per_token ||
+                      g == Granularity::per_block;
+  if (!p.paged() || !followsToken)
+    return scaleIndex(k, g, c.bIdx, c.kvLen, p.kvHeads, c.hkv, token, blockRows);
+  // A paged cache's scales are stored per page: the pool's rows, as one sequence of
+  // num_pages · P tokens (a per_block block lies within one page).
+  Value row = pagedRow(k, c.blockTable, p.maxBlocks, p.pageSize, std::max<int64_t>(p.numPages, 0),
+                       c.bIdx, token, k.cmp(P::slt, token, c.len));
+  return scaleIndex(k, g, k.i32(0), c.kvLen, p.kvHeads, c.hkv, row, blockRows);
 }
 
 /// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid) and,
@@ -87,10 +110,17 @@ static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value b
     bar = sptr(k, c, k.add(k.mul(stage, 8), c.sm.fullStage(0)));
   k.mbarrierArriveExpectTx(bar, 2 * p.stageTileBytes());
   int64_t cols = p.tmaBoxColumns(), rows = p.boxRows();
+  // A paged cache: each box's row in the pool, from the block table (one page per box).
+  SmallVector<Value> pagedRows;
+  for (int64_t r0 = 0; p.paged() && r0 < p.tileN; r0 += rows)
+    pagedRows.push_back(pagedRow(k, c.blockTable, p.maxBlocks, p.pageSize, -1, c.bIdx,
+                                 k.add(k.mul(tile, p.tileN), r0)));
   for (int64_t blk = 0; blk < p.headDim / cols; ++blk) {
     for (int64_t r0 = 0; r0 < p.tileN; r0 += rows) {
       SmallVector<Value> coords = {k.i32(blk * cols), c.hkv, k.add(k.mul(tile, p.tileN), r0),
                                    c.bIdx};
+      if (p.paged())
+        coords = {k.i32(blk * cols), c.hkv, pagedRows[r0 / rows], k.i32(0)};
       int64_t off = (blk * p.tileN + r0) * cols * p.kvElemBytes();
       k.tmaLoad(sptr(k, c, k.add(stageOff, off)), c.kMap, coords, bar);
       k.tmaLoad(sptr(k, c, k.add(stageOff, c.sm.stageV + off)), c.vMap, coords, bar);

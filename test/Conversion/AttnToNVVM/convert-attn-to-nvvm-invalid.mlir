@@ -449,17 +449,61 @@ func.func @prefill_full_int8_tile64(%q: memref<1x128x8x128xi8>, %k: memref<1x128
 
 // -----
 
-// A paged K/V cache is a valid spec (attn-select-schedule schedules it), but the forward kernel's
-// loads do not read pages yet.
-func.func @decode_paged(%q: memref<4x1x16x128xbf16>, %k: memref<256x64x1x128xi8>, %v: memref<256x64x1x128xi8>,
-                        %ks: memref<256x64x1xf32>, %vs: memref<256x64x1xf32>, %lens: memref<4xi32>,
-                        %pages: memref<4x32xi32>, %o: memref<4x1x16x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 64): the sm_90a kernels read contiguous K/V only}}
+// The paged decode kernels read symmetric int8, e4m3 and bf16 pools; zero points are not read per
+// page yet.
+func.func @decode_paged_asym(%q: memref<4x1x16x128xbf16>, %k: memref<256x64x1x128xi8>, %v: memref<256x64x1x128xi8>,
+                             %ks: memref<256x64x1xf32>, %vs: memref<256x64x1xf32>,
+                             %kz: memref<256x64x1xi8>, %vz: memref<256x64x1xi8>,
+                             %pages: memref<4x32xi32>, %o: memref<4x1x16x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 64) with zero points (asymmetric 'i8' caches; symmetric int8, e4m3 and bf16 caches are read paged)}}
   attn.attention decode ins(%q, %k, %v : memref<4x1x16x128xbf16>, memref<256x64x1x128xi8>, memref<256x64x1x128xi8>)
       k_scale(%ks : memref<256x64x1xf32>) v_scale(%vs : memref<256x64x1xf32>)
-      seq_lens(%lens : memref<4xi32>) block_table(%pages : memref<4x32xi32>) outs(%o : memref<4x1x16x128xbf16>)
-      {page_size = 64, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+      k_zero(%kz : memref<256x64x1xi8>) v_zero(%vz : memref<256x64x1xi8>)
+      block_table(%pages : memref<4x32xi32>) outs(%o : memref<4x1x16x128xbf16>)
+      {page_size = 64, k_quant = #attn.quant<i8, per_token_head, asymmetric>,
+       v_quant = #attn.quant<i8, per_token_head, asymmetric>, target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// The kernel indexes the block table with its static row length.
+func.func @decode_paged_dynamic_blocks(%q: memref<?x1x16x128xbf16>, %k: memref<256x16x1x128xi8>, %v: memref<256x16x1x128xi8>,
+                                       %ks: memref<256x16x1xf32>, %vs: memref<256x16x1xf32>,
+                                       %pages: memref<?x?xi32>, %o: memref<?x1x16x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 16) with a dynamic number of pages per sequence (block_table 'memref<?x?xi32>': max_blocks must be static)}}
+  attn.attention decode ins(%q, %k, %v : memref<?x1x16x128xbf16>, memref<256x16x1x128xi8>, memref<256x16x1x128xi8>)
+      k_scale(%ks : memref<256x16x1xf32>) v_scale(%vs : memref<256x16x1xf32>)
+      block_table(%pages : memref<?x?xi32>) outs(%o : memref<?x1x16x128xbf16>)
+      {page_size = 16, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
        target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// A page of one int8 token of head_dim 64 is 64 bytes: TMA writes shared memory in 128-byte units.
+func.func @decode_paged_page1_d64(%q: memref<4x1x8x64xbf16>, %k: memref<512x1x1x64xi8>, %v: memref<512x1x1x64xi8>,
+                                  %ks: memref<512x1x1xf32>, %vs: memref<512x1x1xf32>,
+                                  %pages: memref<4x128xi32>, %o: memref<4x1x8x64xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 1) at head_dim 64: a page of 64 bytes is not a whole number of the 128-byte units a TMA copy writes}}
+  attn.attention decode ins(%q, %k, %v : memref<4x1x8x64xbf16>, memref<512x1x1x64xi8>, memref<512x1x1x64xi8>)
+      k_scale(%ks : memref<512x1x1xf32>) v_scale(%vs : memref<512x1x1xf32>)
+      block_table(%pages : memref<4x128xi32>) outs(%o : memref<4x1x8x64xbf16>)
+      {page_size = 1, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// -----
+
+// bf16 tiles land in the 128-byte swizzle, whose atom is 8 rows.
+func.func @decode_paged_bf16_page4(%q: memref<4x1x8x128xbf16>, %k: memref<512x4x2x128xbf16>, %v: memref<512x4x2x128xbf16>,
+                                   %pages: memref<4x64xi32>, %o: memref<4x1x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 4) of bf16 pages of fewer than 8 tokens (a box of K/V rows takes whole 8-row atoms of the 128-byte swizzle)}}
+  attn.attention decode ins(%q, %k, %v : memref<4x1x8x128xbf16>, memref<512x4x2x128xbf16>, memref<512x4x2x128xbf16>)
+      block_table(%pages : memref<4x64xi32>) outs(%o : memref<4x1x8x128xbf16>)
+      {page_size = 4, target = #attn.target<sm_90a>}
   return
 }
 
@@ -467,7 +511,7 @@ func.func @decode_paged(%q: memref<4x1x16x128xbf16>, %k: memref<256x64x1x128xi8>
 
 func.func @prefill_paged(%q: memref<2x128x8x128xbf16>, %k: memref<64x16x8x128xbf16>, %v: memref<64x16x8x128xbf16>,
                          %pages: memref<2x16xi32>, %o: memref<2x128x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 16): the sm_90a kernels read contiguous K/V only}}
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 16) for prefill (the paged kernels are decode kernels)}}
   attn.attention prefill ins(%q, %k, %v : memref<2x128x8x128xbf16>, memref<64x16x8x128xbf16>, memref<64x16x8x128xbf16>)
       block_table(%pages : memref<2x16xi32>) outs(%o : memref<2x128x8x128xbf16>)
       {causal, page_size = 16, target = #attn.target<sm_90a>}

@@ -3,8 +3,8 @@
 scripts build — the decode / prefill grid of decode_variants.py (split-KV variants carry their
 combine kernel in the same module), the MLA decode and MLA cache-quantize variants of
 scripts/gpu-mla.py, the quantize variants of scripts/gpu-quantize.py, every sm_90a spec in
-examples/ and examples/bench/, and the static-batch Table-3 specs of scripts/gpu-decode-build.sh —
-with `attn-opt --emit=ptx` (each with the flags its producer uses), and compares the sha256 of
+examples/ and examples/bench/, the static-batch Table-3 specs of scripts/gpu-decode-build.sh and
+the paged decode kernels of python/tests/paged_cases.py — with `attn-opt --emit=ptx` (each with the flags its producer uses), and compares the sha256 of
 each variant's PTX and of its launch metadata JSON against a committed manifest
 (ptx-manifest.txt: one `name ptx-sha256 launch-sha256` line per variant, sorted by name).
 
@@ -62,6 +62,12 @@ def variants():
         out.append((f"mla/{name}", text, ()))
     for name, kw in quantize.variants().items():
         out.append((f"quantize/{name}", quantize.spec_text(spec_mod, name, kw), ()))
+    # The paged decode kernels of the GPU tests (python/tests/paged_cases.py; their contiguous
+    # twins are not pinned).
+    paged = _load(ROOT / "python/tests/paged_cases.py", "paged_cases")
+    for name, spec in paged.specs(spec_mod):
+        if not name.endswith("_contig"):
+            out.append((f"paged/{name}", spec.text, ()))
     for f in sorted((ROOT / "examples").glob("*.mlir")):
         text = f.read_text()
         code = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//"))

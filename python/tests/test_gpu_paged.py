@@ -1,0 +1,203 @@
+"""The paged decode kernels on a GPU: K/V (and their scales) in pools of shuffled pages read
+through a block table, against qattn.reference.paged_attention and against the contiguous kernel
+of the same spec on the same tokens.
+
+Skipped without torch + CUDA. Kernels come from ``qattn.build`` or, on a GPU machine without
+attn-opt, from the PTX + metadata prebuilt into ``$QATTN_GPU_KERNELS`` by
+``python python/tests/test_gpu_paged.py --prebuild DIR`` (tests/paged_cases.py lists them).
+Every launch has ragged lengths (0 and 1 among them, lengths that are not a multiple of the tile
+or the page), a pool larger than the pages in use, poisoned table entries past each sequence's
+pages and poisoned token slots past each sequence's end.
+"""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+if __name__ == "__main__":  # run as a script from a checkout: use its qattn
+    sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+import qattn  # noqa: E402
+import paged_cases  # noqa: E402
+from paged_cases import CASES, LAUNCHES  # noqa: E402
+
+
+def kernel_for(name):
+    pre = os.environ.get("QATTN_GPU_KERNELS")
+    if pre:
+        return qattn.GpuDecodeKernel.from_files(Path(pre) / f"{name}.ptx")
+    return qattn.build(dict(paged_cases.specs(qattn.spec))[name])
+
+
+if __name__ == "__main__":
+    # Prebuild every paged kernel and its contiguous twin for a GPU machine without attn-opt.
+    if len(sys.argv) != 3 or sys.argv[1] != "--prebuild":
+        sys.exit("usage: test_gpu_paged.py --prebuild DIR")
+    out = Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    for n, spec in paged_cases.specs(qattn.spec):
+        kern = qattn.build(spec)
+        (out / f"{n}.ptx").write_text(kern.ptx)
+        (out / f"{n}.ptx.launch.json").write_text(json.dumps(kern.meta))
+        print(out / f"{n}.ptx")
+    sys.exit(0)
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+import numpy as np  # noqa: E402
+
+from qattn import paged, reference  # noqa: E402
+from test_gpu import dequant, quantize, rel  # noqa: E402
+
+# Table entries past a sequence's pages: outside the pool both ways, and the last int32.
+POISON = (-1, 2 ** 31 - 1, 1 << 20)
+
+
+def make_pools(c, lens, seed):
+    """Random K/V of the lengths, quantized per token (test_gpu.quantize), scattered into a
+    shuffled pool with spare pages; token slots past each end and the spare pages poisoned.
+    Returns the contiguous codes and scales, the pools, the table and the queries."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    b, s = len(lens), max(max(lens), 1)
+    hq, hkv, d, page = c["q_heads"], c["kv_heads"], c["head_dim"], c["page_size"]
+    q = torch.randn(b, c["q_len"], hq, d, generator=g, device="cuda").to(torch.bfloat16)
+    k = torch.randn(b, s, hkv, d, generator=g, device="cuda")
+    v = torch.randn(b, s, hkv, d, generator=g, device="cuda")
+    k[..., 3] *= 20  # an outlier channel
+    gran = c.get("granularity")
+    kc, ks = quantize(k, c["kv_dtype"], gran)
+    vc, vs = quantize(v, c["kv_dtype"], gran)
+    need = int(paged.pages_needed(lens, page).sum())
+    table, pages = paged.allocate(lens, page, num_pages=need + 3, max_blocks=c["max_blocks"],
+                                  seed=seed, pad=POISON[seed % len(POISON)])
+    t = torch.from_numpy(table.astype(np.int64)).cuda()
+    # The pool's rows of each (sequence, token) in [0, len).
+    bi = torch.cat([torch.full((n,), i, dtype=torch.int64) for i, n in enumerate(lens)]).cuda()
+    ti = torch.cat([torch.arange(n) for n in lens]).cuda()
+    rows = t[bi, ti // page] * page + ti % page
+
+    def scatter(x, fill):
+        fp8 = x.dtype == torch.float8_e4m3fn  # moved as bytes (indexing has no e4m3 kernels)
+        src = x.view(torch.uint8) if fp8 else x
+        pool = torch.full((pages * page,) + tuple(x.shape[2:]), fill, dtype=src.dtype,
+                          device="cuda")
+        pool[rows] = src[bi, ti]
+        pool = pool.view((pages, page) + tuple(x.shape[2:]))
+        return pool.view(torch.float8_e4m3fn) if fp8 else pool
+
+    # Poison: the largest codes (e4m3 0x7e is 448), bf16 values of 1e4, scales of 1e4.
+    code_fill = {"bf16": 1e4, "i8": 127, "f8E4M3FN": 0x7E}[c["kv_dtype"]]
+    pools = dict(k=scatter(kc, code_fill), v=scatter(vc, code_fill))
+    if ks is not None:
+        pools.update(k_scale=scatter(ks, 1e4), v_scale=scatter(vs, 1e4))
+    table_dev = torch.from_numpy(table).cuda()
+    return dict(q=q, kc=kc, vc=vc, ks=ks, vs=vs, pools=pools, table=table_dev, host_table=table)
+
+
+def query_args(c, q):
+    """(kernel query, its keyword arguments, the dequantized query the reference reads)."""
+    if c.get("q_dtype") == "i8":
+        qc, qs = quantize(q.float(), "i8", c.get("q_granularity", "per_token_head"))
+        return qc, {"q_scale": qs}, dequant(qc, qs)
+    return q, {}, q.float()
+
+
+def paged_reference(c, data, q_ref, lens):
+    """qattn.reference.paged_attention over the pools (float64, on the host)."""
+    p = data["pools"]
+    to_np = lambda x: None if x is None else x.float().cpu().numpy()
+    return torch.from_numpy(reference.paged_attention(
+        q_ref.cpu().numpy(), to_np(p["k"]), to_np(p["v"]), data["host_table"],
+        np.array(lens, np.int32), k_scale=to_np(p.get("k_scale")),
+        v_scale=to_np(p.get("v_scale")), k_granularity=c.get("granularity"),
+        causal=c.get("causal", False))).float().cuda()
+
+
+@pytest.mark.parametrize("name,launch", [(n, i) for n in CASES for i in range(len(LAUNCHES))])
+def test_paged_matches_reference_and_contiguous(name, launch):
+    c = CASES[name]
+    lens, splits = LAUNCHES[launch]
+    lens = [min(n, paged_cases.capacity(name)) for n in lens]
+    data = make_pools(c, lens, seed=launch)
+    qk, qargs, q_ref = query_args(c, data["q"])
+    seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    p = data["pools"]
+    out = kernel_for(name)(qk, p["k"], p["v"], p.get("k_scale"), p.get("v_scale"), seq_lens=seq,
+                           block_table=data["table"], splits=splits, **qargs)
+    contiguous = kernel_for(f"{name}_contig")(qk, data["kc"], data["vc"], data["ks"], data["vs"],
+                                              seq_lens=seq, splits=splits, **qargs)
+    torch.cuda.synchronize()
+    want = paged_reference(c, data, q_ref, lens)
+    assert torch.isfinite(out.float()).all()
+    err_ref, err_contig = rel(out, want), rel(out, contiguous.float())
+    floor = rel(want.to(torch.bfloat16), want)  # the bf16 output's own rounding
+    print(f"{name} {lens} splits {splits}: rel err vs paged reference {err_ref:.2e}, vs the "
+          f"contiguous kernel {err_contig:.2e} (bf16 rounding {floor:.2e})")
+    fp8 = c["kv_dtype"] == "f8E4M3FN"
+    assert err_ref <= (5e-2 if fp8 else 1e-2), err_ref
+    assert err_contig <= 1e-2, err_contig
+    for i, n in enumerate(lens):  # an empty sequence gives zeros
+        if n == 0:
+            assert not out[i].float().abs().any()
+
+
+def test_paged_kernel_refuses_bad_tables():
+    name = "paged_i8_p16"
+    c = CASES[name]
+    data = make_pools(c, [5, 40], seed=0)
+    p, kernel = data["pools"], kernel_for(name)
+    seq = torch.tensor([5, 40], dtype=torch.int32, device="cuda")
+    args = (data["q"], p["k"], p["v"], p["k_scale"], p["v_scale"])
+    with pytest.raises(qattn.KernelArgumentError, match="block_table"):
+        kernel(*args, seq_lens=seq)
+    with pytest.raises(qattn.KernelArgumentError, match="block_table"):
+        kernel(*args, seq_lens=seq, block_table=data["table"].long())
+    with pytest.raises(qattn.KernelArgumentError, match="block_table"):
+        kernel(*args, seq_lens=seq, block_table=data["table"][:, :8].contiguous())
+    with pytest.raises(qattn.KernelArgumentError, match="block_table given"):
+        kernel_for(f"{name}_contig")(data["q"], data["kc"], data["vc"], data["ks"], data["vs"],
+                                     seq_lens=seq, block_table=data["table"])
+
+
+def test_torch_op_runs_paged_and_captures():
+    """attn_opt::decode with block_table: the same output as the ctypes launcher, and replayed
+    from a CUDA graph after the table and lengths changed on the device (no host sync)."""
+    torch_ops = pytest.importorskip("qattn.torch_ops")
+    if not torch_ops.HAS_EXTENSION:
+        pytest.skip("the attn_opt torch extension is not built")
+    name = "paged_i8_p64"
+    c = CASES[name]
+    lens = [300, 1, 0, 777]
+    data = make_pools(c, lens, seed=1)
+    p = data["pools"]
+    seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    kernel = kernel_for(name)
+    plan = torch_ops.DecodePlan(kernel, device="cuda", batch=len(lens),
+                                kv_len=paged_cases.capacity(name))
+    args = (data["q"], p["k"], p["v"], p["k_scale"], p["v_scale"])
+    out = plan.run(*args, seq_lens=seq, block_table=data["table"])
+    want = kernel(*args, seq_lens=seq, block_table=data["table"], splits=plan.splits)
+    torch.cuda.synchronize()
+    assert rel(out, want.float()) <= 1e-3
+    with pytest.raises(qattn.KernelArgumentError, match="block_table"):
+        plan.run(*args, seq_lens=seq)
+    # Capture, then reverse the sequences (queries, table rows, lengths) on the device and replay.
+    q_dev, table, lens_dev = data["q"].clone(), data["table"].clone(), seq.clone()
+    graph_out = torch.empty_like(out)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan.run(q_dev, *args[1:], seq_lens=lens_dev, block_table=table, out=graph_out)
+    order = [3, 1, 2, 0]
+    q_dev.copy_(data["q"][order])
+    table.copy_(data["table"][order])
+    lens_dev.copy_(seq[order])
+    graph.replay()
+    torch.cuda.synchronize()
+    assert rel(graph_out[order], out.float()) <= 1e-3
