@@ -477,7 +477,7 @@ class GpuDecodeKernel(LaunchFiles):
         keep = []  # storage that must outlive the launch call
         e = k.element_size()
         # A pool of pages is mapped as one sequence of num_pages · P rows (batch 1).
-        map_rows, map_batch = (rows[0] * rows[1], 1) if pool else (skv, b)
+        map_rows, map_batch = (pool[0] * pool[1], 1) if pool else (skv, b)
         dims = (ctypes.c_uint64 * 4)(d, hkv, map_rows, map_batch)
         strides = (ctypes.c_uint64 * 3)(d * e, hkv * d * e, map_rows * hkv * d * e)
         maps = {}

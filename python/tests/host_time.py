@@ -111,7 +111,7 @@ def measure(kernel_path, shapes=((1, 128, 0), (8, 4096, 0), (8, 4096, 1), (1, 40
         }
         if direct is not None:
             entries["extension_run"] = lambda: direct(h, q, k, v, ks, vs, None, None, None, lens,
-                                                      None, out, None)
+                                                      None, out, None, None)
         tag = f"b{batch}_kv{kv_len}_splits{plan.splits}"
         tag += "_cluster" if plan.cluster_merge else ""
         for name, fn in entries.items():
