@@ -149,10 +149,10 @@ def test_direct_run_defers_to_the_dispatcher_where_needed():
         assert run(7, real, real, real, None, None, None, None, None, None, None, real,
                    None, None) is NotImplemented
     with pytest.raises(ValueError, match="no plan 7"):
-        run(7, real, real, real, None, None, None, None, None, None, None, real, None)
+        run(7, real, real, real, None, None, None, None, None, None, None, real, None, None)
     with pytest.raises(TypeError, match="k must be a torch.Tensor, got int"):
-        run(7, real, 3, real, None, None, None, None, None, None, None, real, None)
-    with pytest.raises(TypeError, match="13 positional arguments"):
+        run(7, real, 3, real, None, None, None, None, None, None, None, real, None, None)
+    with pytest.raises(TypeError, match="14 positional arguments"):
         run(7, real, real, real)
 
 
