@@ -1,7 +1,8 @@
 //===- BuildQuantize.cpp - the kernel level of the quantize kernels -------===//
 //
 // What this file is: how `attn.quantize.append` (new K/V tokens into a quantized cache at
-// per-batch positions) and `attn.quantize.dynamic` (activations such as Q) become a kernel on
+// per-batch positions), `attn.quantize.append_paged` (new rows into a paged cache at the slots of
+// a slot mapping) and `attn.quantize.dynamic` (activations such as Q) become a kernel on
 // sm_90a: planning (which variants exist, how lanes map onto scale groups), the kernel level of
 // `<name>_quantize` (attnk.group_index, load_groups, convert_tile, hadamard, group_scales,
 // quantize_tile, store_groups) and its launch metadata. A memory-bound kernel: the loads of every
