@@ -9,11 +9,13 @@
 # usage: scripts/gpu-torch-ops.sh KERNEL_DIR [OUT_DIR]
 #   KERNEL_DIR  PTX + launch metadata prebuilt where attn-opt is, by
 #               `python python/tests/test_gpu.py --prebuild DIR` and
-#               `python python/tests/test_torch_ops.py --prebuild DIR`
+#               `python python/tests/test_torch_ops.py --prebuild DIR` (and, for the cache-write
+#               ops, `python python/tests/test_append_op.py --prebuild DIR` and
+#               `python python/tests/test_paged_append_op.py --prebuild DIR`)
 #   OUT_DIR     logs and torch_ops.json (the measurements); default $OUT, else /tmp/gpu-torch-ops
 # PYTHON selects the interpreter (default python3); wheels in $WHEELS (default <checkout>/whl)
 # provide what is missing (scripts/gpu-env.sh). TESTS names the test files to run (default
-# "test_torch_ops test_gpu"). After the tests, tests/host_time.py measures the host time per call
+# "test_torch_ops test_gpu"; e.g. TESTS="test_append_op test_paged_append_op"). After the tests, tests/host_time.py measures the host time per call
 # of every entry point into OUT_DIR/host_time.json. Ends with one "N passed, N failed" line.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -27,7 +27,7 @@ from .cpu import attend as nomad_attend
 from .gpu import GpuDecodeKernel, GpuError
 from .kernels import BuildError, CpuLibrary, KernelArgumentError, build
 from .nomad import encode, inertia, load_codebooks, save_codebooks, train_codebooks
-from .spec import Spec, attention, quantize
+from .spec import Spec, attention, quantize, quantize_paged
 
 __version__ = "0.1.0"
 
@@ -53,6 +53,7 @@ __all__ = [
     "load_codebooks",
     "parse_diagnostics",
     "quantize",
+    "quantize_paged",
     "save_codebooks",
     "train_codebooks",
     "version",

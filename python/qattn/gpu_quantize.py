@@ -31,6 +31,8 @@ class GpuQuantizeKernel(LaunchFiles):
         kind = self._take(ptx, meta, path, lambda k: k.startswith("quantize"), "quantize")
         self.kernel = meta["kernels"][0]
         self.append = kind == "quantize_append"
+        #: attn.quantize.append_paged: launched by qattn.torch_ops.quantize_append_paged only.
+        self.paged = kind == "quantize_append_paged"
 
     def __repr__(self) -> str:
         p = self.problem
@@ -49,6 +51,9 @@ class GpuQuantizeKernel(LaunchFiles):
         import torch
 
         p = self.problem
+        if self.paged:
+            raise KernelArgumentError(f"{self.kernel['name']} is a paged append (slot_mapping): "
+                                      "run it with qattn.torch_ops.quantize_append_paged")
         if src.dim() != 4 or dst.dim() != 4:
             raise KernelArgumentError("src and dst must be 4-D [B, S, H, D]")
         b, s, h, d = (int(v) for v in src.shape)

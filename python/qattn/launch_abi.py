@@ -45,6 +45,9 @@ PARAMS = {
     'topk': ('int32', 'topk', 'sparse MLA indices per query token'),
     'cache': ('pointer', 'cache', 'the MLA latent cache written'),
     'block_table': ('pointer', 'block_table', "a paged cache's pages per sequence (i32 [B, max_blocks])"),
+    'slot_mapping': ('pointer', 'slot_mapping', 'paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)'),
+    'num_tokens': ('int32', 'num_tokens', 'paged append: rows to quantize (T)'),
+    'num_slots': ('int32', 'num_slots', "paged append: the pool's rows, num_pages * page_size"),
 }
 
 # name: (where a launcher takes it from, meaning)
@@ -63,6 +66,7 @@ GRID_INPUTS = {
     'groups_per_cta': ('schedule.groups_per_cta', 'scale groups per CTA'),
     'tokens_per_cta': ('schedule.tokens_per_cta', 'MLA cache rows per CTA'),
     'sq': ('call', 'MLA query tokens per sequence'),
+    'num_tokens': ('call', 'paged append: rows to quantize'),
 }
 
 # name: (formula, meaning)
@@ -80,4 +84,5 @@ GRID_SYMBOLS = {
     'persistent_ctas': (('min', 'sms', ('mul', 'q_chunks', 'groups', 'batch')), 'persistent prefill: one CTA per SM, at most one per work item'),
     'quantize_ctas': (('ceil_div', ('mul', 'batch', 'new_tokens', 'groups_per_token'), 'groups_per_cta'), 'quantize: groups_per_cta scale groups per CTA'),
     'token_ctas': (('ceil_div', ('mul', 'batch', 'new_tokens'), 'tokens_per_cta'), 'MLA cache append: tokens_per_cta rows per CTA'),
+    'slot_quantize_ctas': (('ceil_div', ('mul', 'num_tokens', 'groups_per_token'), 'groups_per_cta'), 'paged append: groups_per_cta scale groups per CTA'),
 }

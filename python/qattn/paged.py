@@ -10,7 +10,9 @@ per_block<r x c> ones [num_pages, P / r, Hkv, D / c] (r must divide P) — while
 per_head and per_channel scales keep their shape (calibrated over the whole pool).
 
 Everything here runs on the CPU in NumPy and is a reference: ``quantize_pages`` computes what a
-slot-mapped cache write on the device stores. ``qattn.reference.paged_attention`` reads it.
+slot-mapped cache write on the device stores, ``append_slots`` is that write itself (rows at the
+slots of a slot mapping, ``attn.quantize.append_paged``). ``qattn.reference.paged_attention``
+reads the cache.
 """
 
 from __future__ import annotations
@@ -176,3 +178,85 @@ def quantize_pages(k, v, seq_lens, page_size: int, *, dtype: str = "i8",
     return PagedCache(kc, vc, table, lens.astype(np.int32), page_size, fmt,
                       None if fmt == "bf16" else granularity,
                       None if fmt == "bf16" else v_gran, ks, vs, kz, vz)
+
+
+def _pool_rows(a: np.ndarray, what: str, shape, static: bool = False) -> np.ndarray:
+    """A [num_pages, P, ...] array seen as [num_pages · P, ...] rows (a view: writes land in
+    ``a``); ``static`` scales ([1], [H], [H, D]) as they are."""
+    if not isinstance(a, np.ndarray) or tuple(a.shape) != tuple(shape):
+        raise ValueError(f"{what} must be a NumPy array of shape {tuple(shape)}, got "
+                         f"{getattr(a, 'shape', type(a).__name__)}")
+    if static:
+        return a
+    return a.reshape((shape[0] * shape[1],) + tuple(shape[2:]))
+
+
+def append_slots(src, slot_mapping, pool: np.ndarray, scales: np.ndarray,
+                 zeros: Optional[np.ndarray] = None, *, dtype: str = "i8",
+                 granularity: str = "per_token_head", symmetric: bool = True,
+                 scale_dtype: str = "f32") -> np.ndarray:
+    """The slot-mapped cache write (vLLM's ``reshape_and_cache_flash``) on the CPU, a reference for
+    ``attn.quantize.append_paged``: row t of ``src`` [T, H, D] is quantized and written to row
+    ``slot_mapping[t] % P`` of page ``slot_mapping[t] // P`` of ``pool`` [num_pages, P, H, D]
+    (int8 / uint8 codes, e4m3 values as float32), its scales (and zero points) to the same slot
+    of ``scales`` / ``zeros`` stored per page — the codes and scales ``quantize_pages`` stores for
+    that token. A slot outside [0, num_pages · P) skips its row (vLLM pads with −1); slots of the
+    rows written must be distinct. per_tensor, per_head and per_channel read the calibrated
+    ``scales`` (and ``zeros``) instead of writing them. The arithmetic is the kernels'
+    (``qattn.quant`` with ``nonfinite="saturate"``). Updates the arrays in place; returns the
+    boolean mask of the rows written."""
+    if dtype not in _FORMATS or _FORMATS[dtype] == "bf16":
+        raise ValueError(f"unknown code dtype {dtype!r}; expected i8, ui8 / u8 or f8E4M3FN / e4m3")
+    if not isinstance(symmetric, bool):
+        raise TypeError(f"symmetric must be True or False, not {symmetric!r}")
+    fmt = _FORMATS[dtype]
+    if fmt == "u8" and symmetric:
+        raise ValueError("u8 caches are asymmetric only (symmetric=False)")
+    if fmt == "e4m3" and not symmetric:
+        raise ValueError("e4m3 caches are symmetric only")
+    if (zeros is None) != symmetric:
+        raise ValueError("zeros are required for an asymmetric scheme and refused for a "
+                         "symmetric one")
+    x = as_numpy(src, np.float32)
+    if x.ndim != 3:
+        raise ValueError(f"src must be [T, H, D], got shape {x.shape}")
+    if not isinstance(pool, np.ndarray) or pool.ndim != 4 or pool.shape[2:] != x.shape[1:]:
+        raise ValueError(f"pool must be a NumPy array [num_pages, P, H, D] with src's H, D "
+                         f"{x.shape[1:]}, got {getattr(pool, 'shape', type(pool).__name__)}")
+    slots = np.asarray(slot_mapping)
+    if slots.shape != (x.shape[0],) or slots.dtype.kind not in "iu":
+        raise ValueError(f"slot_mapping must be integers of shape ({x.shape[0]},), got "
+                         f"{slots.dtype} {slots.shape}")
+    check_page_size(pool.shape[1])
+    kind, arg = quant.parse_granularity(granularity)
+    if kind == "per_block" and arg[0] != 1:
+        raise ValueError(f"{granularity} cannot be appended token by token: a block's scale "
+                         "depends on tokens not yet appended")
+    n = pool.shape[0] * pool.shape[1]
+    slots = slots.astype(np.int64)
+    valid = (slots >= 0) & (slots < n)
+    if len(set(slots[valid].tolist())) != int(valid.sum()):
+        raise ValueError("slot_mapping writes one slot twice")
+    from .spec import scale_shape
+    rows = _pool_rows(pool, "pool", pool.shape)
+    static = kind in ("per_tensor", "per_head", "per_channel")
+    want = scale_shape(granularity, list(pool.shape))  # per page: [num_pages, P, ...]
+    sc_rows = _pool_rows(scales, "scales", want, static)
+    z_rows = None if zeros is None else _pool_rows(zeros, "zeros", want, static)
+    x = x[valid]
+    if not x.shape[0]:
+        return valid
+    if symmetric:
+        codes, s = quant.quantize(x, fmt, granularity, scales if static else None,
+                                  scale_dtype=scale_dtype, nonfinite="saturate")
+        z = None
+    else:
+        codes, s, z = quant.quantize_asym(x, fmt, granularity, *((scales, zeros) if static else
+                                                                 (None, None)),
+                                          scale_dtype=scale_dtype, nonfinite="saturate")
+    rows[slots[valid]] = codes
+    if not static:
+        sc_rows[slots[valid]] = s
+        if z is not None:
+            z_rows[slots[valid]] = z
+    return valid

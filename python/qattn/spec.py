@@ -319,6 +319,49 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
     return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)
 
 
+def quantize_paged(*, tokens: Dim, num_pages: Dim, page_size: int, heads: int, head_dim: int,
+                   src_dtype: str = "bf16", dtype: str = "i8",
+                   granularity: str = "per_token_head", symmetric: bool = True,
+                   scale_dtype: str = "f32", slot_dtype: str = "i64", hadamard: bool = False,
+                   target: Optional[str] = None, name: str = "quantize_paged") -> Spec:
+    """A spec with one ``attn.quantize.append_paged``: ``tokens`` new rows [T, H, D] written
+    into a pool of ``num_pages`` pages [num_pages, page_size, H, D] at the slots of a slot
+    mapping [T] (``slot_dtype`` i64 as vLLM's ``slot_mapping``, or i32; slot = page · P +
+    offset, a slot outside the pool skips its row), with scales stored per page. The other
+    keywords are ``quantize``'s."""
+    _check_choice("src_dtype", src_dtype, SRC_DTYPES)
+    _check_choice("dtype", dtype, CODE_DTYPES)
+    _check_choice("scale_dtype", scale_dtype, SCALE_DTYPES)
+    _check_choice("slot_dtype", slot_dtype, ("i64", "i32"))
+    _check_target_name(target, name)
+    _check_bool("symmetric", symmetric)
+    _check_bool("hadamard", hadamard)
+    _check_granularity("granularity", granularity)
+    page = _check_size("page_size", page_size)
+    if page > 256 or page & (page - 1):
+        raise ValueError(f"page_size must be a power of two in [1, 256], not {page_size!r}")
+    T, N = _check_dim("tokens", tokens), _check_dim("num_pages", num_pages)
+    H, D = _check_size("heads", heads), _check_size("head_dim", head_dim)
+    src_ty, map_ty = _memref([T, H, D], src_dtype), _memref([T], slot_dtype)
+    dst_ty = _memref([N, page, H, D], dtype)
+    s_shape = scale_shape(granularity, [N, page, H, D])
+    s_ty, z_ty = _memref(s_shape, scale_dtype), _memref(s_shape, dtype)
+    quant = f"#attn.quant<{dtype}, {granularity.strip()}"
+    quant += ("" if symmetric else ", asymmetric") + \
+        ("" if scale_dtype == "f32" else f", scale = {scale_dtype}") + ">"
+    attrs = [f"page_size = {page}", f"quant = {quant}"] + (["hadamard"] if hadamard else []) + \
+        ([f"target = #attn.target<{target}>"] if target else [])
+    args = [("src", src_ty), ("slots", map_ty), ("dst", dst_ty), ("scales", s_ty)]
+    args += [] if symmetric else [("zeros", z_ty)]
+    signature = ", ".join(f"%{a}: {t}" for a, t in args)
+    body = (f"  attn.quantize.append_paged ins(%src : {src_ty}) slot_mapping(%slots : {map_ty})"
+            f"\n      outs(%dst, %scales : {dst_ty}, {s_ty})")
+    if not symmetric:
+        body += f" zeros(%zeros : {z_ty})"
+    body += "\n      {" + ", ".join(attrs) + "}"
+    return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)
+
+
 def _check_rope(rope_dim) -> int:
     if isinstance(rope_dim, bool) or not isinstance(rope_dim, int) or not 0 <= rope_dim <= MAX_EXTENT:
         raise ValueError(f"rope_dim must be a non-negative int, not {rope_dim!r}")

@@ -16,7 +16,11 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
 * ``attn_opt::quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst,
   Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()`` — an ``attn.quantize.append`` kernel
   (csrc/append_op.cpp): new rows quantized into the cache at ``positions[b] + i``, on the current
-  stream, without host synchronization (``quantize_append`` below wraps it).
+  stream, without host synchronization (``quantize_append`` below wraps it);
+* ``attn_opt::quantize_append_paged(str kernel, Tensor src, Tensor slot_mapping, Tensor(a!) dst,
+  Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()`` — an ``attn.quantize.append_paged`` kernel:
+  rows [T, H, D] into a pool of pages [num_pages, P, H, D] at vLLM's ``slot_mapping`` (slots
+  outside the pool skipped on the device), scales per page (``quantize_append_paged`` below).
 
 The extension is also a Python module whose ``run`` is ``decode`` without the dispatcher:
 ``DecodePlan.run`` calls it eagerly (it defers to ``torch.ops.attn_opt.decode`` under fake
@@ -60,9 +64,11 @@ SCHEMAS = {
               "Tensor? block_table=None) -> ()",
     "quantize_append": "quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst, "
                        "Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
+    "quantize_append_paged": "quantize_append_paged(str kernel, Tensor src, Tensor slot_mapping, "
+                             "Tensor(a!) dst, Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
 }
 # Ops with a fake (meta) implementation: the fallback library gives them CPU / CUDA kernels only.
-_TENSOR_OPS = ("decode", "quantize_append")
+_TENSOR_OPS = ("decode", "quantize_append", "quantize_append_paged")
 
 
 def extension_path():
@@ -182,6 +188,40 @@ def quantize_append(kernel, src, dst, scales, zeros=None, *, positions):
     path = str(getattr(kernel, "path", kernel))
     try:
         ops.quantize_append(path, src, positions, dst, scales, zeros)
+    except (TypeError, ValueError) as e:
+        raise KernelArgumentError(str(e)) from e
+    except RuntimeError as e:
+        raise GpuError(str(e)) from e
+    return dst
+
+
+@torch.library.register_fake(f"{NAMESPACE}::quantize_append_paged")
+def _quantize_append_paged_fake(kernel, src, slot_mapping, dst, scales, zeros=None):
+    """Shape rules that hold for every kernel: src [T, H, D], slot_mapping [T] int64 / int32,
+    dst [num_pages, P, H, D]."""
+    if src.dim() != 3 or dst.dim() != 4:
+        raise KernelArgumentError("src must be 3-D [T, H, D] and dst 4-D [num_pages, P, H, D]")
+    if (src.shape[1], src.shape[2]) != (dst.shape[2], dst.shape[3]):
+        raise KernelArgumentError(f"src {tuple(src.shape)} does not match dst {tuple(dst.shape)}")
+    if tuple(slot_mapping.shape) != (src.shape[0],) or slot_mapping.dtype not in (torch.int64,
+                                                                                  torch.int32):
+        raise KernelArgumentError(f"slot_mapping must be int64 or int32 [{src.shape[0]}], got "
+                                  f"{slot_mapping.dtype} {tuple(slot_mapping.shape)}")
+    return None
+
+
+def quantize_append_paged(kernel, src, dst, scales, zeros=None, *, slot_mapping):
+    """vLLM's ``reshape_and_cache_flash`` into a quantized paged cache: row t of ``src`` [T, H, D]
+    is quantized into the pool of pages ``dst`` [num_pages, P, H, D] at slot ``slot_mapping[t]``
+    (= page · P + offset; int64 or int32 as the kernel was compiled, on the device: a slot outside
+    the pool, such as vLLM's padding −1, skips its row without a host check), writing its
+    ``scales`` (and ``zeros``) stored per page: ``torch.ops.attn_opt.quantize_append_paged`` on
+    the current stream, capturable in a CUDA graph. ``kernel``: a compiled
+    ``attn.quantize.append_paged`` (``qattn.quantize_paged`` spec) or the path of its PTX. The
+    reference on the CPU is ``qattn.paged.append_slots``. Returns ``dst``."""
+    path = str(getattr(kernel, "path", kernel))
+    try:
+        ops.quantize_append_paged(path, src, slot_mapping, dst, scales, zeros)
     except (TypeError, ValueError) as e:
         raise KernelArgumentError(str(e)) from e
     except RuntimeError as e:

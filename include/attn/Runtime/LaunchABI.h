@@ -54,8 +54,11 @@ enum class Param : uint8_t {
   Topk, ///< "topk": sparse MLA indices per query token
   Cache, ///< "cache": the MLA latent cache written
   BlockTable, ///< "block_table": a paged cache's pages per sequence (i32 [B, max_blocks])
+  SlotMapping, ///< "slot_mapping": paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)
+  NumTokens, ///< "num_tokens": paged append: rows to quantize (T)
+  NumSlots, ///< "num_slots": paged append: the pool's rows, num_pages * page_size
 };
-inline constexpr size_t kNumParams = 29;
+inline constexpr size_t kNumParams = 32;
 
 struct ParamInfo {
   const char *name;
@@ -96,6 +99,9 @@ inline constexpr ParamInfo kParams[kNumParams] = {
     {"topk", ParamKind::Int32, "topk", "int32_t", 4, "sparse MLA indices per query token"},
     {"cache", ParamKind::Pointer, "cache", "uint64_t", 8, "the MLA latent cache written"},
     {"block_table", ParamKind::Pointer, "block_table", "uint64_t", 8, "a paged cache's pages per sequence (i32 [B, max_blocks])"},
+    {"slot_mapping", ParamKind::Pointer, "slot_mapping", "uint64_t", 8, "paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)"},
+    {"num_tokens", ParamKind::Int32, "num_tokens", "int32_t", 4, "paged append: rows to quantize (T)"},
+    {"num_slots", ParamKind::Int32, "num_slots", "int32_t", 4, "paged append: the pool's rows, num_pages * page_size"},
 };
 
 constexpr const ParamInfo &info(Param p) { return kParams[size_t(p)]; }
@@ -130,6 +136,7 @@ inline constexpr GridInputInfo kGridInputs[] = {
     {"groups_per_cta", "schedule.groups_per_cta", "scale groups per CTA"},
     {"tokens_per_cta", "schedule.tokens_per_cta", "MLA cache rows per CTA"},
     {"sq", "call", "MLA query tokens per sequence"},
+    {"num_tokens", "call", "paged append: rows to quantize"},
 };
 
 /// Every grid symbol, by the name in the metadata's `grid`.
@@ -147,6 +154,7 @@ enum class GridSymbol : uint8_t {
   PersistentCtas, ///< persistent prefill: one CTA per SM, at most one per work item
   QuantizeCtas, ///< quantize: groups_per_cta scale groups per CTA
   TokenCtas, ///< MLA cache append: tokens_per_cta rows per CTA
+  SlotQuantizeCtas, ///< paged append: groups_per_cta scale groups per CTA
 };
 
 struct GridSymbolInfo {
@@ -166,6 +174,7 @@ inline constexpr GridSymbolInfo kGridSymbols[] = {
     {"persistent_ctas", "min(sms, mul(q_chunks, groups, batch))", "persistent prefill: one CTA per SM, at most one per work item"},
     {"quantize_ctas", "ceil_div(mul(batch, new_tokens, groups_per_token), groups_per_cta)", "quantize: groups_per_cta scale groups per CTA"},
     {"token_ctas", "ceil_div(mul(batch, new_tokens), tokens_per_cta)", "MLA cache append: tokens_per_cta rows per CTA"},
+    {"slot_quantize_ctas", "ceil_div(mul(num_tokens, groups_per_token), groups_per_cta)", "paged append: groups_per_cta scale groups per CTA"},
 };
 inline constexpr size_t kNumGridSymbols = sizeof(kGridSymbols) / sizeof(kGridSymbols[0]);
 
@@ -223,6 +232,8 @@ template <typename In> int64_t gridSymbolValue(GridSymbol s, In &in) {
     return detail::ceilDiv(detail::mul(in("batch"), in("new_tokens"), in("groups_per_token")), in("groups_per_cta"));
   case GridSymbol::TokenCtas:
     return detail::ceilDiv(detail::mul(in("batch"), in("new_tokens")), in("tokens_per_cta"));
+  case GridSymbol::SlotQuantizeCtas:
+    return detail::ceilDiv(detail::mul(in("num_tokens"), in("groups_per_token")), in("groups_per_cta"));
   }
   return -1;
 }

@@ -130,12 +130,14 @@ struct LoadGroupsLowering : OpConversionPattern<LoadGroupsOp> {
   LogicalResult matchAndRewrite(LoadGroupsOp op, OpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     auto src = cast<MemRefType>(op.getSrc().getType());
-    if (src.getRank() != 4)
+    if (src.getRank() == 1)
       return rewriter.notifyMatchFailure(op, "a load from a token's row");
     KernelBuilder k(rewriter, op.getLoc());
     auto res = cast<VectorType>(op.getResult().getType());
     int64_t I = res.getDimSize(0), V = res.getDimSize(1), L = op.getLanes(), C = I * V * L;
-    int64_t HD = src.getDimSize(2) * src.getDimSize(3), bytes = src.getElementTypeBitWidth() / 8;
+    int64_t r = src.getRank(); // [batch, tokens, heads, D] or a paged append's [tokens, heads, D]
+    int64_t HD = src.getDimSize(r - 2) * src.getDimSize(r - 1);
+    int64_t bytes = src.getElementTypeBitWidth() / 8;
     Type vecT = VectorType::get({V}, res.getElementType());
     Value base = k.add(k.mul(k.zext64(a.getToken()), HD), k.zext64(k.mul(a.getGroup(), C)));
     SmallVector<Value> raw;
@@ -376,15 +378,31 @@ struct StoreGroupsLowering : OpConversionPattern<StoreGroupsOp> {
     Value newTokens = one(a.getNewTokens()), capacity = one(a.getCapacity());
     Value dst = one(a.getDest()), pos = one(a.getPositions());
     ValueRange codes = a.getCodes();
-    Value bIdx = k.udiv(tok, newTokens), i = k.urem(tok, newTokens);
-    Value row = i;
-    if (pos)
-      row = k.add(k.loadInvariant(k.i32(), k.gep(pos, k.mul(k.zext64(bIdx), int64_t(4)))), i);
-    Value total = numGroups(k, one(a.getBatch()), newTokens, gpt);
-    Value inRange = k.band(k.cmp(P::slt, one(a.getGroup()), total),
-                           k.band(k.cmp(P::sge, row, k.i32(0)), k.cmp(P::slt, row, capacity)));
+    Value slot, bIdx, row, inRange; // the token's slot (paged), or its batch element and row
+    if (Value slots = one(a.getSlots())) {
+      // A paged cache: the row is the token's slot, any i64; outside [0, capacity) is skipped.
+      Value total = numGroups(k, one(a.getBatch()), newTokens, gpt);
+      Type slotT = cast<MemRefType>(op.getSlots().getType()).getElementType();
+      int64_t slotBytes = slotT.getIntOrFloatBitWidth() / 8;
+      slot = k.loadInvariant(slotT, k.gep(slots, k.mul(k.zext64(tok), slotBytes)), slotBytes);
+      if (slotBytes == 4)
+        slot = LLVM::SExtOp::create(rewriter, op.getLoc(), k.i64(), slot);
+      inRange =
+          k.band(k.cmp(P::slt, one(a.getGroup()), total),
+                 k.band(k.cmp(P::sge, slot, k.i64(0)), k.cmp(P::slt, slot, k.zext64(capacity))));
+    } else {
+      bIdx = k.udiv(tok, newTokens);
+      Value i = k.urem(tok, newTokens);
+      row = i;
+      if (pos)
+        row = k.add(k.loadInvariant(k.i32(), k.gep(pos, k.mul(k.zext64(bIdx), int64_t(4)))), i);
+      Value total = numGroups(k, one(a.getBatch()), newTokens, gpt);
+      inRange = k.band(k.cmp(P::slt, one(a.getGroup()), total),
+                       k.band(k.cmp(P::sge, row, k.i32(0)), k.cmp(P::slt, row, capacity)));
+    }
     k.ifThen(inRange, [&] {
-      Value tokRow = k.add(k.mul(k.zext64(bIdx), k.zext64(capacity)), k.zext64(row));
+      Value tokRow =
+          slot ? slot : k.add(k.mul(k.zext64(bIdx), k.zext64(capacity)), k.zext64(row));
       Value base = k.add(k.mul(tokRow, HD), k.zext64(k.mul(gin, C)));
       walkChunks(k, {I, L, V}, dst, base, sub, [&](int64_t c, auto addr) {
         SmallVector<Value> v(codes.begin() + c * V, codes.begin() + (c + 1) * V);

@@ -171,6 +171,11 @@ struct ConvertAttnToCPUPass : public attn::impl::ConvertAttnToCPUBase<ConvertAtt
           return emitQuantize(b, o.getSrc(), Value(), o.getDst(), o.getScales(), o.getZeros(),
                               o.getQuant(), o.getHadamard());
         })
+        .Case([&](QuantizeAppendPagedOp o) {
+          return o->emitError() << "not supported yet by convert-attn-to-cpu: "
+                                   "attn.quantize.append_paged (a slot-mapped write into a paged "
+                                   "cache) has an sm_90a kernel only";
+        })
         .Case([&](QuantizeMLAAppendOp o) {
           return emitQuantizeMLA(b, o.getSrc(), o.getPositions(), o.getCache(), o.getHeadDimV(),
                                  o.getRopeDim(), o.getKvQuant().getBlockCols());

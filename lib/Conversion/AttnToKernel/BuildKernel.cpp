@@ -93,7 +93,8 @@ struct AttnBuildKernelPass : public attn::impl::AttnBuildKernelBase<AttnBuildKer
       std::optional<TargetKind> t = getOpTarget(op);
       if (!isa<AttnDialect>(op->getDialect()) || !t || !isGPUTarget(*t))
         return;
-      if (isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp, MLADecodeOp>(op))
+      if (isa<QuantizeAppendOp, QuantizeAppendPagedOp, QuantizeDynamicOp, QuantizeMLAAppendOp,
+              MLADecodeOp>(op))
         quantizeOps.push_back(op);
       else if (auto att = dyn_cast<AttentionOp>(op))
         attentionOps.push_back(att);

@@ -62,8 +62,8 @@ static void buildRope(OpBuilder &b, Location loc, const MLAQuantizePlan &p, Valu
                                           attnk::ConvertPart::full, false)
                  .getResult();
   attnk::StoreGroupsOp::create(b, loc, rb, row, Value(), Value(), Value(), lane, Value(), Value(),
-                               Value(), Value(), Value(), Value(), Value(), Value(), p.ropeOffset(),
-                               0);
+                               Value(), Value(), Value(), Value(), Value(), Value(), Value(),
+                               p.ropeOffset(), 0);
 }
 
 void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
@@ -104,7 +104,7 @@ void mlir::attn::kernel::buildMLAQuantizeKernel(OpBuilder &b, Location loc, gpu:
                 .getScale();
   Value c = attnk::QuantizeTileOp::create(b, loc, codes, v, s, Value(), q);
   attnk::StoreGroupsOp::create(b, loc, c, row, Value(), Value(), Value(), lane, Value(), Value(),
-                               Value(), Value(), s, row, Value(), Value(), 0, p.dv);
+                               Value(), Value(), Value(), s, row, Value(), Value(), 0, p.dv);
   buildRope(b, loc, p, x, row, lane);
 }
 

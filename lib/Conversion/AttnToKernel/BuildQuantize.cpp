@@ -1,7 +1,8 @@
 //===- BuildQuantize.cpp - the kernel level of the quantize kernels -------===//
 //
 // What this file is: how `attn.quantize.append` (new K/V tokens into a quantized cache at
-// per-batch positions) and `attn.quantize.dynamic` (activations such as Q) become a kernel on
+// per-batch positions), `attn.quantize.append_paged` (new rows into a paged cache at the slots of
+// a slot mapping) and `attn.quantize.dynamic` (activations such as Q) become a kernel on
 // sm_90a: planning (which variants exist, how lanes map onto scale groups), the kernel level of
 // `<name>_quantize` (attnk.group_index, load_groups, convert_tile, hadamard, group_scales,
 // quantize_tile, store_groups) and its launch metadata. A memory-bound kernel: the loads of every
@@ -16,6 +17,7 @@
 
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -53,6 +55,18 @@ FailureOr<QuantizePlan> mlir::attn::kernel::planQuantize(Operation *op) {
     dstT = a.getCache().getType();
     q = a.getQuant();
     p.hadamard = a.getHadamard();
+  } else if (auto pa = dyn_cast<QuantizeAppendPagedOp>(op)) {
+    // Flat rows [T, H, D] into the pool seen as num_pages · P rows: T "sequences" of one token.
+    auto flatT = cast<MemRefType>(pa.getSrc().getType());
+    dstT = pa.getCache().getType();
+    srcT = MemRefType::get({flatT.getDimSize(0), 1, flatT.getDimSize(1), flatT.getDimSize(2)},
+                           flatT.getElementType());
+    q = pa.getQuant();
+    p.hadamard = pa.getHadamard();
+    p.paged = true;
+    p.pageSize = pa.getPageSize();
+    p.numPages = dstT.isDynamicDim(0) ? -1 : dstT.getDimSize(0);
+    p.slotBits = pa.getSlotMapping().getType().getElementTypeBitWidth();
   } else {
     auto d = cast<QuantizeDynamicOp>(op);
     p.append = false;
@@ -68,7 +82,7 @@ FailureOr<QuantizePlan> mlir::attn::kernel::planQuantize(Operation *op) {
   auto ext = [](MemRefType t, int64_t d) { return t.isDynamicDim(d) ? -1 : t.getDimSize(d); };
   p.batch = ext(srcT, 0);
   p.newTokens = ext(srcT, 1);
-  p.capacity = ext(dstT, 1);
+  p.capacity = p.paged ? (p.numPages < 0 ? -1 : p.numPages * p.pageSize) : ext(dstT, 1);
   p.heads = srcT.getDimSize(2);
   p.headDim = srcT.getDimSize(3);
   Type se = srcT.getElementType();
@@ -114,7 +128,7 @@ FailureOr<QuantizePlan> mlir::attn::kernel::planQuantize(Operation *op) {
 namespace {
 /// The operands of the quantize op as the kernel's parameters take them.
 struct QuantizeOperands {
-  Value src, positions, dst, scales, zeros;
+  Value src, positions, dst, scales, zeros; ///< positions: the slot mapping of a paged append
   explicit QuantizeOperands(Operation *op) {
     if (auto a = dyn_cast<QuantizeAppendOp>(op)) {
       src = a.getSrc();
@@ -122,6 +136,12 @@ struct QuantizeOperands {
       dst = a.getCache();
       scales = a.getScales();
       zeros = a.getZeros();
+    } else if (auto pa = dyn_cast<QuantizeAppendPagedOp>(op)) {
+      src = pa.getSrc();
+      positions = pa.getSlotMapping();
+      dst = pa.getCache();
+      scales = pa.getScales();
+      zeros = pa.getZeros();
     } else {
       auto d = cast<QuantizeDynamicOp>(op);
       src = d.getSrc();
@@ -143,15 +163,17 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
   auto dynI32 = MemRefType::get({ShapedType::kDynamic}, i32);
   auto dynCodes = MemRefType::get({ShapedType::kDynamic}, codeT);
   // Parameters: src, positions, dst, scales, zeros, batch, new_tokens, capacity (the launch ABI;
-  // a parameter the op has no operand for keeps its slot with a generic type).
+  // a parameter the op has no operand for keeps its slot with a generic type). A paged append:
+  // src, slot_mapping, dst, scales, zeros, num_tokens, num_slots.
   SmallVector<Type> params = {ops.src.getType(),
                               ops.positions ? ops.positions.getType() : Type(dynI32),
                               ops.dst.getType(),
                               ops.scales.getType(),
                               ops.zeros ? ops.zeros.getType() : Type(dynCodes),
                               i32,
-                              i32,
                               i32};
+  if (!p.paged)
+    params.push_back(i32);
   b.setInsertionPointToEnd(module.getBody());
   auto kernel = attnk::KernelOp::create(b, loc, b.getStringAttr(p.name + "_quantize"),
                                         b.getI64IntegerAttr(128), UnitAttr(), quantizeLaunch(b, p),
@@ -160,8 +182,11 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
   for (Type t : params)
     body->addArgument(t, loc);
   Value src = body->getArgument(0), pos = body->getArgument(1), dst = body->getArgument(2),
-        scales = body->getArgument(3), zeros = body->getArgument(4), batch = body->getArgument(5),
-        newTokens = body->getArgument(6), capacity = body->getArgument(7);
+        scales = body->getArgument(3), zeros = body->getArgument(4), batch = body->getArgument(5);
+  // A paged append's tokens are T sequences of one token, its capacity the pool's rows.
+  Value newTokens =
+      p.paged ? Value(arith::ConstantIntOp::create(b, loc, 1, 32)) : body->getArgument(6);
+  Value capacity = body->getArgument(p.paged ? 6 : 7);
 
   Type srcElem = cast<MemRefType>(ops.src.getType()).getElementType();
   auto chunks = VectorType::get({p.chunks, p.vec}, srcElem);
@@ -200,12 +225,20 @@ void mlir::attn::kernel::buildQuantizeKernel(OpBuilder &b, Location loc, gpu::GP
                                                 sc.getZeroPoint(), p.quant);
     attnk::StoreGroupsOp::create(
         b, loc, codes, dst, s.index.getGroup(), s.index.getToken(), gin, lane, batch, newTokens,
-        capacity, p.append ? pos : Value(), read ? Value() : sc.getScale(), read ? Value() : scales,
-        read ? Value() : sc.getZeroPoint(), read || !p.asym ? Value() : zeros);
+        capacity, p.append && !p.paged ? pos : Value(), p.paged ? pos : Value(),
+        read ? Value() : sc.getScale(), read ? Value() : scales, read ? Value() : sc.getZeroPoint(),
+        read || !p.asym ? Value() : zeros);
   }
 }
 
 attnk::LaunchAttr mlir::attn::kernel::quantizeLaunch(Builder &b, const QuantizePlan &p) {
+  if (p.paged)
+    return makeLaunch(b, "quantize",
+                      {gridSymbol(b, attn_abi::GridSymbol::SlotQuantizeCtas),
+                       b.getI64IntegerAttr(1), b.getI64IntegerAttr(1)},
+                      128, 0,
+                      {Param::Src, Param::SlotMapping, Param::Dst, Param::Scales, Param::Zeros,
+                       Param::NumTokens, Param::NumSlots});
   return makeLaunch(b, "quantize",
                     {gridSymbol(b, attn_abi::GridSymbol::QuantizeCtas), b.getI64IntegerAttr(1),
                      b.getI64IntegerAttr(1)},
@@ -219,14 +252,21 @@ DictionaryAttr mlir::attn::kernel::quantizeMetadata(Builder &b, const QuantizePl
   const char *src = p.src == QSrc::BF16 ? "bf16" : p.src == QSrc::F16 ? "f16" : "f32";
   const char *code = p.code == QCode::I8 ? "i8" : p.code == QCode::U8 ? "ui8" : "f8E4M3FN";
   const char *scale = p.scale == QScale::F32 ? "f32" : p.scale == QScale::F16 ? "f16" : "bf16";
-  return b.getDictionaryAttr(
-      {m.dict("problem",
-              {m.str("kind", p.append ? "quantize_append" : "quantize_dynamic"),
+  SmallVector<NamedAttribute> problem;
+  if (p.paged)
+    problem = {m.str("kind", "quantize_append_paged"), m.num("num_tokens", p.batch),
+               m.num("num_pages", p.numPages), m.num("page_size", p.pageSize),
+               m.str("slot_dtype", p.slotBits == 32 ? "i32" : "i64")};
+  else
+    problem = {m.str("kind", p.append ? "quantize_append" : "quantize_dynamic"),
                m.num("batch", p.batch), m.num("new_tokens", p.newTokens),
-               m.num("capacity", p.capacity), m.num("heads", p.heads), m.num("head_dim", p.headDim),
-               m.str("src_dtype", src), m.str("code_dtype", code), m.str("granularity", p.granText),
-               m.flag("symmetric", !p.asym), m.flag("dynamic_scales", p.dynamicScales()),
-               m.flag("hadamard", p.hadamard), m.str("scale_dtype", scale)}),
+               m.num("capacity", p.capacity)};
+  problem.append({m.num("heads", p.heads), m.num("head_dim", p.headDim), m.str("src_dtype", src),
+                  m.str("code_dtype", code), m.str("granularity", p.granText),
+                  m.flag("symmetric", !p.asym), m.flag("dynamic_scales", p.dynamicScales()),
+                  m.flag("hadamard", p.hadamard), m.str("scale_dtype", scale)});
+  return b.getDictionaryAttr(
+      {m.dict("problem", problem),
        m.dict("schedule",
               {m.num("group_elems", p.groupElems), m.num("groups_per_token", p.groupsPerToken()),
                m.num("groups_per_cta", p.groupsPerCTA()), m.num("lanes_per_group", p.lanes),

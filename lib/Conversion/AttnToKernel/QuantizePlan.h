@@ -1,9 +1,9 @@
 //===- QuantizePlan.h - one Hopper quantize kernel, fully decided -*- C++ -*-===//
 //
-// What this file is: what the kernel an `attn.quantize.append` or `attn.quantize.dynamic` op
-// becomes on sm_90a — source and code types, the scale groups of the granularity, and how
-// threads map onto them — as BuildQuantize.cpp decides it before building the kernel level, and
-// its entry points. Private to this folder.
+// What this file is: what the kernel an `attn.quantize.append`, `attn.quantize.append_paged` or
+// `attn.quantize.dynamic` op becomes on sm_90a — source and code types, the scale groups of the
+// granularity, and how threads map onto them — as BuildQuantize.cpp decides it before building
+// the kernel level, and its entry points. Private to this folder.
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTN_LIB_CONVERSION_ATTNTOKERNEL_QUANTIZEPLAN_H
@@ -28,6 +28,11 @@ enum class QScale { F32, F16, BF16 };
 struct QuantizePlan {
   std::string name;
   bool append = true; ///< quantize.append (positions, cache capacity) or quantize.dynamic.
+  /// quantize.append_paged: rows [T, H, D] into a pool of pages [num_pages, P, H, D] at the
+  /// slots of a slot mapping (i64, or i32 when `slotBits` is 32); batch is T, newTokens 1,
+  /// capacity the pool's rows.
+  bool paged = false;
+  int64_t pageSize = 0, numPages = -1, slotBits = 64;
   QSrc src = QSrc::BF16;
   QCode code = QCode::I8;
   bool asym = false;

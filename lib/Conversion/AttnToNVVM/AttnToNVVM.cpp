@@ -539,7 +539,8 @@ struct ConvertAttnToNVVMPass : public attn::impl::ConvertAttnToNVVMBase<ConvertA
     llvm::SmallPtrSet<Operation *, 8> parents;
     for (Operation *op : gpuOps) {
       auto att = dyn_cast<AttentionOp>(op);
-      bool quantize = isa<QuantizeAppendOp, QuantizeDynamicOp, QuantizeMLAAppendOp>(op);
+      bool quantize =
+          isa<QuantizeAppendOp, QuantizeAppendPagedOp, QuantizeDynamicOp, QuantizeMLAAppendOp>(op);
       bool mla = isa<MLADecodeOp>(op);
       if (!att && !quantize && !mla) {
         op->emitError() << "not supported yet by convert-attn-to-nvvm: '" << op->getName()

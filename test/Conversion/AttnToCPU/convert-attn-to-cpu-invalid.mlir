@@ -12,6 +12,15 @@ func.func @attention_on_cpu(%q: memref<1x1x4x64xf32>, %k: memref<1x100x1x64xf32>
 
 // -----
 
+// The slot-mapped paged cache write has no CPU kernel.
+func.func @paged_append_on_cpu(%x: memref<?x2x64xbf16>, %m: memref<?xi64>, %c: memref<?x16x2x64xi8>, %s: memref<?x16x2xf32>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-cpu: attn.quantize.append_paged (a slot-mapped write into a paged cache) has an sm_90a kernel only}}
+  attn.quantize.append_paged ins(%x : memref<?x2x64xbf16>) slot_mapping(%m : memref<?xi64>) outs(%c, %s : memref<?x16x2x64xi8>, memref<?x16x2xf32>) {page_size = 16, quant = #attn.quant<i8, per_token_head>, target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
 // A paged K/V cache on a CPU target: refused like any attn.attention there.
 func.func @paged_attention_on_cpu(%q: memref<2x1x4x64xf32>, %k: memref<16x16x1x64xf32>, %v: memref<16x16x1x64xf32>, %bt: memref<2x8xi32>, %o: memref<2x1x4x64xf32>) {
   // expected-error @+1 {{not supported yet: convert-attn-to-cpu lowers the NoMAD attn.pq.* ops and attn.quantize.*, not 'attn.attention' on avx2}}

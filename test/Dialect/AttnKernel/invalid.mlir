@@ -936,6 +936,14 @@ func.func @f(%q: !attnk.groups<128xi8, lanes = 16, vec = 8>, %d: memref<?x?x8x12
 
 // -----
 
+func.func @f(%q: !attnk.groups<128xi8, lanes = 16, vec = 8>, %d: memref<?x16x8x128xi8>, %i: i32, %pos: memref<?xi32>, %slots: memref<?xi64>) {
+  // expected-error @+1 {{takes the rows from positions(...) or from slots(...), not both}}
+  attnk.store_groups %q, %d[%i, %i, %i] lane(%i) tokens(%i, %i) capacity(%i) positions(%pos : memref<?xi32>) slots(%slots : memref<?xi64>) : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x16x8x128xi8>
+  return
+}
+
+// -----
+
 func.func @f(%o: !attnk.acc<64x128xf32>, %out: memref<?x?xbf16>, %c0: index) {
   // expected-error @+1 {{needs one index per destination dimension (2), got 1}}
   attnk.store_tile %o, %out[%c0] : !attnk.acc<64x128xf32>, memref<?x?xbf16>
@@ -1100,7 +1108,7 @@ func.func @f(%x: !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>, %s: f32
 // -----
 
 func.func @f(%q: !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, %row: memref<656xi8>, %i: i32) {
-  // expected-error @+1 {{writes a token's row without indices, token counts, positions or zero points}}
+  // expected-error @+1 {{writes a token's row without indices, token counts, positions, slots or zero points}}
   attnk.store_groups %q, %row lane(%i) tokens(%i, %i) : !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, memref<656xi8>
   return
 }

@@ -1,6 +1,7 @@
 //===- QuantizeOps.cpp - verifiers of the attn.quantize.* ops -------------===//
 //
 // What this file is: the checks of `attn.quantize.append` (new K/V tokens into a quantized cache),
+// `attn.quantize.append_paged` (new K/V rows into a paged cache through a slot mapping),
 // `attn.quantize.dynamic` (per-token activation quantization) and `attn.quantize.mla_append` (new
 // MLA tokens into the FP8 token format): shapes, element types, and which granularities each op
 // can compute.
@@ -16,7 +17,7 @@ using namespace mlir::attn::vutil;
 /// `hadamard` on a quantize op: each head's row of D (a power of two) is rotated, so a scale
 /// group must hold whole rows.
 static LogicalResult verifyHadamard(Operation *op, MemRefType srcT, QuantAttr quant) {
-  int64_t d = srcT.getDimSize(3);
+  int64_t d = srcT.getDimSize(srcT.getRank() - 1);
   if (ShapedType::isDynamic(d) || d < 8 || !llvm::isPowerOf2_64(d))
     return op->emitOpError() << "hadamard needs a static head_dim that is a power of two ≥ 8, got "
                              << (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d));
@@ -29,6 +30,15 @@ static LogicalResult verifyHadamard(Operation *op, MemRefType srcT, QuantAttr qu
                              << " elements of a head's row: its scale groups must hold whole "
                                 "rows (per_token, per_token_head, per_block<1 x c> with c a "
                                 "multiple of head_dim, or a static granularity)";
+  return success();
+}
+
+/// A scale of per_block<r x c> with r > 1 covers tokens not yet appended.
+static LogicalResult verifyTokenByToken(Operation *op, QuantAttr quant) {
+  if (quant.getGranularity() == Granularity::per_block && quant.getBlockRows() > 1)
+    return op->emitOpError() << "per_block<" << quant.getBlockRows() << "x" << quant.getBlockCols()
+                             << "> cannot be appended token by token: a block's scale depends on "
+                                "tokens not yet appended";
   return success();
 }
 
@@ -54,12 +64,45 @@ LogicalResult QuantizeAppendOp::verify() {
   if (failed(expectShape(*this, "positions", getPositions(), {srcT.getDimSize(0)},
                          "one position per batch [B]")))
     return failure();
-  if (quant.getGranularity() == Granularity::per_block && quant.getBlockRows() > 1)
-    return emitOpError() << "per_block<" << quant.getBlockRows() << "x" << quant.getBlockCols()
-                         << "> cannot be appended token by token: a block's scale depends on "
-                            "tokens not yet appended";
+  if (failed(verifyTokenByToken(*this, quant)))
+    return failure();
   if (getHadamard() && failed(verifyHadamard(*this, srcT, quant)))
     return failure();
+  return verifyScaleOperands(*this, "cache", cacheT.getShape(), quant, "quant", getScales(),
+                             "scales", getZeros(), "zeros");
+}
+
+LogicalResult QuantizeAppendPagedOp::verify() {
+  if (failed(vutil::verifyBuffers(*this)))
+    return failure();
+  auto srcT = cast<MemRefType>(getSrc().getType()), cacheT = getCache().getType();
+  QuantAttr quant = getQuant();
+  if (!isFloatActivation(srcT.getElementType()))
+    return emitOpError() << "'src' must hold bf16, f16 or f32, got " << srcT.getElementType();
+  if (cacheT.getElementType() != quant.getElementType())
+    return emitOpError() << "'cache' element type " << cacheT.getElementType()
+                         << " does not match the scheme's " << quant.getElementType();
+  constexpr int64_t kMaxPageSize = 256; // attn.attention's page sizes
+  int64_t p = getPageSize();
+  if (p < 1 || p > kMaxPageSize || !llvm::isPowerOf2_64(p))
+    return emitOpError() << "page_size must be a power of two in [1, " << kMaxPageSize << "], got "
+                         << p;
+  if (cacheT.getDimSize(1) != p)
+    return emitOpError() << "'cache' holds pages [num_pages, page_size, H, D]: its dim 1 must be "
+                            "page_size = "
+                         << p << ", got " << shapeStr(cacheT.getShape());
+  if (!dimsAgree(srcT.getDimSize(1), cacheT.getDimSize(2)) ||
+      !dimsAgree(srcT.getDimSize(2), cacheT.getDimSize(3)))
+    return emitOpError() << "'src' " << shapeStr(srcT.getShape()) << " and 'cache' "
+                         << shapeStr(cacheT.getShape()) << " must agree on heads and head_dim";
+  if (failed(expectShape(*this, "slot_mapping", getSlotMapping(), {srcT.getDimSize(0)},
+                         "one slot per row [T]")))
+    return failure();
+  if (failed(verifyTokenByToken(*this, quant)))
+    return failure();
+  if (getHadamard() && failed(verifyHadamard(*this, srcT, quant)))
+    return failure();
+  // Scales per page: the granularity over the pool as a [num_pages, P, H, D] tensor.
   return verifyScaleOperands(*this, "cache", cacheT.getShape(), quant, "quant", getScales(),
                              "scales", getZeros(), "zeros");
 }

@@ -36,6 +36,8 @@ static void warnRotationMismatch(AttentionOp a) {
       std::optional<bool> rotates;
       if (auto ap = dyn_cast<QuantizeAppendOp>(user); ap && ap.getCache() == v)
         rotates = ap.getHadamard();
+      else if (auto pa = dyn_cast<QuantizeAppendPagedOp>(user); pa && pa.getCache() == v)
+        rotates = pa.getHadamard();
       else if (auto d = dyn_cast<QuantizeDynamicOp>(user); d && d.getDst() == v)
         rotates = d.getHadamard();
       if (!rotates || *rotates == a.getHadamard())

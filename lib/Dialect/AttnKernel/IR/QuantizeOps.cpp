@@ -67,12 +67,14 @@ LogicalResult LoadGroupsOp::verify() {
   int64_t bytes = res.getDimSize(1) * src.getElementTypeBitWidth() / 8;
   if (bytes < 4 || bytes > 16 || !llvm::isPowerOf2_64(bytes))
     return emitOpError("loads vectors of 4, 8 or 16 bytes, got ") << bytes;
-  if (src.isDynamicDim(2) || src.isDynamicDim(3))
+  int64_t r = src.getRank(); // [batch, tokens, heads, D] or [tokens, heads, D]
+  if (src.isDynamicDim(r - 2) || src.isDynamicDim(r - 1))
     return emitOpError("needs a static head count and head_dim, got ") << src;
   int64_t group = res.getDimSize(0) * res.getDimSize(1) * getLanes();
-  if ((src.getDimSize(2) * src.getDimSize(3)) % group != 0)
-    return emitOpError("a group of ") << group << " elements does not divide a token's row of "
-                                      << src.getDimSize(2) * src.getDimSize(3);
+  int64_t row = src.getDimSize(r - 2) * src.getDimSize(r - 1);
+  if (row % group != 0)
+    return emitOpError("a group of ")
+           << group << " elements does not divide a token's row of " << row;
   return success();
 }
 
@@ -153,9 +155,10 @@ LogicalResult QuantizeTileOp::verify() {
 /// store_groups into a token's cache row: contiguous words, the f32 scale into the same row.
 static LogicalResult verifyRowStore(StoreGroupsOp op, MemRefType dest) {
   GroupsType t = op.getCodes().getType();
-  if (op.getGroup() || op.getBatch() || op.getCapacity() || op.getPositions() || op.getZeroPoint())
-    return op.emitOpError("writes a token's row without indices, token counts, positions or "
-                          "zero points");
+  if (op.getGroup() || op.getBatch() || op.getCapacity() || op.getPositions() || op.getSlots() ||
+      op.getZeroPoint())
+    return op.emitOpError("writes a token's row without indices, token counts, positions, slots "
+                          "or zero points");
   if (!t.getContiguous())
     return op.emitOpError("writes contiguous groups into a row, got ") << t;
   int64_t laneBytes = t.getLaneElems() * t.getElementType().getIntOrFloatBitWidth() / 8;
@@ -182,6 +185,8 @@ LogicalResult StoreGroupsOp::verify() {
     return emitOpError("stores ") << t.getElementType() << " codes into " << dest;
   if (getZeroPoint() && !getScale())
     return emitOpError("stores a zero point only with its scale");
+  if (getSlots() && getPositions())
+    return emitOpError("takes the rows from positions(...) or from slots(...), not both");
   return success();
 }
 

@@ -2,9 +2,11 @@
 """What this file is: the PTX manifest check. It compiles every sm_90a kernel variant the GPU
 scripts build — the decode / prefill grid of decode_variants.py (split-KV variants carry their
 combine kernel in the same module), the MLA decode and MLA cache-quantize variants of
-scripts/gpu-mla.py, the quantize variants of scripts/gpu-quantize.py, every sm_90a spec in
-examples/ and examples/bench/, the static-batch Table-3 specs of scripts/gpu-decode-build.sh and
-the paged decode kernels of python/tests/paged_cases.py — with `attn-opt --emit=ptx` (each with the flags its producer uses), and compares the sha256 of
+scripts/gpu-mla.py, the quantize variants of scripts/gpu-quantize.py and the paged-append ones
+below (PAGED_APPEND), every sm_90a spec in examples/ and examples/bench/, the static-batch
+Table-3 specs of scripts/gpu-decode-build.sh and the paged decode kernels of
+python/tests/paged_cases.py — with `attn-opt --emit=ptx` (each with the flags its producer
+uses), and compares the sha256 of
 each variant's PTX and of its launch metadata JSON against a committed manifest
 (ptx-manifest.txt: one `name ptx-sha256 launch-sha256` line per variant, sorted by name).
 
@@ -38,6 +40,19 @@ SCHEDULED = ("--attn-normalize", "--attn-select-schedule")
 STATIC_BATCHES = (256, 128, 64, 32, 16, 8, 4, 2)
 
 
+# attn.quantize.append_paged (slot-mapped writes into a paged cache), pages 16 and 64.
+PAGED_APPEND = {
+    "paged_p16_i8_per_token_head": dict(page_size=16),
+    "paged_p64_i8_per_token_head": dict(page_size=64),
+    "paged_p16_ui8_g32_asym": dict(page_size=16, dtype="ui8", symmetric=False,
+                                   granularity="per_group<32>"),
+    "paged_p64_e4m3_per_token": dict(page_size=64, dtype="f8E4M3FN", granularity="per_token"),
+    "paged_p16_i8_block1x64_i32": dict(page_size=16, granularity="per_block<1 x 64>",
+                                       slot_dtype="i32"),
+    "paged_p64_f16_per_head": dict(page_size=64, src_dtype="f16", granularity="per_head"),
+}
+
+
 def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -68,6 +83,10 @@ def variants():
     for name, spec in paged.specs(spec_mod):
         if not name.endswith("_contig"):
             out.append((f"paged/{name}", spec.text, ()))
+    for name, kw in PAGED_APPEND.items():
+        text = spec_mod.quantize_paged(tokens=None, num_pages=None, heads=8, head_dim=128,
+                                       target="sm_90a", name=name, **kw).text
+        out.append((f"paged_append/{name}", text, ()))
     for f in sorted((ROOT / "examples").glob("*.mlir")):
         text = f.read_text()
         code = "\n".join(l for l in text.splitlines() if not l.lstrip().startswith("//"))

@@ -1,7 +1,8 @@
 //===- QuantizeOps.td - quantization ops -------------------*- tablegen -*-===//
 //
 // What this file is: the quantization family — `attn.quantize.append` (append new K/V tokens into a
-// quantized cache, computing their scales), `attn.quantize.dynamic` (dynamic per-token
+// quantized cache, computing their scales), `attn.quantize.append_paged` (the same into a paged
+// cache at the slots of a slot mapping), `attn.quantize.dynamic` (dynamic per-token
 // quantization of activations such as Q) and `attn.quantize.mla_append` (new MLA tokens into
 // FlashMLA's FP8 token format).
 //
@@ -39,6 +40,46 @@ def Attn_QuantizeAppendOp : Attn_Op<"quantize.append"> {
                        OptionalAttr<Attn_TargetAttr>:$target);
   let assemblyFormat = [{
     `ins` `(` $src `:` type($src) `)` `positions` `(` $positions `:` type($positions) `)`
+    `outs` `(` $cache `,` $scales `:` type($cache) `,` type($scales) `)`
+    (`zeros` `(` $zeros^ `:` type($zeros) `)`)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def Attn_QuantizeAppendPagedOp : Attn_Op<"quantize.append_paged"> {
+  let summary = "quantize new K or V rows into a paged cache at the slots of a slot mapping";
+  let description = [{
+    * `src`:          [T, H, D] new rows (bf16, f16 or f32), one per token of the step
+    * `slot_mapping`: [T] i64 or i32, the cache slot of each row: slot = page · P + offset
+    * `cache`:        a pool of pages [num_pages, P, H, D] of the scheme's element type
+    * `scales`:       stored per page — the scheme's scale shape for [num_pages, P, H, D]
+                      (per_token [num_pages, P], per_token_head [num_pages, P, H], per_group<g>
+                      [num_pages, P, H, D/g], per_block<1 x c> [num_pages, P, H, D/c]); static
+                      granularities keep their shape; `zeros` for asymmetric schemes
+
+    vLLM's `reshape_and_cache_flash`: row t is written to row `slot_mapping[t] mod P` of page
+    `slot_mapping[t] / P`, with its scales (and zero points). A row whose slot lies outside
+    [0, num_pages · P) — vLLM pads with −1 — is skipped, never written; the rest of the pool is
+    untouched. `page_size` must equal the pool's second extent, a power of two from 1 to 256 (the
+    layout of `attn.attention`'s `block_table` operand, docs/PagedKV.md).
+
+    A separate op from `attn.quantize.append` because the operands differ in kind, not in a
+    flag: rows are flat [T, H, D] (no batch), their destination is a per-row slot (not a
+    per-batch position), and the cache is a pool of pages whose count is independent of the
+    batch. Granularities, `hadamard` and the arithmetic are `attn.quantize.append`'s;
+    `per_block<r x c>` with r > 1 is rejected as there.
+  }];
+  let arguments = (ins Attn_In<MemRefRankOf<[AnyType], [3]>, "new rows [T, H, D]">:$src,
+                       Attn_In<MemRefRankOf<[I32, I64], [1]>, "cache slot per row [T]">:$slot_mapping,
+                       Attn_InOut<Attn_Rank4, "paged cache [num_pages, P, H, D]">:$cache,
+                       Attn_InOut<AnyMemRef, "scales">:$scales,
+                       Attn_InOut<Optional<AnyMemRef>, "zero points">:$zeros,
+                       I64Attr:$page_size,
+                       Attn_QuantAttr:$quant,
+                       UnitAttr:$hadamard,
+                       OptionalAttr<Attn_TargetAttr>:$target);
+  let assemblyFormat = [{
+    `ins` `(` $src `:` type($src) `)` `slot_mapping` `(` $slot_mapping `:` type($slot_mapping) `)`
     `outs` `(` $cache `,` $scales `:` type($cache) `,` type($scales) `)`
     (`zeros` `(` $zeros^ `:` type($zeros) `)`)? attr-dict
   }];

@@ -47,7 +47,8 @@ def AttnKernel_GroupIndexOp : AttnKernel_Op<"group_index", [Pure]> {
 def AttnKernel_LoadGroupsOp : AttnKernel_Op<"load_groups", [AttrSizedOperandSegments]> {
   let summary = "load a lane's chunks of one scale group (16-byte loads, read-only cache)";
   let description = [{
-    Reads the elements of group `group` of token `token` of `src` ([batch, tokens, heads, D],
+    Reads the elements of group `group` of token `token` of `src` ([batch, tokens, heads, D], or
+    [tokens, heads, D] for a paged append's flat rows,
     each token's row of heads · D elements split into groups of C) that the lane of rank
     `lane` holds in `!attnk.groups<C x …, lanes = L, vec = V>` order: one V-element vector per
     chunk. The result is the thread's chunks, `vector<chunks x V x ELEM>`; C = chunks · V · L.
@@ -65,7 +66,7 @@ def AttnKernel_LoadGroupsOp : AttnKernel_Op<"load_groups", [AttrSizedOperandSegm
         : memref<576xbf16> -> !attnk.groups<128xf32, lanes = 8, vec = 8, contiguous>
     ```
   }];
-  let arguments = (ins Arg<AnyTypeOf<[MemRefRankOf<[BF16, F16, F32], [4]>,
+  let arguments = (ins Arg<AnyTypeOf<[MemRefRankOf<[BF16, F16, F32], [3, 4]>,
                                       MemRefRankOf<[BF16, F16, F32], [1]>]>,
                            "source", [MemRead]>:$src,
                        Optional<I32>:$token, Optional<I32>:$group, I32:$lane, I64Attr:$lanes,
@@ -178,6 +179,11 @@ def AttnKernel_StoreGroupsOp : AttnKernel_Op<"store_groups", [AttrSizedOperandSe
     writes the scale, rounded to `scale_dest`'s type, at `[b, row, group in token]` (and the
     zero point, as a code).
 
+    With `slots` (a paged cache, `attn.quantize.append_paged`): token t's row is
+    `slots[t]` (i64 or i32) of `dest` seen as `capacity` rows ([num_pages, P, heads, D] is
+    num_pages · P rows); `tokens(%T, %one)` with one token per batch element; a slot outside
+    [0, capacity) is not written, codes nor scales (scales at `[slot, group in token]`).
+
     Into a token's cache row (a rank-1 i8 memref, `attnk.token_rows`), without indices and
     token counts: lane `lane` of the warp writes its contiguous words at byte
     `offset + lane · (bytes per lane)`, and with `scale` the group's first lane writes the f32
@@ -188,6 +194,9 @@ def AttnKernel_StoreGroupsOp : AttnKernel_Op<"store_groups", [AttrSizedOperandSe
     attnk.store_groups %q, %dst[%g, %tok, %gin] lane(%r) tokens(%batch, %n) capacity(%cap)
         positions(%pos : memref<?xi32>) scale(%s into %scales : memref<?x?x8xf32>)
         : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x?x8x128xi8>
+    attnk.store_groups %q, %pool[%g, %tok, %gin] lane(%r) tokens(%t, %one) capacity(%rows)
+        slots(%slot : memref<?xi64>) scale(%s into %ps : memref<?x16x8xf32>)
+        : !attnk.groups<128xi8, lanes = 16, vec = 8>, memref<?x16x8x128xi8>
     attnk.store_groups %q8, %crow lane(%l) scale(%s8 into %crow : memref<656xi8>)
         scale_offset = 512
         : !attnk.groups<128xf8E4M3FN, lanes = 8, vec = 8, contiguous>, memref<656xi8>
@@ -200,6 +209,7 @@ def AttnKernel_StoreGroupsOp : AttnKernel_Op<"store_groups", [AttrSizedOperandSe
                        I32:$lane, Optional<I32>:$batch, Optional<I32>:$newTokens,
                        Optional<I32>:$capacity,
                        Arg<Optional<MemRefRankOf<[I32], [1]>>, "positions", [MemRead]>:$positions,
+                       Arg<Optional<MemRefRankOf<[I32, I64], [1]>>, "slots", [MemRead]>:$slots,
                        Optional<F32>:$scale,
                        Arg<Optional<AnyMemRef>, "scales", [MemWrite]>:$scaleDest,
                        Optional<F32>:$zeroPoint,
@@ -211,6 +221,7 @@ def AttnKernel_StoreGroupsOp : AttnKernel_Op<"store_groups", [AttrSizedOperandSe
     (`tokens` `(` $batch^ `,` $newTokens `)`)? (`capacity` `(` $capacity^ `)`)?
     (`offset` `=` $offset^)?
     (`positions` `(` $positions^ `:` qualified(type($positions)) `)`)?
+    (`slots` `(` $slots^ `:` qualified(type($slots)) `)`)?
     (`scale` `(` $scale^ `into` $scaleDest `:` qualified(type($scaleDest)) `)`)?
     (`scale_offset` `=` $scale_offset^)?
     (`zero_point` `(` $zeroPoint^ `into` $zeroDest `:` qualified(type($zeroDest)) `)`)?
