@@ -5,9 +5,9 @@
 // families of this folder: the kernel container (KernelLowering.cpp), warp roles and rings
 // (PipelineLowering.cpp), the ring protocol (RingLowering.cpp), TMA loads (TmaLowering.cpp), the
 // producer's tile conversion (ConvertLowering.cpp), the forward kernel's frame and roles
-// (ForwardLowering.cpp), the MLA decode kernel's (MLALowering.cpp), the split
-// merge (MergeLowering.cpp) and quantization (QuantizeLowering.cpp). The type converter they share
-// is defined here.
+// (ForwardLowering.cpp) and its consumer role (ConsumerLowering.cpp), the MLA decode kernel's
+// (MLALowering.cpp), the split merge (MergeLowering.cpp) and quantization (QuantizeLowering.cpp).
+// The type converter they share is defined here.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +38,16 @@ KernelTypeConverter::KernelTypeConverter(MLIRContext *ctx) {
     out.append(t.getDimSize(0), VectorType::get({t.getDimSize(1)}, t.getElementType()));
     return success();
   });
+  addConversion([](AccType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
+    out.append(t.getN() / 2, t.getElementType());
+    return success();
+  });
+  addConversion([](VectorType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
+    if (t.getRank() != 1 || t.getDimSize(0) != 64 || !t.getElementType().isF32())
+      return std::nullopt;
+    out.append(2, t.getElementType());
+    return success();
+  });
   addConversion([](GroupsType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
     out.append(t.getRegisterTypes());
     return success();
@@ -57,6 +67,7 @@ struct ConvertAttnKernelToNVVMPass
     populateTmaPatterns(tc, patterns);
     populateConvertPatterns(tc, patterns);
     populateForwardPatterns(tc, patterns);
+    populateConsumerPatterns(tc, patterns);
     populateMLAPatterns(tc, patterns);
     populateMergePatterns(tc, patterns);
     populateQuantizePatterns(tc, patterns);

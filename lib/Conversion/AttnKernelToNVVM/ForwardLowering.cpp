@@ -6,7 +6,8 @@
 // kernel's parameters, its rings (the aligned shared base) and the work values.
 // `attnk.forward.work` → thread and CTA ids; `attnk.forward.prologue` → key tiles, barriers,
 // first loads, query tile, CTA barrier (and the `noalias` of the buffers the kernel reads and
-// writes); `attnk.forward.producer` / `attnk.forward.consumer` → the roles' programs;
+// writes); `attnk.forward.producer` → the producer role's program (the consumer's ops:
+// ConsumerLowering.cpp);
 // `attnk.forward.key_scales` / `forward.stage_scales` → a producer thread's scale loads and
 // stores.
 //
@@ -103,10 +104,7 @@ template <typename OpT> struct RoleLowering : OpConversionPattern<OpT> {
     if (!step)
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
-    if constexpr (std::is_same_v<OpT, ForwardProducerOp>)
-      buildForwardProducerRole(k, step->c);
-    else
-      buildForwardConsumerRole(k, step->c);
+    buildForwardProducerRole(k, step->c);
     rewriter.eraseOp(op);
     return success();
   }
@@ -147,7 +145,6 @@ struct StageScalesLowering : OpConversionPattern<ForwardStageScalesOp> {
 } // namespace
 
 void mlir::attnk::populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
-  patterns.add<WorkLowering, PrologueLowering, RoleLowering<ForwardProducerOp>,
-               RoleLowering<ForwardConsumerOp>, KeyScalesLowering, StageScalesLowering>(
-      tc, patterns.getContext());
+  patterns.add<WorkLowering, PrologueLowering, RoleLowering<ForwardProducerOp>, KeyScalesLowering,
+               StageScalesLowering>(tc, patterns.getContext());
 }

@@ -20,7 +20,9 @@ namespace mlir::attnk {
 /// memref → !llvm.ptr<1>; i32 stays; `!attnk.tensor_map` → !llvm.ptr (a by-value parameter's
 /// address); `!attnk.ring` → !llvm.ptr<3> (its first stage); `!attnk.stage` → i32 (its byte
 /// offset from the aligned shared base); `!attnk.groups` → the thread's registers (see
-/// QuantizeLowering.cpp); vector<I x V x E> (a thread's loaded chunks) → I vector<V x E>.
+/// QuantizeLowering.cpp); vector<I x V x E> (a thread's loaded chunks) → I vector<V x E>;
+/// `!attnk.acc<64xNxE>` → the thread's N / 2 accumulator registers; a row vector of an
+/// accumulator (vector<64xf32>) → the thread's two rows (r0, r0 + 8).
 class KernelTypeConverter : public TypeConverter {
 public:
   explicit KernelTypeConverter(MLIRContext *ctx);
@@ -32,6 +34,9 @@ void populateKernelPatterns(const TypeConverter &tc, RewritePatternSet &patterns
 void populatePipelinePatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// The forward kernel's `attnk.forward.*` ops (ForwardLowering.cpp).
 void populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// The forward kernel's consumer ops: `attnk.forward.consumer`, `forward.merge_warpgroups`,
+/// `forward.epilogue` (ConsumerLowering.cpp).
+void populateConsumerPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// The MLA decode kernel's `attnk.mla.*` ops (MLALowering.cpp).
 void populateMLAPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// Marks the kernel parameters among `params` (block arguments of `op`'s enclosing LLVM function)

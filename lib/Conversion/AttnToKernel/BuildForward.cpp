@@ -5,8 +5,8 @@
 // level: an `attnk.kernel` with the launch ABI's parameters (the K and V tensor maps, the
 // buffers, the extents), its shared-memory rings (`attnk.ring.alloc`: the TMA stages, and the
 // conversion buffers the producer writes), the CTA's work and prologue, and
-// `attnk.warp_specialize` with the producer (BuildForwardProducer.cpp) and consumer roles and
-// their register budgets. The
+// `attnk.warp_specialize` with the producer (BuildForwardProducer.cpp) and consumer roles (the
+// tile loop, the merge of two decode warpgroups, the epilogue) and their register budgets. The
 // plan (ForwardPlan.h, resolved by planForward) travels as the forward ops' `plan`.
 //
 //===----------------------------------------------------------------------===//
@@ -130,6 +130,34 @@ static void buildRole(OpBuilder &b, Location loc, Region &region, ValueRange par
   RoleOp::create(b, loc, params, rings, work, plan);
 }
 
+/// The consumer role's region: without a persistent grid, the tile loop's final state, the
+/// merge of two decode warpgroups and the epilogue; with one, the role op alone.
+static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const ForwardPlan &p,
+                              ValueRange params, ValueRange rings, ValueRange work,
+                              DictionaryAttr plan) {
+  OpBuilder::InsertionGuard g(b);
+  b.createBlock(&region);
+  if (p.persistent) {
+    attnk::ForwardConsumerOp::create(b, loc, TypeRange{}, params, rings, work, plan);
+    return;
+  }
+  Type f32 = b.getF32Type();
+  Type acc = attnk::AccType::get(b.getContext(), 64, p.headDim, f32);
+  Type row = VectorType::get({64}, f32);
+  auto loop = attnk::ForwardConsumerOp::create(
+      b, loc, TypeRange{acc, row, row, f32, b.getI32Type()}, params, rings, work, plan);
+  Value o = loop.getOutput(), m = loop.getRowMax(), l = loop.getRowSum();
+  Value wg = loop.getWarpgroup();
+  if (p.consumerWGs == 2 && !p.prefill) {
+    auto merged = attnk::ForwardMergeWarpgroupsOp::create(b, loc, acc, row, row, o, m, l,
+                                                          rings[0], wg, work[0], plan);
+    o = merged.getResult();
+    m = merged.getNewMax();
+    l = merged.getNewSum();
+  }
+  attnk::ForwardEpilogueOp::create(b, loc, o, m, l, loop.getUnit(), wg, rings[0], work, plan);
+}
+
 void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp module, AttentionOp op,
                                             const ForwardPlan &p) {
   OpBuilder::InsertionGuard g(b);
@@ -171,6 +199,5 @@ void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp modul
     buildRole<attnk::ForwardProducerOp>(b, loc, ws.getRoleRegions()[0], params, rings, roleWork,
                                         plan);
   }
-  buildRole<attnk::ForwardConsumerOp>(b, loc, ws.getRoleRegions()[1], params, rings, roleWork,
-                                      plan);
+  buildConsumerRole(b, loc, ws.getRoleRegions()[1], p, params, rings, roleWork, plan);
 }

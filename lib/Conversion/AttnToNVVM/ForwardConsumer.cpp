@@ -62,14 +62,46 @@ class ConsumerBuilder {
 public:
   ConsumerBuilder(KernelBuilder &k, Ctx &c) : k(k), c(c), p(c.p) {}
 
+  /// The whole role for one work item: loop, final state, merge, store.
   void build() {
+    buildLoop();
+    if (p.consumerWGs == 2 && !p.prefill)
+      fin = mergeConsumers(k, c, wg, ct, fin);
+    store();
+  }
+
+  /// The tile loop and the final state (attnk.forward.consumer): {m0, m1, l0, l1, O...}
+  /// followed by the thread's rows (rowValues), which the store reads.
+  ConsumerState buildLoop() {
     setUpRows();
     if (p.overlap)
       overlappedLoop();
     else
       tileLoop();
-    epilogue();
+    finishRows();
+    SmallVector<Value> out(fin);
+    llvm::append_range(out, rowValues());
+    return {out, vTile ? svLast : k.f32(1.0), wg};
   }
+
+  /// The store of a final state (attnk.forward.epilogue): {m0, m1, l0, l1, O...}, then the
+  /// rows the loop computed (kRowValues values; the kernel then is the one build() writes) or
+  /// none (the rows are computed here, from the warpgroup given).
+  void buildEpilogue(Value wgIn, ArrayRef<Value> state, Value unit) {
+    size_t n = 4 + p.headDim / 2;
+    if (state.size() == n + kRowValues) {
+      wg = wgIn;
+      restoreRows(state.drop_front(n));
+    } else {
+      setUpRows(wgIn);
+    }
+    fin.assign(state.begin(), state.begin() + n);
+    svLast = unit;
+    store();
+  }
+
+  /// Values of the thread's rows the store reads (rowValues).
+  static constexpr size_t kRowValues = 11;
 
 private:
   KernelBuilder &k;
@@ -96,13 +128,15 @@ private:
   Value svLast;
 
   /// The thread's two rows (query token, head, scales, masks, ALiBi), the loop's initial
-  /// state and the plan's decisions the tile steps share.
-  void setUpRows() {
+  /// state and the plan's decisions the tile steps share. With `wgIn` (the epilogue) only what
+  /// the stores read: the rows, the warpgroup given.
+  void setUpRows(Value wgIn = {}) {
+    bool rowsOnly = bool(wgIn);
     // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
     // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
     // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
     ctAll = k.add(c.tid, -p.producerThreads());
-    wg = k.warpUniform(k.lshr(ctAll, 7));
+    wg = rowsOnly ? wgIn : k.warpUniform(k.lshr(ctAll, 7));
     ct = k.band(ctAll, 127);
     Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
     f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
@@ -119,6 +153,8 @@ private:
                              k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
       }
       head[r] = k.add(c.headBase, k.urem(row, p.pack));
+      if (rowsOnly)
+        continue;
       if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq]
         Value idx =
             scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r], qi[r], p.qBlock);
@@ -135,13 +171,14 @@ private:
         f.alibiB[r] = k.fmul(k.f32(-1.0), k.fmul(f.alibiA[r], k.sitofp(pos)));
       }
     }
+    setUpTileDecisions();
+    if (rowsOnly)
+      return;
     // Keys past this bound need masking: the smallest row limit.
     maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
     if (p.prefill && p.causal)
       maskFrom = k.add(maskFrom, qBase);
 
-    nS = p.tileN / 2;
-    nO = p.headDim / 2;
     negInf = k.f32(-INFINITY);
     inits = {negInf, negInf, k.f32(0), k.f32(0)};
     for (int64_t i = 0; i < nO; ++i)
@@ -149,7 +186,24 @@ private:
     qAddr = k.sharedAddr(sptr(k, c, c.qSetOff ? k.add(c.qSetOff, c.sm.q) : k.i32(c.sm.q)));
     if (p.prefill)
       qAddr = k.add(qAddr, k.mul(wg, p.qTileBytes()));
+  }
 
+  /// The thread's rows as the store reads them (null where the plan has none).
+  SmallVector<Value> rowValues() const {
+    return {f.r[0],  f.r[1],      f.colBase,   qi[0], qi[1], head[0],
+            head[1], rowValid[0], rowValid[1], qBase, ct};
+  }
+  void restoreRows(ArrayRef<Value> v) {
+    f.r[0] = v[0], f.r[1] = v[1], f.colBase = v[2], qi[0] = v[3], qi[1] = v[4];
+    head[0] = v[5], head[1] = v[6], rowValid[0] = v[7], rowValid[1] = v[8], qBase = v[9];
+    ct = v[10];
+    setUpTileDecisions();
+  }
+
+  /// The plan's decisions the tile steps and the store share (no IR).
+  void setUpTileDecisions() {
+    nS = p.tileN / 2;
+    nO = p.headDim / 2;
     // The pieces of one K/V tile's work; the loops below put them in order. K is read where TMA
     // put it (bf16 caches; int8 K under int8 queries in prefill: kDirect) or from a conversion
     // buffer; V from the stage (bf16) or a conversion buffer. What is read from a stage is
@@ -636,10 +690,8 @@ private:
     }
   }
 
-  /// O · H for rotated V, the row sums across the quad, decode's merge of the two consumers,
-  /// then O / l into the output (one split) or the split's partial (a cluster merge or the
-  /// combine kernel takes it).
-  void epilogue() {
+  /// The final state: O · H for rotated V, the row sums reduced across the quad.
+  void finishRows() {
     // Rotated V: O · H before anything else (merges and the epilogue are linear in O).
     if (p.hadamard)
       hadamardFragment(k, f, MutableArrayRef<Value>(fin).slice(4, nO));
@@ -651,8 +703,11 @@ private:
       if (p.hadamard)
         fin[2 + r] = k.fmul(fin[2 + r], k.f32(std::sqrt(double(p.headDim))));
     }
-    if (p.consumerWGs == 2 && !p.prefill)
-      fin = mergeConsumers(k, c, wg, ct, fin);
+  }
+
+  /// O / l into the output (one split) or the split's partial (a cluster merge or the combine
+  /// kernel takes it), from warpgroup 0's merged state (decode) or each warpgroup's (prefill).
+  void store() {
     Value l[2] = {fin[2], fin[3]};
     ArrayRef<Value> o = ArrayRef<Value>(fin).drop_front(4);
     auto valid = [&](int r) { // rowValid is set for prefill only
@@ -699,3 +754,12 @@ private:
 } // namespace
 
 void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) { ConsumerBuilder(k, c).build(); }
+
+ConsumerState mlir::attn::nvvm::buildConsumerLoop(KernelBuilder &k, Ctx &c) {
+  return ConsumerBuilder(k, c).buildLoop();
+}
+
+void mlir::attn::nvvm::buildConsumerStore(KernelBuilder &k, Ctx &c, Value wg,
+                                          ArrayRef<Value> state, Value unit) {
+  ConsumerBuilder(k, c).buildEpilogue(wg, state, unit);
+}

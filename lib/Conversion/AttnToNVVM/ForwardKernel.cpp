@@ -342,18 +342,21 @@ void mlir::attn::nvvm::buildForwardProducerRole(KernelBuilder &k, Ctx &c) {
     });
 }
 
+void mlir::attn::nvvm::triggerDependents(KernelBuilder &k, Ctx &c) {
+  // The combine kernel (a programmatic dependent) may be scheduled once every CTA got here
+  // or exited; its griddepcontrol.wait still waits for this grid's completion. Triggering
+  // at the start instead crowded its CTAs onto the first SMs to free up (slower, measured).
+  if (!c.p.prefill)
+    NVVM::GriddepcontrolOp::create(k.builder(), k.getLoc(),
+                                   NVVM::GridDepActionKind::launch_dependents);
+}
+
 void mlir::attn::nvvm::buildForwardConsumerRole(KernelBuilder &k, Ctx &c) {
-  const ForwardPlan &p = c.p;
-  if (p.persistent)
+  if (c.p.persistent)
     forEachWorkItem(k, c, false, [&](Value item, Value total) {
       buildPersistentConsumerItem(k, c, item, total);
     });
   else
     buildConsumer(k, c);
-  // The combine kernel (a programmatic dependent) may be scheduled once every CTA got here
-  // or exited; its griddepcontrol.wait still waits for this grid's completion. Triggering
-  // at the start instead crowded its CTAs onto the first SMs to free up (slower, measured).
-  if (!p.prefill)
-    NVVM::GriddepcontrolOp::create(k.builder(), k.getLoc(),
-                                   NVVM::GridDepActionKind::launch_dependents);
+  triggerDependents(k, c);
 }

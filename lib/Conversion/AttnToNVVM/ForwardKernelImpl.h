@@ -202,6 +202,21 @@ SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> 
 
 /// The consumer warpgroups (ForwardConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);
+/// A consumer warpgroup's final state: {m0, m1, l0, l1, O...} (row sums reduced over the quad)
+/// followed by the thread's rows the store reads, O's unit (the V scale O is kept in, or 1) and
+/// the thread's consumer warpgroup. buildConsumerStore takes the same state, rows included (or
+/// without them: it computes them).
+struct ConsumerState {
+  SmallVector<Value> fin;
+  Value unit, wg;
+};
+/// Without a persistent grid, buildConsumer in parts: the tile loop and the final state
+/// (attnk.forward.consumer), then, after mergeConsumers where two decode warpgroups merge, the
+/// store of the state (attnk.forward.epilogue; the trigger of dependents: triggerDependents).
+ConsumerState buildConsumerLoop(KernelBuilder &k, Ctx &c);
+void buildConsumerStore(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> state, Value unit);
+/// Decode: the programmatic dependents (the combine kernel) may be scheduled.
+void triggerDependents(KernelBuilder &k, Ctx &c);
 
 // The kernel frame (ForwardKernel.cpp), one builder per kernel-level forward op.
 /// The kernel's parameters (launch ABI order: K and V tensor maps, q, k_scale, v_scale,
@@ -217,7 +232,9 @@ Value buildAlignedSharedBase(KernelBuilder &k);
 /// attnk.forward.prologue: key tiles (returned: len, tile0, numTiles; none when persistent),
 /// barriers, the first loads, the query tile, the CTA barrier.
 SmallVector<Value> buildForwardPrologue(KernelBuilder &k, Ctx &c);
-/// attnk.forward.producer / attnk.forward.consumer: the roles' programs.
+/// attnk.forward.producer: the producer role's program; attnk.forward.consumer with a
+/// persistent grid: the consumer role's, over the work items (without one, the consumer op is
+/// buildConsumerLoop and attnk.forward.epilogue buildConsumerStore).
 void buildForwardProducerRole(KernelBuilder &k, Ctx &c);
 void buildForwardConsumerRole(KernelBuilder &k, Ctx &c);
 

@@ -30,6 +30,8 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 
 // -----
 
+// The plan every forward op carries is printed once, as an alias.
+// CHECK: #plan = {{{.*}}consumerWGs = 2 : i64{{.*}}persistent = false{{.*}}prefill = false{{.*}}}
 // CHECK-LABEL: module attributes {gpu.container_module}
 // CHECK: func.func @mqa_i8(
 // CHECK: attn.attention decode
@@ -37,11 +39,11 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 // converted K and V), the prologue's tile values, and the two roles reading the same rings.
 // CHECK: gpu.module @attn_kernels
 // CHECK-NEXT: attnk.kernel @mqa_i8_decode(%[[KMAP:[^:]+]]: !attnk.tensor_map<1x128x1x128xi8, none>, %[[VMAP:[^:]+]]: !attnk.tensor_map<1x128x1x128xi8, none>, %[[Q:[^:]+]]: memref<?x3x16x128xbf16>, {{.*}}) threads = 512 {
-// CHECK-NEXT: %[[W:[^:]+]]:7 = attnk.forward.work {plan = {{.*}}persistent = false{{.*}}} : i32, i32, i32, i32, i32, i32, i32
+// CHECK-NEXT: %[[W:[^:]+]]:7 = attnk.forward.work {plan = #plan} : i32, i32, i32, i32, i32, i32, i32
 // CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 16384 stride 32768 barriers [[SF:[0-9]+]], [[SE:[0-9]+]] : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 256>
 // CHECK-NEXT: %[[CK:.+]] = attnk.ring.alloc at 81920 stride 65536 barriers [[CF:[0-9]+]], [[CE:[0-9]+]] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
 // CHECK-NEXT: %[[CV:.+]] = attnk.ring.alloc at 114688 stride 65536 barriers [[CF]], [[CE]] : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 256, consumers = 128>
-// CHECK-NEXT: %[[T:[^:]+]]:3 = attnk.forward.prologue params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[W]]#6) {plan = {{.*}}} : i32, i32, i32
+// CHECK-NEXT: %[[T:[^:]+]]:3 = attnk.forward.prologue params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[W]]#6) {plan = #plan} : i32, i32, i32
 // CHECK-NEXT: attnk.warp_specialize attributes {ctas_per_sm = 1 : i64}
 // CHECK-NEXT: #attn.role<producer, warpgroups = 2, regs = 56> {
 // The producer: thread 0 fills the stages [stages, tiles) the prologue did not; per tile the
@@ -68,8 +70,12 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 // CHECK-NEXT: attnk.ring.commit %[[CK]], %[[CV]][%[[BUF]]#0, %[[BUF]]#1]
 // CHECK-NEXT: attnk.ring.release %[[ST]][%[[FULL]]] {named_barrier = 1 : i64}
 // CHECK: attnk.ring.acquire %[[ST]][%[[S]]] expect_tx 32768
+// The consumer: the tile loop's final state (O, row maxima, row sums, O's unit, the thread's
+// warpgroup), the two warpgroups' states merged in the idle stage ring, the merged state stored.
 // CHECK: #attn.role<consumer, warpgroups = 2, regs = 200> {
-// CHECK-NEXT: attnk.forward.consumer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = {{.*}}}
+// CHECK-NEXT: %[[S:[^:]+]]:5 = attnk.forward.consumer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
+// CHECK-NEXT: %[[MO:[^,]+]], %[[MM:[^,]+]], %[[ML:[^ ]+]] = attnk.forward.merge_warpgroups %[[S]]#0, %[[S]]#1, %[[S]]#2 in %[[ST]] warpgroup(%[[S]]#4) thread(%[[W]]#0) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8
+// CHECK-NEXT: attnk.forward.epilogue %[[MO]], %[[MM]], %[[ML]], %[[S]]#3 warpgroup(%[[S]]#4) in %[[ST]] work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic attributes {launch = #attnk.launch<combine, grid = ["row_blocks", "groups", "batch"], block = [128, 1, 1], cluster = [1, 1, 1], smem = {{[0-9]+}}, params = ["workspace", "out", "batch", "num_splits"], programmatic, extra = {min_splits = 2 : i64}>} {
@@ -92,18 +98,20 @@ func.func @mqa_i8(%q: memref<?x3x16x128xbf16>, %k: memref<?x?x1x128xi8>, %v: mem
 // Prefill has no combine kernel. Its persistent grid: the work is the thread id alone, the
 // prologue yields no tile values and the roles take the thread id (each work item sets up its
 // own ids); bf16 K/V: the WGMMAs read the stages, no conversion ring.
+// CHECK: #plan = {{{.*}}persistent = true{{.*}}prefill = true{{.*}}}
 // CHECK-LABEL: func.func @pf
 // CHECK: attn.attention prefill
 // CHECK: gpu.module @attn_kernels
 // CHECK-NEXT: attnk.kernel @pf_prefill(%[[KMAP:[^:]+]]: !attnk.tensor_map<1x128x1x64xbf16, swizzle_128b>, {{.*}}) threads = 512 {
-// CHECK-NEXT: %[[TID:.+]] = attnk.forward.work {plan = {{.*}}persistent = true{{.*}}prefill = true{{.*}}} : i32
+// CHECK-NEXT: %[[TID:.+]] = attnk.forward.work {plan = #plan} : i32
 // CHECK-NEXT: %[[ST:.+]] = attnk.ring.alloc at 98304 stride {{[0-9]+}} barriers {{[0-9]+}}, {{[0-9]+}} : !attnk.ring<256x128xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 384>
-// CHECK-NEXT: attnk.forward.prologue params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]]) {plan = {{.*}}}{{$}}
+// CHECK-NEXT: attnk.forward.prologue params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]]) {plan = #plan}{{$}}
 // CHECK-NEXT: attnk.warp_specialize
 // CHECK-NEXT: #attn.role<producer, warpgroups = 1, regs = 32> {
 // CHECK-NEXT: attnk.forward.producer params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]])
 // CHECK: #attn.role<consumer, warpgroups = 3, regs = 160> {
-// CHECK-NEXT: attnk.forward.consumer params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]])
+// CHECK-NEXT: attnk.forward.consumer params(%[[KMAP]], {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[TID]]) {plan = #plan}{{$}}
+// CHECK-NEXT: }
 // CHECK-NOT: attnk.kernel
 func.func @pf(%q: memref<1x128x8x128xbf16>, %k: memref<1x128x8x128xbf16>, %v: memref<1x128x8x128xbf16>,
               %o: memref<1x128x8x128xbf16>) {

@@ -9,12 +9,13 @@
 // RUN: attn-opt %s --attn-select-schedule --attn-build-kernel | FileCheck %s
 // RUN: attn-opt %s --attn-select-schedule --attn-build-kernel --convert-attnk-to-nvvm | FileCheck %s --check-prefix=NVVM
 
+// CHECK: #mla_plan = {{{.*}}crossover = true{{.*}}}
 // CHECK-NOT: func.func @mla
 // CHECK: attnk.kernel @mla_mla(%[[Q:[^:]+]]: memref<?x2x128x576xbf16>, %[[KV:[^:]+]]: memref<?x?x656xi8>, %{{[^:]+}}: memref<?x2x?xi32>, %{{[^:]+}}: memref<?xi32>, %{{[^:]+}}: memref<?x2x128x512xbf16>, {{.*}}) threads = 384
 // CHECK-SAME: launch = #attnk.launch<mla_decode, grid = [2, "sq", "batch"], block = [384, 1, 1], cluster = [2, 1, 1], smem = 231552, params = ["q", "kv", "indices", "seq_lens", "out", "batch", "sq", "kv_len", "topk"]>
 // CHECK-SAME: kind = "mla_decode"
 // CHECK-SAME: consumer_regs = [216, 168], crossover = true
-// CHECK-NEXT: %[[TID:[^,]+]], %[[GRP:[^,]+]], %[[QI:[^,]+]], %[[B:[^ ]+]] = attnk.mla.work {plan = {{{.*}}crossover = true
+// CHECK-NEXT: %[[TID:[^,]+]], %[[GRP:[^,]+]], %[[QI:[^,]+]], %[[B:[^ ]+]] = attnk.mla.work {plan = #mla_plan}
 // CHECK-NEXT: %[[KVR:.+]] = attnk.ring.alloc at 73728 : !attnk.ring<64x576xbf16, stages = 2, none, producers = 128, consumers = 4>
 // CHECK-NEXT: %[[PR:.+]] = attnk.ring.alloc at 221184 : !attnk.ring<64x64xbf16, stages = 1, swizzle_128b, producers = 128, consumers = 128>
 // CHECK-NEXT: %[[K:.+]]:6 = attnk.mla.prologue params(%[[Q]], %[[KV]], {{.*}}) rings(%[[KVR]], %[[PR]] : {{.*}}) work(%[[TID]], %[[GRP]], %[[QI]], %[[B]])

@@ -1,7 +1,8 @@
 //===- AttnKernelDialect.cpp - the attnk dialect ---------------------------===//
 //
 // What this file is: registration of the kernel-level dialect (ops, types, attributes) and the
-// generated op and attribute definitions. Types live in AttnKernelTypes.cpp; op verifiers in one
+// generated op and attribute definitions, and the printed alias of a kernel's plan
+// (`#plan = {...}`, printed once). Types live in AttnKernelTypes.cpp; op verifiers in one
 // file per op family: PipelineOps.cpp, ComputeOps.cpp and QuantizeOps.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -21,6 +23,23 @@ using namespace mlir::attnk;
 #define GET_ATTRDEF_CLASSES
 #include "attn/Dialect/AttnKernel/IR/AttnKernelAttrs.cpp.inc"
 
+namespace {
+/// Printed aliases: the `plan` dictionary that every op of a forward (or MLA) kernel carries is
+/// printed once at the top of the module as `#plan = {...}` (`#mla_plan = {...}`), and each op
+/// refers to it by name. Plans are recognized by the entries their writers always put in
+/// (ForwardPlanAttr.cpp, MLAPlan.cpp); two kernels' plans become `#plan`, `#plan1`, ...
+struct AttnKernelAsmInterface : OpAsmDialectInterface {
+  using OpAsmDialectInterface::OpAsmDialectInterface;
+  AliasResult getAlias(Attribute attr, raw_ostream &os) const override {
+    auto dict = dyn_cast<DictionaryAttr>(attr);
+    if (!dict || !dict.get("producerRegs") || !dict.get("consumerRegs") || !dict.get("name"))
+      return AliasResult::NoAlias;
+    os << (dict.get("topk") ? "mla_plan" : "plan");
+    return AliasResult::OverridableAlias;
+  }
+};
+} // namespace
+
 void AttnKernelDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
@@ -28,6 +47,7 @@ void AttnKernelDialect::initialize() {
       >();
   registerTypes();
   registerAttributes();
+  addInterfaces<AttnKernelAsmInterface>();
 }
 
 void AttnKernelDialect::registerAttributes() {

@@ -2,9 +2,11 @@
 //
 // What this file is: the verifiers of `attnk.forward.work`, `attnk.forward.prologue`,
 // `attnk.forward.producer`, `attnk.forward.consumer` and the producer's transitional steps
-// (`attnk.forward.key_scales`, `attnk.forward.stage_scales`) (ForwardOps.td): the work values each
-// takes or yields follow from the plan's `persistent` flag — without a persistent grid the
-// CTA's seven work ids and the prologue's three tile values, with one only the thread id.
+// (`attnk.forward.key_scales`, `attnk.forward.stage_scales`) and of the consumer's epilogue
+// (`attnk.forward.merge_warpgroups`, `attnk.forward.epilogue`) (ForwardOps.td): the work values
+// each takes or yields follow from the plan's `persistent` flag — without a persistent grid the
+// CTA's seven work ids and the prologue's three tile values, with one only the thread id; the
+// consumer's final state is O (an f32 accumulator of head_dim columns) and its row vectors.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +98,79 @@ LogicalResult ForwardStageScalesOp::verify() {
                             {b.getF32Type(), b.getF32Type(), b.getI32Type()});
 }
 
+/// The consumer's final state: O as an f32 accumulator of the plan's head_dim columns (where the
+/// plan names it) and row vectors of its rows.
+static LogicalResult verifyState(Operation *op, DictionaryAttr plan, Type acc, Type rowMax,
+                                 Type rowSum) {
+  auto a = dyn_cast<AccType>(acc);
+  if (!a || !a.getElementType().isF32())
+    return op->emitOpError("takes O as an f32 accumulator, got ") << acc;
+  if (auto d = plan.getAs<IntegerAttr>("headDim"); d && a.getN() != d.getInt())
+    return op->emitOpError("takes O with the plan's head_dim (")
+           << d.getInt() << ") columns, got " << a.getN();
+  for (Type t : {rowMax, rowSum}) {
+    auto v = dyn_cast<VectorType>(t);
+    if (!v || v.getRank() != 1 || v.getDimSize(0) != a.getM())
+      return op->emitOpError("takes row vectors of O's ") << a.getM() << " rows, got " << t;
+  }
+  return success();
+}
+
 LogicalResult ForwardConsumerOp::verify() {
-  return verifyStep(*this, getPlan(), getParams(), getWork(), kTileValues);
+  if (failed(verifyStep(*this, getPlan(), getParams(), getWork(), kTileValues)))
+    return failure();
+  bool persistent = getPlan().getAs<BoolAttr>("persistent").getValue();
+  unsigned want = persistent ? 0 : 5;
+  if (getState().size() != want)
+    return emitOpError("yields ") << want << " state value(s) with this plan, got "
+                                  << getState().size();
+  if (persistent)
+    return success();
+  TypeRange t = getState().getTypes();
+  if (failed(verifyState(*this, getPlan(), t[0], t[1], t[2])))
+    return failure();
+  if (!t[3].isF32() || !t[4].isInteger(32))
+    return emitOpError("yields O's unit (f32) and the consumer warpgroup (i32) last");
+  return success();
+}
+
+/// The epilogue ops run without a persistent grid (whose role op keeps its epilogue).
+static LogicalResult verifyNotPersistent(Operation *op, DictionaryAttr plan) {
+  FailureOr<bool> persistent = planPersistent(op, plan);
+  if (failed(persistent))
+    return failure();
+  if (*persistent)
+    return op->emitOpError("is not part of a persistent-grid kernel (its consumer op stores)");
+  return success();
+}
+
+LogicalResult ForwardMergeWarpgroupsOp::verify() {
+  if (failed(verifyNotPersistent(*this, getPlan())) ||
+      failed(verifyState(*this, getPlan(), getAcc().getType(), getRowMax().getType(),
+                         getRowSum().getType())))
+    return failure();
+  auto wgs = getPlan().getAs<IntegerAttr>("consumerWGs");
+  auto prefill = getPlan().getAs<BoolAttr>("prefill");
+  if ((wgs && wgs.getInt() != 2) || (prefill && prefill.getValue()))
+    return emitOpError("merges the two consumer warpgroups of a decode plan");
+  return success();
+}
+
+/// Parameters of the forward kernel's launch ABI (without, with a dynamic q_len).
+static constexpr unsigned kForwardParams = 15;
+
+LogicalResult ForwardEpilogueOp::verify() {
+  if (failed(verifyNotPersistent(*this, getPlan())) ||
+      failed(verifyState(*this, getPlan(), getAcc().getType(), getRowMax().getType(),
+                         getRowSum().getType())))
+    return failure();
+  if (getWork().size() != kWorkIds + kTileValues)
+    return emitOpError("takes ") << kWorkIds + kTileValues << " work values, got "
+                                 << getWork().size();
+  auto kernel = (*this)->getParentOfType<KernelOp>();
+  if (!kernel || kernel.getBody().empty() ||
+      kernel.getBody().front().getNumArguments() < kForwardParams)
+    return emitOpError("reads the launch parameters of an enclosing forward kernel (")
+           << kForwardParams << " or more)";
+  return success();
 }

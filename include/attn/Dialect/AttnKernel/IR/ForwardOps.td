@@ -3,7 +3,8 @@
 // What this file is: the ops of the forward-attention kernel (`<f>_decode`, `<f>_decode_2cta`,
 // `<f>_prefill`) that are not yet spelled in the pipeline and compute ops: the CTA's work
 // (`attnk.forward.work`), the prologue (`attnk.forward.prologue`) and one op per warp role
-// (`attnk.forward.producer`, `attnk.forward.consumer`). Each carries the kernel's resolved
+// (`attnk.forward.producer`, `attnk.forward.consumer`) and the consumer's epilogue
+// (`attnk.forward.merge_warpgroups`, `attnk.forward.epilogue`). Each carries the kernel's resolved
 // configuration (`plan`, a dictionary written by attn-build-kernel) and takes the kernel's
 // parameters, rings and work values as operands.
 //
@@ -120,13 +121,112 @@ def AttnKernel_ForwardProducerOp : AttnKernel_ForwardStepOp<"forward.producer"> 
 }
 
 def AttnKernel_ForwardConsumerOp : AttnKernel_ForwardStepOp<"forward.consumer"> {
-  let summary = "the forward kernel's consumer role: GEMMs, online softmax, merge, store";
+  let summary = "transitional: the consumer warpgroups' tile loop (GEMMs, online softmax)";
   let description = [{
-    The consumer warpgroups' program: S = Q·Kᵀ, masks, the online softmax, O += P·V, the merge
-    of the consumers' (and of a cluster's splits') partial states and the store of the output
-    or of the split's partial — over the work items of a persistent grid —, then (decode) the
-    trigger of the programmatic dependents. Operands as `attnk.forward.producer`.
+    Transitional: the consumer warpgroups' main loop, not yet spelled in ring, WGMMA and
+    softmax ops — per K/V tile the wait on the stage or conversion ring, S = Q·Kᵀ, masks, the
+    online softmax, the rescale of O and O += P·V, each stage released after the GEMM that read
+    it — then (rotated V) O · H and the row sums reduced over the quad that shares a row.
+
+    Without a persistent grid its results are the warpgroup's final state, which the epilogue
+    ops take: O (`!attnk.acc<64xDxf32>`, unnormalized), the row maxima and row sums
+    (`vector<64xf32>`, base-2 logits), O's unit (the V scale O is kept in with per-tile V
+    scales, else 1) and the thread's consumer warpgroup (warp-uniform). With a persistent grid
+    it has no results and runs the whole role, epilogue included, over the CTA's work items.
+    Operands: the kernel's parameters, its rings and the work values of `attnk.forward.work`
+    and `attnk.forward.prologue`.
+
+    Example:
+    ```mlir
+    %o, %m, %l, %unit, %wg = attnk.forward.consumer params(...) rings(...) work(...) {plan = #plan}
+        : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
+    ```
   }];
+  let results = (outs Variadic<AnyType>:$state);
+  let assemblyFormat = [{
+    `params` `(` $params `:` type($params) `)` `rings` `(` $rings `:` qualified(type($rings)) `)`
+    `work` `(` $work `)` attr-dict (`:` qualified(type($state))^)?
+  }];
+  let extraClassDeclaration = [{
+    /// The final state's parts (null with a persistent grid).
+    ::mlir::Value getOutput() { return getState().empty() ? Value() : getState()[0]; }
+    ::mlir::Value getRowMax() { return getState().empty() ? Value() : getState()[1]; }
+    ::mlir::Value getRowSum() { return getState().empty() ? Value() : getState()[2]; }
+    ::mlir::Value getUnit() { return getState().empty() ? Value() : getState()[3]; }
+    ::mlir::Value getWarpgroup() { return getState().empty() ? Value() : getState()[4]; }
+  }];
+}
+
+def AttnKernel_ForwardMergeWarpgroupsOp : AttnKernel_Op<"forward.merge_warpgroups", [
+    AllTypesMatch<["acc", "result"]>,
+    AllTypesMatch<["rowMax", "rowSum", "newMax", "newSum"]>]> {
+  let summary = "merge the partial states of two consumer warpgroups through shared memory";
+  let description = [{
+    Decode with two consumer warpgroups over alternate key tiles: each holds a partial
+    (O, m, l) in the same fragment layout. After a barrier of both (every stage read), warpgroup
+    1 parks its state in the stage ring `ring` (idle once both loops are done; thread-major,
+    conflict-free), a second barrier, and warpgroup 0 merges:
+    `m = max(m₀, m₁)`, `l = 2^(m₀−m)·l₀ + 2^(m₁−m)·l₁`, `O = 2^(m₀−m)·O₀ + 2^(m₁−m)·O₁`.
+    The results are meaningful in warpgroup 0 (`warpgroup`: the thread's consumer warpgroup;
+    `thread`: its id in the CTA).
+
+    Example:
+    ```mlir
+    %o2, %m2, %l2 = attnk.forward.merge_warpgroups %o, %m, %l in %st warpgroup(%wg) thread(%tid)
+        {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, ...>
+    ```
+
+    [PTX ISA: bar.sync](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-bar)
+  }];
+  let arguments = (ins AttnKernel_AccType:$acc, AttnKernel_RowVector:$rowMax,
+                       AttnKernel_RowVector:$rowSum, AttnKernel_RingType:$ring, I32:$warpgroup,
+                       I32:$thread, DictionaryAttr:$plan);
+  let results = (outs AttnKernel_AccType:$result, AttnKernel_RowVector:$newMax,
+                      AttnKernel_RowVector:$newSum);
+  let assemblyFormat = [{
+    $acc `,` $rowMax `,` $rowSum `in` $ring `warpgroup` `(` $warpgroup `)` `thread` `(` $thread `)`
+    attr-dict `:` qualified(type($acc)) `,` qualified(type($rowMax)) `,` qualified(type($ring))
+  }];
+  let hasVerifier = 1;
+}
+
+def AttnKernel_ForwardEpilogueOp : AttnKernel_Op<"forward.epilogue", [
+    AllTypesMatch<["rowMax", "rowSum"]>]> {
+  let summary = "transitional: the consumer's epilogue (normalize and store, or split merge)";
+  let description = [{
+    The end of the consumer role without a persistent grid, on its final state (O, m, l, O's
+    unit; after `attnk.forward.merge_warpgroups` where there is one). With one KV split (the
+    `num_splits` parameter, at run time): O · unit / l (0 for a row without keys; per-head and
+    per-tensor V scales applied here) stored as bf16 to the output rows the warpgroup owns
+    (decode: warpgroup 0's; prefill through its query tile in the ring memory at `ring`'s
+    base). With several: launched in a cluster of the splits, the splits merge through
+    distributed shared memory and the leader's share of the merged output is stored; otherwise
+    the split's partial (O, m, l) goes to the workspace for the combine kernel. Then (decode)
+    the trigger of the programmatic dependents. The launch parameters it reads (`out`,
+    `workspace`, `num_splits`, `v_scale`, `q_len`) are the enclosing `attnk.kernel`'s; `work`:
+    the values of `attnk.forward.work` and `attnk.forward.prologue`.
+
+    Transitional: the run-time choice between the store, the cluster merge and the partial is
+    one op; `attnk.rescale_output`, `attnk.merge.cluster` and `attnk.store_tile` are to take
+    its parts.
+
+    Example:
+    ```mlir
+    attnk.forward.epilogue %o, %m, %l, %unit warpgroup(%wg) in %st work(%w#0, ...)
+        {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, ...>
+    ```
+
+    [PTX ISA: griddepcontrol](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-griddepcontrol)
+  }];
+  let arguments = (ins AttnKernel_AccType:$acc, AttnKernel_RowVector:$rowMax,
+                       AttnKernel_RowVector:$rowSum, F32:$unit, I32:$warpgroup,
+                       AttnKernel_RingType:$ring, Variadic<I32>:$work, DictionaryAttr:$plan);
+  let assemblyFormat = [{
+    $acc `,` $rowMax `,` $rowSum `,` $unit `warpgroup` `(` $warpgroup `)` `in` $ring
+    `work` `(` $work `)` attr-dict `:` qualified(type($acc)) `,` qualified(type($rowMax)) `,`
+    qualified(type($ring))
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // ATTNK_FORWARD_OPS_TD
