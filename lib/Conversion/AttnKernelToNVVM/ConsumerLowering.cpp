@@ -52,7 +52,7 @@ std::unique_ptr<BoundConsumer> bindConsumer(Operation *op, DictionaryAttr planAt
     return nullptr;
   auto bound = std::make_unique<BoundConsumer>(*p);
   Ctx &c = bound->c;
-  unsigned want = c.p.qLen < 0 ? 16 : 15;
+  unsigned want = c.p.numParams();
   if (params.size() != want) {
     op->emitOpError("takes the forward kernel's ") << want << " parameters, got " << params.size();
     return nullptr;
