@@ -123,10 +123,15 @@ inline int64_t positive(const std::string &text, size_t from, size_t to) {
 /// qattn.spec.scale_shape: per_token_head [b, s, h], per_token [b, s], per_head [h], per_tensor
 /// [1], per_channel [h, d], per_group<G> [b, s, h, ceil(d / G)], per_block<RxC> [b, ceil(s / R),
 /// h, ceil(d / C)], and the launch metadata's bare per_block (R = `blockRows`, C = d). "none"
-/// (no scales) has the empty shape. Anything else raises ValueError naming `op`.
-inline std::vector<int64_t> scaleShape(const char *op, const std::string &g, int64_t b, int64_t s,
-                                       int64_t h, int64_t d, int64_t blockRows = 1) {
+/// (no scales) has the empty shape; spaces are ignored (MLIR prints `per_block<1 x 64>`). Anything
+/// else raises ValueError naming `op`.
+inline std::vector<int64_t> scaleShape(const char *op, const std::string &given, int64_t b,
+                                       int64_t s, int64_t h, int64_t d, int64_t blockRows = 1) {
   auto ceilDiv = [](int64_t x, int64_t y) { return (x + y - 1) / y; };
+  std::string g;
+  for (char ch : given)
+    if (ch != ' ')
+      g += ch;
   if (g == "none")
     return {};
   if (g == "per_token_head")
@@ -154,7 +159,7 @@ inline std::vector<int64_t> scaleShape(const char *op, const std::string &g, int
     if (r > 0 && c > 0)
       return {b, ceilDiv(s, r), h, ceilDiv(d, c)};
   }
-  TORCH_CHECK_VALUE(false, cat(op, ": the granularity '", g, "' has no scale shape"));
+  TORCH_CHECK_VALUE(false, cat(op, ": the granularity '", given, "' has no scale shape"));
   return {};
 }
 
