@@ -205,6 +205,21 @@ attn_rt_kernel *AppendKernel::handle(int device) {
   return h;
 }
 
+/// Checks `scales` of `shape` and the zero points, which an asymmetric scheme requires and a
+/// symmetric one refuses; returns whether zero points were given.
+bool expectScales(const char *op, const AppendKernel &k, const at::Tensor &scales,
+                  const std::optional<at::Tensor> &zeros, int device,
+                  const std::vector<int64_t> &shape) {
+  expectTensor(op, "scales", scales, device, {k.scale}, shape);
+  const bool hasZeros = zeros.has_value() && zeros->defined();
+  TORCH_CHECK_VALUE(hasZeros != k.symmetric,
+                    cat(op, ": ", k.symmetric ? "zeros given, but the scheme is symmetric"
+                                              : "zeros are required: the scheme is asymmetric"));
+  if (hasZeros)
+    expectTensor(op, "zeros", *zeros, device, {k.codes.front()}, shape);
+  return hasZeros;
+}
+
 void quantizeAppend(const std::string &path, const at::Tensor &src, const at::Tensor &positions,
                     const at::Tensor &dst, const at::Tensor &scales,
                     const std::optional<at::Tensor> &zeros) {
@@ -224,13 +239,7 @@ void quantizeAppend(const std::string &path, const at::Tensor &src, const at::Te
   expectTensor(kOp, "src", src, device, {k->src}, {b, s, h, d});
   expectTensor(kOp, "dst", dst, device, k->codes, {b, cap, h, d});
   const std::vector<int64_t> shape = scaleShape(kOp, k->granularity, b, cap, h, d);
-  expectTensor(kOp, "scales", scales, device, {k->scale}, shape);
-  const bool hasZeros = zeros.has_value() && zeros->defined();
-  TORCH_CHECK_VALUE(hasZeros != k->symmetric,
-                    cat(kOp, ": ", k->symmetric ? "zeros given, but the scheme is symmetric"
-                                                : "zeros are required: the scheme is asymmetric"));
-  if (hasZeros)
-    expectTensor(kOp, "zeros", *zeros, device, {k->codes.front()}, shape);
+  const bool hasZeros = expectScales(kOp, *k, scales, zeros, device, shape);
   expectTensor(kOp, "positions", positions, device, {at::kInt}, {b});
   const int64_t groups = b * s * k->groupsPerToken;
   TORCH_CHECK_VALUE(groups < (int64_t(1) << 31),
@@ -278,14 +287,7 @@ void quantizeAppendPaged(const std::string &path, const at::Tensor &src,
   expectTensor(kPagedOp, "src", src, device, {k->src}, {t, h, d});
   expectTensor(kPagedOp, "dst", dst, device, k->codes, {pages, p, h, d});
   const std::vector<int64_t> shape = scaleShape(kPagedOp, k->granularity, pages, p, h, d);
-  expectTensor(kPagedOp, "scales", scales, device, {k->scale}, shape);
-  const bool hasZeros = zeros.has_value() && zeros->defined();
-  TORCH_CHECK_VALUE(hasZeros != k->symmetric,
-                    cat(kPagedOp, ": ", k->symmetric ? "zeros given, but the scheme is symmetric"
-                                                     : "zeros are required: the scheme is "
-                                                       "asymmetric"));
-  if (hasZeros)
-    expectTensor(kPagedOp, "zeros", *zeros, device, {k->codes.front()}, shape);
+  const bool hasZeros = expectScales(kPagedOp, *k, scales, zeros, device, shape);
   expectTensor(kPagedOp, "slot_mapping", slotMapping, device, {k->slot}, {t});
   const int64_t groups = t * k->groupsPerToken, slots = pages * p;
   TORCH_CHECK_VALUE(groups < (int64_t(1) << 31),

@@ -301,9 +301,7 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
     dst_ty = _memref([B, rows, H, D], dtype)
     s_shape = scale_shape(granularity, [B, rows, H, D])
     s_ty, z_ty = _memref(s_shape, scale_dtype), _memref(s_shape, dtype)
-    quant = f"#attn.quant<{dtype}, {granularity.strip()}"
-    quant += ("" if symmetric else ", asymmetric") + \
-        ("" if scale_dtype == "f32" else f", scale = {scale_dtype}") + ">"
+    quant = _quant_attr(dtype, granularity, symmetric, scale_dtype)
     attrs = [f"quant = {quant}"] + (["hadamard"] if hadamard else []) + \
         ([f"target = #attn.target<{target}>"] if target else [])
     args = [("src", src_ty)] + ([("pos", _memref([B], "i32"))] if op == "append" else [])
@@ -317,6 +315,12 @@ def quantize(op: str = "append", *, batch: Dim, tokens: Dim, heads: int, head_di
         body += f" zeros(%zeros : {z_ty})"
     body += "\n      {" + ", ".join(attrs) + "}"
     return Spec("\n".join([f"func.func @{name}({signature}) {{", body, "  return", "}", ""]), name)
+
+
+def _quant_attr(dtype, granularity, symmetric, scale_dtype):
+    """The `#attn.quant<...>` of a quantize op's scheme."""
+    return (f"#attn.quant<{dtype}, {granularity.strip()}" + ("" if symmetric else ", asymmetric")
+            + ("" if scale_dtype == "f32" else f", scale = {scale_dtype}") + ">")
 
 
 def quantize_paged(*, tokens: Dim, num_pages: Dim, page_size: int, heads: int, head_dim: int,
@@ -346,9 +350,7 @@ def quantize_paged(*, tokens: Dim, num_pages: Dim, page_size: int, heads: int, h
     dst_ty = _memref([N, page, H, D], dtype)
     s_shape = scale_shape(granularity, [N, page, H, D])
     s_ty, z_ty = _memref(s_shape, scale_dtype), _memref(s_shape, dtype)
-    quant = f"#attn.quant<{dtype}, {granularity.strip()}"
-    quant += ("" if symmetric else ", asymmetric") + \
-        ("" if scale_dtype == "f32" else f", scale = {scale_dtype}") + ">"
+    quant = _quant_attr(dtype, granularity, symmetric, scale_dtype)
     attrs = [f"page_size = {page}", f"quant = {quant}"] + (["hadamard"] if hadamard else []) + \
         ([f"target = #attn.target<{target}>"] if target else [])
     args = [("src", src_ty), ("slots", map_ty), ("dst", dst_ty), ("scales", s_ty)]

@@ -179,19 +179,25 @@ def _quantize_append_fake(kernel, src, positions, dst, scales, zeros=None):
     return None
 
 
+def _checked(op, *args):
+    """op(*args) with the extension's argument errors (TypeError, ValueError) raised as
+    KernelArgumentError and its launch errors (RuntimeError) as GpuError."""
+    try:
+        return op(*args)
+    except (TypeError, ValueError) as e:
+        raise KernelArgumentError(str(e)) from e
+    except RuntimeError as e:
+        raise GpuError(str(e)) from e
+
+
 def quantize_append(kernel, src, dst, scales, zeros=None, *, positions):
     """Quantizes ``src`` [B, S, H, D] into the cache ``dst`` [B, capacity, H, D] at rows
     ``positions[b] + i`` (int32 [B], on the device: rows outside the cache are skipped, no host
     check), writing their ``scales`` (and ``zeros``): ``torch.ops.attn_opt.quantize_append`` on
     the current stream, capturable in a CUDA graph. ``kernel``: a compiled
     ``attn.quantize.append`` (``GpuQuantizeKernel``) or the path of its PTX. Returns ``dst``."""
-    path = str(getattr(kernel, "path", kernel))
-    try:
-        ops.quantize_append(path, src, positions, dst, scales, zeros)
-    except (TypeError, ValueError) as e:
-        raise KernelArgumentError(str(e)) from e
-    except RuntimeError as e:
-        raise GpuError(str(e)) from e
+    _checked(ops.quantize_append, str(getattr(kernel, "path", kernel)), src, positions, dst,
+             scales, zeros)
     return dst
 
 
@@ -219,13 +225,8 @@ def quantize_append_paged(kernel, src, dst, scales, zeros=None, *, slot_mapping)
     the current stream, capturable in a CUDA graph. ``kernel``: a compiled
     ``attn.quantize.append_paged`` (``qattn.quantize_paged`` spec) or the path of its PTX. The
     reference on the CPU is ``qattn.paged.append_slots``. Returns ``dst``."""
-    path = str(getattr(kernel, "path", kernel))
-    try:
-        ops.quantize_append_paged(path, src, slot_mapping, dst, scales, zeros)
-    except (TypeError, ValueError) as e:
-        raise KernelArgumentError(str(e)) from e
-    except RuntimeError as e:
-        raise GpuError(str(e)) from e
+    _checked(ops.quantize_append_paged, str(getattr(kernel, "path", kernel)), src, slot_mapping,
+             dst, scales, zeros)
     return dst
 
 

@@ -22,8 +22,6 @@ using namespace mlir::attn::vutil;
 static constexpr int64_t kWgmmaM = 64;
 /// Largest head_dim a Hopper attention tile holds in registers and shared memory.
 static constexpr int64_t kMaxHeadDim = 256;
-/// Largest page of a paged K/V cache (vLLM, FlashInfer and FA3 use 1 to 256 tokens).
-static constexpr int64_t kMaxPageSize = 256;
 
 static bool isIntQuant(Type t) { return isa<IntegerType>(t); }
 static bool isFp8(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }

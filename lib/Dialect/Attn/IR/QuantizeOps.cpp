@@ -42,16 +42,32 @@ static LogicalResult verifyTokenByToken(Operation *op, QuantAttr quant) {
   return success();
 }
 
+/// The element types every append checks: a float source, codes of the scheme's type.
+static LogicalResult verifyAppendTypes(Operation *op, MemRefType srcT, MemRefType cacheT,
+                                       QuantAttr quant) {
+  if (!isFloatActivation(srcT.getElementType()))
+    return op->emitOpError() << "'src' must hold bf16, f16 or f32, got " << srcT.getElementType();
+  if (cacheT.getElementType() != quant.getElementType())
+    return op->emitOpError() << "'cache' element type " << cacheT.getElementType()
+                             << " does not match the scheme's " << quant.getElementType();
+  return success();
+}
+
+/// The scaling every append checks: scales computable token by token, and the rotation.
+static LogicalResult verifyAppendScaling(Operation *op, MemRefType srcT, QuantAttr quant,
+                                         bool hadamard) {
+  if (failed(verifyTokenByToken(op, quant)))
+    return failure();
+  return hadamard ? verifyHadamard(op, srcT, quant) : success();
+}
+
 LogicalResult QuantizeAppendOp::verify() {
   if (failed(vutil::verifyBuffers(*this)))
     return failure();
   auto srcT = getSrc().getType(), cacheT = getCache().getType();
   QuantAttr quant = getQuant();
-  if (!isFloatActivation(srcT.getElementType()))
-    return emitOpError() << "'src' must hold bf16, f16 or f32, got " << srcT.getElementType();
-  if (cacheT.getElementType() != quant.getElementType())
-    return emitOpError() << "'cache' element type " << cacheT.getElementType()
-                         << " does not match the scheme's " << quant.getElementType();
+  if (failed(verifyAppendTypes(*this, srcT, cacheT, quant)))
+    return failure();
   if (!dimsAgree(srcT.getDimSize(0), cacheT.getDimSize(0)) ||
       !dimsAgree(srcT.getDimSize(2), cacheT.getDimSize(2)) ||
       !dimsAgree(srcT.getDimSize(3), cacheT.getDimSize(3)))
@@ -64,9 +80,7 @@ LogicalResult QuantizeAppendOp::verify() {
   if (failed(expectShape(*this, "positions", getPositions(), {srcT.getDimSize(0)},
                          "one position per batch [B]")))
     return failure();
-  if (failed(verifyTokenByToken(*this, quant)))
-    return failure();
-  if (getHadamard() && failed(verifyHadamard(*this, srcT, quant)))
+  if (failed(verifyAppendScaling(*this, srcT, quant, bool(getHadamard()))))
     return failure();
   return verifyScaleOperands(*this, "cache", cacheT.getShape(), quant, "quant", getScales(),
                              "scales", getZeros(), "zeros");
@@ -77,12 +91,8 @@ LogicalResult QuantizeAppendPagedOp::verify() {
     return failure();
   auto srcT = cast<MemRefType>(getSrc().getType()), cacheT = getCache().getType();
   QuantAttr quant = getQuant();
-  if (!isFloatActivation(srcT.getElementType()))
-    return emitOpError() << "'src' must hold bf16, f16 or f32, got " << srcT.getElementType();
-  if (cacheT.getElementType() != quant.getElementType())
-    return emitOpError() << "'cache' element type " << cacheT.getElementType()
-                         << " does not match the scheme's " << quant.getElementType();
-  constexpr int64_t kMaxPageSize = 256; // attn.attention's page sizes
+  if (failed(verifyAppendTypes(*this, srcT, cacheT, quant)))
+    return failure();
   int64_t p = getPageSize();
   if (p < 1 || p > kMaxPageSize || !llvm::isPowerOf2_64(p))
     return emitOpError() << "page_size must be a power of two in [1, " << kMaxPageSize << "], got "
@@ -98,9 +108,7 @@ LogicalResult QuantizeAppendPagedOp::verify() {
   if (failed(expectShape(*this, "slot_mapping", getSlotMapping(), {srcT.getDimSize(0)},
                          "one slot per row [T]")))
     return failure();
-  if (failed(verifyTokenByToken(*this, quant)))
-    return failure();
-  if (getHadamard() && failed(verifyHadamard(*this, srcT, quant)))
+  if (failed(verifyAppendScaling(*this, srcT, quant, bool(getHadamard()))))
     return failure();
   // Scales per page: the granularity over the pool as a [num_pages, P, H, D] tensor.
   return verifyScaleOperands(*this, "cache", cacheT.getShape(), quant, "quant", getScales(),

@@ -25,6 +25,8 @@ bool shapesAgree(ArrayRef<int64_t> a, ArrayRef<int64_t> b);
 constexpr int64_t kMaxExtent = (int64_t(1) << 31) - 1;
 /// Largest buffer, in bytes, any target addresses (2^48: the virtual address space).
 constexpr int64_t kMaxBufferBytes = int64_t(1) << 48;
+/// Largest page of a paged K/V cache (vLLM, FlashInfer and FA3 use 1 to 256 tokens).
+constexpr int64_t kMaxPageSize = 256;
 
 /// What every attn op's buffer operands must be, whatever the target: the identity (row-major,
 /// contiguous) layout, the default memory space, static extents in [1, kMaxExtent] and at most
