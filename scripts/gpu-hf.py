@@ -93,7 +93,8 @@ def accuracy(cfg, sdpa, ours, a):
 def compare(cfg, sdpa, ours, prompt, n, tok=None):
     """Greedy continuations of `prompt` [B, T] (n tokens) through SDPA, and through our kernels
     per cache format: teacher-forced argmax agreement and logit error on SDPA's tokens, and the
-    free-running continuation's agreement (texts too, given the tokenizer)."""
+    free-running continuation's agreement (texts too, given the tokenizer); the same measures for
+    transformers' own eager attention, the library's second bf16 path."""
     ref = sdpa.generate(prompt, max_new_tokens=n, do_sample=False, min_new_tokens=n,
                         attention_mask=torch.ones_like(prompt))
     ref_tokens = ref[:, prompt.shape[1]:]
@@ -104,34 +105,64 @@ def compare(cfg, sdpa, ours, prompt, n, tok=None):
            "sdpa_margin_min": float(margin.min()), "sdpa_margin_median": float(margin.median())}
     if tok is not None:
         res["sdpa_text"] = tok.decode(ref_tokens[0])
+    ref = (ref_tokens, ref_logits, margin)
+    res["eager_bf16"] = library_row(cfg, sdpa, prompt, n, ref, tok)
     for c in CACHES:
-        r = {}
-        try:
-            cache = qh.QattnCache(cfg, max_cache_len=prompt.shape[1] + n, cache=c, **BACKEND)
-            lg = forced_logits(ours, prompt, ref_tokens, cache)
-            err = (lg - ref_logits).abs()
-            agree = (lg.argmax(-1) == ref_logits.argmax(-1))
-            r["forced_argmax_agreement"] = float(agree.float().mean())
-            r["forced_max_logit_err"] = float(err.max())
-            r["forced_mean_logit_err"] = float(err.mean())
-            r["logit_scale_absmax"] = float(ref_logits.abs().max())
-            bad = (~agree).nonzero().tolist()
-            r["forced_divergences"] = [
-                {"step": s, "row": b, "sdpa_margin": float(margin[s, b])} for s, b in bad[:20]]
-            out = qh.generate(ours, prompt, cache=c, max_new_tokens=n, **BACKEND, min_new_tokens=n,
-                              attention_mask=torch.ones_like(prompt))
-            got = out[:, prompt.shape[1]:]
-            r["generate_token_agreement"] = float((got == ref_tokens).float().mean())
-            same = (got == ref_tokens).int().cumprod(dim=1).sum(dim=1)
-            r["generate_first_divergence"] = same.tolist()
-            if tok is not None:
-                r["text"] = tok.decode(got[0])
-        except Exception as e:
-            r["error"] = f"{type(e).__name__}: {e}"
-            traceback.print_exc()
-        res[c] = r
-        print(c, json.dumps(r)[:400], flush=True)
+        res[c] = ours_row(cfg, ours, prompt, n, ref, tok, c)
     return res
+
+
+def scores(lg, got, ref, n, tok):
+    """Teacher-forced logits lg [T, B, V] and free-running tokens got [B, n] against SDPA's."""
+    ref_tokens, ref_logits, margin = ref
+    err = (lg - ref_logits).abs()
+    agree = (lg.argmax(-1) == ref_logits.argmax(-1))
+    bad = (~agree).nonzero().tolist()
+    r = {"forced_argmax_agreement": float(agree.float().mean()),
+         "forced_max_logit_err": float(err.max()), "forced_mean_logit_err": float(err.mean()),
+         "logit_scale_absmax": float(ref_logits.abs().max()),
+         "forced_divergences": [{"step": s, "row": b, "sdpa_margin": float(margin[s, b])}
+                                for s, b in bad[:20]],
+         "generate_token_agreement": float((got == ref_tokens).float().mean()),
+         "generate_first_divergence": (got == ref_tokens).int().cumprod(dim=1).sum(dim=1).tolist()}
+    if tok is not None:
+        r["text"] = tok.decode(got[0])
+    return r
+
+
+def library_row(cfg, sdpa, prompt, n, ref, tok):
+    """transformers' own eager attention (bf16 DynamicCache) against its SDPA path: how often two
+    correct bf16 attentions of the library itself agree, the floor the bf16 cache is read against."""
+    r = {}
+    try:
+        sdpa.set_attn_implementation("eager")
+        lg = forced_logits(sdpa, prompt, ref[0], DynamicCache(config=cfg))
+        out = sdpa.generate(prompt, max_new_tokens=n, do_sample=False, min_new_tokens=n,
+                            attention_mask=torch.ones_like(prompt))
+        r = scores(lg, out[:, prompt.shape[1]:], ref, n, tok)
+    except Exception as e:
+        r["error"] = f"{type(e).__name__}: {e}"
+        traceback.print_exc()
+    finally:
+        sdpa.set_attn_implementation("sdpa")
+    print("eager_bf16", json.dumps(r)[:400], flush=True)
+    return r
+
+
+def ours_row(cfg, ours, prompt, n, ref, tok, c):
+    """One cache format through our kernels against SDPA."""
+    r = {}
+    try:
+        cache = qh.QattnCache(cfg, max_cache_len=prompt.shape[1] + n, cache=c, **BACKEND)
+        lg = forced_logits(ours, prompt, ref[0], cache)
+        out = qh.generate(ours, prompt, cache=c, max_new_tokens=n, **BACKEND, min_new_tokens=n,
+                          attention_mask=torch.ones_like(prompt))
+        r = scores(lg, out[:, prompt.shape[1]:], ref, n, tok)
+    except Exception as e:
+        r["error"] = f"{type(e).__name__}: {e}"
+        traceback.print_exc()
+    print(c, json.dumps(r)[:400], flush=True)
+    return r
 
 
 def real_weights(tok, cfg, sdpa, ours, a):
@@ -143,7 +174,7 @@ def real_weights(tok, cfg, sdpa, ours, a):
         r["prompt"] = text
         rows.append(r)
     total = {}
-    for c in CACHES:
+    for c in ("eager_bf16",) + CACHES:
         ok = [r[c] for r in rows if "error" not in r[c]]
         if not ok:
             continue
