@@ -143,16 +143,18 @@ class PageTable:
         """pool [num_pages, P, ...] -> each sequence's first ceil(length / P) pages, contiguous
         [B, ceil(length / P) · P, ...] (the rows past ``length`` hold whatever those pages do)."""
         n = max(1, -(-int(length) // self.page_size))
-        g = pool[self.table[:, :n].long()]
+        g = _bytes(pool)[self.table[:, :n].long()].view(pool.dtype)
         return g.reshape(g.shape[0], n * self.page_size, *pool.shape[2:])
+
+
+def _bytes(t):
+    """float8 tensors seen as uint8 (indexing kernels do not all take float8); others as is."""
+    return t.view(torch.uint8) if t.dtype == torch.float8_e4m3fn else t
 
 
 def _scatter_rows(pool, slots, rows):
     """pool [num_pages, P, *rest] row slots[t] = rows[t] (one index_copy_ on the device)."""
-    flat = pool.view(-1, *pool.shape[2:])
-    if pool.element_size() == 1 and pool.dtype != torch.int8:  # index_copy_ lacks float8
-        flat, rows = flat.view(torch.uint8), rows.view(torch.uint8)
-    flat.index_copy_(0, slots, rows)
+    _bytes(pool).view(-1, *pool.shape[2:]).index_copy_(0, slots, _bytes(rows))
 
 
 class QattnLayer(CacheLayerMixin):
@@ -297,6 +299,7 @@ class QattnLayer(CacheLayerMixin):
             for name in ("keys", "values", "k_scale", "v_scale"):
                 t = getattr(self, name)
                 if t is not None:
+                    t = _bytes(t)
                     t[dst] = t[src].clone()
             self.seq_lens.copy_(self.seq_lens[idx].clone())
 

@@ -1,15 +1,15 @@
 """The kernels ``qattn.hf`` runs, per model shape, cache format and paged layout:
 
-* ``decode_q{Hq}_kv{Hkv}_d{D}_{fmt}_p{P}_mb{M}`` — one query token per sequence over a paged cache:
-  pools of pages [num_pages, P, Hkv, D] (fmt i8 / e4m3 with per-(token, head) scales stored per
-  page, or bf16), per-sequence ``seq_lens`` and a block table [B, M] int32. The kernel is compiled
-  for a static ``max_blocks`` M; ``max_blocks(capacity, P)`` is the M of a cache of ``capacity``
-  tokens per sequence (capacities are rounded up to a coarse grid so few kernels cover many
-  capacities);
+* ``decode_q{Hq}_kv{Hkv}_d{D}_{fmt}_p{P}_mb{M}`` — one query token per sequence over a paged
+  cache: pools of pages [num_pages, P, Hkv, D] (fmt i8 / e4m3 with per-(token, head) scales
+  stored per page, or bf16), per-sequence ``seq_lens`` and a block table [B, M] int32. The kernel
+  is compiled for a static ``max_blocks`` M; ``max_blocks(capacity, P)`` is the M of a cache of
+  ``capacity`` tokens per sequence (capacities are rounded up to a coarse grid so few kernels
+  cover many capacities);
 * ``prefill_q{Hq}_kv{Hkv}_d{D}_bf16`` — causal prefill over contiguous bf16 K/V [B, L, Hkv, D]
   (a prompt's own rows, or a bf16 cache's pages gathered), bottom-right aligned to ``seq_lens``;
-* ``append_paged_h{Hkv}_d{D}_{fmt}_p{P}`` — ``attn.quantize.append_paged`` of bf16 rows [T, Hkv, D]
-  into an i8 / e4m3 pool at a slot mapping (slot = page · P + offset), scales per page;
+* ``append_paged_h{Hkv}_d{D}_{fmt}_p{P}`` — ``attn.quantize.append_paged`` of bf16 rows
+  [T, Hkv, D] into an i8 / e4m3 pool at a slot mapping (slot = page · P + offset), scales per page;
 * ``decode_q{Hq}_kv{Hkv}_d{D}_bf16`` — contiguous bf16 decode (attention with a cache other than
   ``QattnCache``).
 
@@ -71,7 +71,8 @@ def capacities_for(contexts, extra_tokens: int = 64):
     what ``prebuild`` must cover for runs whose caches hold a context plus a few steps."""
     if int(extra_tokens) < 0:
         raise ValueError(f"extra_tokens must be >= 0, got {extra_tokens!r}")
-    return sorted({table_tokens(n) for c in contexts for n in range(int(c), int(c) + int(extra_tokens) + 1)})
+    return sorted({table_tokens(n) for c in contexts
+                   for n in range(int(c), int(c) + int(extra_tokens) + 1)})
 
 
 def names(q_heads: int, kv_heads: int, head_dim: int, fmt: str,
