@@ -574,3 +574,35 @@ def test_reorder_cache_copies_pages(fmt):
     assert torch.equal(layer.block_table, table)
     assert torch.equal(after_k[0], before_k[2]) and torch.equal(after_k[1], before_k[2])
     assert torch.equal(after_v[2], before_v[0])
+
+
+# The kernels of the GPU cases above: gpu_config's shape, every page size and cache size they use.
+GPU_SHAPE = dict(q_heads=8, kv_heads=2, head_dim=128)
+GPU_PAGE_SIZES = (64, 16)
+GPU_CAPACITIES = (50, 64, 96)
+
+
+def test_gpu_cases_are_covered_by_their_prebuild():
+    caps = {hk.table_tokens(c) for c in GPU_CAPACITIES}
+    assert caps == {1024}  # one table width per page size
+    assert {p.get("page_size", hk.DEFAULT_PAGE_SIZE) for p in GPU_PAGES} == set(GPU_PAGE_SIZES)
+    cfg = gpu_config()
+    assert (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim) == \
+        tuple(GPU_SHAPE.values())
+
+
+def prebuild_gpu_kernels(out_dir):
+    """``python python/tests/test_hf.py --prebuild DIR`` (where attn-opt is): the kernels of the
+    GPU cases, for ``QATTN_HF_KERNELS=DIR`` on a GPU host without attn-opt."""
+    names = []
+    for page_size in GPU_PAGE_SIZES:
+        names += hk.prebuild(out_dir, *GPU_SHAPE.values(), ("i8", "e4m3", "bf16"),
+                             GPU_CAPACITIES, page_size)
+    return names
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3 or sys.argv[1] != "--prebuild":
+        sys.exit("usage: python python/tests/test_hf.py --prebuild DIR")
+    print("\n".join(prebuild_gpu_kernels(sys.argv[2])))

@@ -103,7 +103,9 @@ class PageTable:
     (``ceil(capacity / P)``), a table ``[B, max_blocks]`` int32 on the device, and the slot
     mapping of new rows. Pages 0 .. B·blocks - 1 belong to the sequences (in order, or in the
     shuffled order of ``seed``); page B·blocks is scratch: table entries past a sequence's pages
-    and rows past its last page point there."""
+    and rows past its last page point there. ``slot_of`` [B, blocks · P + 1] int64 is the table
+    read per position (``table[b, t // P] · P + t mod P``; the last column is the scratch slot),
+    so a step's slot mapping is one gather, not a dozen small kernels per layer."""
 
     def __init__(self, capacity: int, page_size: int = DEFAULT_PAGE_SIZE, seed=None):
         self.page_size = check_page_size(page_size)
@@ -122,7 +124,11 @@ class PageTable:
                      torch.randperm(n, generator=torch.Generator().manual_seed(int(self.seed))))
             table = torch.full((batch, self.max_blocks), n, dtype=torch.int32)
             table[:, :self.blocks] = order.view(batch, self.blocks).to(torch.int32)
-            self.table, self.batch, self.num_pages = table.to(device), batch, n + 1
+            t = torch.arange(self.blocks * self.page_size)
+            slot_of = table[:, t // self.page_size].long() * self.page_size + t % self.page_size
+            slot_of = torch.cat([slot_of, torch.full((batch, 1), n * self.page_size)], 1)
+            self.table, self.slot_of = table.to(device), slot_of.to(device)
+            self.batch, self.num_pages = batch, n + 1
         elif batch != self.batch or self.table.device != torch.device(device):
             raise UnsupportedError(f"QattnCache: the block table holds {self.batch} sequences on "
                                    f"{self.table.device}, got {batch} on {device}")
@@ -132,12 +138,9 @@ class PageTable:
         """int64 [B · new]: the pool rows of new row i of sequence b, at position
         seq_lens[b] + i (read on the device); positions past the sequence's pages go to the
         scratch page."""
-        p = self.page_size
-        pos = seq_lens.long()[:, None] + torch.arange(new, device=seq_lens.device)[None, :]
-        block = torch.clamp(pos // p, max=self.blocks - 1)
-        page = self.table.long().gather(1, block)
-        page = torch.where(pos < self.blocks * p, page, self.num_pages - 1)
-        return (page * p + pos % p).reshape(-1)
+        pos = seq_lens[:, None] + torch.arange(new, device=seq_lens.device)[None, :]  # int64
+        pos = torch.clamp(pos, max=self.blocks * self.page_size)
+        return self.slot_of.gather(1, pos).reshape(-1)
 
     def gather(self, pool, length: int):
         """pool [num_pages, P, ...] -> each sequence's first ceil(length / P) pages, contiguous
@@ -352,8 +355,8 @@ class QattnCache(Cache):
 
     @property
     def memory_bytes(self) -> int:
-        """Bytes of the allocated K/V pools and scales over all layers (the shared block table
-        and each layer's lengths are not counted)."""
+        """Bytes of the allocated K/V pools and scales over all layers (the shared block table,
+        its per-position slot lookup and each layer's lengths are not counted)."""
         total = 0
         for layer in self.layers:
             for t in (layer.keys, layer.values, layer.k_scale, layer.v_scale):
