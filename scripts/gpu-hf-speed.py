@@ -7,6 +7,7 @@ usage: python scripts/gpu-hf-speed.py OUT.json [--config 8b] [--batches 1,8,32]
            [--contexts 2048,8192] [--prefill 8192] [--steps 16] [--paths P,...] [--graphs]
            [--repeat N] [--isolate] [--triton-peer FILE] [--triton-nsplit N]
            [--max-batch CONTEXT] [--mem-gib G] [--budget-s S] [--child-timeout-s S]
+           [--page-size P] [--prebuild-command]
 
 --config 8b: 32 layers, hidden 4096, MLP 14336, 32 query / 8 KV heads, head_dim 128, vocabulary
 128256 (Llama-3-8B's shapes); --config small: 4 layers, hidden 1024 (a dry run; without CUDA the
@@ -46,8 +47,14 @@ graphed decode fits at that context: doubling from 1, then bisection, one proces
 largest batch's throughput (every repetition) and the int8 / bf16 ratios. --mem-gib caps the
 memory of every process (the same budget for every path); default: the whole GPU.
 
-Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR --q-heads 32 --kv-heads 8
---head-dim 128), else the package's ahead-of-time set or attn-opt.
+Caches: attn_opt paths hold a paged QattnCache (--page-size, default 64) of context + steps + 8
+tokens (eager decode), context + max(4, steps) (graphs), context + 1 (the Triton check) or
+prompt + 8 (prefill); its paged decode kernel is compiled per block-table width
+(qattn.hf.kernels.table_tokens: the capacity rounded up to a coarse grid).
+Kernels: $QATTN_HF_KERNELS, else the package's ahead-of-time set or attn-opt. --prebuild-command
+prints the `python -m qattn.hf prebuild` command whose kernels cover this run's caches (contexts,
+prefill lengths or the --max-batch context, extra tokens steps + 8, the page size); with
+$QATTN_HF_KERNELS set, kernels of the run missing there are named on stderr at the start.
 """
 
 import argparse
@@ -66,6 +73,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM, StaticCache
 
 import qattn.hf as qh
+from qattn.hf import kernels as hk
 
 CONFIGS = {
     "8b": dict(num_hidden_layers=32, hidden_size=4096, intermediate_size=14336,
@@ -152,7 +160,7 @@ def use(model, path, a):
     fmt = path.rsplit("_", 1)[1]
     backend = "auto" if CUDA else "torch"  # torch: qattn's CPU reference (dry runs)
     return lambda cfg, capacity: qh.QattnCache(cfg, max_cache_len=capacity, cache=fmt,
-                                               backend=backend)
+                                               backend=backend, page_size=a.page_size)
 
 
 def fill(cache, cfg, batch, context):
@@ -400,6 +408,7 @@ def child_argv(a, job, out, graphs):
     argv += ["--triton-nsplit", str(a.triton_nsplit)] if a.triton_nsplit else []
     argv += ["--mem-gib", str(a.mem_gib)] if a.mem_gib else []
     argv += ["--decode-splits", str(a.decode_splits)] if a.decode_splits else []
+    argv += ["--page-size", str(a.page_size)]
     return argv
 
 
@@ -552,6 +561,46 @@ def summarize(rows):
     return out
 
 
+def cache_contexts(a):
+    """The context lengths whose caches this run makes (prompt lengths included): each cache
+    holds one of them plus at most extra_tokens(a)."""
+    if a.max_batch:
+        return [a.max_batch]
+    return sorted(set(ints(a.contexts)) | set(ints(a.prefill)))
+
+
+def extra_tokens(a):
+    return max(CHECK, a.steps) + 8
+
+
+def prebuild_command(a):
+    """The prebuild command whose kernels cover every cache of this run."""
+    m = CONFIGS[a.config]
+    formats = sorted({p.rsplit("_", 1)[1] for p in (a.paths or ALL_PATHS)
+                      if p.startswith("attn_opt_")}) or ["int8"]
+    return (f"python -m qattn.hf prebuild DIR --q-heads {m['num_attention_heads']} --kv-heads "
+            f"{m['num_key_value_heads']} --head-dim {m['head_dim']} --formats "
+            f"{','.join(formats)} --page-size {a.page_size} --contexts "
+            f"{','.join(map(str, cache_contexts(a)))} --extra-tokens {extra_tokens(a)}")
+
+
+def missing_kernels(a, paths):
+    """Names of the paged decode kernels this run needs that $QATTN_HF_KERNELS lacks."""
+    d = hk.prebuilt_dir()
+    if d is None:
+        return []
+    m = CONFIGS[a.config]
+    shape = (m["num_attention_heads"], m["num_key_value_heads"], m["head_dim"])
+    widths = hk.capacities_for(cache_contexts(a), extra_tokens(a))
+    need = []
+    for p in paths:
+        if p.startswith("attn_opt_"):
+            fmt = hk.cache_format(p.rsplit("_", 1)[1])
+            need += [hk.names(*shape, fmt, a.page_size, w // a.page_size)["decode"]
+                     for w in widths]
+    return [n for n in need if not (d / f"{n}.ptx").is_file()]
+
+
 def header(a):
     import transformers
     try:
@@ -566,7 +615,8 @@ def header(a):
             if CUDA else None, "mem_gib": a.mem_gib,
             "torch": torch.__version__, "transformers": transformers.__version__,
             "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "config": a.config,
-            "model": CONFIGS[a.config], "weights": "random bf16 (seed 0)"}
+            "model": CONFIGS[a.config], "weights": "random bf16 (seed 0)",
+            "page_size": a.page_size, "prebuild": prebuild_command(a)}
 
 
 def parse(argv=None):
@@ -594,6 +644,10 @@ def parse(argv=None):
     ap.add_argument("--mem-gib", type=float, default=None, help="memory cap per process (GiB)")
     ap.add_argument("--budget-s", type=float, default=None, help="start no job after this")
     ap.add_argument("--child-timeout-s", type=float, default=300)
+    ap.add_argument("--page-size", type=int, default=hk.DEFAULT_PAGE_SIZE,
+                    help="tokens per page of the attn_opt caches")
+    ap.add_argument("--prebuild-command", action="store_true",
+                    help="print the prebuild command covering this run's caches and exit")
     ap.add_argument("--job", default=None, help=argparse.SUPPRESS)  # one job (--isolate's)
     a = ap.parse_args(argv)
     try:
@@ -609,6 +663,7 @@ def parse(argv=None):
         if a.triton_nsplit is not None and (a.triton_nsplit < 1
                                             or a.triton_nsplit & (a.triton_nsplit - 1)):
             raise ValueError("--triton-nsplit takes a power of two")
+        hk.check_page_size(a.page_size)
         a.job = json.loads(a.job) if a.job else None
     except ValueError as e:
         ap.error(str(e))
@@ -617,6 +672,15 @@ def parse(argv=None):
 
 def main(argv=None):
     a = parse(argv)
+    if a.prebuild_command:
+        return print(prebuild_command(a))
+    if not a.job:
+        missing = missing_kernels(a, a.paths or list(MAX_BATCH_PATHS if a.max_batch else
+                                                     GRAPH_DEFAULT if a.graphs else PATHS))
+        if missing:
+            print(f"$QATTN_HF_KERNELS lacks {len(missing)} kernel(s) of this run "
+                  f"({', '.join(missing[:4])}{', ...' if len(missing) > 4 else ''}); "
+                  f"prebuild them with: {prebuild_command(a)}", file=sys.stderr, flush=True)
     if CUDA and a.mem_gib:
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, a.mem_gib * 2**30 / total))

@@ -22,8 +22,11 @@ usage: NCCL_NVLS_ENABLE=0 torchrun --nproc-per-node 2 scripts/gpu-hf-tp.py OUT.j
    row-parallel all-reduce sums in another order than one GPU, so near-ties of random weights may
    flip: the sdpa control shows how much of that TP itself causes.
 
-Kernels: $QATTN_HF_KERNELS must hold the shapes of both runs, e.g. `python -m qattn.hf prebuild DIR
---q-heads 32 --kv-heads 8 --head-dim 128` and again with `--q-heads 16 --kv-heads 4` for two GPUs.
+Kernels: $QATTN_HF_KERNELS must hold the shapes of both runs and the paged decode kernels of both
+cache sizes (prompt + new + 8 and context + steps + 11 tokens; `--page-size`, default 64), e.g.
+`python -m qattn.hf prebuild DIR --q-heads 32 --kv-heads 8 --head-dim 128 --page-size 64
+--capacities 1024 --contexts 2048 --extra-tokens 64` and again with `--q-heads 16 --kv-heads 4`
+for two GPUs.
 `--device cpu` runs the same flow on the CPU (gloo, the cache's torch reference backend): a check
 of the script, not a measurement.
 """
@@ -84,7 +87,7 @@ def use(model, a, attn):
         return lambda capacity: DynamicCache(config=model.config)
     qh.enable(model)
     return lambda capacity: qh.QattnCache(model.config, max_cache_len=capacity, cache=a.cache,
-                                          backend=a.backend)
+                                          backend=a.backend, page_size=a.page_size)
 
 
 def sync(device):
@@ -107,7 +110,7 @@ def greedy(model, a, device, new_cache, forced=None):
         tokens.append(ids.cpu())
         if forced is not None:
             ids = forced[:, i:i + 1].to(device)
-    keys = cache.layers[0].keys  # ours [B, capacity, H, D], transformers' [B, H, S, D]
+    keys = cache.layers[0].keys  # ours a pool [num_pages, P, H, D], transformers' [B, H, S, D]
     where = {"cache_device": str(keys.device),
              "cache_kv_heads": int(keys.shape[2] if isinstance(cache, qh.QattnCache)
                                    else keys.shape[1])}
@@ -183,6 +186,7 @@ def main():
     ap.add_argument("--steps", type=int, default=16, help="timed decode steps (0: no timing)")
     ap.add_argument("--model-dir", default="/tmp/qattn-tp-model")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    ap.add_argument("--page-size", type=int, default=64, help="tokens per page of our cache")
     ap.add_argument("--attn", default="attn_opt,sdpa",
                     help="attention implementations, comma-separated: attn_opt (a QattnCache of "
                          "--cache) and sdpa (transformers' with its bf16 DynamicCache)")

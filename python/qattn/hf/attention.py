@@ -5,10 +5,13 @@ The attention function receives what every transformers attention function recei
 ``[B, Hq, S, D]``, key / value ``[B, Hkv, L, D]`` as the cache's ``update`` returned them, the mask,
 ``scaling``, ...) and returns ``(out [B, S, Hq, D], None)``:
 
-* after a ``QattnCache`` update: one query token reads the cache with the decode kernel of its
-  format; a prompt (the cache was empty) runs the causal bf16 prefill kernel on the prompt's own
-  K/V; several query tokens after a bf16 prefix (chunked prefill) run the prefill kernel over the
-  cache; several query tokens after an int8 / fp8 prefix raise ``UnsupportedError``;
+* after a ``QattnCache`` update (a paged cache): one query token reads the pages with the paged
+  decode kernel of its format (through the shared block table); a prompt (the cache was empty)
+  runs the causal bf16 prefill kernel on the prompt's own K/V (its rows were appended to the pages
+  by the update); several query tokens after a bf16 prefix (chunked prefill) gather the prefix's
+  pages into a contiguous copy and run the prefill kernel over it — correct, not fast (a copy of
+  the whole prefix per layer and call); several query tokens after an int8 / fp8 prefix raise
+  ``UnsupportedError``;
 * with any other cache (or none): key / value are the whole bf16 sequence; they are copied into the
   kernels' layout and attended with the bf16 prefill (or decode) kernel — correct, not fast.
 
@@ -87,27 +90,30 @@ def _check_kernels(query):
 
 
 def _attend_cache(layer, q):
-    """q [B, S, Hq, D] after layer.update appended the S new rows."""
-    b, s = q.shape[:2]
+    """q [B, S, Hq, D] after layer.update appended the S new rows to the pages."""
+    s = q.shape[1]
     past = layer.length - s
-    if layer.backend == "kernels":
+    kernels = layer.backend == "kernels"
+    if kernels:
         _check_kernels(q)
         out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
-        if s == 1:
-            return layer.kernels.decode(q, layer.keys, layer.values, layer.k_scale, layer.v_scale,
-                                        layer.seq_lens, out)
-        if layer.fmt == "bf16":
-            return layer.kernels.prefill(q, layer.keys, layer.values, layer.seq_lens, out)
-        if past == 0:
-            (k, v), layer.new_rows = layer.new_rows, None
+    if s == 1:
+        if kernels:
+            return layer.kernels.decode(q, layer.keys, layer.values, layer.k_scale,
+                                        layer.v_scale, layer.seq_lens, out, layer.block_table)
+        k, v = layer.dequantized()
+        return reference_attention(q, k, v, layer.seq_lens)
+    if past == 0:
+        (k, v), layer.new_rows = layer.new_rows, None
+        if kernels:
             return layer.kernels.prefill(q, k, v, layer.seq_lens, out)
-    else:
-        if s == 1 or layer.fmt == "bf16":
-            k, v = layer.dequantized()
-            return reference_attention(q, k, v, layer.seq_lens)
-        if past == 0:
-            (k, v), layer.new_rows = layer.new_rows, None
-            return reference_attention(q, k.float(), v.float(), layer.seq_lens)
+        return reference_attention(q, k.float(), v.float(), layer.seq_lens)
+    if layer.fmt == "bf16":  # the prefix's pages gathered: a contiguous copy
+        if kernels:
+            k, v, _, _ = layer.gathered()
+            return layer.kernels.prefill(q, k, v, layer.seq_lens, out)
+        k, v = layer.dequantized()
+        return reference_attention(q, k, v, layer.seq_lens)
     raise UnsupportedError(f"attn_opt: {s} query tokens after {past} cached ones in an "
                            f"{layer.fmt} cache (chunked prefill, assisted decoding) are not "
                            "supported yet; use a bf16 cache or one prompt per prefill")
@@ -122,7 +128,7 @@ def _attend_stateless(query, key, value):
     v = value.transpose(1, 2).to(torch.bfloat16).contiguous()
     q = query.transpose(1, 2).contiguous()
     kern = _stateless.get((hkv, d, query.device))
-    if kern is None:
+    if kern is None:  # contiguous (no page size)
         kern = _stateless[(hkv, d, query.device)] = GpuKernels(hkv, d, "bf16", query.device)
     lens = torch.full((b,), k.shape[1], dtype=torch.int32, device=query.device)
     out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
