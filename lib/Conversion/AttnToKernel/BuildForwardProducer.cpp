@@ -138,6 +138,14 @@ void ProducerBuilder::issueTile(Value slot, Value tile, ValueRange pages) {
       p.paged() ? attnk::AddressingAttr::get(b.getContext(), attnk::AddressingKind::paged,
                                              p.pageSize)
                 : attnk::AddressingAttr::get(b.getContext(), attnk::AddressingKind::contiguous, 0);
+  // A table of a dynamic width: the pages looked up here (the copies' lowering reads a table of
+  // a static width only).
+  SmallVector<Value> looked;
+  if (p.paged() && pages.empty() && cast<MemRefType>(params.back().getType()).isDynamicDim(1)) {
+    for (int64_t r0 = 0; r0 < half; r0 += rows)
+      looked.push_back(pageOf(add(row, r0)));
+    pages = looked;
+  }
   Value table = p.paged() && pages.empty() ? params.back() : Value();
   for (int64_t r0 = 0; r0 < half; r0 += rows) {
     // Coordinates outermost first: batch element, key row, KV head, column.
