@@ -270,13 +270,19 @@ TEST(LaunchMetadata, PagedCacheIsOptional) {
   EXPECT_EQ(m.pageSize, 16);
   EXPECT_EQ(m.maxBlocks, 64);
   EXPECT_EQ(m.numPages, -1);
-  EXPECT_EQ(parseError(replaced(json, R"("page_size": 16)", R"("page_size": 48)")),
-            "field \"paged.page_size\" must be a power of two and \"paged.num_pages\" >= 1 (or "
-            "-1: known at launch)");
+  const char *why = "field \"paged.page_size\" must be a power of two and \"paged.max_blocks\" "
+                    "and \"paged.num_pages\" >= 1 (or -1: known at launch)";
+  EXPECT_EQ(parseError(replaced(json, R"("page_size": 16)", R"("page_size": 48)")), why);
   EXPECT_EQ(parseError(replaced(json, R"("page_size": 16)", R"("page_size": 512)")),
             "field \"paged.page_size\" must be an integer in 1..256, got 512");
-  EXPECT_EQ(parseError(replaced(json, R"("max_blocks": 64)", R"("max_blocks": 0)")),
-            "field \"paged.max_blocks\" must be an integer in 1..2147483647, got 0");
+  EXPECT_EQ(parseError(replaced(json, R"("max_blocks": 64)", R"("max_blocks": 0)")), why);
+  EXPECT_EQ(parseError(replaced(json, R"("max_blocks": 64)", R"("max_blocks": -2)")),
+            "field \"paged.max_blocks\" must be an integer in -1..2147483647, got -2");
+  // A dynamic max_blocks: the launch's kv_len / page_size.
+  ASSERT_TRUE(parseDecodeLaunch(replaced(json, R"("max_blocks": 64)", R"("max_blocks": -1)"), m,
+                                error))
+      << error;
+  EXPECT_EQ(m.maxBlocks, -1);
 }
 
 TEST(LaunchMetadata, ConstantGridsAndUnknownMembers) {

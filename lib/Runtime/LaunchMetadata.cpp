@@ -334,12 +334,12 @@ static bool readPaged(Reader &r, const Json &root, DecodeLaunch &out) {
   if (!pg)
     return true;
   if (!r.integer(*pg, "paged", "page_size", 1, 256, out.pageSize) ||
-      !r.integer(*pg, "paged", "max_blocks", 1, kI32Max, out.maxBlocks) ||
+      !r.integer(*pg, "paged", "max_blocks", -1, kI32Max, out.maxBlocks) ||
       !r.integer(*pg, "paged", "num_pages", -1, kI32Max, out.numPages))
     return false;
-  if ((out.pageSize & (out.pageSize - 1)) != 0 || out.numPages == 0) {
-    r.error = "field \"paged.page_size\" must be a power of two and \"paged.num_pages\" >= 1 "
-              "(or -1: known at launch)";
+  if ((out.pageSize & (out.pageSize - 1)) != 0 || out.numPages == 0 || out.maxBlocks == 0) {
+    r.error = "field \"paged.page_size\" must be a power of two and \"paged.max_blocks\" and "
+              "\"paged.num_pages\" >= 1 (or -1: known at launch)";
     return false;
   }
   return true;

@@ -19,7 +19,8 @@
 //       K/V address pair), and launches on torch's current stream of the tensors' device. No host
 //       synchronization and no allocation, so it can be captured in a CUDA graph. A paged kernel
 //       (metadata `paged`) takes pools of pages k, v [num_pages, P, Hkv, D], scales per page and
-//       block_table int32 [B, max_blocks]; its plan's kv_len is max_blocks · P.
+//       block_table int32 [B, max_blocks]; its plan's kv_len is max_blocks · P (any max_blocks
+//       when the kernel's is dynamic).
 //   attn_opt::plan_info(int plan) -> int[]   [device, batch, kv_len, q_len, splits,
 //                                             cluster_merge, workspace_floats]
 //   attn_opt::release_plan(int plan) -> ()
@@ -317,6 +318,13 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   // K/V (and per-token scales) [B, kv_len, ...], or a paged cache's pools [num_pages, P, ...].
   p->pageSize = m.pageSize;
   p->maxBlocks = m.maxBlocks;
+  if (m.pageSize && m.maxBlocks < 0) { // a dynamic max_blocks: kv_len / P (kv_len = max_blocks · P)
+    TORCH_CHECK_VALUE(kvLen % m.pageSize == 0,
+                      cat("attn_opt: the paged kernel's max_blocks is dynamic: kv_len must be "
+                          "max_blocks · page_size, a multiple of ",
+                          m.pageSize, ", got ", kvLen));
+    p->maxBlocks = kvLen / m.pageSize;
+  }
   p->numPages = m.numPages;
   const int64_t rows0 = m.pageSize ? m.numPages : batch, rows1 = m.pageSize ? m.pageSize : kvLen;
   p->kvShape = {rows0, rows1, m.kvHeads, m.headDim};

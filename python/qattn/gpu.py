@@ -346,9 +346,10 @@ class GpuDecodeKernel(LaunchFiles):
         expect_tensor(f"{self.kernels['decode']['name']}: {name}", t, torch, dtypes, shape)
 
     def _paged(self, q, k, block_table, torch):
-        """A paged kernel's cache: checks ``block_table`` (int32 [B, max_blocks]) and the pool
-        ``k`` ([num_pages, P, Hkv, D]); returns (kv_len = max_blocks · P, rows of the pool as
-        the scales' leading extents, the table's address). (0, None, 0) for a contiguous kernel."""
+        """A paged kernel's cache: checks ``block_table`` (int32 [B, max_blocks]; any max_blocks
+        >= 1 when the kernel's is dynamic, -1 in its metadata) and the pool ``k`` ([num_pages, P,
+        Hkv, D]); returns (kv_len = max_blocks · P, rows of the pool as the scales' leading
+        extents, the table's address). (0, None, 0) for a contiguous kernel."""
         pg = self.meta.get("paged")
         if pg is None:
             if block_table is not None:
@@ -357,11 +358,18 @@ class GpuDecodeKernel(LaunchFiles):
             return 0, None, 0
         page, blocks, pages = int(pg["page_size"]), int(pg["max_blocks"]), int(pg["num_pages"])
         if block_table is None:
-            raise KernelArgumentError(f"block_table (int32 [B, {blocks}]) is required: the "
-                                      f"kernel reads a paged cache (page_size {page})")
+            raise KernelArgumentError(f"block_table (int32 [B, {blocks if blocks > 0 else 'max_blocks'}]) "
+                                      f"is required: the kernel reads a paged cache (page_size {page})")
         if k.dim() != 4 or int(k.shape[1]) != page or (pages > 0 and int(k.shape[0]) != pages):
             raise KernelArgumentError(f"k and v must be pools of pages [{pages if pages > 0 else 'num_pages'}, "
                                       f"{page}, Hkv, D], got {list(k.shape)}")
+        if blocks < 0:  # a dynamic max_blocks: the table's own (the kernel's kv_len / P)
+            if block_table.dim() != 2 or int(block_table.shape[1]) < 1:
+                raise KernelArgumentError(f"block_table must be int32 [B, max_blocks] with "
+                                          f"max_blocks >= 1, got {list(block_table.shape)}")
+            blocks = int(block_table.shape[1])
+            if blocks * page >= 2 ** 31:
+                raise KernelArgumentError(f"max_blocks {blocks} · page_size {page} must be below 2^31")
         self._expect("block_table", block_table, torch, ("int32",), (int(q.shape[0]), blocks))
         return blocks * page, (int(k.shape[0]), page), block_table.data_ptr()
 

@@ -1,7 +1,7 @@
 """What this file is: the paged decode kernels the GPU tests run (tests/test_gpu_paged.py) and the
 PTX manifest pins (test/Conversion/AttnToNVVM/Inputs/ptx_manifest.py): each a decode spec over a
-pool of pages with a static number of pages per sequence (``max_blocks``), a dynamic batch and
-pool, and per-sequence lengths, and its contiguous twin (the same spec without pages) that the
+pool of pages with a static number of pages per sequence (``max_blocks``; one case dynamic), a
+dynamic batch and pool, and per-sequence lengths, and its contiguous twin (the same spec without pages) that the
 tests compare against on the same tokens. Plain Python (no torch, no pytest): ``specs(spec_mod)``
 takes the spec module (``qattn.spec``) so the manifest can load it without the package.
 """
@@ -30,6 +30,11 @@ CASES = {
                            head_dim=128, kv_dtype="bf16", granularity=None),
     "paged_bf16_p64": dict(page_size=64, max_blocks=20, q_len=2, q_heads=4, kv_heads=4,
                            head_dim=64, kv_dtype="bf16", granularity=None, causal=True),
+    # max_blocks dynamic (block_table memref<?x?xi32>): any table width at launch, the kernel's
+    # kv_len being max_blocks · P; the tests launch it with tables of 80 entries per sequence.
+    "paged_i8_p16_dyn": dict(page_size=16, max_blocks=80, dynamic_blocks=True, q_len=1,
+                             q_heads=16, kv_heads=2, head_dim=128, kv_dtype="i8",
+                             granularity="per_token_head"),
 }
 
 # (batch lengths, splits): ragged lengths with 0 and 1, lengths that are not a multiple of the
@@ -42,10 +47,13 @@ LAUNCHES = [
 
 
 def kw(name):
-    """qattn.attention keywords of a case: paged, dynamic batch and pool, seq_lens."""
+    """qattn.attention keywords of a case: paged, dynamic batch and pool, seq_lens (and, with
+    ``dynamic_blocks``, a dynamic max_blocks)."""
     k = dict(CASES[name])
     if k.get("granularity") is None:
         k.pop("granularity", None)
+    if k.pop("dynamic_blocks", False):
+        k["max_blocks"] = None
     return dict(k, batch=None, kv_len=None, seq_lens=True, num_pages=None, name=name)
 
 
@@ -58,7 +66,7 @@ def contiguous_kw(name):
 
 
 def capacity(name):
-    """Tokens a sequence may hold: max_blocks · page_size."""
+    """Tokens a sequence may hold: max_blocks · page_size (the tables the tests build)."""
     return CASES[name]["page_size"] * CASES[name]["max_blocks"]
 
 

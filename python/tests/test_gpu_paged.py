@@ -60,7 +60,7 @@ from test_gpu import dequant, quantize, rel  # noqa: E402
 POISON = (-1, 2 ** 31 - 1, 1 << 20)
 
 
-def make_pools(c, lens, seed):
+def make_pools(c, lens, seed, max_blocks=None):
     """Random K/V of the lengths, quantized per token (test_gpu.quantize), scattered into a
     shuffled pool with spare pages; token slots past each end and the spare pages poisoned.
     Returns the contiguous codes and scales, the pools, the table and the queries."""
@@ -75,7 +75,8 @@ def make_pools(c, lens, seed):
     kc, ks = quantize(k, c["kv_dtype"], gran)
     vc, vs = quantize(v, c["kv_dtype"], gran)
     need = int(paged.pages_needed(lens, page).sum())
-    table, pages = paged.allocate(lens, page, num_pages=need + 3, max_blocks=c["max_blocks"],
+    blocks = c["max_blocks"] if max_blocks is None else max_blocks
+    table, pages = paged.allocate(lens, page, num_pages=need + 3, max_blocks=blocks,
                                   seed=seed, pad=POISON[seed % len(POISON)])
     t = torch.from_numpy(table.astype(np.int64)).cuda()
     # The pool's rows of each (sequence, token) in [0, len).
@@ -201,3 +202,42 @@ def test_torch_op_runs_paged_and_captures():
     graph.replay()
     torch.cuda.synchronize()
     assert rel(graph_out[order], out.float()) <= 1e-3
+
+
+def test_dynamic_max_blocks_takes_any_table_width():
+    """A kernel compiled with block_table memref<?x?xi32>: tables of 3, 80 and 97 entries per
+    sequence give the same output as the contiguous kernel (kv_len = max_blocks · P at each
+    launch), through the ctypes launcher and the torch op's plan."""
+    name = "paged_i8_p16_dyn"
+    c = CASES[name]
+    kernel, contig = kernel_for(name), kernel_for(f"{name}_contig")
+    assert kernel.meta["paged"]["max_blocks"] == -1
+    lens = [37, 0, 33, 1]
+    torch_ops = None
+    try:
+        from qattn import torch_ops
+    except ImportError:
+        pass
+    for blocks in (3, 80, 97):
+        data = make_pools(c, lens, seed=blocks, max_blocks=blocks)
+        assert tuple(data["table"].shape) == (len(lens), blocks)
+        p = data["pools"]
+        seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
+        args = (data["q"], p["k"], p["v"], p["k_scale"], p["v_scale"])
+        out = kernel(*args, seq_lens=seq, block_table=data["table"])
+        want = contig(data["q"], data["kc"], data["vc"], data["ks"], data["vs"], seq_lens=seq)
+        torch.cuda.synchronize()
+        assert rel(out, want.float()) <= 1e-2, blocks
+        if torch_ops is not None and torch_ops.HAS_EXTENSION:
+            plan = torch_ops.DecodePlan(kernel, device="cuda", batch=len(lens),
+                                        kv_len=blocks * c["page_size"])
+            got = plan.run(*args, seq_lens=seq, block_table=data["table"])
+            torch.cuda.synchronize()
+            assert rel(got, out.float()) <= 1e-3, blocks
+            with pytest.raises(qattn.KernelArgumentError, match="block_table"):
+                plan.run(*args, seq_lens=seq, block_table=data["table"][:, :1].contiguous())
+    if torch_ops is not None and torch_ops.HAS_EXTENSION:
+        with pytest.raises(qattn.KernelArgumentError, match="multiple of 16"):
+            torch_ops.DecodePlan(kernel, device="cuda", batch=len(lens), kv_len=100)
+    with pytest.raises(qattn.KernelArgumentError, match="max_blocks >= 1"):
+        kernel(*args, seq_lens=seq, block_table=data["table"][:, :0].contiguous())

@@ -87,6 +87,51 @@ def test_paged_decode_compiles_with_the_block_table():
     assert "paged" not in flat_meta and "block_table" not in flat_meta["kernels"][0]["params"]
 
 
+def test_paged_decode_compiles_with_a_dynamic_max_blocks():
+    """block_table memref<?x?xi32>: no kernel parameter of its own (kv_len is max_blocks · P),
+    metadata max_blocks -1 and a dynamic kv_len; GpuDecodeKernel reads the launch's max_blocks
+    from the table (checked here with tensors that only have shapes)."""
+    spec = qattn.attention("decode", batch=None, q_len=1, kv_len=None, q_heads=16, kv_heads=2,
+                           head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                           seq_lens=True, page_size=16)
+    assert "block_table(%pages : memref<?x?xi32>)" in spec.text
+    res = qattn.compile(spec, emit="ptx")
+    meta = json.loads(res.launch)
+    assert meta["paged"] == {"page_size": 16, "max_blocks": -1, "num_pages": -1}
+    assert meta["problem"]["kv_len"] == -1
+    assert meta["kernels"][0]["params"][-1] == "block_table"
+    assert "kv_len" in meta["kernels"][0]["params"]
+    kern = qattn.GpuDecodeKernel(res.output, meta)
+
+    class T:  # what _paged and expect_tensor read of a tensor: shape, dtype, layout, address
+        is_cuda = True
+
+        def __init__(self, *shape, dtype="int32"):
+            self.shape, self.dtype = shape, f"torch.{dtype}"
+
+        def dim(self):
+            return len(self.shape)
+
+        def is_contiguous(self):
+            return True
+
+        def data_ptr(self):
+            return 4096
+
+    class FakeTorch:
+        Tensor = T
+
+    q, k = T(3, 1, 16, 128), T(40, 16, 2, 128, dtype="int8")
+    kv_len, pool, ptr = kern._paged(q, k, T(3, 7), FakeTorch)
+    assert ptr == 4096
+    assert (kv_len, pool) == (7 * 16, (40, 16))  # the launch's max_blocks · P
+    assert kern._paged(q, k, T(3, 300), FakeTorch)[0] == 300 * 16
+    with pytest.raises(qattn.KernelArgumentError, match="max_blocks >= 1"):
+        kern._paged(q, k, T(3, 0), FakeTorch)
+    with pytest.raises(qattn.KernelArgumentError, match="block_table has shape"):
+        kern._paged(q, k, T(2, 7), FakeTorch)  # not one row per sequence
+
+
 # --- layout -----------------------------------------------------------------------------------
 
 def test_allocate_shuffles_and_covers_every_page_once():

@@ -54,6 +54,9 @@ int error(const std::string &message) {
 /// The resolved launch: extents, splits and grids.
 struct Plan {
   int64_t batch = 0, kvLen = 0, qLen = 0, numSplits = 1, smCount = 0;
+  /// A paged kernel: block-table entries per sequence (the metadata's, or kv_len / page_size
+  /// where it is dynamic).
+  int64_t maxBlocks = 0;
   ref::KvType kvType = ref::KvType::I8;
   bool asymmetric = false, unsignedCodes = false; // zero points; ui8 codes
   ref::Granularity qGran = ref::Granularity::None, kGran = ref::Granularity::None,
@@ -106,12 +109,22 @@ bool resolveShape(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::str
     why = "groups " + std::to_string(m.groups) + " exceed the grid's y extent 65535";
     return false;
   }
+  // A dynamic max_blocks is kv_len / page_size (the kernel's kv_len is max_blocks · P).
+  p.maxBlocks = m.maxBlocks;
+  if (m.pageSize && m.maxBlocks < 0) {
+    if (p.kvLen < m.pageSize || p.kvLen % m.pageSize) {
+      why = "kv_len " + std::to_string(p.kvLen) + " is not a positive multiple of page_size " +
+            std::to_string(m.pageSize) + " (the paged kernel's max_blocks is kv_len / page_size)";
+      return false;
+    }
+    p.maxBlocks = p.kvLen / m.pageSize;
+  }
   // A paged kernel reads the batch's cache as a pool of batch · max_blocks pages, sequence b's
   // page i being page b · max_blocks + i (pagedTable).
-  if (m.pageSize && m.numPages > 0 && m.numPages != p.batch * m.maxBlocks) {
+  if (m.pageSize && m.numPages > 0 && m.numPages != p.batch * p.maxBlocks) {
     why = "the paged kernel's pool has " + std::to_string(m.numPages) +
           " pages; attn-bench lays the batch's cache out as batch · max_blocks = " +
-          std::to_string(p.batch * m.maxBlocks) + " pages";
+          std::to_string(p.batch * p.maxBlocks) + " pages";
     return false;
   }
   // ui8 codes are asymmetric int8 codes read as unsigned.
@@ -374,7 +387,7 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
 /// is page b · max_blocks + i of the pool of batch · max_blocks pages (empty when contiguous).
 std::vector<int32_t> pagedTable(const rt::DecodeLaunch &m, const Plan &p) {
   std::vector<int32_t> table;
-  for (int64_t i = 0; m.pageSize && i < p.batch * m.maxBlocks; ++i)
+  for (int64_t i = 0; m.pageSize && i < p.batch * p.maxBlocks; ++i)
     table.push_back(static_cast<int32_t>(i));
   return table;
 }
@@ -417,7 +430,7 @@ int main(int argc, char **argv) {
       ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
   if (m.pageSize) // a paged cache: batch · max_blocks pages of page_size tokens
     head += ", \"page_size\": " + std::to_string(m.pageSize) +
-            ", \"num_pages\": " + std::to_string(p.batch * m.maxBlocks);
+            ", \"num_pages\": " + std::to_string(p.batch * p.maxBlocks);
 
   if (o.dryRun) {
     p.smCount = o.smCount ? o.smCount : 132;

@@ -90,7 +90,7 @@ struct DecodeLaunch {
   bool hadamard = false;
   double softmaxScale = 0;
   /// A paged cache (member "paged"; page_size 0: contiguous): tokens per page, block-table entries
-  /// per sequence, pages in the pool (-1: known at launch). The K/V tensor maps cover the pool as
+  /// per sequence (-1: the launch's kv_len / page_size), pages in the pool (-1: known at launch). The K/V tensor maps cover the pool as
   /// [1, num_pages · page_size, Hkv, D]; the kernel takes `block_table` ([B, max_blocks] i32).
   int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
   // schedule

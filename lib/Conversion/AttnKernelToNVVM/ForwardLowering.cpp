@@ -110,7 +110,7 @@ template <typename OpT> struct RoleLowering : OpConversionPattern<OpT> {
   }
 };
 
-/// `attnk.forward.key_scales`: the scales of key `args[0]`.
+/// `attnk.forward.key_scales`: the scales of key `args[0]` (paged: in page `args[1]`).
 struct KeyScalesLowering : OpConversionPattern<ForwardKeyScalesOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ForwardKeyScalesOp op, OpAdaptor adaptor,
@@ -119,7 +119,9 @@ struct KeyScalesLowering : OpConversionPattern<ForwardKeyScalesOp> {
     if (!step)
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
-    SmallVector<Value> scales = loadScales(k, step->c, adaptor.getArgs()[0]);
+    ValueRange args = adaptor.getArgs();
+    SmallVector<Value> scales =
+        loadScales(k, step->c, args[0], args.size() > 1 ? args[1] : Value());
     if (scales.size() != 2)
       return op.emitOpError("not supported yet: zero points (the scales come with them)");
     rewriter.replaceOp(op, scales);

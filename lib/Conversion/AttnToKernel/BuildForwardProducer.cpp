@@ -64,6 +64,35 @@ struct ProducerBuilder {
     return arith::TruncIOp::create(b, loc, b.getI1Type(), word);
   }
   Value rem(Value x, int64_t n) { return arith::RemUIOp::create(b, loc, x, c(n)); }
+  /// x clamped into [0, len) (the key whose scales a thread loads) when paged: its page is looked
+  /// up outside attnk.forward.key_scales, which clamps it again.
+  Value clampKey(Value x) {
+    if (!p.paged())
+      return x;
+    Value last = arith::AddIOp::create(b, loc, len(), c(-1));
+    return arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, x, last), c(0));
+  }
+  /// A paged cache: the page of token `tok` of the CTA's sequence (attnk.page_lookup).
+  Value pageOf(Value tok) {
+    Value table = params.back(), blocks;
+    if (cast<MemRefType>(table.getType()).isDynamicDim(1)) // kv_len / P entries per sequence
+      blocks = arith::ShRUIOp::create(b, loc, params[10], c(llvm::Log2_64(p.pageSize)));
+    return attnk::PageLookupOp::create(b, loc, b.getI32Type(), table, bIdx(), tok, blocks,
+                                       b.getI64IntegerAttr(p.pageSize));
+  }
+  /// The scales of key `tok` (clamped), in page `page` when paged.
+  ValueRange keyScales(Value tok, Value page) {
+    SmallVector<Value> args = {tok};
+    if (page)
+      args.push_back(page);
+    return attnk::ForwardKeyScalesOp::create(b, loc, TypeRange{b.getF32Type(), b.getF32Type()},
+                                             args, params, rings, work, plan)
+        .getScales();
+  }
+  /// Whether the pages of a refill are looked up before the tile's conversion (a paged cache of
+  /// at most 16 boxes per K or V tile: one lane of the warp each); otherwise the lowering of
+  /// the copies reads them.
+  bool pagesAhead() const { return p.paged() && p.tileN / p.boxRows() <= 16; }
 
   Value tid() { return work[0]; }
   Value bIdx() { return work[4]; }
@@ -72,18 +101,25 @@ struct ProducerBuilder {
   Value tile0() { return work[8]; }
   Value numTiles() { return work[9]; }
 
-  /// Thread 0 loads tile `tile`'s K and V into stage `slot` of the stage ring.
-  void issueTile(Value slot, Value tile);
+  /// Thread 0 loads tile `tile`'s K and V into stage `slot` of the stage ring; `pages`: a paged
+  /// cache's page of each box, looked up before (empty: the copies read the block table).
+  void issueTile(Value slot, Value tile, ValueRange pages = {});
   /// Converts K and V of `stage` into the conversion buffers; rows at or past `rowsValid`
   /// zeroed when `masked`.
   void convert(Value stage, ValueRange bufs, Value rowsValid, bool masked);
-  /// The tile loop's body for tile `j` with the current tile's scales `sc`; yields the next's.
+  /// The tile loop's body for tile `j` with the current tile's scales `sc` (paged: and the page
+  /// of the thread's key in the next tile); yields the next's.
   SmallVector<Value> tileStep(Value j, ValueRange sc, Value isLeader);
+  /// A paged cache, pagesAhead: lane i of each warp looks the page of box i of tile `tile` up
+  /// (one register per thread while the tile converts, where thread 0 holding them all would
+  /// spill), and before the refill every warp gathers them from its lanes.
+  Value refillPage(Value tile);
+  SmallVector<Value> gatherPages(Value page);
   void build();
 };
 } // namespace
 
-void ProducerBuilder::issueTile(Value slot, Value tile) {
+void ProducerBuilder::issueTile(Value slot, Value tile, ValueRange pages) {
   auto stageRing = cast<attnk::RingType>(rings[0].getType());
   int64_t half = p.tileN, rows = p.boxRows();
   auto acquire = attnk::RingAcquireOp::create(
@@ -102,15 +138,25 @@ void ProducerBuilder::issueTile(Value slot, Value tile) {
       p.paged() ? attnk::AddressingAttr::get(b.getContext(), attnk::AddressingKind::paged,
                                              p.pageSize)
                 : attnk::AddressingAttr::get(b.getContext(), attnk::AddressingKind::contiguous, 0);
-  Value table = p.paged() ? params.back() : Value();
+  // A table of a dynamic width: the pages looked up here (the copies' lowering reads a table of
+  // a static width only).
+  SmallVector<Value> looked;
+  if (p.paged() && pages.empty() && cast<MemRefType>(params.back().getType()).isDynamicDim(1)) {
+    for (int64_t r0 = 0; r0 < half; r0 += rows)
+      looked.push_back(pageOf(add(row, r0)));
+    pages = looked;
+  }
+  Value table = p.paged() && pages.empty() ? params.back() : Value();
   for (int64_t r0 = 0; r0 < half; r0 += rows) {
     // Coordinates outermost first: batch element, key row, KV head, column.
     SmallVector<Value> coords = {bIdx(), add(row, r0), hkv(), c(0)};
+    ValueRange boxPage = pages.empty() ? ValueRange() : pages.slice(r0 / rows, 1);
     for (int kv = 0; kv < 2; ++kv) {
       // Each half (and box) named where its copy is issued.
       Value halfStage = sub(st, kv, half);
       Value dest = rows == half ? halfStage : sub(halfStage, r0 / rows, rows);
-      attnk::TmaLoadOp::create(b, loc, params[kv], coords, dest, addressing, table, Value());
+      attnk::TmaLoadOp::create(b, loc, params[kv], coords, dest, addressing, table, Value(),
+                               boxPage);
     }
   }
   attnk::RingCommitOp::create(b, loc, ValueRange{rings[0]}, ValueRange{st});
@@ -138,6 +184,22 @@ void ProducerBuilder::convert(Value stage, ValueRange bufs, Value rowsValid, boo
   one(1, bufs[1], p.pv8() ? QuantAttr() : op.getVQuantAttr(), p.pv8());
 }
 
+Value ProducerBuilder::refillPage(Value tile) {
+  int64_t n = p.tileN / p.boxRows();
+  Value lane = arith::RemUIOp::create(b, loc, tid(), c(32));
+  Value box = arith::MinUIOp::create(b, loc, lane, c(n - 1));
+  Value rows = arith::MulIOp::create(b, loc, box, c(p.boxRows()));
+  return pageOf(add(mul(tile, p.tileN), rows));
+}
+
+SmallVector<Value> ProducerBuilder::gatherPages(Value page) {
+  SmallVector<Value> pages;
+  for (int64_t i = 0; i < p.tileN / p.boxRows(); ++i)
+    pages.push_back(NVVM::ShflOp::create(b, loc, b.getI32Type(), c(-1), page, c(i), c(0x1f),
+                                         NVVM::ShflKind::idx, UnitAttr()));
+  return pages;
+}
+
 SmallVector<Value> ProducerBuilder::tileStep(Value j, ValueRange sc, Value isLeader) {
   Value s = rem(j, p.stages);
   Value phaseS = parity(j, p.stages);
@@ -145,10 +207,24 @@ SmallVector<Value> ProducerBuilder::tileStep(Value j, ValueRange sc, Value isLea
   Value phaseB = parity(j, p.convBufs());
   Value tile = add(tile0(), j);
   Value tileStart = mul(tile, p.tileN);
-  // The next tile's scales load while this one converts.
-  Value nextTok = add(add(tileStart, p.tileN), tid());
-  auto scN = attnk::ForwardKeyScalesOp::create(b, loc, TypeRange{b.getF32Type(), b.getF32Type()},
-                                               ValueRange{nextTok}, params, rings, work, plan);
+  // Thread 0 refills stage s with tile j + stages at the end of the step; a paged cache's pages
+  // of that tile are read now, while this tile converts.
+  Value next, go;
+  auto refillTile = [&] {
+    next = add(j, p.stages);
+    go = arith::AndIOp::create(b, loc, isLeader, cmp(CmpIPredicate::slt, next, numTiles()));
+  };
+  Value lanePage;
+  if (pagesAhead()) {
+    refillTile();
+    lanePage = refillPage(add(tile0(), next));
+  }
+  // The next tile's scales load while this one converts; paged, in the page looked up one step
+  // before, while the page of the key after it is looked up (no load waits for the table).
+  Value nextTok = clampKey(add(add(tileStart, p.tileN), tid()));
+  SmallVector<Value> scN(keyScales(nextTok, p.paged() ? sc[2] : Value()));
+  if (p.paged())
+    scN.push_back(pageOf(clampKey(add(add(tileStart, 2 * p.tileN), tid()))));
   // The two waits are issued back to back (their phases first).
   Value fullPhase = phase(phaseS), emptyPhase = phase(phaseB, /*flip=*/true);
   auto stageRing = cast<attnk::RingType>(rings[0].getType());
@@ -179,15 +255,18 @@ SmallVector<Value> ProducerBuilder::tileStep(Value j, ValueRange sc, Value isLea
   attnk::RingReleaseOp::create(b, loc, ValueRange{rings[0]}, ValueRange{stage},
                                b.getI64IntegerAttr(1));
   // Every producer thread is done with stage s: thread 0 refills it with tile j + stages.
-  Value next = add(j, p.stages);
-  Value go = arith::AndIOp::create(b, loc, isLeader, cmp(CmpIPredicate::slt, next, numTiles()));
+  if (!go)
+    refillTile();
+  SmallVector<Value> pages;
+  if (lanePage)
+    pages = gatherPages(lanePage);
   auto refill = scf::IfOp::create(b, loc, TypeRange{}, go, /*withElseRegion=*/false);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(refill.thenBlock());
-    issueTile(s, add(tile0(), next));
+    issueTile(s, add(tile0(), next), pages);
   }
-  return SmallVector<Value>(scN.getScales());
+  return scN;
 }
 
 void ProducerBuilder::build() {
@@ -204,10 +283,13 @@ void ProducerBuilder::build() {
                          scf::YieldOp::create(b, loc);
                        });
   }
+  // The first tile's scales; paged, the page of the thread's key in the second tile too.
   Value tok0 = add(mul(tile0(), p.tileN), tid());
-  auto sc0 = attnk::ForwardKeyScalesOp::create(b, loc, TypeRange{b.getF32Type(), b.getF32Type()},
-                                               ValueRange{tok0}, params, rings, work, plan);
-  scf::ForOp::create(b, loc, c(0), numTiles(), c(1), sc0.getScales(),
+  Value key0 = clampKey(tok0);
+  SmallVector<Value> sc0(keyScales(key0, p.paged() ? pageOf(key0) : Value()));
+  if (p.paged())
+    sc0.push_back(pageOf(clampKey(add(tok0, p.tileN))));
+  scf::ForOp::create(b, loc, c(0), numTiles(), c(1), sc0,
                      [&](OpBuilder &, Location, Value j, ValueRange sc) {
                        scf::YieldOp::create(b, loc, tileStep(j, sc, isLeader));
                      });

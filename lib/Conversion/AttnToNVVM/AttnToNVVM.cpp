@@ -98,17 +98,15 @@ static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
 }
 
 /// A paged K/V cache (block_table, page_size): the decode kernels read it — K/V boxes of
-/// min(P, tile_n) rows whose row the block table gives, token-local scales per page. What
-/// they do not read yet is refused here. False when refused.
+/// min(P, tile_n) rows whose row the block table gives, token-local scales per page; a table of
+/// a dynamic width (max_blocks) has kv_len / P entries per sequence. What they do not read yet
+/// is refused here. False when refused.
 static bool planPaged(Checker &c, AttentionOp op, ForwardPlan &p) {
   int64_t page = op.getPageSizeAttr().getInt();
   auto table = cast<MemRefType>(op.getBlockTable().getType());
   std::string what = "a paged K/V cache (block_table, page_size = " + std::to_string(page) + ")";
   if (p.prefill)
     c.fail() << what << " for prefill (the paged kernels are decode kernels)";
-  else if (table.isDynamicDim(1))
-    c.fail() << what << " with a dynamic number of pages per sequence (block_table "
-             << table << ": max_blocks must be static)";
   else if (p.zeroPoints)
     c.fail() << what << " with zero points (asymmetric " << op.getK().getType().getElementType()
              << " caches; symmetric int8, e4m3 and bf16 caches are read paged)";
@@ -122,9 +120,10 @@ static bool planPaged(Checker &c, AttentionOp op, ForwardPlan &p) {
   if (!c.ok)
     return false;
   p.pageSize = page;
-  p.maxBlocks = table.getDimSize(1);
+  // A dynamic max_blocks (-1) is the launch's kv_len / P: kv_len is max_blocks · P.
+  p.maxBlocks = table.isDynamicDim(1) ? -1 : table.getDimSize(1);
   p.numPages = op.getK().getType().isDynamicDim(0) ? -1 : op.getK().getType().getDimSize(0);
-  p.kvLen = op.getKVLength();
+  p.kvLen = ShapedType::isDynamic(op.getKVLength()) ? -1 : op.getKVLength();
   return true;
 }
 

@@ -148,7 +148,8 @@ void storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Va
 void buildProducer(KernelBuilder &k, Ctx &c);
 /// The K and V scales of key `token` (clamped into [0, len)) and, for asymmetric caches, its
 /// zero points as the dequantization's magic constants: {ks, vs[, kz, vz]}.
-SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token);
+/// `page`: a paged cache's page of the clamped token, looked up before (null: read here).
+SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token, Value page = {});
 /// Threads below tile_n store their key's scales (K times softmax_scale · log2(e)) into the
 /// scale buffer of conversion buffer `buf`.
 void stageScales(KernelBuilder &k, Ctx &c, Value ks, Value vs, Value buf);
@@ -166,15 +167,27 @@ void transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, Value convOff, Valu
 /// r), heads]); ForwardProducer.cpp.
 Value scaleIndex(KernelBuilder &k, Granularity g, Value b, Value len, int64_t heads, Value head,
                  Value token, int64_t blockRows = 1);
-/// A paged cache's row of logical token `token` (≥ 0) of sequence `b`: table[b][token / P] · P +
-/// token mod P in the pool seen as [num_pages · P] rows. The block index is clamped into the
-/// table's row; with `valid` (i1) false the page is 0 (a sequence without keys reads no entry);
-/// with `numPages` > 0 the page is clamped into the pool (without: a TMA load past the pool
-/// reads zeros).
-Value pagedRow(KernelBuilder &k, Value table, int64_t maxBlocks, int64_t pageSize,
+/// A paged cache's page of logical token `token` (≥ 0) of sequence `b`: table[b][token / P], the
+/// block index clamped into the table's row of `maxBlocks` entries (or, when null, of `blocks`,
+/// the kernel's kv_len / P: a dynamic max_blocks). One global load.
+Value pageOf(KernelBuilder &k, Value table, int64_t maxBlocks, Value blocks, int64_t pageSize,
+             Value b, Value token);
+/// The row of `token` in page `page` of the pool seen as [num_pages · P] rows: page · P + token
+/// mod P. With `valid` (i1) false the page is 0 (a sequence without keys reads no entry); with
+/// `numPages` > 0 the page is clamped into the pool (without: a TMA load past the pool reads
+/// zeros).
+Value pageRow(KernelBuilder &k, Value page, int64_t pageSize, int64_t numPages, Value token,
+              Value valid);
+/// pageRow of pageOf.
+Value pagedRow(KernelBuilder &k, Value table, int64_t maxBlocks, Value blocks, int64_t pageSize,
                int64_t numPages, Value b, Value token, Value valid = {});
-/// The K/V scale of key `token` of this CTA's batch element and KV head.
-Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t blockRows = 1);
+/// A paged cache with a dynamic max_blocks: the table's entries per sequence, kv_len / P
+/// (null when static or contiguous).
+Value tableBlocks(KernelBuilder &k, Ctx &c);
+/// The K/V scale of key `token` of this CTA's batch element and KV head; `page`: a paged cache's
+/// page of the token, looked up before (null: read here).
+Value scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token, int64_t blockRows = 1,
+                 Value page = {});
 /// Thread 0, in the prologue of a kernel without a persistent grid: the TMA loads of the first
 /// `stages` tiles (decode) or of the first tile (prefill, whose first Q·Kᵀ waits for the query
 /// rows too: all stages at once only slowed the first; the producer issues the rest), issued as

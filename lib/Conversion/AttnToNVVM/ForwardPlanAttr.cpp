@@ -154,10 +154,11 @@ mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d, function_ref<InFlightDia
     p.pageSize = page.getInt();
     p.maxBlocks = blocks ? blocks.getInt() : 0;
     p.numPages = pages ? pages.getInt() : 0;
-    if (p.pageSize < 1 || !llvm::isPowerOf2_64(p.pageSize) || p.maxBlocks < 1 ||
+    if (p.pageSize < 1 || !llvm::isPowerOf2_64(p.pageSize) || p.maxBlocks == 0 ||
+        p.maxBlocks < -1 ||
         p.numPages == 0 || p.numPages < -1 || p.pageSize % p.boxRows() != 0) {
       err() << "forward plan with a paged cache needs a power-of-two 'pageSize' that the box "
-               "rows divide, 'maxBlocks' >= 1 and 'numPages' >= 1 (or -1: known at launch)";
+               "rows divide, 'maxBlocks' and 'numPages' >= 1 (or -1: known at launch)";
       return failure();
     }
   }

@@ -40,13 +40,18 @@ Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Granularity g, Value b, Val
   }
 }
 
-Value mlir::attn::nvvm::pagedRow(KernelBuilder &k, Value table, int64_t maxBlocks,
-                                 int64_t pageSize, int64_t numPages, Value b, Value token,
-                                 Value valid) {
+Value mlir::attn::nvvm::pageOf(KernelBuilder &k, Value table, int64_t maxBlocks, Value blocks,
+                               int64_t pageSize, Value b, Value token) {
   Value blk = k.udiv(token, pageSize);
-  blk = k.select(k.cmp(P::ult, blk, k.i32(maxBlocks)), blk, k.i32(maxBlocks - 1));
-  Value entry = k.add(k.mul(b, maxBlocks), blk);
-  Value page = k.loadInvariant(k.i32(), k.gep(table, k.mul(k.sext64(entry), int64_t(4))));
+  Value n = blocks ? blocks : k.i32(maxBlocks);
+  Value last = blocks ? k.add(blocks, -1) : k.i32(maxBlocks - 1);
+  blk = k.select(k.cmp(P::ult, blk, n), blk, last);
+  Value entry = k.add(blocks ? k.mul(b, blocks) : k.mul(b, maxBlocks), blk);
+  return k.loadInvariant(k.i32(), k.gep(table, k.mul(k.sext64(entry), int64_t(4))));
+}
+
+Value mlir::attn::nvvm::pageRow(KernelBuilder &k, Value page, int64_t pageSize, int64_t numPages,
+                                Value token, Value valid) {
   if (valid) // a token outside the sequence (an empty one) reads page 0
     page = k.select(valid, page, k.i32(0));
   if (numPages > 0) // an entry past the pool (or negative) reads page num_pages − 1
@@ -54,29 +59,46 @@ Value mlir::attn::nvvm::pagedRow(KernelBuilder &k, Value table, int64_t maxBlock
   return k.add(k.mul(page, pageSize), k.band(token, pageSize - 1));
 }
 
+Value mlir::attn::nvvm::pagedRow(KernelBuilder &k, Value table, int64_t maxBlocks, Value blocks,
+                                 int64_t pageSize, int64_t numPages, Value b, Value token,
+                                 Value valid) {
+  return pageRow(k, pageOf(k, table, maxBlocks, blocks, pageSize, b, token), pageSize, numPages,
+                 token, valid);
+}
+
+Value mlir::attn::nvvm::tableBlocks(KernelBuilder &k, Ctx &c) {
+  if (!c.p.paged() || c.p.maxBlocks > 0)
+    return {};
+  return k.lshr(c.kvLen, llvm::Log2_64(c.p.pageSize));
+}
+
 Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Value token,
-                                   int64_t blockRows) {
+                                   int64_t blockRows, Value page) {
   const ForwardPlan &p = c.p;
   bool followsToken = g == Granularity::per_token_head || g == Granularity::per_token ||
                       g == Granularity::per_block;
   if (!p.paged() || !followsToken)
     return scaleIndex(k, g, c.bIdx, c.kvLen, p.kvHeads, c.hkv, token, blockRows);
   // A paged cache's scales are stored per page: the pool's rows, as one sequence of
-  // num_pages · P tokens (a per_block block lies within one page).
-  Value row = pagedRow(k, c.blockTable, p.maxBlocks, p.pageSize, std::max<int64_t>(p.numPages, 0),
-                       c.bIdx, token, k.cmp(P::slt, token, c.len));
+  // num_pages · P tokens (a per_block block lies within one page). `page`: the token's page,
+  // looked up before (else read here).
+  if (!page)
+    page = pageOf(k, c.blockTable, p.maxBlocks, tableBlocks(k, c), p.pageSize, c.bIdx, token);
+  Value row = pageRow(k, page, p.pageSize, std::max<int64_t>(p.numPages, 0), token,
+                      k.cmp(P::slt, token, c.len));
   return scaleIndex(k, g, k.i32(0), c.kvLen, p.kvHeads, c.hkv, row, blockRows);
 }
 
 /// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid) and,
 /// for asymmetric caches, its zero points as int8x4ToF32's magic constants: {ks, vs, kz, vz}.
-SmallVector<Value> mlir::attn::nvvm::loadScales(KernelBuilder &k, Ctx &c, Value token) {
+SmallVector<Value> mlir::attn::nvvm::loadScales(KernelBuilder &k, Ctx &c, Value token,
+                                                Value page) {
   const ForwardPlan &p = c.p;
   if (!p.hasScales())
     return {k.f32(0), k.f32(0)};
   Value t = k.smax(k.smin(token, k.add(c.len, -1)), k.i32(0));
   auto ld = [&](Value base, Granularity g, int64_t blockRows) {
-    Value idx = k.sext64(scaleIndex(k, c, g, t, blockRows));
+    Value idx = k.sext64(scaleIndex(k, c, g, t, blockRows, page));
     return k.loadInvariant(k.f32(), k.gep(base, k.mul(idx, int64_t(4))));
   };
   // plan.vScaleInEpilogue: nothing reads a staged V scale (and a loop-invariant one would hold
@@ -103,7 +125,21 @@ SmallVector<Value> mlir::attn::nvvm::loadScales(KernelBuilder &k, Ctx &c, Value 
 /// stage's full barrier). Direct (bf16) tiles come as D/64 boxes of 64 columns, each a column
 /// block of the 128-byte-swizzled layout the WGMMAs read; a box of fewer rows than the tile
 /// (plan.tmaBoxRows) is loaded tile_n / rows times.
-static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value bar = {}) {
+/// A paged cache: the page of each box of tile `tile` (one page per box), read from the block
+/// table; empty when contiguous.
+static SmallVector<Value> tilePages(KernelBuilder &k, Ctx &c, Value tile) {
+  const ForwardPlan &p = c.p;
+  SmallVector<Value> pages;
+  for (int64_t r0 = 0; p.paged() && r0 < p.tileN; r0 += p.boxRows())
+    pages.push_back(pageOf(k, c.blockTable, p.maxBlocks, tableBlocks(k, c), p.pageSize, c.bIdx,
+                           k.add(k.mul(tile, p.tileN), r0)));
+  return pages;
+}
+
+/// `pages`: a paged cache's pages of the tile's boxes, looked up before (tilePages; empty: read
+/// here, right before the copies).
+static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value bar = {},
+                      ArrayRef<Value> pages = {}) {
   const ForwardPlan &p = c.p;
   Value stageOff = ringOffset(k, stage, c.sm.stage, c.sm.stageStride);
   if (!bar)
@@ -111,10 +147,13 @@ static void issueTile(KernelBuilder &k, Ctx &c, Value stage, Value tile, Value b
   k.mbarrierArriveExpectTx(bar, 2 * p.stageTileBytes());
   int64_t cols = p.tmaBoxColumns(), rows = p.boxRows();
   // A paged cache: each box's row in the pool, from the block table (one page per box).
+  SmallVector<Value> boxPages(pages);
+  if (boxPages.empty())
+    boxPages = tilePages(k, c, tile);
   SmallVector<Value> pagedRows;
   for (int64_t r0 = 0; p.paged() && r0 < p.tileN; r0 += rows)
-    pagedRows.push_back(pagedRow(k, c.blockTable, p.maxBlocks, p.pageSize, -1, c.bIdx,
-                                 k.add(k.mul(tile, p.tileN), r0)));
+    pagedRows.push_back(pageRow(k, boxPages[r0 / rows], p.pageSize, -1,
+                                k.add(k.mul(tile, p.tileN), r0), Value()));
   for (int64_t blk = 0; blk < p.headDim / cols; ++blk) {
     for (int64_t r0 = 0; r0 < p.tileN; r0 += rows) {
       SmallVector<Value> coords = {k.i32(blk * cols), c.hkv, k.add(k.mul(tile, p.tileN), r0),
@@ -160,18 +199,19 @@ static Value isPartialTile(KernelBuilder &k, Ctx &c, Value tile) {
 /// issueTile, except that a bf16 cache's partial tile completes on the tail barrier (the
 /// producer zeroes its V rows past the end before arriving on the stage's full barrier;
 /// buildDirectProducer).
-static void issueLoads(KernelBuilder &k, Ctx &c, Value slot, Value tile) {
+static void issueLoads(KernelBuilder &k, Ctx &c, Value slot, Value tile,
+                       ArrayRef<Value> pages = {}) {
   const ForwardPlan &p = c.p;
   if (!p.directKV())
-    return issueTile(k, c, slot, tile);
+    return issueTile(k, c, slot, tile, {}, pages);
   k.ifThenElse(
       isPartialTile(k, c, tile), TypeRange{},
       [&] {
-        issueTile(k, c, slot, tile, sptr(k, c, c.sm.tail(p.stages)));
+        issueTile(k, c, slot, tile, sptr(k, c, c.sm.tail(p.stages)), pages);
         return SmallVector<Value>();
       },
       [&] {
-        issueTile(k, c, slot, tile);
+        issueTile(k, c, slot, tile, {}, pages);
         return SmallVector<Value>();
       });
 }
@@ -233,9 +273,12 @@ static void buildDirectProducer(KernelBuilder &k, Ctx &c) {
     });
     Value next = k.add(j, p.stages);
     k.ifThen(k.band(isLeader, k.cmp(P::slt, next, c.numTiles)), [&] {
+      // A paged cache: the tile's pages are read before the wait for the consumers' release,
+      // so that the copies do not wait for the block table after it.
+      SmallVector<Value> pages = tilePages(k, c, k.add(c.tile0, next));
       Value phase = k.band(k.udiv(g, p.stages), 1);
       k.mbarrierWait(sptr(k, c, k.add(k.mul(s, 8), c.sm.emptyStage(0, p.stages))), phase);
-      issueLoads(k, c, s, k.add(c.tile0, next));
+      issueLoads(k, c, s, k.add(c.tile0, next), pages);
     });
     return SmallVector<Value>();
   });

@@ -50,3 +50,50 @@ gpu.module @attn_kernels {
       }
   }
 }
+
+// With `pages` (looked up before): no table load, each band's row is its page · 16 + token mod 16.
+// CHECK-LABEL: llvm.func @paged_given(
+// CHECK-SAME: %[[GMAP:[^:]+]]: !llvm.ptr {{{.*}}}, %[[GTABLE:[^:]+]]: !llvm.ptr<1>, %[[GS:[^:]+]]: i32, %[[GB:[^:]+]]: i32, %[[GTOK:[^:]+]]: i32, %[[GH:[^:]+]]: i32, %[[PG0:[^:]+]]: i32, %[[PG1:[^:]+]]: i32)
+// CHECK-NOT: llvm.load
+// CHECK: %[[GROW0:.+]] = llvm.mul %[[PG0]], %{{.+}} : i32
+// CHECK: %[[GIN0:.+]] = llvm.and %[[GTOK]], %{{.+}} : i32
+// CHECK-NEXT: %[[GR0:.+]] = llvm.add %[[GROW0]], %[[GIN0]] : i32
+// CHECK: %[[GROW1:.+]] = llvm.mul %[[PG1]], %{{.+}} : i32
+// CHECK: %[[GR1:.+]] = llvm.add %[[GROW1]], %{{.+}} : i32
+// CHECK-NOT: llvm.load
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %[[GMAP]], %{{.+}}, box[%{{.+}}, %[[GH]], %[[GR0]], %{{.+}}]
+// CHECK: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.+}}, %[[GMAP]], %{{.+}}, box[%{{.+}}, %[[GH]], %[[GR1]], %{{.+}}]
+
+// attnk.page_lookup over a table of a dynamic number of pages per sequence: the row stride and
+// the clamp are the `blocks` operand (the kernel's kv_len / P).
+// CHECK-LABEL: llvm.func @lookup_dynamic(
+// CHECK-SAME: %[[DTABLE:[^:]+]]: !llvm.ptr<1>, %[[DB:[^:]+]]: i32, %[[DTOK:[^:]+]]: i32, %[[DN:[^:]+]]: i32)
+// CHECK: %[[DBLK:.+]] = llvm.udiv %[[DTOK]], %{{.+}} : i32
+// CHECK: %[[DLAST:.+]] = llvm.add %[[DN]], %{{.+}} : i32
+// CHECK-NEXT: %[[DIN:.+]] = llvm.icmp "ult" %[[DBLK]], %[[DN]] : i32
+// CHECK-NEXT: %[[DBLKC:.+]] = llvm.select %[[DIN]], %[[DBLK]], %[[DLAST]] : i1, i32
+// CHECK-NEXT: %[[DROW:.+]] = llvm.mul %[[DB]], %[[DN]] : i32
+// CHECK-NEXT: %[[DENTRY:.+]] = llvm.add %[[DROW]], %[[DBLKC]] : i32
+// CHECK: llvm.getelementptr %[[DTABLE]]
+// CHECK-NEXT: llvm.load %{{.+}} invariant {alignment = 4 : i64} : !llvm.ptr<1> -> i32
+
+gpu.module @attn_kernels_given {
+  attnk.kernel @paged_given(%kmap: !attnk.tensor_map<1x16x1x128xi8, none>, %table: memref<?x8xi32>,
+                            %s: i32, %b: i32, %tok: i32, %h: i32, %p0: i32, %p1: i32) threads = 384 {
+    %c0 = arith.constant 0 : i32
+    %st = attnk.ring.alloc at 1024 stride 8192 barriers 0, 16 : !attnk.ring<64x128xi8, stages = 2, none, producers = 1, consumers = 128>
+    attnk.warp_specialize
+      #attn.role<producer, warpgroups = 1, regs = 56> {
+        %f = attnk.ring.acquire %st[%s] expect_tx 4096 : !attnk.ring<64x128xi8, stages = 2, none, producers = 1, consumers = 128>
+        %k = attnk.subtile %f[0] : !attnk.stage<64x128xi8, none> -> !attnk.stage<32x128xi8, none>
+        attnk.tma_load %kmap[%b, %tok, %h, %c0] #attnk.addressing<paged, page = 16> into %k
+            pages(%p0, %p1) : !attnk.tensor_map<1x16x1x128xi8, none>, !attnk.stage<32x128xi8, none>
+        attnk.ring.commit %st[%f] : !attnk.ring<64x128xi8, stages = 2, none, producers = 1, consumers = 128>
+      }
+      #attn.role<consumer, warpgroups = 2, regs = 200> {
+      }
+  }
+  attnk.kernel @lookup_dynamic(%table: memref<?x?xi32>, %b: i32, %tok: i32, %n: i32) threads = 128 {
+    %pg = attnk.page_lookup %table[%b, %tok] page = 16 blocks(%n) : memref<?x?xi32>
+  }
+}

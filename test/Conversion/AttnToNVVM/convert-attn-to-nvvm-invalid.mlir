@@ -467,21 +467,6 @@ func.func @decode_paged_asym(%q: memref<4x1x16x128xbf16>, %k: memref<256x64x1x12
 
 // -----
 
-// The kernel indexes the block table with its static row length.
-func.func @decode_paged_dynamic_blocks(%q: memref<?x1x16x128xbf16>, %k: memref<256x16x1x128xi8>, %v: memref<256x16x1x128xi8>,
-                                       %ks: memref<256x16x1xf32>, %vs: memref<256x16x1xf32>,
-                                       %pages: memref<?x?xi32>, %o: memref<?x1x16x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 16) with a dynamic number of pages per sequence (block_table 'memref<?x?xi32>': max_blocks must be static)}}
-  attn.attention decode ins(%q, %k, %v : memref<?x1x16x128xbf16>, memref<256x16x1x128xi8>, memref<256x16x1x128xi8>)
-      k_scale(%ks : memref<256x16x1xf32>) v_scale(%vs : memref<256x16x1xf32>)
-      block_table(%pages : memref<?x?xi32>) outs(%o : memref<?x1x16x128xbf16>)
-      {page_size = 16, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
-       target = #attn.target<sm_90a>}
-  return
-}
-
-// -----
-
 // A page of one int8 token of head_dim 64 is 64 bytes: TMA writes shared memory in 128-byte units.
 func.func @decode_paged_page1_d64(%q: memref<4x1x8x64xbf16>, %k: memref<512x1x1x64xi8>, %v: memref<512x1x1x64xi8>,
                                   %ks: memref<512x1x1xf32>, %vs: memref<512x1x1xf32>,

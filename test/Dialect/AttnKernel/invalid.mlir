@@ -1391,3 +1391,49 @@ func.func @f(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attnk.tenso
       rings(%r : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>) work(%tid) {plan = {persistent = true}} : f32
   return
 }
+
+// -----
+
+func.func @tma_paged_pages_count(%m: !attnk.tensor_map<16x128xi8, swizzle_128b>, %r: !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>, %i: i32) {
+  %st = attnk.ring.acquire %r[%i] expect_tx 8192 : !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>
+  // expected-error @+1 {{needs one page per band of 16 rows (4), got 2}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<paged, page = 16> into %st pages(%i, %i) : !attnk.tensor_map<16x128xi8, swizzle_128b>, !attnk.stage<64x128xi8, swizzle_128b>
+  attnk.ring.commit %r[%st] : !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>
+  return
+}
+
+// -----
+
+func.func @tma_paged_table_and_pages(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>, %i: i32, %bt: memref<?x?xi32>) {
+  %st = attnk.ring.acquire %r[%i] expect_tx 8192 : !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>
+  // expected-error @+1 {{takes a block_table or the pages of its bands, not both}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<paged, page = 64> into %st block_table(%bt : memref<?x?xi32>) pages(%i) : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<64x128xi8, swizzle_128b>
+  attnk.ring.commit %r[%st] : !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>
+  return
+}
+
+// -----
+
+func.func @tma_contiguous_pages(%m: !attnk.tensor_map<64x128xi8, swizzle_128b>, %r: !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>, %i: i32) {
+  %st = attnk.ring.acquire %r[%i] expect_tx 8192 : !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>
+  // expected-error @+1 {{a block_table operand goes with paged addressing, and only with it}}
+  attnk.tma_load %m[%i, %i] #attnk.addressing<contiguous> into %st pages(%i) : !attnk.tensor_map<64x128xi8, swizzle_128b>, !attnk.stage<64x128xi8, swizzle_128b>
+  attnk.ring.commit %r[%st] : !attnk.ring<64x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 128>
+  return
+}
+
+// -----
+
+func.func @page_lookup_dynamic_without_blocks(%t: memref<?x?xi32>, %i: i32) {
+  // expected-error @+1 {{takes a blocks operand exactly when the table's pages per sequence are dynamic}}
+  %p = attnk.page_lookup %t[%i, %i] page = 16 : memref<?x?xi32>
+  return
+}
+
+// -----
+
+func.func @page_lookup_page_size(%t: memref<?x8xi32>, %i: i32) {
+  // expected-error @+1 {{page size must be a positive power of two, got 24}}
+  %p = attnk.page_lookup %t[%i, %i] page = 24 : memref<?x8xi32>
+  return
+}

@@ -88,8 +88,11 @@ LogicalResult ForwardKeyScalesOp::verify() {
   Builder b(getContext());
   if (getScales().size() != 2)
     return emitOpError("yields the K and V scales, got ") << getScales().size() << " results";
-  return verifyProducerStep(*this, getPlan(), getParams(), getWork(), getArgs().getTypes(),
-                            {b.getI32Type()});
+  // A paged cache: the key's page too, looked up before (attnk.page_lookup).
+  SmallVector<Type> want = {b.getI32Type()};
+  if (getPlan().get("pageSize"))
+    want.push_back(b.getI32Type());
+  return verifyProducerStep(*this, getPlan(), getParams(), getWork(), getArgs().getTypes(), want);
 }
 
 LogicalResult ForwardStageScalesOp::verify() {

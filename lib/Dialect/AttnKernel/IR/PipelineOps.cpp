@@ -332,13 +332,34 @@ LogicalResult TmaLoadOp::verify() {
     return emitOpError("stage tile ") << tile[0] << "x" << tile[1] << " is not a whole number of "
                                       << box[0] << "x" << box[1] << " boxes";
   AddressingKind kind = getAddressing().getKind();
-  if ((kind == AddressingKind::paged) != bool(getBlockTable()))
+  bool pagedOperand = getBlockTable() || !getPages().empty();
+  if ((kind == AddressingKind::paged) != pagedOperand)
     return emitOpError("a block_table operand goes with paged addressing, and only with it");
+  if (getBlockTable() && !getPages().empty())
+    return emitOpError("takes a block_table or the pages of its bands, not both");
+  if (!getPages().empty() && static_cast<int64_t>(getPages().size()) != tile[0] / box[0])
+    return emitOpError("needs one page per band of ")
+           << box[0] << " rows (" << tile[0] / box[0] << "), got " << getPages().size();
   if ((kind == AddressingKind::gathered) != bool(getIndices()))
     return emitOpError("an indices operand goes with gathered addressing, and only with it");
   if (kind == AddressingKind::paged && getAddressing().getPageSize() % box[0] != 0)
     return emitOpError("page size ")
            << getAddressing().getPageSize() << " is not a multiple of the box's " << box[0]
            << " rows: a box would straddle two pages";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PageLookupOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PageLookupOp::verify() {
+  int64_t page = getPageSize();
+  if (page < 1 || (page & (page - 1)) != 0)
+    return emitOpError("page size must be a positive power of two, got ") << page;
+  bool dynamic = getTable().getType().isDynamicDim(1);
+  if (dynamic != bool(getBlocks()))
+    return emitOpError("takes a blocks operand exactly when the table's pages per sequence are "
+                       "dynamic");
   return success();
 }

@@ -257,7 +257,9 @@ def AttnKernel_TmaLoadOp : AttnKernel_Op<"tma_load", [AttrSizedOperandSegments]>
     * `#attnk.addressing<contiguous>`: as given;
     * `#attnk.addressing<paged, page = P>`: the row coordinate (the second innermost non-unit
       box dimension) is a logical token position; `block_table` ([batch, logical page], i32)
-      gives the physical page;
+      gives the physical page — read where the copies are issued — or `pages` names the
+      physical page of each band of `box rows` rows, read earlier (`attnk.page_lookup`: a
+      producer loads the entries of a tile before the wait that precedes its copies);
     * `#attnk.addressing<gathered>`: `indices` (i32) names the token of each row.
 
     Example (a contiguous K tile and a paged one):
@@ -267,6 +269,8 @@ def AttnKernel_TmaLoadOp : AttnKernel_Op<"tma_load", [AttrSizedOperandSegments]>
     attnk.tma_load %kmap[%b, %row, %h, %c0] #attnk.addressing<paged, page = 64> into %st
         block_table(%bt : memref<?x?xi32>)
         : !attnk.tensor_map<1x64x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
+    attnk.tma_load %kmap[%b, %row, %h, %c0] #attnk.addressing<paged, page = 64> into %st
+        pages(%p0, %p1) : !attnk.tensor_map<1x64x1x128xi8, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>
     ```
 
     [PTX ISA: cp.async.bulk.tensor](https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-cp-async-bulk-tensor)
@@ -274,12 +278,37 @@ def AttnKernel_TmaLoadOp : AttnKernel_Op<"tma_load", [AttrSizedOperandSegments]>
   let arguments = (ins AttnKernel_TensorMapType:$map, Variadic<I32>:$coords,
                        AttnKernel_StageType:$dest, AttnKernel_AddressingAttr:$addressing,
                        Optional<MemRefRankOf<[I32], [2]>>:$blockTable,
-                       Optional<AnyTypeOf<[MemRefOf<[I32]>, VectorOfRankAndType<[1], [I32]>]>>:$indices);
+                       Optional<AnyTypeOf<[MemRefOf<[I32]>, VectorOfRankAndType<[1], [I32]>]>>:$indices,
+                       Variadic<I32>:$pages);
   let assemblyFormat = [{
     $map `[` $coords `]` qualified($addressing) `into` $dest
     (`block_table` `(` $blockTable^ `:` qualified(type($blockTable)) `)`)?
+    (`pages` `(` $pages^ `)`)?
     (`indices` `(` $indices^ `:` qualified(type($indices)) `)`)?
     attr-dict `:` qualified(type($map)) `,` qualified(type($dest))
+  }];
+  let hasVerifier = 1;
+}
+
+def AttnKernel_PageLookupOp : AttnKernel_Op<"page_lookup"> {
+  let summary = "the physical page of a logical token of a paged K/V cache";
+  let description = [{
+    `block_table[b][min(token / P, max_blocks − 1)]`: the page of the pool that holds token
+    `token` (≥ 0) of sequence `b`, the block index clamped into the table's row so that no entry
+    outside it is read. `max_blocks` is the table's second extent, or the `blocks` operand where
+    that extent is dynamic (the kernel's `kv_len / P`). One global load of the (invariant) table,
+    issued where the op is: a producer looks a tile's pages up a step ahead and hands them to
+    `attnk.tma_load … pages(...)` or to `attnk.forward.key_scales`, so that no load waits for a
+    table entry.
+
+    Example: `%pg = attnk.page_lookup %table[%b, %tok] page = 16 : memref<?x80xi32>`
+  }];
+  let arguments = (ins MemRefRankOf<[I32], [2]>:$table, I32:$batch, I32:$token,
+                       Optional<I32>:$blocks, I64Attr:$pageSize);
+  let results = (outs I32:$page);
+  let assemblyFormat = [{
+    $table `[` $batch `,` $token `]` `page` `=` $pageSize (`blocks` `(` $blocks^ `)`)? attr-dict
+    `:` qualified(type($table))
   }];
   let hasVerifier = 1;
 }
