@@ -48,6 +48,13 @@ KernelTypeConverter::KernelTypeConverter(MLIRContext *ctx) {
     out.append(2, t.getElementType());
     return success();
   });
+  // A thread's rows: ten i32 values and, for a partial tile, two i1 (ConsumerLowering.cpp).
+  addConversion([ctx](RowsType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
+    out.append(RowsType::kIndexValues, IntegerType::get(ctx, 32));
+    if (t.getPartial())
+      out.append(2, IntegerType::get(ctx, 1));
+    return success();
+  });
   addConversion([](GroupsType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
     out.append(t.getRegisterTypes());
     return success();

@@ -22,7 +22,8 @@ namespace mlir::attnk {
 /// offset from the aligned shared base); `!attnk.groups` → the thread's registers (see
 /// QuantizeLowering.cpp); vector<I x V x E> (a thread's loaded chunks) → I vector<V x E>;
 /// `!attnk.acc<64xNxE>` → the thread's N / 2 accumulator registers; a row vector of an
-/// accumulator (vector<64xf32>) → the thread's two rows (r0, r0 + 8).
+/// accumulator (vector<64xf32>) → the thread's two rows (r0, r0 + 8); `!attnk.rows` → where those
+/// rows live (ten i32, and two i1 when `partial`).
 class KernelTypeConverter : public TypeConverter {
 public:
   explicit KernelTypeConverter(MLIRContext *ctx);

@@ -70,8 +70,8 @@ public:
     store();
   }
 
-  /// The tile loop and the final state (attnk.forward.consumer): {m0, m1, l0, l1, O...}
-  /// followed by the thread's rows (rowValues), which the store reads.
+  /// The tile loop and the final state (attnk.forward.consumer): {m0, m1, l0, l1, O...},
+  /// O's unit and the thread's rows (rowValues), which the merge and the store read.
   ConsumerState buildLoop() {
     setUpRows();
     if (p.overlap)
@@ -79,29 +79,17 @@ public:
     else
       tileLoop();
     finishRows();
-    SmallVector<Value> out(fin);
-    llvm::append_range(out, rowValues());
-    return {out, vTile ? svLast : k.f32(1.0), wg};
+    return {fin, rowValues(), vTile ? svLast : k.f32(1.0)};
   }
 
-  /// The store of a final state (attnk.forward.epilogue): {m0, m1, l0, l1, O...}, then the
-  /// rows the loop computed (kRowValues values; the kernel then is the one build() writes) or
-  /// none (the rows are computed here, from the warpgroup given).
-  void buildEpilogue(Value wgIn, ArrayRef<Value> state, Value unit) {
-    size_t n = 4 + p.headDim / 2;
-    if (state.size() == n + kRowValues) {
-      wg = wgIn;
-      restoreRows(state.drop_front(n));
-    } else {
-      setUpRows(wgIn);
-    }
-    fin.assign(state.begin(), state.begin() + n);
+  /// The store of a final state (attnk.forward.epilogue): {m0, m1, l0, l1, O...} on the rows
+  /// the loop computed (rowValues' order).
+  void buildEpilogue(ArrayRef<Value> rows, ArrayRef<Value> state, Value unit) {
+    restoreRows(rows);
+    fin.assign(state.begin(), state.end());
     svLast = unit;
     store();
   }
-
-  /// Values of the thread's rows the store reads (rowValues).
-  static constexpr size_t kRowValues = 11;
 
 private:
   KernelBuilder &k;
@@ -128,15 +116,13 @@ private:
   Value svLast;
 
   /// The thread's two rows (query token, head, scales, masks, ALiBi), the loop's initial
-  /// state and the plan's decisions the tile steps share. With `wgIn` (the epilogue) only what
-  /// the stores read: the rows, the warpgroup given.
-  void setUpRows(Value wgIn = {}) {
-    bool rowsOnly = bool(wgIn);
+  /// state and the plan's decisions the tile steps share.
+  void setUpRows() {
     // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
     // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
     // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
     ctAll = k.add(c.tid, -p.producerThreads());
-    wg = rowsOnly ? wgIn : k.warpUniform(k.lshr(ctAll, 7));
+    wg = k.warpUniform(k.lshr(ctAll, 7));
     ct = k.band(ctAll, 127);
     Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
     f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
@@ -153,8 +139,6 @@ private:
                              k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
       }
       head[r] = k.add(c.headBase, k.urem(row, p.pack));
-      if (rowsOnly)
-        continue;
       if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq]
         Value idx =
             scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r], qi[r], p.qBlock);
@@ -172,8 +156,6 @@ private:
       }
     }
     setUpTileDecisions();
-    if (rowsOnly)
-      return;
     // Keys past this bound need masking: the smallest row limit.
     maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
     if (p.prefill && p.causal)
@@ -188,15 +170,21 @@ private:
       qAddr = k.add(qAddr, k.mul(wg, p.qTileBytes()));
   }
 
-  /// The thread's rows as the store reads them (null where the plan has none).
+  /// The thread's rows as an `!attnk.rows` value lowers (its type's order): warpgroup, index
+  /// in it, fragment rows, column base, query tokens, heads, first query token and, prefill
+  /// (`partial`), whether each row exists.
   SmallVector<Value> rowValues() const {
-    return {f.r[0],  f.r[1],      f.colBase,   qi[0], qi[1], head[0],
-            head[1], rowValid[0], rowValid[1], qBase, ct};
+    SmallVector<Value> v = {wg, ct, f.r[0], f.r[1], f.colBase, qi[0], qi[1], head[0], head[1],
+                            qBase};
+    if (p.prefill)
+      v.append({rowValid[0], rowValid[1]});
+    return v;
   }
   void restoreRows(ArrayRef<Value> v) {
-    f.r[0] = v[0], f.r[1] = v[1], f.colBase = v[2], qi[0] = v[3], qi[1] = v[4];
-    head[0] = v[5], head[1] = v[6], rowValid[0] = v[7], rowValid[1] = v[8], qBase = v[9];
-    ct = v[10];
+    wg = v[0], ct = v[1], f.r[0] = v[2], f.r[1] = v[3], f.colBase = v[4];
+    qi[0] = v[5], qi[1] = v[6], head[0] = v[7], head[1] = v[8], qBase = v[9];
+    if (p.prefill)
+      rowValid[0] = v[10], rowValid[1] = v[11];
     setUpTileDecisions();
   }
 
@@ -759,7 +747,7 @@ ConsumerState mlir::attn::nvvm::buildConsumerLoop(KernelBuilder &k, Ctx &c) {
   return ConsumerBuilder(k, c).buildLoop();
 }
 
-void mlir::attn::nvvm::buildConsumerStore(KernelBuilder &k, Ctx &c, Value wg,
+void mlir::attn::nvvm::buildConsumerStore(KernelBuilder &k, Ctx &c, ArrayRef<Value> rows,
                                           ArrayRef<Value> state, Value unit) {
-  ConsumerBuilder(k, c).buildEpilogue(wg, state, unit);
+  ConsumerBuilder(k, c).buildEpilogue(rows, state, unit);
 }
