@@ -38,6 +38,8 @@ void populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &pattern
 /// The forward kernel's consumer ops: `attnk.forward.consumer`, `forward.merge_warpgroups`,
 /// `forward.epilogue` (ConsumerLowering.cpp).
 void populateConsumerPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// The online softmax's `attnk.softmax_finish` (SoftmaxLowering.cpp).
+void populateSoftmaxPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// The MLA decode kernel's `attnk.mla.*` ops (MLALowering.cpp).
 void populateMLAPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// Marks the kernel parameters among `params` (block arguments of `op`'s enclosing LLVM function)

@@ -130,8 +130,9 @@ static void buildRole(OpBuilder &b, Location loc, Region &region, ValueRange par
   RoleOp::create(b, loc, params, rings, work, plan);
 }
 
-/// The consumer role's region: without a persistent grid, the tile loop's final state, the
-/// merge of two decode warpgroups and the epilogue; with one, the role op alone.
+/// The consumer role's region: without a persistent grid, the tile loop, the softmax's finish
+/// (the final state), the merge of two decode warpgroups and the epilogue; with one, the role
+/// op alone.
 static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const ForwardPlan &p,
                               ValueRange params, ValueRange rings, ValueRange work,
                               DictionaryAttr plan) {
@@ -147,8 +148,10 @@ static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const 
   Type rowsType = attnk::RowsType::get(b.getContext(), /*partial=*/p.prefill);
   auto loop = attnk::ForwardConsumerOp::create(b, loc, TypeRange{acc, row, row, f32, rowsType},
                                                params, rings, work, plan);
-  Value o = loop.getOutput(), m = loop.getRowMax(), l = loop.getRowSum();
-  Value rows = loop.getRows();
+  Value m = loop.getRowMax(), rows = loop.getRows();
+  auto finish = attnk::SoftmaxFinishOp::create(b, loc, acc, row, loop.getOutput(),
+                                               loop.getRowSum(), rows, p.hadamard);
+  Value o = finish.getResult(), l = finish.getNewSum();
   if (p.consumerWGs == 2 && !p.prefill) {
     auto merged = attnk::ForwardMergeWarpgroupsOp::create(b, loc, acc, row, row, o, m, l, rows,
                                                           rings[0], plan);

@@ -25,19 +25,6 @@ using P = LLVM::ICmpPredicate;
 // Consumer
 //===----------------------------------------------------------------------===//
 
-/// O · H_D (the unnormalized Walsh–Hadamard matrix, `hadamard`: V was rotated) on the m64nD
-/// accumulator fragment `o`: one butterfly stage per bit of the column, (i / 4) · 8 + colBase +
-/// (i mod 2). Column bit 0 and bits 3.. are register bits 0 and 2.., a pair (a, b) → (a + b,
-/// a − b) in the thread; bits 1–2 are the lane's place in its quad, exchanged by shfl.xor, the
-/// upper lane keeping partner − own. The 1/√D that normalizes H is left to the row sums.
-static void hadamardFragment(KernelBuilder &k, const Frag &f, MutableArrayRef<Value> o) {
-  k.butterflies(o, 1);
-  for (size_t bit = 4; bit < o.size(); bit <<= 1)
-    k.butterflies(o, bit);
-  for (int64_t mask : {1, 2})
-    k.laneButterflies(o, mask, k.cmp(P::ne, k.band(f.colBase, 2 * mask), 0));
-}
-
 namespace {
 /// Tile j of the work item is tile g = ring(j) of the CTA's stream (g = j without a persistent
 /// grid): its stage, buffer and mbarrier phases follow g.
@@ -64,21 +51,23 @@ public:
 
   /// The whole role for one work item: loop, final state, merge, store.
   void build() {
-    buildLoop();
+    buildLoop(/*finish=*/true);
     if (p.consumerWGs == 2 && !p.prefill)
       fin = mergeConsumers(k, c, wg, ct, fin);
     store();
   }
 
-  /// The tile loop and the final state (attnk.forward.consumer): {m0, m1, l0, l1, O...},
-  /// O's unit and the thread's rows (rowValues), which the merge and the store read.
-  ConsumerState buildLoop() {
+  /// The tile loop and its state (attnk.forward.consumer): {m0, m1, l0, l1, O...}, O's unit
+  /// and the thread's rows (rowValues), which the merge and the store read; with `finish` the
+  /// final state (finishRows; else attnk.softmax_finish's lowering finishes it).
+  ConsumerState buildLoop(bool finish) {
     setUpRows();
     if (p.overlap)
       overlappedLoop();
     else
       tileLoop();
-    finishRows();
+    if (finish)
+      finishRows();
     return {fin, rowValues(), vTile ? svLast : k.f32(1.0)};
   }
 
@@ -678,19 +667,11 @@ private:
     }
   }
 
-  /// The final state: O · H for rotated V, the row sums reduced across the quad.
+  /// The final state: O · H for rotated V, the row sums reduced across the quad
+  /// (attnk.softmax_finish, SoftmaxLowering.cpp).
   void finishRows() {
-    // Rotated V: O · H before anything else (merges and the epilogue are linear in O).
-    if (p.hadamard)
-      hadamardFragment(k, f, MutableArrayRef<Value>(fin).slice(4, nO));
-    // Row sums are per thread until here: reduce over the quad that shares a row (and, rotated,
-    // take H's 1/√D: O / l is all that leaves, partials and merges included).
-    for (int r = 0; r < 2; ++r) {
-      fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
-      fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
-      if (p.hadamard)
-        fin[2 + r] = k.fmul(fin[2 + r], k.f32(std::sqrt(double(p.headDim))));
-    }
+    MutableArrayRef<Value> st(fin);
+    finishSoftmaxRows(k, f.colBase, p.hadamard, st.slice(4, nO), st.slice(2, 2));
   }
 
   /// O / l into the output (one split) or the split's partial (a cluster merge or the combine
@@ -744,7 +725,7 @@ private:
 void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) { ConsumerBuilder(k, c).build(); }
 
 ConsumerState mlir::attn::nvvm::buildConsumerLoop(KernelBuilder &k, Ctx &c) {
-  return ConsumerBuilder(k, c).buildLoop();
+  return ConsumerBuilder(k, c).buildLoop(/*finish=*/false);
 }
 
 void mlir::attn::nvvm::buildConsumerStore(KernelBuilder &k, Ctx &c, ArrayRef<Value> rows,

@@ -1,6 +1,7 @@
 // The forward kernel's consumer role lowered to NVVM, its final state followed as values: the
 // tile loop (attnk.forward.consumer) yields O, the row maxima and sums, O's unit and the
-// thread's rows (`!attnk.rows`: warpgroup, index in it, fragment rows, ...); the merge of the
+// thread's rows (`!attnk.rows`: warpgroup, index in it, fragment rows, ...); the softmax's
+// finish (attnk.softmax_finish) reduces the row sums over the quad; the merge of the
 // two decode warpgroups (attnk.forward.merge_warpgroups) parks warpgroup 1's loop state in the
 // stage ring, at the slot of the rows' thread index, between two barriers of the 256 consumer
 // threads and merges it into warpgroup 0's; the epilogue (attnk.forward.epilogue) stores the
@@ -13,7 +14,8 @@
 // CHECK: %[[ST:.+]] = attnk.ring.alloc at 16384 stride
 // CHECK: #attn.role<consumer, warpgroups = 2, regs = 200> {
 // CHECK-NEXT: %[[S:[^:]+]]:5 = attnk.forward.consumer {{.*}} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows{{$}}
-// CHECK-NEXT: %[[MO:[^,]+]], %[[MM:[^,]+]], %[[ML:[^ ]+]] = attnk.forward.merge_warpgroups %[[S]]#0, %[[S]]#1, %[[S]]#2 rows(%[[S]]#4 : !attnk.rows) in %[[ST]]
+// CHECK-NEXT: %[[FO:[^,]+]], %[[FL:[^ ]+]] = attnk.softmax_finish %[[S]]#0, %[[S]]#2 rows(%[[S]]#4 : !attnk.rows) : !attnk.acc<64x128xf32>, vector<64xf32>
+// CHECK-NEXT: %[[MO:[^,]+]], %[[MM:[^,]+]], %[[ML:[^ ]+]] = attnk.forward.merge_warpgroups %[[FO]], %[[S]]#1, %[[FL]] rows(%[[S]]#4 : !attnk.rows) in %[[ST]]
 // CHECK-NEXT: attnk.forward.epilogue %[[MO]], %[[MM]], %[[ML]], %[[S]]#3 rows(%[[S]]#4 : !attnk.rows) in %[[ST]]
 
 // CHECK-LABEL: llvm.func @mqa_i8_decode(

@@ -126,14 +126,16 @@ def AttnKernel_ForwardConsumerOp : AttnKernel_ForwardStepOp<"forward.consumer"> 
     Transitional: the consumer warpgroups' main loop, not yet spelled in ring, WGMMA and
     softmax ops — per K/V tile the wait on the stage or conversion ring, S = Q·Kᵀ, masks, the
     online softmax, the rescale of O and O += P·V, each stage released after the GEMM that read
-    it — then (rotated V) O · H and the row sums reduced over the quad that shares a row.
+    it.
 
-    Without a persistent grid its results are the warpgroup's final state, which the epilogue
-    ops take: O (`!attnk.acc<64xDxf32>`, unnormalized), the row maxima and row sums
-    (`vector<64xf32>`, base-2 logits), O's unit (the V scale O is kept in with per-tile V
+    Without a persistent grid its results are the warpgroup's loop state, which
+    `attnk.softmax_finish` turns into the final state the epilogue ops take: O
+    (`!attnk.acc<64xDxf32>`, unnormalized), the row maxima and the row sums of the thread's own
+    columns (`vector<64xf32>`, base-2 logits), O's unit (the V scale O is kept in with per-tile V
     scales, else 1) and the thread's rows (`!attnk.rows`: its consumer warpgroup, fragment
     rows, query tokens and heads; `partial` for prefill). With a persistent grid
-    it has no results and runs the whole role, epilogue included, over the CTA's work items.
+    it has no results and runs the whole role, finish and epilogue included, over the CTA's work
+    items.
     Operands: the kernel's parameters, its rings and the work values of `attnk.forward.work`
     and `attnk.forward.prologue`.
 
