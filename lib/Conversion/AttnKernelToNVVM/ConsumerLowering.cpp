@@ -161,6 +161,6 @@ struct EpilogueLowering : OpConversionPattern<ForwardEpilogueOp> {
 } // namespace
 
 void mlir::attnk::populateConsumerPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
-  patterns.add<ConsumerLowering, MergeWarpgroupsLowering, EpilogueLowering>(
-      tc, patterns.getContext());
+  patterns.add<ConsumerLowering, MergeWarpgroupsLowering, EpilogueLowering>(tc,
+                                                                            patterns.getContext());
 }

@@ -149,8 +149,8 @@ static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const 
   auto loop = attnk::ForwardConsumerOp::create(b, loc, TypeRange{acc, row, row, f32, rowsType},
                                                params, rings, work, plan);
   Value m = loop.getRowMax(), rows = loop.getRows();
-  auto finish = attnk::SoftmaxFinishOp::create(b, loc, acc, row, loop.getOutput(),
-                                               loop.getRowSum(), rows, p.hadamard);
+  auto finish = attnk::SoftmaxFinishOp::create(b, loc, acc, row, loop.getOutput(), loop.getRowSum(),
+                                               rows, p.hadamard);
   Value o = finish.getResult(), l = finish.getNewSum();
   if (p.consumerWGs == 2 && !p.prefill) {
     auto merged = attnk::ForwardMergeWarpgroupsOp::create(b, loc, acc, row, row, o, m, l, rows,

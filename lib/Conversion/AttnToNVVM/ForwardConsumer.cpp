@@ -163,8 +163,8 @@ private:
   /// in it, fragment rows, column base, query tokens, heads, first query token and, prefill
   /// (`partial`), whether each row exists.
   SmallVector<Value> rowValues() const {
-    SmallVector<Value> v = {wg, ct, f.r[0], f.r[1], f.colBase, qi[0], qi[1], head[0], head[1],
-                            qBase};
+    SmallVector<Value> v = {wg,    ct,    f.r[0],  f.r[1],  f.colBase,
+                            qi[0], qi[1], head[0], head[1], qBase};
     if (p.prefill)
       v.append({rowValid[0], rowValid[1]});
     return v;

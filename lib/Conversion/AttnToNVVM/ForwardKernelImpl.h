@@ -221,8 +221,9 @@ struct ConsumerState {
   Value unit;
 };
 /// Without a persistent grid, buildConsumer in parts: the tile loop and its state
-/// (attnk.forward.consumer), finishSoftmaxRows (attnk.softmax_finish), then, after mergeConsumers where two decode warpgroups merge, the
-/// store of the state (attnk.forward.epilogue; the trigger of dependents: triggerDependents).
+/// (attnk.forward.consumer), finishSoftmaxRows (attnk.softmax_finish), then, after mergeConsumers
+/// where two decode warpgroups merge, the store of the state (attnk.forward.epilogue; the trigger
+/// of dependents: triggerDependents).
 ConsumerState buildConsumerLoop(KernelBuilder &k, Ctx &c);
 void buildConsumerStore(KernelBuilder &k, Ctx &c, ArrayRef<Value> rows, ArrayRef<Value> state,
                         Value unit);
