@@ -69,7 +69,8 @@ static const char *const kDictionary[] = {
     "attnk.quantize_tile", "attnk.load_groups", "attnk.group_scales", "attnk.store_groups",
     "attnk.hadamard", "attnk.group_index", "attnk.token_rows", "whole_tokens", "contiguous",
     "offset = ", "scale_offset = ", "#attnk.launch<", "grid = [", "params = [", "metadata = {",
-    "extra = {"};
+    "extra = {", "!attnk.rows", "<partial>", "rows(", "attnk.softmax_finish", "{hadamard}",
+    "attnk.forward.merge_warpgroups", "attnk.forward.epilogue"};
 
 static const char *const kIntegers[] = {"0",  "1",   "-1",  "2",    "3",   "7",   "8",
                                         "16", "31",  "32",  "63",   "64",  "65",  "127",

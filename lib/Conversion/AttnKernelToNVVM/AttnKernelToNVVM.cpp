@@ -5,7 +5,8 @@
 // families of this folder: the kernel container (KernelLowering.cpp), warp roles and rings
 // (PipelineLowering.cpp), the ring protocol (RingLowering.cpp), TMA loads (TmaLowering.cpp), the
 // producer's tile conversion (ConvertLowering.cpp), the forward kernel's frame and roles
-// (ForwardLowering.cpp) and its consumer role (ConsumerLowering.cpp), the MLA decode kernel's
+// (ForwardLowering.cpp) and its consumer role (ConsumerLowering.cpp), the online softmax
+// (SoftmaxLowering.cpp), the MLA decode kernel's
 // (MLALowering.cpp), the split merge (MergeLowering.cpp) and quantization (QuantizeLowering.cpp).
 // The type converter they share is defined here.
 //
@@ -48,6 +49,13 @@ KernelTypeConverter::KernelTypeConverter(MLIRContext *ctx) {
     out.append(2, t.getElementType());
     return success();
   });
+  // A thread's rows: ten i32 values and, for a partial tile, two i1 (ConsumerLowering.cpp).
+  addConversion([ctx](RowsType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
+    out.append(RowsType::kIndexValues, IntegerType::get(ctx, 32));
+    if (t.getPartial())
+      out.append(2, IntegerType::get(ctx, 1));
+    return success();
+  });
   addConversion([](GroupsType t, SmallVectorImpl<Type> &out) -> std::optional<LogicalResult> {
     out.append(t.getRegisterTypes());
     return success();
@@ -68,6 +76,7 @@ struct ConvertAttnKernelToNVVMPass
     populateConvertPatterns(tc, patterns);
     populateForwardPatterns(tc, patterns);
     populateConsumerPatterns(tc, patterns);
+    populateSoftmaxPatterns(tc, patterns);
     populateMLAPatterns(tc, patterns);
     populateMergePatterns(tc, patterns);
     populateQuantizePatterns(tc, patterns);

@@ -8,11 +8,10 @@
 // state (output, cluster merge or split partial) and the trigger of programmatic dependents.
 //
 // The final state travels as typed values: an `!attnk.acc<64xNxf32>` is, per thread, its N / 2
-// accumulator registers, a row vector (`vector<64xf32>`) the thread's two rows. The thread's
-// rows (fragment rows, query tokens, heads) are the loop's: the loop's lowering records them
-// under its warpgroup value, and the merge and the epilogue of that warpgroup value read them,
-// so that the instructions stay where the loop put them (recomputed in the epilogue, values the
-// loop does not use would move past it). An epilogue without a lowered loop computes them.
+// accumulator registers, a row vector (`vector<64xf32>`) the thread's two rows, an `!attnk.rows`
+// where those rows live (warpgroup, index in it, fragment rows, query tokens, heads; see
+// ConsumerState). The rows are the loop's result, so the merge and the epilogue read the values
+// where the loop computed them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,9 +30,6 @@ using namespace mlir::attnk;
 using namespace mlir::attn::nvvm;
 
 namespace {
-/// The rows each lowered tile loop computed, by its (lowered) warpgroup value.
-using RowTable = llvm::DenseMap<Value, SmallVector<Value>>;
-
 /// A consumer op's builders' state: its plan and the Ctx bound to it (which refers to the plan).
 struct BoundConsumer {
   ForwardPlan plan;
@@ -93,9 +89,7 @@ SmallVector<Value> stateOf(ValueRange acc, ValueRange rowMax, ValueRange rowSum)
 
 /// `attnk.forward.consumer`: the tile loop; its results are the final state's registers.
 struct ConsumerLowering : OpConversionPattern<ForwardConsumerOp> {
-  ConsumerLowering(const TypeConverter &tc, MLIRContext *ctx, std::shared_ptr<RowTable> rows)
-      : OpConversionPattern(tc, ctx), rows(std::move(rows)) {}
-  std::shared_ptr<RowTable> rows;
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ForwardConsumerOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     ValueRange rings = adaptor.getRings();
@@ -114,8 +108,7 @@ struct ConsumerLowering : OpConversionPattern<ForwardConsumerOp> {
     size_t nO = bound->plan.headDim / 2;
     ArrayRef<Value> fin = st.fin;
     SmallVector<Value> o(fin.slice(4, nO)), m(fin.take_front(2)), l(fin.slice(2, 2));
-    (*rows)[st.wg] = SmallVector<Value>(fin.drop_front(4 + nO));
-    rewriter.replaceOpWithMultiple(op, {o, m, l, {st.unit}, {st.wg}});
+    rewriter.replaceOpWithMultiple(op, {o, m, l, {st.unit}, st.rows});
     return success();
   }
 };
@@ -123,9 +116,7 @@ struct ConsumerLowering : OpConversionPattern<ForwardConsumerOp> {
 /// `attnk.forward.merge_warpgroups`: warpgroup 1's state parked in the idle stage ring,
 /// warpgroup 0's merged with it.
 struct MergeWarpgroupsLowering : OpConversionPattern<ForwardMergeWarpgroupsOp> {
-  MergeWarpgroupsLowering(const TypeConverter &tc, MLIRContext *ctx, std::shared_ptr<RowTable> rows)
-      : OpConversionPattern(tc, ctx), rows(std::move(rows)) {}
-  std::shared_ptr<RowTable> rows;
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ForwardMergeWarpgroupsOp op, OneToNOpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     FailureOr<ForwardPlan> p =
@@ -136,14 +127,10 @@ struct MergeWarpgroupsLowering : OpConversionPattern<ForwardMergeWarpgroupsOp> {
     c.base = ringSharedBase(a.getRing().front());
     if (!c.base)
       return op.emitOpError("needs a ring allocated in the kernel's shared memory");
-    c.tid = a.getThread().front();
     KernelBuilder k(rewriter, op.getLoc());
-    // The thread's index in its warpgroup: the loop's (the last of its rows), or derived here.
-    Value wg = a.getWarpgroup().front(), ct;
-    if (auto it = rows->find(wg); it != rows->end())
-      ct = it->second.back();
-    else
-      ct = k.band(k.add(c.tid, -p->producerThreads()), 127);
+    // The thread's warpgroup and index in it: the first two of its rows.
+    ValueRange rows = a.getRows();
+    Value wg = rows[0], ct = rows[1];
     SmallVector<Value> fin = stateOf(a.getAcc(), a.getRowMax(), a.getRowSum());
     fin = mergeConsumers(k, c, wg, ct, fin);
     ArrayRef<Value> merged = fin;
@@ -155,9 +142,7 @@ struct MergeWarpgroupsLowering : OpConversionPattern<ForwardMergeWarpgroupsOp> {
 
 /// `attnk.forward.epilogue`: the store of the final state, then the trigger of dependents.
 struct EpilogueLowering : OpConversionPattern<ForwardEpilogueOp> {
-  EpilogueLowering(const TypeConverter &tc, MLIRContext *ctx, std::shared_ptr<RowTable> rows)
-      : OpConversionPattern(tc, ctx), rows(std::move(rows)) {}
-  std::shared_ptr<RowTable> rows;
+  using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ForwardEpilogueOp op, OneToNOpAdaptor a,
                                 ConversionPatternRewriter &rewriter) const override {
     std::unique_ptr<BoundConsumer> bound =
@@ -166,10 +151,8 @@ struct EpilogueLowering : OpConversionPattern<ForwardEpilogueOp> {
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
     SmallVector<Value> fin = stateOf(a.getAcc(), a.getRowMax(), a.getRowSum());
-    Value wg = a.getWarpgroup().front();
-    if (auto it = rows->find(wg); it != rows->end())
-      llvm::append_range(fin, it->second);
-    buildConsumerStore(k, bound->c, wg, fin, a.getUnit().front());
+    SmallVector<Value> rows(a.getRows());
+    buildConsumerStore(k, bound->c, rows, fin, a.getUnit().front());
     triggerDependents(k, bound->c);
     rewriter.eraseOp(op);
     return success();
@@ -178,7 +161,6 @@ struct EpilogueLowering : OpConversionPattern<ForwardEpilogueOp> {
 } // namespace
 
 void mlir::attnk::populateConsumerPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
-  auto rows = std::make_shared<RowTable>();
-  patterns.add<ConsumerLowering, MergeWarpgroupsLowering, EpilogueLowering>(
-      tc, patterns.getContext(), rows);
+  patterns.add<ConsumerLowering, MergeWarpgroupsLowering, EpilogueLowering>(tc,
+                                                                            patterns.getContext());
 }

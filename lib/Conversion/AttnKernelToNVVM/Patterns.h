@@ -22,7 +22,8 @@ namespace mlir::attnk {
 /// offset from the aligned shared base); `!attnk.groups` → the thread's registers (see
 /// QuantizeLowering.cpp); vector<I x V x E> (a thread's loaded chunks) → I vector<V x E>;
 /// `!attnk.acc<64xNxE>` → the thread's N / 2 accumulator registers; a row vector of an
-/// accumulator (vector<64xf32>) → the thread's two rows (r0, r0 + 8).
+/// accumulator (vector<64xf32>) → the thread's two rows (r0, r0 + 8); `!attnk.rows` → where those
+/// rows live (ten i32, and two i1 when `partial`).
 class KernelTypeConverter : public TypeConverter {
 public:
   explicit KernelTypeConverter(MLIRContext *ctx);
@@ -37,6 +38,8 @@ void populateForwardPatterns(const TypeConverter &tc, RewritePatternSet &pattern
 /// The forward kernel's consumer ops: `attnk.forward.consumer`, `forward.merge_warpgroups`,
 /// `forward.epilogue` (ConsumerLowering.cpp).
 void populateConsumerPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
+/// The online softmax's `attnk.softmax_finish` (SoftmaxLowering.cpp).
+void populateSoftmaxPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// The MLA decode kernel's `attnk.mla.*` ops (MLALowering.cpp).
 void populateMLAPatterns(const TypeConverter &tc, RewritePatternSet &patterns);
 /// Marks the kernel parameters among `params` (block arguments of `op`'s enclosing LLVM function)

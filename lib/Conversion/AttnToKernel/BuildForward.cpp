@@ -130,8 +130,9 @@ static void buildRole(OpBuilder &b, Location loc, Region &region, ValueRange par
   RoleOp::create(b, loc, params, rings, work, plan);
 }
 
-/// The consumer role's region: without a persistent grid, the tile loop's final state, the
-/// merge of two decode warpgroups and the epilogue; with one, the role op alone.
+/// The consumer role's region: without a persistent grid, the tile loop, the softmax's finish
+/// (the final state), the merge of two decode warpgroups and the epilogue; with one, the role
+/// op alone.
 static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const ForwardPlan &p,
                               ValueRange params, ValueRange rings, ValueRange work,
                               DictionaryAttr plan) {
@@ -144,18 +145,21 @@ static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const 
   Type f32 = b.getF32Type();
   Type acc = attnk::AccType::get(b.getContext(), 64, p.headDim, f32);
   Type row = VectorType::get({64}, f32);
-  auto loop = attnk::ForwardConsumerOp::create(
-      b, loc, TypeRange{acc, row, row, f32, b.getI32Type()}, params, rings, work, plan);
-  Value o = loop.getOutput(), m = loop.getRowMax(), l = loop.getRowSum();
-  Value wg = loop.getWarpgroup();
+  Type rowsType = attnk::RowsType::get(b.getContext(), /*partial=*/p.prefill);
+  auto loop = attnk::ForwardConsumerOp::create(b, loc, TypeRange{acc, row, row, f32, rowsType},
+                                               params, rings, work, plan);
+  Value m = loop.getRowMax(), rows = loop.getRows();
+  auto finish = attnk::SoftmaxFinishOp::create(b, loc, acc, row, loop.getOutput(), loop.getRowSum(),
+                                               rows, p.hadamard);
+  Value o = finish.getResult(), l = finish.getNewSum();
   if (p.consumerWGs == 2 && !p.prefill) {
-    auto merged = attnk::ForwardMergeWarpgroupsOp::create(b, loc, acc, row, row, o, m, l,
-                                                          rings[0], wg, work[0], plan);
+    auto merged = attnk::ForwardMergeWarpgroupsOp::create(b, loc, acc, row, row, o, m, l, rows,
+                                                          rings[0], plan);
     o = merged.getResult();
     m = merged.getNewMax();
     l = merged.getNewSum();
   }
-  attnk::ForwardEpilogueOp::create(b, loc, o, m, l, loop.getUnit(), wg, rings[0], work, plan);
+  attnk::ForwardEpilogueOp::create(b, loc, o, m, l, loop.getUnit(), rows, rings[0], work, plan);
 }
 
 void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp module, AttentionOp op,

@@ -25,19 +25,6 @@ using P = LLVM::ICmpPredicate;
 // Consumer
 //===----------------------------------------------------------------------===//
 
-/// O · H_D (the unnormalized Walsh–Hadamard matrix, `hadamard`: V was rotated) on the m64nD
-/// accumulator fragment `o`: one butterfly stage per bit of the column, (i / 4) · 8 + colBase +
-/// (i mod 2). Column bit 0 and bits 3.. are register bits 0 and 2.., a pair (a, b) → (a + b,
-/// a − b) in the thread; bits 1–2 are the lane's place in its quad, exchanged by shfl.xor, the
-/// upper lane keeping partner − own. The 1/√D that normalizes H is left to the row sums.
-static void hadamardFragment(KernelBuilder &k, const Frag &f, MutableArrayRef<Value> o) {
-  k.butterflies(o, 1);
-  for (size_t bit = 4; bit < o.size(); bit <<= 1)
-    k.butterflies(o, bit);
-  for (int64_t mask : {1, 2})
-    k.laneButterflies(o, mask, k.cmp(P::ne, k.band(f.colBase, 2 * mask), 0));
-}
-
 namespace {
 /// Tile j of the work item is tile g = ring(j) of the CTA's stream (g = j without a persistent
 /// grid): its stage, buffer and mbarrier phases follow g.
@@ -64,44 +51,34 @@ public:
 
   /// The whole role for one work item: loop, final state, merge, store.
   void build() {
-    buildLoop();
+    buildLoop(/*finish=*/true);
     if (p.consumerWGs == 2 && !p.prefill)
       fin = mergeConsumers(k, c, wg, ct, fin);
     store();
   }
 
-  /// The tile loop and the final state (attnk.forward.consumer): {m0, m1, l0, l1, O...}
-  /// followed by the thread's rows (rowValues), which the store reads.
-  ConsumerState buildLoop() {
+  /// The tile loop and its state (attnk.forward.consumer): {m0, m1, l0, l1, O...}, O's unit
+  /// and the thread's rows (rowValues), which the merge and the store read; with `finish` the
+  /// final state (finishRows; else attnk.softmax_finish's lowering finishes it).
+  ConsumerState buildLoop(bool finish) {
     setUpRows();
     if (p.overlap)
       overlappedLoop();
     else
       tileLoop();
-    finishRows();
-    SmallVector<Value> out(fin);
-    llvm::append_range(out, rowValues());
-    return {out, vTile ? svLast : k.f32(1.0), wg};
+    if (finish)
+      finishRows();
+    return {fin, rowValues(), vTile ? svLast : k.f32(1.0)};
   }
 
-  /// The store of a final state (attnk.forward.epilogue): {m0, m1, l0, l1, O...}, then the
-  /// rows the loop computed (kRowValues values; the kernel then is the one build() writes) or
-  /// none (the rows are computed here, from the warpgroup given).
-  void buildEpilogue(Value wgIn, ArrayRef<Value> state, Value unit) {
-    size_t n = 4 + p.headDim / 2;
-    if (state.size() == n + kRowValues) {
-      wg = wgIn;
-      restoreRows(state.drop_front(n));
-    } else {
-      setUpRows(wgIn);
-    }
-    fin.assign(state.begin(), state.begin() + n);
+  /// The store of a final state (attnk.forward.epilogue): {m0, m1, l0, l1, O...} on the rows
+  /// the loop computed (rowValues' order).
+  void buildEpilogue(ArrayRef<Value> rows, ArrayRef<Value> state, Value unit) {
+    restoreRows(rows);
+    fin.assign(state.begin(), state.end());
     svLast = unit;
     store();
   }
-
-  /// Values of the thread's rows the store reads (rowValues).
-  static constexpr size_t kRowValues = 11;
 
 private:
   KernelBuilder &k;
@@ -128,15 +105,13 @@ private:
   Value svLast;
 
   /// The thread's two rows (query token, head, scales, masks, ALiBi), the loop's initial
-  /// state and the plan's decisions the tile steps share. With `wgIn` (the epilogue) only what
-  /// the stores read: the rows, the warpgroup given.
-  void setUpRows(Value wgIn = {}) {
-    bool rowsOnly = bool(wgIn);
+  /// state and the plan's decisions the tile steps share.
+  void setUpRows() {
     // Consumer warpgroup wg (0 .. consumerWGs-1) takes tiles j ≡ wg (mod consumerWGs), and with
     // them the conversion buffer j mod 2 = wg: while one warpgroup runs its softmax the other's
     // WGMMAs keep the tensor cores busy. Their partial (m, l, O) merge through shared memory.
     ctAll = k.add(c.tid, -p.producerThreads());
-    wg = rowsOnly ? wgIn : k.warpUniform(k.lshr(ctAll, 7));
+    wg = k.warpUniform(k.lshr(ctAll, 7));
     ct = k.band(ctAll, 127);
     Value warp = k.lshr(ct, 5), lane = k.band(ct, 31);
     f.r[0] = k.add(k.mul(warp, 16), k.lshr(lane, 2));
@@ -153,8 +128,6 @@ private:
                              k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
       }
       head[r] = k.add(c.headBase, k.urem(row, p.pack));
-      if (rowsOnly)
-        continue;
       if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq]
         Value idx =
             scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r], qi[r], p.qBlock);
@@ -172,8 +145,6 @@ private:
       }
     }
     setUpTileDecisions();
-    if (rowsOnly)
-      return;
     // Keys past this bound need masking: the smallest row limit.
     maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
     if (p.prefill && p.causal)
@@ -188,15 +159,21 @@ private:
       qAddr = k.add(qAddr, k.mul(wg, p.qTileBytes()));
   }
 
-  /// The thread's rows as the store reads them (null where the plan has none).
+  /// The thread's rows as an `!attnk.rows` value lowers (its type's order): warpgroup, index
+  /// in it, fragment rows, column base, query tokens, heads, first query token and, prefill
+  /// (`partial`), whether each row exists.
   SmallVector<Value> rowValues() const {
-    return {f.r[0],  f.r[1],      f.colBase,   qi[0], qi[1], head[0],
-            head[1], rowValid[0], rowValid[1], qBase, ct};
+    SmallVector<Value> v = {wg,    ct,    f.r[0],  f.r[1],  f.colBase,
+                            qi[0], qi[1], head[0], head[1], qBase};
+    if (p.prefill)
+      v.append({rowValid[0], rowValid[1]});
+    return v;
   }
   void restoreRows(ArrayRef<Value> v) {
-    f.r[0] = v[0], f.r[1] = v[1], f.colBase = v[2], qi[0] = v[3], qi[1] = v[4];
-    head[0] = v[5], head[1] = v[6], rowValid[0] = v[7], rowValid[1] = v[8], qBase = v[9];
-    ct = v[10];
+    wg = v[0], ct = v[1], f.r[0] = v[2], f.r[1] = v[3], f.colBase = v[4];
+    qi[0] = v[5], qi[1] = v[6], head[0] = v[7], head[1] = v[8], qBase = v[9];
+    if (p.prefill)
+      rowValid[0] = v[10], rowValid[1] = v[11];
     setUpTileDecisions();
   }
 
@@ -690,19 +667,11 @@ private:
     }
   }
 
-  /// The final state: O · H for rotated V, the row sums reduced across the quad.
+  /// The final state: O · H for rotated V, the row sums reduced across the quad
+  /// (attnk.softmax_finish, SoftmaxLowering.cpp).
   void finishRows() {
-    // Rotated V: O · H before anything else (merges and the epilogue are linear in O).
-    if (p.hadamard)
-      hadamardFragment(k, f, MutableArrayRef<Value>(fin).slice(4, nO));
-    // Row sums are per thread until here: reduce over the quad that shares a row (and, rotated,
-    // take H's 1/√D: O / l is all that leaves, partials and merges included).
-    for (int r = 0; r < 2; ++r) {
-      fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 1));
-      fin[2 + r] = k.fadd(fin[2 + r], k.shflXor(fin[2 + r], 2));
-      if (p.hadamard)
-        fin[2 + r] = k.fmul(fin[2 + r], k.f32(std::sqrt(double(p.headDim))));
-    }
+    MutableArrayRef<Value> st(fin);
+    finishSoftmaxRows(k, f.colBase, p.hadamard, st.slice(4, nO), st.slice(2, 2));
   }
 
   /// O / l into the output (one split) or the split's partial (a cluster merge or the combine
@@ -756,10 +725,10 @@ private:
 void mlir::attn::nvvm::buildConsumer(KernelBuilder &k, Ctx &c) { ConsumerBuilder(k, c).build(); }
 
 ConsumerState mlir::attn::nvvm::buildConsumerLoop(KernelBuilder &k, Ctx &c) {
-  return ConsumerBuilder(k, c).buildLoop();
+  return ConsumerBuilder(k, c).buildLoop(/*finish=*/false);
 }
 
-void mlir::attn::nvvm::buildConsumerStore(KernelBuilder &k, Ctx &c, Value wg,
+void mlir::attn::nvvm::buildConsumerStore(KernelBuilder &k, Ctx &c, ArrayRef<Value> rows,
                                           ArrayRef<Value> state, Value unit) {
-  ConsumerBuilder(k, c).buildEpilogue(wg, state, unit);
+  ConsumerBuilder(k, c).buildEpilogue(rows, state, unit);
 }

@@ -213,21 +213,33 @@ SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> 
                        Value tileStart, Value mOld[2], Value lOld[2], bool masked, bool packP,
                        ArrayRef<Value> rowF, Value log2R, Value invR);
 
+/// The end of an online softmax (attnk.softmax_finish; lib/Conversion/AttnKernelToNVVM/
+/// SoftmaxLowering.cpp): with `hadamard` O · H on the thread's accumulator registers `o` (their
+/// columns from `colBase`), then the row sums `l` (r0, r0 + 8) reduced over the quad, times √D
+/// with `hadamard`.
+void finishSoftmaxRows(KernelBuilder &k, Value colBase, bool hadamard, MutableArrayRef<Value> o,
+                       MutableArrayRef<Value> l);
+/// The index of the column base among the lowered values of an `!attnk.rows` (ConsumerState).
+inline constexpr unsigned kRowsColBase = 4;
+
 /// The consumer warpgroups (ForwardConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);
-/// A consumer warpgroup's final state: {m0, m1, l0, l1, O...} (row sums reduced over the quad)
-/// followed by the thread's rows the store reads, O's unit (the V scale O is kept in, or 1) and
-/// the thread's consumer warpgroup. buildConsumerStore takes the same state, rows included (or
-/// without them: it computes them).
+/// A consumer warpgroup's loop state: {m0, m1, l0, l1, O...} (each thread's own row sums, before
+/// finishSoftmaxRows), the thread's rows as an `!attnk.rows` value lowers (warpgroup, index in
+/// it, fragment rows, column base, query tokens, heads, first query token[, whether each row
+/// exists]) and O's unit (the V scale O is kept in, or 1). buildConsumerStore takes the same
+/// rows and the finished state.
 struct ConsumerState {
-  SmallVector<Value> fin;
-  Value unit, wg;
+  SmallVector<Value> fin, rows;
+  Value unit;
 };
-/// Without a persistent grid, buildConsumer in parts: the tile loop and the final state
-/// (attnk.forward.consumer), then, after mergeConsumers where two decode warpgroups merge, the
-/// store of the state (attnk.forward.epilogue; the trigger of dependents: triggerDependents).
+/// Without a persistent grid, buildConsumer in parts: the tile loop and its state
+/// (attnk.forward.consumer), finishSoftmaxRows (attnk.softmax_finish), then, after mergeConsumers
+/// where two decode warpgroups merge, the store of the state (attnk.forward.epilogue; the trigger
+/// of dependents: triggerDependents).
 ConsumerState buildConsumerLoop(KernelBuilder &k, Ctx &c);
-void buildConsumerStore(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> state, Value unit);
+void buildConsumerStore(KernelBuilder &k, Ctx &c, ArrayRef<Value> rows, ArrayRef<Value> state,
+                        Value unit);
 /// Decode: the programmatic dependents (the combine kernel) may be scheduled.
 void triggerDependents(KernelBuilder &k, Ctx &c);
 

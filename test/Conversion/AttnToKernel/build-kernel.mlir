@@ -70,12 +70,14 @@ func.func @kv_append(%x: memref<?x?x8x128xbf16>, %p: memref<?xi32>, %c: memref<?
 // CHECK-NEXT: attnk.ring.commit %[[CK]], %[[CV]][%[[BUF]]#0, %[[BUF]]#1]
 // CHECK-NEXT: attnk.ring.release %[[ST]][%[[FULL]]] {named_barrier = 1 : i64}
 // CHECK: attnk.ring.acquire %[[ST]][%[[S]]] expect_tx 32768
-// The consumer: the tile loop's final state (O, row maxima, row sums, O's unit, the thread's
-// warpgroup), the two warpgroups' states merged in the idle stage ring, the merged state stored.
+// The consumer: the tile loop's state (O, row maxima, row sums, O's unit, the thread's rows),
+// the softmax's finish (the quad's row sums), the two warpgroups' states merged in the idle
+// stage ring, the merged state stored.
 // CHECK: #attn.role<consumer, warpgroups = 2, regs = 200> {
-// CHECK-NEXT: %[[S:[^:]+]]:5 = attnk.forward.consumer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
-// CHECK-NEXT: %[[MO:[^,]+]], %[[MM:[^,]+]], %[[ML:[^ ]+]] = attnk.forward.merge_warpgroups %[[S]]#0, %[[S]]#1, %[[S]]#2 in %[[ST]] warpgroup(%[[S]]#4) thread(%[[W]]#0) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8
-// CHECK-NEXT: attnk.forward.epilogue %[[MO]], %[[MM]], %[[ML]], %[[S]]#3 warpgroup(%[[S]]#4) in %[[ST]] work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8
+// CHECK-NEXT: %[[S:[^:]+]]:5 = attnk.forward.consumer params(%[[KMAP]], %[[VMAP]], %[[Q]], {{.*}}) rings(%[[ST]], %[[CK]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
+// CHECK-NEXT: %[[FO:[^,]+]], %[[FL:[^ ]+]] = attnk.softmax_finish %[[S]]#0, %[[S]]#2 rows(%[[S]]#4 : !attnk.rows) : !attnk.acc<64x128xf32>, vector<64xf32>
+// CHECK-NEXT: %[[MO:[^,]+]], %[[MM:[^,]+]], %[[ML:[^ ]+]] = attnk.forward.merge_warpgroups %[[FO]], %[[S]]#1, %[[FL]] rows(%[[S]]#4 : !attnk.rows) in %[[ST]] {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8
+// CHECK-NEXT: attnk.forward.epilogue %[[MO]], %[[MM]], %[[ML]], %[[S]]#3 rows(%[[S]]#4 : !attnk.rows) in %[[ST]] work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8
 // CHECK-NEXT: }
 // CHECK-NEXT: }
 // CHECK-NEXT: attnk.kernel @mqa_i8_combine(%[[WS:.+]]: memref<?xf32>, %[[OUT:.+]]: memref<?x3x16x128xbf16>, %{{.+}}: i32, %[[N:.+]]: i32) threads = 128 programmatic attributes {launch = #attnk.launch<combine, grid = ["row_blocks", "groups", "batch"], block = [128, 1, 1], cluster = [1, 1, 1], smem = {{[0-9]+}}, params = ["workspace", "out", "batch", "num_splits"], programmatic, extra = {min_splits = 2 : i64}>} {

@@ -1,5 +1,6 @@
 // The verifiers of the forward kernel's consumer ops (attnk.forward.consumer,
-// attnk.forward.merge_warpgroups, attnk.forward.epilogue): one case per message.
+// attnk.forward.merge_warpgroups, attnk.forward.epilogue): one case per message. The thread's
+// rows (`!attnk.rows`) are `partial` exactly for a prefill plan.
 // RUN: attn-opt %s -split-input-file -verify-diagnostics
 
 func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
@@ -18,7 +19,7 @@ func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
   // expected-error @+1 {{yields 0 state value(s) with this plan, got 5}}
   %s:5 = attnk.forward.consumer params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
       rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>)
-      work(%i) {plan = {persistent = true}} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
+      work(%i) {plan = {persistent = true}} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
   return
 }
 
@@ -30,7 +31,7 @@ func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
   %s:5 = attnk.forward.consumer params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
       rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>)
       work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {persistent = false}}
-      : !attnk.acc<64x128xi32>, vector<64xf32>, vector<64xf32>, f32, i32
+      : !attnk.acc<64x128xi32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
   return
 }
 
@@ -42,7 +43,7 @@ func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
   %s:5 = attnk.forward.consumer params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
       rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>)
       work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {headDim = 128, persistent = false}}
-      : !attnk.acc<64x64xf32>, vector<64xf32>, vector<64xf32>, f32, i32
+      : !attnk.acc<64x64xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
   return
 }
 
@@ -54,7 +55,7 @@ func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
   %s:5 = attnk.forward.consumer params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
       rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>)
       work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {persistent = false}}
-      : !attnk.acc<64x128xf32>, vector<64xf32>, vector<32xf32>, f32, i32
+      : !attnk.acc<64x128xf32>, vector<64xf32>, vector<32xf32>, f32, !attnk.rows
   return
 }
 
@@ -62,50 +63,82 @@ func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
 
 func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
   %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
-  // expected-error @+1 {{yields O's unit (f32) and the consumer warpgroup (i32) last}}
+  // expected-error @+1 {{yields O's unit (f32) and the thread's rows (!attnk.rows) last}}
   %s:5 = attnk.forward.consumer params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
       rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>)
       work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {persistent = false}}
-      : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, i32, f32
+      : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
   return
 }
 
 // -----
 
-func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %i: i32) {
+func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %rows: !attnk.rows, %i: i32) {
   %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   // expected-error @+1 {{is not part of a persistent-grid kernel (its consumer op stores)}}
-  %a, %b, %c = attnk.forward.merge_warpgroups %o, %r, %r in %st warpgroup(%i) thread(%i) {plan = {persistent = true}}
+  %a, %b, %c = attnk.forward.merge_warpgroups %o, %r, %r rows(%rows : !attnk.rows) in %st {plan = {persistent = true}}
       : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   return
 }
 
 // -----
 
-func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %i: i32) {
+func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %rows: !attnk.rows, %i: i32) {
   %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   // expected-error @+1 {{merges the two consumer warpgroups of a decode plan}}
-  %a, %b, %c = attnk.forward.merge_warpgroups %o, %r, %r in %st warpgroup(%i) thread(%i) {plan = {consumerWGs = 3, persistent = false}}
+  %a, %b, %c = attnk.forward.merge_warpgroups %o, %r, %r rows(%rows : !attnk.rows) in %st {plan = {consumerWGs = 3, persistent = false}}
       : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   return
 }
 
 // -----
 
-func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %u: f32, %i: i32) {
+func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %u: f32, %rows: !attnk.rows, %i: i32) {
   %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   // expected-error @+1 {{takes 10 work values, got 1}}
-  attnk.forward.epilogue %o, %r, %r, %u warpgroup(%i) in %st work(%i) {plan = {persistent = false}}
+  attnk.forward.epilogue %o, %r, %r, %u rows(%rows : !attnk.rows) in %st work(%i) {plan = {persistent = false}}
       : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   return
 }
 
 // -----
 
-func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %u: f32, %i: i32) {
+func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %u: f32, %rows: !attnk.rows, %i: i32) {
   %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   // expected-error @+1 {{reads the launch parameters of an enclosing forward kernel (15 or more)}}
-  attnk.forward.epilogue %o, %r, %r, %u warpgroup(%i) in %st work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {persistent = false}}
+  attnk.forward.epilogue %o, %r, %r, %u rows(%rows : !attnk.rows) in %st work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {persistent = false}}
+      : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  return
+}
+
+// -----
+
+func.func @f(%m: !attnk.tensor_map<1x128x1x128xi8, none>, %i: i32) {
+  %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  // expected-error @+1 {{takes rows with 'partial' with a prefill plan, got '!attnk.rows'}}
+  %s:5 = attnk.forward.consumer params(%m, %m : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
+      rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>)
+      work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {persistent = false, prefill = true}}
+      : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %rows: !attnk.rows<partial>) {
+  %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  // expected-error @+1 {{takes a decode warpgroup's rows, without 'partial'}}
+  %a, %b, %c = attnk.forward.merge_warpgroups %o, %r, %r rows(%rows : !attnk.rows<partial>) in %st {plan = {persistent = false}}
+      : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %r: vector<64xf32>, %u: f32, %rows: !attnk.rows<partial>, %i: i32) {
+  %st = attnk.ring.alloc at 0 : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  // expected-error @+1 {{takes rows without 'partial' with a decode plan, got '!attnk.rows<partial>'}}
+  attnk.forward.epilogue %o, %r, %r, %u rows(%rows : !attnk.rows<partial>) in %st work(%i, %i, %i, %i, %i, %i, %i, %i, %i, %i) {plan = {persistent = false, prefill = false}}
       : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
   return
 }

@@ -15,7 +15,7 @@
 // CHECK-NEXT: #attn.role<producer, warpgroups = 1, regs = 40> {
 // CHECK-NEXT: attnk.forward.producer params(%[[KMAP]], %[[VMAP]], %[[Q]], %[[N]] : {{.*}}) rings(%[[ST]], %[[CV]] : {{.*}}) work(%[[W]]#0, %[[W]]#1, {{.*}}, %[[W]]#6, %[[T]]#0, %[[T]]#1, %[[T]]#2) {plan = {persistent = false}}
 // CHECK: #attn.role<consumer, warpgroups = 2, regs = 232> {
-// CHECK-NEXT: %{{.+}}:5 = attnk.forward.consumer params(%[[KMAP]], {{.*}}) rings(%[[ST]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = {persistent = false}} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
+// CHECK-NEXT: %{{.+}}:5 = attnk.forward.consumer params(%[[KMAP]], {{.*}}) rings(%[[ST]], %[[CV]] : {{.*}}) work(%[[W]]#0, {{.*}}, %[[T]]#2) {plan = {persistent = false}} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
 gpu.module @decode {
   attnk.kernel @f_decode(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attnk.tensor_map<1x128x1x128xi8, none>,
                          %q: memref<?x1x8x128xbf16>, %n: i32) threads = 384 {
@@ -35,7 +35,7 @@ gpu.module @decode {
         %s:5 = attnk.forward.consumer params(%kmap, %vmap, %q, %n : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>, memref<?x1x8x128xbf16>, i32)
             rings(%st, %cv : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>, !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 128, consumers = 128>)
             work(%w#0, %w#1, %w#2, %w#3, %w#4, %w#5, %w#6, %t#0, %t#1, %t#2) {plan = {persistent = false}}
-            : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
+            : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
       }
   }
 }
@@ -132,9 +132,9 @@ func.func @kv_rings(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attn
 // CHECK: #plan = {consumerRegs = 200 : i64, consumerWGs = 2 : i64, headDim = 128 : i64, name = "d", persistent = false, prefill = false, producerRegs = 56 : i64}
 // CHECK-LABEL: gpu.module @epilogue
 // CHECK: %[[ST:.+]] = attnk.ring.alloc at 16384
-// CHECK: %[[S:[^:]+]]:5 = attnk.forward.consumer params(%{{.+}}, %{{.+}} : {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[W0:[^,]+]], {{.*}}) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
-// CHECK-NEXT: %[[MO:[^,]+]], %[[MM:[^,]+]], %[[ML:[^ ]+]] = attnk.forward.merge_warpgroups %[[S]]#0, %[[S]]#1, %[[S]]#2 in %[[ST]] warpgroup(%[[S]]#4) thread(%[[W0]]) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
-// CHECK-NEXT: attnk.forward.epilogue %[[MO]], %[[MM]], %[[ML]], %[[S]]#3 warpgroup(%[[S]]#4) in %[[ST]] work(%[[W0]], {{.*}}) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+// CHECK: %[[S:[^:]+]]:5 = attnk.forward.consumer params(%{{.+}}, %{{.+}} : {{.*}}) rings(%[[ST]] : {{.*}}) work(%[[W0:[^,]+]], {{.*}}) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
+// CHECK-NEXT: %[[MO:[^,]+]], %[[MM:[^,]+]], %[[ML:[^ ]+]] = attnk.forward.merge_warpgroups %[[S]]#0, %[[S]]#1, %[[S]]#2 rows(%[[S]]#4 : !attnk.rows) in %[[ST]] {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+// CHECK-NEXT: attnk.forward.epilogue %[[MO]], %[[MM]], %[[ML]], %[[S]]#3 rows(%[[S]]#4 : !attnk.rows) in %[[ST]] work(%[[W0]], {{.*}}) {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
 #plan = {consumerRegs = 200 : i64, consumerWGs = 2 : i64, headDim = 128 : i64, name = "d", persistent = false, prefill = false, producerRegs = 56 : i64}
 gpu.module @epilogue {
   attnk.kernel @d_decode(%kmap: !attnk.tensor_map<1x128x1x128xi8, none>, %vmap: !attnk.tensor_map<1x128x1x128xi8, none>,
@@ -146,10 +146,33 @@ gpu.module @epilogue {
     %s:5 = attnk.forward.consumer params(%kmap, %vmap : !attnk.tensor_map<1x128x1x128xi8, none>, !attnk.tensor_map<1x128x1x128xi8, none>)
         rings(%st : !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>)
         work(%w#0, %w#1, %w#2, %w#3, %w#4, %w#5, %w#6, %n, %n, %n) {plan = #plan}
-        : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
-    %o, %m, %l = attnk.forward.merge_warpgroups %s#0, %s#1, %s#2 in %st warpgroup(%s#4) thread(%w#0) {plan = #plan}
+        : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
+    %o, %m, %l = attnk.forward.merge_warpgroups %s#0, %s#1, %s#2 rows(%s#4 : !attnk.rows) in %st {plan = #plan}
         : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
-    attnk.forward.epilogue %o, %m, %l, %s#3 warpgroup(%s#4) in %st work(%w#0, %w#1, %w#2, %w#3, %w#4, %w#5, %w#6, %n, %n, %n)
+    attnk.forward.epilogue %o, %m, %l, %s#3 rows(%s#4 : !attnk.rows) in %st work(%w#0, %w#1, %w#2, %w#3, %w#4, %w#5, %w#6, %n, %n, %n)
         {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, stages = 2, none, producers = 1, consumers = 128>
+  }
+}
+
+// -----
+
+// Prefill's rows are `partial` (a row of the last query chunk may not exist): the loop's rows
+// reach the epilogue without a merge.
+// CHECK-LABEL: gpu.module @prefill_rows
+// CHECK: %[[S:[^:]+]]:5 = attnk.forward.consumer {{.*}} : !attnk.acc<64x64xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows<partial>
+// CHECK-NEXT: attnk.forward.epilogue %[[S]]#0, %[[S]]#1, %[[S]]#2, %[[S]]#3 rows(%[[S]]#4 : !attnk.rows<partial>) in
+gpu.module @prefill_rows {
+  attnk.kernel @p_prefill(%kmap: !attnk.tensor_map<1x128x1x64xbf16, swizzle_128b>, %vmap: !attnk.tensor_map<1x128x1x64xbf16, swizzle_128b>,
+                          %q: memref<?x1x8x64xbf16>, %ks: memref<?xf32>, %vs: memref<?xf32>, %lens: memref<?xi32>,
+                          %alibi: memref<?xf32>, %out: memref<?x1x8x64xbf16>, %ws: memref<?xf32>, %b: i32, %n: i32,
+                          %splits: i32, %qs: memref<?xf32>, %kz: memref<?xi8>, %vz: memref<?xi8>) threads = 384 {
+    %w:7 = attnk.forward.work {plan = {headDim = 64 : i64, persistent = false, prefill = true}} : i32, i32, i32, i32, i32, i32, i32
+    %st = attnk.ring.alloc at 16384 : !attnk.ring<256x64xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 256>
+    %s:5 = attnk.forward.consumer params(%kmap, %vmap : !attnk.tensor_map<1x128x1x64xbf16, swizzle_128b>, !attnk.tensor_map<1x128x1x64xbf16, swizzle_128b>)
+        rings(%st : !attnk.ring<256x64xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 256>)
+        work(%w#0, %w#1, %w#2, %w#3, %w#4, %w#5, %w#6, %n, %n, %n) {plan = {headDim = 64 : i64, persistent = false, prefill = true}}
+        : !attnk.acc<64x64xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows<partial>
+    attnk.forward.epilogue %s#0, %s#1, %s#2, %s#3 rows(%s#4 : !attnk.rows<partial>) in %st work(%w#0, %w#1, %w#2, %w#3, %w#4, %w#5, %w#6, %n, %n, %n)
+        {plan = {headDim = 64 : i64, persistent = false, prefill = true}} : !attnk.acc<64x64xf32>, vector<64xf32>, !attnk.ring<256x64xbf16, stages = 2, swizzle_128b, producers = 1, consumers = 256>
   }
 }

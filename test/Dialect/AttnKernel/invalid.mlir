@@ -585,6 +585,30 @@ func.func @f(%s: !attnk.acc<64x128xf32>, %m: vector<64xf32>) {
 
 // -----
 
+func.func @f(%o: !attnk.acc<64x128xi32>, %l: vector<64xf32>, %rows: !attnk.rows) {
+  // expected-error @+1 {{finishes an f32 accumulator, got 'i32'}}
+  %o1, %l1 = attnk.softmax_finish %o, %l rows(%rows : !attnk.rows) : !attnk.acc<64x128xi32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %l: vector<32xf32>, %rows: !attnk.rows) {
+  // expected-error @+1 {{needs one row sum per accumulator row (64)}}
+  %o1, %l1 = attnk.softmax_finish %o, %l rows(%rows : !attnk.rows) : !attnk.acc<64x128xf32>, vector<32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x96xf32>, %l: vector<64xf32>, %rows: !attnk.rows) {
+  // expected-error @+1 {{with hadamard, O's columns must be a power of two, got 96}}
+  %o1, %l1 = attnk.softmax_finish %o, %l rows(%rows : !attnk.rows) {hadamard} : !attnk.acc<64x96xf32>, vector<64xf32>
+  return
+}
+
+// -----
+
 func.func @f(%o: !attnk.acc<64x128xi32>, %c: vector<64xf32>) {
   // expected-error @+1 {{rescales an f32 accumulator}}
   %r = attnk.rescale_output %o, %c : !attnk.acc<64x128xi32>, vector<64xf32>

@@ -27,14 +27,16 @@
 // CHECK: %[[P:.+]], %[[M1:.+]], %[[L1:.+]], %[[C:.+]] = attnk.softmax_step %[[S2]], %{{.+}}, %{{.+}} scale_log2 = 1.250000e-01 key_limit(%{{.+}}) causal(%{{.+}}) alibi(%{{.+}} : vector<64xf32>) : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
 // CHECK: %[[O1:.+]] = attnk.rescale_output %{{.+}}, %[[C]] : !attnk.acc<64x128xf32>, vector<64xf32>
 // CHECK: %[[O2:.+]] = attnk.wgmma %[[P]], %{{.+}}, %[[O1]] {transpose_b} : !attnk.frag<64x128xbf16>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
-// CHECK: %[[O3:.+]] = attnk.rescale_output %[[O2]], %[[L1]] {reciprocal}
+// CHECK: %[[O4:.+]], %[[L2:.+]] = attnk.softmax_finish %[[O2]], %[[L1]] rows(%{{.+}} : !attnk.rows) {hadamard} : !attnk.acc<64x128xf32>, vector<64xf32>
+// CHECK: %[[O3:.+]] = attnk.rescale_output %[[O4]], %[[L2]] {reciprocal}
 // CHECK: attnk.store_tile %[[O3]], %{{.+}}[%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] rows(%{{.+}}) : !attnk.acc<64x128xf32>, memref<?x?x16x128xbf16>
 func.func @decode_int8(%kmap: !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>,
                        %q: !attnk.stage<64x128xbf16, swizzle_128b>,
                        %v: !attnk.stage<128x128xbf16, swizzle_128b>,
                        %ks: vector<128xf32>, %acc: !attnk.acc<64x128xf32>,
                        %m: vector<64xf32>, %l: vector<64xf32>, %slopes: vector<64xf32>,
-                       %out: memref<?x?x16x128xbf16>, %i: i32, %ph: i1, %n: i32, %c0: index) {
+                       %out: memref<?x?x16x128xbf16>, %i: i32, %ph: i1, %n: i32, %c0: index,
+                       %rows: !attnk.rows) {
   %k = attnk.ring.alloc : !attnk.ring<128x128xi8, stages = 2, swizzle_128b, producers = 1, consumers = 2>
   %kb = attnk.ring.alloc : !attnk.ring<128x128xbf16, stages = 2, swizzle_128b, producers = 4, consumers = 2>
   attnk.warp_specialize attributes {ctas_per_sm = 1}
@@ -60,7 +62,8 @@ func.func @decode_int8(%kmap: !attnk.tensor_map<1x128x1x128xi8, swizzle_128b>,
           alibi(%slopes : vector<64xf32>) : !attnk.acc<64x128xf32>, vector<64xf32> -> !attnk.frag<64x128xbf16>
       %o1 = attnk.rescale_output %acc, %c : !attnk.acc<64x128xf32>, vector<64xf32>
       %o2 = attnk.wgmma %p, %v, %o1 {transpose_b} : !attnk.frag<64x128xbf16>, !attnk.stage<128x128xbf16, swizzle_128b>, !attnk.acc<64x128xf32>
-      %o3 = attnk.rescale_output %o2, %l1 {reciprocal} : !attnk.acc<64x128xf32>, vector<64xf32>
+      %o4, %l2 = attnk.softmax_finish %o2, %l1 rows(%rows : !attnk.rows) {hadamard} : !attnk.acc<64x128xf32>, vector<64xf32>
+      %o3 = attnk.rescale_output %o4, %l2 {reciprocal} : !attnk.acc<64x128xf32>, vector<64xf32>
       attnk.store_tile %o3, %out[%c0, %c0, %c0, %c0] rows(%n) : !attnk.acc<64x128xf32>, memref<?x?x16x128xbf16>
     }
   return

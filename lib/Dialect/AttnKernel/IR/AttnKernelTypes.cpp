@@ -335,6 +335,21 @@ LogicalResult FragType::verify(function_ref<InFlightDiagnostic()> emitError, int
 // GroupsType
 //===----------------------------------------------------------------------===//
 
+Type RowsType::parse(AsmParser &p) {
+  bool partial = false;
+  if (succeeded(p.parseOptionalLess())) {
+    if (p.parseKeyword("partial") || p.parseGreater())
+      return {};
+    partial = true;
+  }
+  return get(p.getContext(), partial);
+}
+
+void RowsType::print(AsmPrinter &p) const {
+  if (getPartial())
+    p << "<partial>";
+}
+
 Type GroupsType::parse(AsmParser &p) {
   SmallVector<int64_t> shape;
   Type elem;

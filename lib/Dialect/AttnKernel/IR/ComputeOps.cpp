@@ -2,7 +2,8 @@
 //
 // What this file is: the verifiers of the kernel level's compute ops: `attnk.convert_tile` (the
 // dequantization's schemes, operands and element types), `attnk.wgmma` (shapes and types as the
-// PTX ISA allows them), `attnk.wgmma_wait`, the online-softmax step, the output rescale, the
+// PTX ISA allows them), `attnk.wgmma_wait`, the online-softmax step and its finish
+// (`attnk.softmax_finish`), the output rescale, the
 // split merges and the tile store.
 //
 //===----------------------------------------------------------------------===//
@@ -10,6 +11,7 @@
 #include "attn/Dialect/AttnKernel/IR/AttnKernel.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace mlir::attnk;
@@ -215,6 +217,17 @@ LogicalResult SoftmaxStepOp::verify() {
     return emitOpError("alibi needs one slope per score row");
   if (!(getScaleLog2().convertToFloat() > 0))
     return emitOpError("scale_log2 must be positive");
+  return success();
+}
+
+LogicalResult SoftmaxFinishOp::verify() {
+  AccType o = getAcc().getType();
+  if (!o.getElementType().isF32())
+    return emitOpError("finishes an f32 accumulator, got ") << o.getElementType();
+  if (!isRowVectorOf(getRowSum().getType(), o.getM()))
+    return emitOpError("needs one row sum per accumulator row (") << o.getM() << ")";
+  if (getHadamard() && !llvm::isPowerOf2_64(o.getN()))
+    return emitOpError("with hadamard, O's columns must be a power of two, got ") << o.getN();
   return success();
 }
 

@@ -6,7 +6,8 @@
 // (`attnk.forward.merge_warpgroups`, `attnk.forward.epilogue`) (ForwardOps.td): the work values
 // each takes or yields follow from the plan's `persistent` flag — without a persistent grid the
 // CTA's seven work ids and the prologue's three tile values, with one only the thread id; the
-// consumer's final state is O (an f32 accumulator of head_dim columns) and its row vectors.
+// consumer's final state is O (an f32 accumulator of head_dim columns) and its row vectors, and
+// the thread's rows (`!attnk.rows`) are `partial` exactly for a prefill plan.
 //
 //===----------------------------------------------------------------------===//
 
@@ -119,6 +120,16 @@ static LogicalResult verifyState(Operation *op, DictionaryAttr plan, Type acc, T
   return success();
 }
 
+/// A thread's rows: `partial` (a row may not exist) exactly where the plan is prefill's.
+static LogicalResult verifyRows(Operation *op, DictionaryAttr plan, RowsType rows) {
+  auto prefill = plan.getAs<BoolAttr>("prefill");
+  if (prefill && rows.getPartial() != prefill.getValue())
+    return op->emitOpError("takes rows ")
+           << (prefill.getValue() ? "with" : "without") << " 'partial' with a "
+           << (prefill.getValue() ? "prefill" : "decode") << " plan, got " << Type(rows);
+  return success();
+}
+
 LogicalResult ForwardConsumerOp::verify() {
   if (failed(verifyStep(*this, getPlan(), getParams(), getWork(), kTileValues)))
     return failure();
@@ -132,9 +143,10 @@ LogicalResult ForwardConsumerOp::verify() {
   TypeRange t = getState().getTypes();
   if (failed(verifyState(*this, getPlan(), t[0], t[1], t[2])))
     return failure();
-  if (!t[3].isF32() || !t[4].isInteger(32))
-    return emitOpError("yields O's unit (f32) and the consumer warpgroup (i32) last");
-  return success();
+  auto rows = dyn_cast<RowsType>(t[4]);
+  if (!t[3].isF32() || !rows)
+    return emitOpError("yields O's unit (f32) and the thread's rows (!attnk.rows) last");
+  return verifyRows(*this, getPlan(), rows);
 }
 
 /// The epilogue ops run without a persistent grid (whose role op keeps its epilogue).
@@ -156,6 +168,8 @@ LogicalResult ForwardMergeWarpgroupsOp::verify() {
   auto prefill = getPlan().getAs<BoolAttr>("prefill");
   if ((wgs && wgs.getInt() != 2) || (prefill && prefill.getValue()))
     return emitOpError("merges the two consumer warpgroups of a decode plan");
+  if (getRows().getType().getPartial())
+    return emitOpError("takes a decode warpgroup's rows, without 'partial'");
   return success();
 }
 
@@ -165,7 +179,8 @@ static constexpr unsigned kForwardParams = 15;
 LogicalResult ForwardEpilogueOp::verify() {
   if (failed(verifyNotPersistent(*this, getPlan())) ||
       failed(verifyState(*this, getPlan(), getAcc().getType(), getRowMax().getType(),
-                         getRowSum().getType())))
+                         getRowSum().getType())) ||
+      failed(verifyRows(*this, getPlan(), getRows().getType())))
     return failure();
   if (getWork().size() != kWorkIds + kTileValues)
     return emitOpError("takes ") << kWorkIds + kTileValues << " work values, got "

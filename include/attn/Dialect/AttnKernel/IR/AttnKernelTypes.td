@@ -3,7 +3,8 @@
 // What this file is: the types of the kernel level. Shared memory: a ring of stages with its
 // mbarriers (`!attnk.ring`) and one stage of it (`!attnk.stage`), the swizzle part of both; the
 // TMA tensor map (`!attnk.tensor_map`); registers: the warpgroup accumulator fragment of a WGMMA
-// (`!attnk.acc`, m64nN × f32/s32) and the register A operand of a WGMMA (`!attnk.frag`).
+// (`!attnk.acc`, m64nN × f32/s32), the register A operand of a WGMMA (`!attnk.frag`) and where
+// a consumer thread's accumulator rows live in the problem (`!attnk.rows`).
 //
 //===----------------------------------------------------------------------===//
 #ifndef ATTNK_TYPES_TD
@@ -128,6 +129,29 @@ def AttnKernel_FragType : AttnKernel_Type<"Frag", "frag"> {
   let parameters = (ins "int64_t":$m, "int64_t":$k, "::mlir::Type":$elementType);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
+}
+
+def AttnKernel_RowsType : AttnKernel_Type<"Rows", "rows"> {
+  let summary = "a consumer thread's rows of an m64 accumulator fragment";
+  let description = [{
+    `!attnk.rows` or `!attnk.rows<partial>`: where a consumer thread's two rows of an
+    `!attnk.acc<64xNxf32>` (O) and of its row vectors live in the attention problem — the
+    thread's consumer warpgroup (warp-uniform) and index in it, its fragment rows r0 and
+    r0 + 8 and column base, each row's query token and head, and the warpgroup's first query
+    token. The tile loop computes them once; the merge of two warpgroups and the epilogue read
+    them as this value, so the instructions stay where the loop placed them. With `partial`
+    (prefill, whose last query chunk may be short) each row also carries whether it exists.
+
+    Per thread: 10 i32 values (12 with `partial`: two i1 more).
+
+    Example: `%o, %m, %l, %unit, %rows = attnk.forward.consumer ... : ..., f32, !attnk.rows`.
+  }];
+  let parameters = (ins DefaultValuedParameter<"bool", "false">:$partial);
+  let hasCustomAssemblyFormat = 1;
+  let extraClassDeclaration = [{
+    /// The i32 values of a thread's rows (without the two i1 flags of a partial tile).
+    static constexpr unsigned kIndexValues = 10;
+  }];
 }
 
 def AttnKernel_GroupsType : AttnKernel_Type<"Groups", "groups"> {

@@ -171,6 +171,37 @@ def AttnKernel_SoftmaxStepOp : AttnKernel_Op<"softmax_step", [
   let hasVerifier = 1;
 }
 
+def AttnKernel_SoftmaxFinishOp : AttnKernel_Op<"softmax_finish", [
+    Pure, AllTypesMatch<["acc", "result"]>, AllTypesMatch<["rowSum", "newSum"]>]> {
+  let summary = "the end of an online softmax: row sums reduced over the quad, O · H";
+  let description = [{
+    After the last `attnk.softmax_step` of a warpgroup's tiles each thread holds the sum of
+    its own columns of its two rows; the four threads of a quad share a row, so `newSum` is
+    the row sum reduced over the quad (`shfl.sync.bfly` 1, then 2). With `hadamard` (V was
+    rotated by the unnormalized N × N Walsh–Hadamard matrix H, N = O's columns) O becomes
+    O · H first — butterfly stages within the thread's registers and across the quad — and
+    the row sums take H's √N, so that O / l undoes the rotation (merges and the epilogue are
+    linear in O). `rows`: the thread's rows (`!attnk.rows`), whose column base places its
+    registers in O's columns.
+
+    Example:
+    ```mlir
+    %o1, %l1 = attnk.softmax_finish %o, %l rows(%rows : !attnk.rows)
+        : !attnk.acc<64x128xf32>, vector<64xf32>
+    ```
+
+    [PTX ISA: shfl.sync](https://docs.nvidia.com/cuda/parallel-thread-execution/#data-movement-and-conversion-instructions-shfl-sync)
+  }];
+  let arguments = (ins AttnKernel_AccType:$acc, AttnKernel_RowVector:$rowSum,
+                       AttnKernel_RowsType:$rows, UnitAttr:$hadamard);
+  let results = (outs AttnKernel_AccType:$result, AttnKernel_RowVector:$newSum);
+  let assemblyFormat = [{
+    $acc `,` $rowSum `rows` `(` $rows `:` qualified(type($rows)) `)` attr-dict `:`
+    qualified(type($acc)) `,` qualified(type($rowSum))
+  }];
+  let hasVerifier = 1;
+}
+
 def AttnKernel_RescaleOutputOp : AttnKernel_Op<"rescale_output", [
     Pure, AllTypesMatch<["acc", "result"]>]> {
   let summary = "multiply each row of the output accumulator by a factor (or divide by it)";

@@ -128,20 +128,23 @@ def AttnKernel_ForwardConsumerOp : AttnKernel_ForwardStepOp<"forward.consumer"> 
     Transitional: the consumer warpgroups' main loop, not yet spelled in ring, WGMMA and
     softmax ops — per K/V tile the wait on the stage or conversion ring, S = Q·Kᵀ, masks, the
     online softmax, the rescale of O and O += P·V, each stage released after the GEMM that read
-    it — then (rotated V) O · H and the row sums reduced over the quad that shares a row.
+    it.
 
-    Without a persistent grid its results are the warpgroup's final state, which the epilogue
-    ops take: O (`!attnk.acc<64xDxf32>`, unnormalized), the row maxima and row sums
-    (`vector<64xf32>`, base-2 logits), O's unit (the V scale O is kept in with per-tile V
-    scales, else 1) and the thread's consumer warpgroup (warp-uniform). With a persistent grid
-    it has no results and runs the whole role, epilogue included, over the CTA's work items.
+    Without a persistent grid its results are the warpgroup's loop state, which
+    `attnk.softmax_finish` turns into the final state the epilogue ops take: O
+    (`!attnk.acc<64xDxf32>`, unnormalized), the row maxima and the row sums of the thread's own
+    columns (`vector<64xf32>`, base-2 logits), O's unit (the V scale O is kept in with per-tile V
+    scales, else 1) and the thread's rows (`!attnk.rows`: its consumer warpgroup, fragment
+    rows, query tokens and heads; `partial` for prefill). With a persistent grid
+    it has no results and runs the whole role, finish and epilogue included, over the CTA's work
+    items.
     Operands: the kernel's parameters, its rings and the work values of `attnk.forward.work`
     and `attnk.forward.prologue`.
 
     Example:
     ```mlir
-    %o, %m, %l, %unit, %wg = attnk.forward.consumer params(...) rings(...) work(...) {plan = #plan}
-        : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, i32
+    %o, %m, %l, %unit, %rows = attnk.forward.consumer params(...) rings(...) work(...) {plan = #plan}
+        : !attnk.acc<64x128xf32>, vector<64xf32>, vector<64xf32>, f32, !attnk.rows
     ```
   }];
   let results = (outs Variadic<AnyType>:$state);
@@ -155,7 +158,7 @@ def AttnKernel_ForwardConsumerOp : AttnKernel_ForwardStepOp<"forward.consumer"> 
     ::mlir::Value getRowMax() { return getState().empty() ? Value() : getState()[1]; }
     ::mlir::Value getRowSum() { return getState().empty() ? Value() : getState()[2]; }
     ::mlir::Value getUnit() { return getState().empty() ? Value() : getState()[3]; }
-    ::mlir::Value getWarpgroup() { return getState().empty() ? Value() : getState()[4]; }
+    ::mlir::Value getRows() { return getState().empty() ? Value() : getState()[4]; }
   }];
 }
 
@@ -169,24 +172,24 @@ def AttnKernel_ForwardMergeWarpgroupsOp : AttnKernel_Op<"forward.merge_warpgroup
     1 parks its state in the stage ring `ring` (idle once both loops are done; thread-major,
     conflict-free), a second barrier, and warpgroup 0 merges:
     `m = max(m₀, m₁)`, `l = 2^(m₀−m)·l₀ + 2^(m₁−m)·l₁`, `O = 2^(m₀−m)·O₀ + 2^(m₁−m)·O₁`.
-    The results are meaningful in warpgroup 0 (`warpgroup`: the thread's consumer warpgroup;
-    `thread`: its id in the CTA).
+    The results are meaningful in warpgroup 0 (`rows`: the loop's rows of the thread, whose
+    consumer warpgroup and index in it choose who parks, who merges and where).
 
     Example:
     ```mlir
-    %o2, %m2, %l2 = attnk.forward.merge_warpgroups %o, %m, %l in %st warpgroup(%wg) thread(%tid)
+    %o2, %m2, %l2 = attnk.forward.merge_warpgroups %o, %m, %l rows(%rows : !attnk.rows) in %st
         {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, ...>
     ```
 
     [PTX ISA: bar.sync](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-bar)
   }];
   let arguments = (ins AttnKernel_AccType:$acc, AttnKernel_RowVector:$rowMax,
-                       AttnKernel_RowVector:$rowSum, AttnKernel_RingType:$ring, I32:$warpgroup,
-                       I32:$thread, DictionaryAttr:$plan);
+                       AttnKernel_RowVector:$rowSum, AttnKernel_RowsType:$rows,
+                       AttnKernel_RingType:$ring, DictionaryAttr:$plan);
   let results = (outs AttnKernel_AccType:$result, AttnKernel_RowVector:$newMax,
                       AttnKernel_RowVector:$newSum);
   let assemblyFormat = [{
-    $acc `,` $rowMax `,` $rowSum `in` $ring `warpgroup` `(` $warpgroup `)` `thread` `(` $thread `)`
+    $acc `,` $rowMax `,` $rowSum `rows` `(` $rows `:` qualified(type($rows)) `)` `in` $ring
     attr-dict `:` qualified(type($acc)) `,` qualified(type($rowMax)) `,` qualified(type($ring))
   }];
   let hasVerifier = 1;
@@ -200,8 +203,8 @@ def AttnKernel_ForwardEpilogueOp : AttnKernel_Op<"forward.epilogue", [
     unit; after `attnk.forward.merge_warpgroups` where there is one). With one KV split (the
     `num_splits` parameter, at run time): O · unit / l (0 for a row without keys; per-head and
     per-tensor V scales applied here) stored as bf16 to the output rows the warpgroup owns
-    (decode: warpgroup 0's; prefill through its query tile in the ring memory at `ring`'s
-    base). With several: launched in a cluster of the splits, the splits merge through
+    (`rows`, the loop's: decode warpgroup 0's; prefill each warpgroup's, through its query
+    tile in the ring memory at `ring`'s base). With several: launched in a cluster of the splits, the splits merge through
     distributed shared memory and the leader's share of the merged output is stored; otherwise
     the split's partial (O, m, l) goes to the workspace for the combine kernel. Then (decode)
     the trigger of the programmatic dependents. The launch parameters it reads (`out`,
@@ -214,17 +217,17 @@ def AttnKernel_ForwardEpilogueOp : AttnKernel_Op<"forward.epilogue", [
 
     Example:
     ```mlir
-    attnk.forward.epilogue %o, %m, %l, %unit warpgroup(%wg) in %st work(%w#0, ...)
+    attnk.forward.epilogue %o, %m, %l, %unit rows(%rows : !attnk.rows) in %st work(%w#0, ...)
         {plan = #plan} : !attnk.acc<64x128xf32>, vector<64xf32>, !attnk.ring<256x128xi8, ...>
     ```
 
     [PTX ISA: griddepcontrol](https://docs.nvidia.com/cuda/parallel-thread-execution/#parallel-synchronization-and-communication-instructions-griddepcontrol)
   }];
   let arguments = (ins AttnKernel_AccType:$acc, AttnKernel_RowVector:$rowMax,
-                       AttnKernel_RowVector:$rowSum, F32:$unit, I32:$warpgroup,
+                       AttnKernel_RowVector:$rowSum, F32:$unit, AttnKernel_RowsType:$rows,
                        AttnKernel_RingType:$ring, Variadic<I32>:$work, DictionaryAttr:$plan);
   let assemblyFormat = [{
-    $acc `,` $rowMax `,` $rowSum `,` $unit `warpgroup` `(` $warpgroup `)` `in` $ring
+    $acc `,` $rowMax `,` $rowSum `,` $unit `rows` `(` $rows `:` qualified(type($rows)) `)` `in` $ring
     `work` `(` $work `)` attr-dict `:` qualified(type($acc)) `,` qualified(type($rowMax)) `,`
     qualified(type($ring))
   }];
