@@ -114,7 +114,7 @@ def compare(cfg, sdpa, ours, prompt, n, tok=None):
     return res
 
 
-def scores(lg, got, ref, n, tok):
+def scores(lg, got, ref, tok):
     """Teacher-forced logits lg [T, B, V] and free-running tokens got [B, n] against SDPA's."""
     ref_tokens, ref_logits, margin = ref
     err = (lg - ref_logits).abs()
@@ -132,39 +132,42 @@ def scores(lg, got, ref, n, tok):
     return r
 
 
+def measured(name, run, ref, tok):
+    """scores() of run() -> (teacher-forced logits, free-running tokens), or the error it raised;
+    printed as one line."""
+    try:
+        r = scores(*run(), ref, tok)
+    except Exception as e:
+        r = {"error": f"{type(e).__name__}: {e}"}
+        traceback.print_exc()
+    print(name, json.dumps(r)[:400], flush=True)
+    return r
+
+
 def library_row(cfg, sdpa, prompt, n, ref, tok):
     """transformers' own eager attention (bf16 DynamicCache) against its SDPA path: how often two
     correct bf16 attentions of the library itself agree, the floor the bf16 cache is read against."""
-    r = {}
-    try:
-        sdpa.set_attn_implementation("eager")
+    def run():
         lg = forced_logits(sdpa, prompt, ref[0], DynamicCache(config=cfg))
         out = sdpa.generate(prompt, max_new_tokens=n, do_sample=False, min_new_tokens=n,
                             attention_mask=torch.ones_like(prompt))
-        r = scores(lg, out[:, prompt.shape[1]:], ref, n, tok)
-    except Exception as e:
-        r["error"] = f"{type(e).__name__}: {e}"
-        traceback.print_exc()
+        return lg, out[:, prompt.shape[1]:]
+    sdpa.set_attn_implementation("eager")
+    try:
+        return measured("eager_bf16", run, ref, tok)
     finally:
         sdpa.set_attn_implementation("sdpa")
-    print("eager_bf16", json.dumps(r)[:400], flush=True)
-    return r
 
 
 def ours_row(cfg, ours, prompt, n, ref, tok, c):
     """One cache format through our kernels against SDPA."""
-    r = {}
-    try:
+    def run():
         cache = qh.QattnCache(cfg, max_cache_len=prompt.shape[1] + n, cache=c, **BACKEND)
         lg = forced_logits(ours, prompt, ref[0], cache)
         out = qh.generate(ours, prompt, cache=c, max_new_tokens=n, **BACKEND, min_new_tokens=n,
                           attention_mask=torch.ones_like(prompt))
-        r = scores(lg, out[:, prompt.shape[1]:], ref, n, tok)
-    except Exception as e:
-        r["error"] = f"{type(e).__name__}: {e}"
-        traceback.print_exc()
-    print(c, json.dumps(r)[:400], flush=True)
-    return r
+        return lg, out[:, prompt.shape[1]:]
+    return measured(c, run, ref, tok)
 
 
 def real_weights(tok, cfg, sdpa, ours, a):

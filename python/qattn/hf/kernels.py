@@ -25,6 +25,7 @@ import os
 from pathlib import Path
 
 from ..aot import FORMATS
+from ..paged import check_page_size  # noqa: F401 (qattn.hf.kernels.check_page_size: callers use it)
 from ..spec import attention, quantize_paged
 
 # Cache formats: the name users pass -> the kernel suffix.
@@ -39,13 +40,6 @@ def cache_format(name: str) -> str:
         return CACHE_FORMATS[str(name).lower()]
     except KeyError:
         raise ValueError(f"unknown cache format {name!r}: one of int8, fp8 (e4m3), bf16") from None
-
-
-def check_page_size(page_size) -> int:
-    p = page_size
-    if isinstance(p, bool) or not isinstance(p, int) or not 1 <= p <= 256 or p & (p - 1):
-        raise ValueError(f"page_size must be a power of two in [1, 256], got {page_size!r}")
-    return p
 
 
 def table_tokens(capacity: int) -> int:
