@@ -74,10 +74,10 @@ struct ProducerBuilder {
   }
   /// A paged cache: the page of token `tok` of the CTA's sequence (attnk.page_lookup).
   Value pageOf(Value tok) {
-    Value table = params.back(), blocks;
-    if (cast<MemRefType>(table.getType()).isDynamicDim(1)) // kv_len / P entries per sequence
-      blocks = arith::ShRUIOp::create(b, loc, params[10], c(llvm::Log2_64(p.pageSize)));
-    return attnk::PageLookupOp::create(b, loc, b.getI32Type(), table, bIdx(), tok, blocks,
+    Value blocks;
+    if (dynamicTable())
+      blocks = arith::ShRUIOp::create(b, loc, kvLen(), c(llvm::Log2_64(p.pageSize)));
+    return attnk::PageLookupOp::create(b, loc, b.getI32Type(), blockTable(), bIdx(), tok, blocks,
                                        b.getI64IntegerAttr(p.pageSize));
   }
   /// The scales of key `tok` (clamped), in page `page` when paged.
@@ -93,6 +93,13 @@ struct ProducerBuilder {
   /// at most 16 boxes per K or V tile: one lane of the warp each); otherwise the lowering of
   /// the copies reads them.
   bool pagesAhead() const { return p.paged() && p.tileN / p.boxRows() <= 16; }
+
+  // The kernel's parameters, in forwardParams' order (BuildForward.cpp).
+  Value kvLen() { return params[10]; }
+  Value numSplits() { return params[11]; }
+  Value blockTable() { return params.back(); }
+  /// A block table of a run-time width (kv_len / P entries per sequence).
+  bool dynamicTable() { return cast<MemRefType>(blockTable().getType()).isDynamicDim(1); }
 
   Value tid() { return work[0]; }
   Value bIdx() { return work[4]; }
@@ -141,12 +148,12 @@ void ProducerBuilder::issueTile(Value slot, Value tile, ValueRange pages) {
   // A table of a dynamic width: the pages looked up here (the copies' lowering reads a table of
   // a static width only).
   SmallVector<Value> looked;
-  if (p.paged() && pages.empty() && cast<MemRefType>(params.back().getType()).isDynamicDim(1)) {
+  if (p.paged() && pages.empty() && dynamicTable()) {
     for (int64_t r0 = 0; r0 < half; r0 += rows)
       looked.push_back(pageOf(add(row, r0)));
     pages = looked;
   }
-  Value table = p.paged() && pages.empty() ? params.back() : Value();
+  Value table = p.paged() && pages.empty() ? blockTable() : Value();
   for (int64_t r0 = 0; r0 < half; r0 += rows) {
     // Coordinates outermost first: batch element, key row, KV head, column.
     SmallVector<Value> coords = {bIdx(), add(row, r0), hkv(), c(0)};
@@ -295,7 +302,7 @@ void ProducerBuilder::build() {
                      });
   if (p.clusterSplits()) {
     // The producers' part of the consumers' in-cluster merge: its two cluster barriers.
-    Value splits = cmp(CmpIPredicate::sgt, params[11], c(1));
+    Value splits = cmp(CmpIPredicate::sgt, numSplits(), c(1));
     Value cluster =
         cmp(CmpIPredicate::sgt, NVVM::ClusterDim::create(b, loc, b.getI32Type()), c(1));
     Value multi = arith::AndIOp::create(b, loc, splits, cluster);
