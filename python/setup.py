@@ -16,8 +16,9 @@ extension's sources also ship (``qattn/_csrc``): where the wheel was built witho
 ``qattn.torch_ops`` compiles them on first use (torch.utils.cpp_extension.load).
 
 Where attn-opt is found ($ATTN_OPT, then PATH), the ahead-of-time kernel set of qattn/aot.py
-(decode kernels for common configurations) is compiled into ``qattn/_aot``, several attn-opt
-processes at a time; QATTN_AOT chooses the set (``none`` skips it; see qattn/aot.py).
+(decode kernels for common configurations, over contiguous and paged caches) is compiled into
+``qattn/_aot``, several attn-opt processes at a time (QATTN_AOT_JOBS); QATTN_AOT chooses the set
+(``none`` skips it) and QATTN_AOT_PAGES the page sizes of its paged kernels (see qattn/aot.py).
 """
 
 import importlib.util
@@ -135,8 +136,8 @@ def with_runtime_name(base):
 
 def build_aot_set(dst):
     """The ahead-of-time kernel set (qattn/aot.py) into dst, where attn-opt is found ($ATTN_OPT,
-    then PATH); QATTN_AOT chooses the set ('none': skip). A set left in dst by an earlier build
-    goes first."""
+    then PATH); QATTN_AOT and QATTN_AOT_PAGES choose the set ('none': skip). A set left in dst
+    by an earlier build goes first."""
     shutil.rmtree(dst, ignore_errors=True)
     aot = _load_beside("aot")
     chosen = aot.selection()

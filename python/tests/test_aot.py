@@ -55,7 +55,8 @@ def test_catalog_covers_the_configurations():
 
 def test_selection_from_the_environment():
     assert aot.selection({"QATTN_AOT": "none"}) == {}
-    assert len(aot.selection({})) == 48
+    assert len(aot.selection({})) == 48 + 36  # the paged kernels at page 64: test_aot_paged.py
+    assert len(aot.selection({"QATTN_AOT_PAGES": "none"})) == 48
     assert set(aot.selection({"QATTN_AOT": "decode_d128_*_i8"})) == {
         f"decode_d128_g{g}_kv8_i8" for g in (1, 4, 8, 16)}
     two = aot.selection({"QATTN_AOT": "*_g1_*_bf16", "QATTN_AOT_KV_HEADS": "1,8"})
