@@ -37,7 +37,7 @@ def hf_kernels():
     that writes qattn.hf's kernel specs imports only qattn.aot, qattn.paged and qattn.spec."""
     saved = {n: sys.modules.get(n) for n in ("qattn.hf", "qattn.hf.kernels")}
     stub = types.ModuleType("qattn.hf")
-    stub.__path__ = [str(PYTHON_DIR / "qattn" / "hf")]
+    stub.__path__ = [str(Path(qattn.__file__).resolve().parent / "hf")]  # as imported
     sys.modules["qattn.hf"] = stub
     sys.modules.pop("qattn.hf.kernels", None)
     try:
