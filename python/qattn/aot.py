@@ -40,6 +40,8 @@ A contiguous kernel is named ``decode_d<head_dim>_g<ratio>_kv<kv_heads>_<format>
 * ``QATTN_AOT_KV_HEADS``: the KV head counts, comma-separated (default ``8``);
 * ``QATTN_AOT_JOBS``: attn-opt processes at a time (default: the CPU count).
 
+``python -m qattn.aot --selection`` lists what these choose; ``python -m qattn.aot`` what shipped.
+
 A spec is found in the set when its MLIR text equals a set member's up to the function's name and
 the block table's width: a spec with a static ``max_blocks`` (``qattn.hf``'s, one per table
 width) finds the member with a dynamic one, which takes tables of any width at launch.
@@ -305,10 +307,20 @@ def require(spec, root=None):
 
 
 def main(argv):
-    """python -m qattn.aot [ROOT]: lists the shipped set."""
+    """python -m qattn.aot [ROOT]: lists the shipped set; ``--selection``: the kernels a build in
+    this environment would compile (QATTN_AOT, QATTN_AOT_PAGES, QATTN_AOT_KV_HEADS)."""
+    if argv[1:] == ["--selection"]:
+        try:
+            chosen = selection()
+        except ValueError as e:
+            print(f"qattn.aot: {e}", file=sys.stderr)
+            return 2
+        print("\n".join(chosen))
+        return 0
     for n in names(argv[1] if len(argv) > 1 else None):
         print(n)
+    return 0
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    sys.exit(main(sys.argv))

@@ -224,3 +224,14 @@ def test_package_build_ships_paged_kernels(tmp_path):
     proc = subprocess.run(cmd, cwd=PYTHON_DIR, env=env, capture_output=True, text=True,
                           timeout=600)
     assert proc.returncode != 0 and "QATTN_AOT_PAGES must list powers of two" in proc.stderr
+
+
+def test_selection_listed_from_the_command_line():
+    run = [sys.executable, "-m", "qattn.aot", "--selection"]
+    env = dict(os.environ, QATTN_AOT="*_i8_p16", QATTN_AOT_PAGES="none")
+    proc = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == list(aot.selection(env)) and PAGED in proc.stdout.split()
+    env["QATTN_AOT_PAGES"] = "3"
+    proc = subprocess.run(run, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "QATTN_AOT_PAGES must list powers of two" in proc.stderr
