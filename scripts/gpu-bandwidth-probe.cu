@@ -11,6 +11,11 @@
 //   tma_kv - bulk_kv with K and V loaded through tensor maps as the decode kernel loads them
 //          (cp.async.bulk.tensor: 4-D [d, heads, seq, batch] with boxes [128, 1, 128, 1], or 2-D
 //          [d, batch * seq] with boxes [128, rows]; u8, no swizzle, L2 promotion 256 B).
+//   pages_kv - bulk_kv over a paged cache: K, V and their scales are pools of pages of `page`
+//          tokens, a CTA reads its sequence's pages through a page table (in sequence order, or
+//          shuffled over the whole pool as an allocator hands them out), each stage 128 tokens =
+//          128 / page bulk copies per operand. Same bytes as bulk_kv; the difference between the
+//          two orders is what scattering the pages costs the DRAM, with no attention work.
 // Each CTA reads a contiguous 1/grid of the buffer, as a decode CTA reads its batch's K and V.
 // Prints one JSON line per configuration. docs/benchmarks/gpu-decode.md has the
 // results and the command:
@@ -167,6 +172,41 @@ __global__ void readBulkKV(const char *__restrict__ k, const char *__restrict__ 
     out[blockIdx.x] = acc;
 }
 
+// bulk_kv over pools of `page`-token pages (128-byte K and V rows, 4-byte scales): CTA b's
+// logical page i is physical page table[b * pagesPerCta + i].
+__global__ void readPagedKV(const char *__restrict__ k, const char *__restrict__ v,
+                            const char *__restrict__ ks, const char *__restrict__ vs,
+                            const int *__restrict__ table, int pagesPerCta, int page, int stages,
+                            int hold, int *out) {
+  extern __shared__ __align__(128) char smem[];
+  const int tile = 128, perStage = tile / page;
+  const int stageBytes = 2 * tile * 128 + 2 * tile * 4;
+  uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * stageBytes);
+  const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
+  initRing(full0, empty0, stages);
+  const size_t n = size_t(pagesPerCta) / perStage;
+  int acc = 0;
+  if (threadIdx.x == 0) {
+    for (size_t i = 0; i < n; ++i) {
+      int s = int(i % stages);
+      acquireStage(full0, empty0, s, i, stages, stageBytes);
+      uint32_t dst = smemAddr(smem + size_t(s) * stageBytes);
+      for (int pg = 0; pg < perStage; ++pg) {
+        size_t phys = size_t(table[size_t(blockIdx.x) * pagesPerCta + i * perStage + pg]);
+        uint32_t at = dst + pg * page * 128, sat = dst + 2 * tile * 128 + pg * page * 4;
+        bulkLoad(at, k + phys * page * 128, page * 128, full0 + 8 * s);
+        bulkLoad(at + tile * 128, v + phys * page * 128, page * 128, full0 + 8 * s);
+        bulkLoad(sat, ks + phys * page * 4, page * 4, full0 + 8 * s);
+        bulkLoad(sat + tile * 4, vs + phys * page * 4, page * 4, full0 + 8 * s);
+      }
+    }
+  } else if (threadIdx.x >= 32 && threadIdx.x < 64) {
+    acc = consumeRing(smem, stageBytes, n, stages, full0, empty0, hold);
+  }
+  if (acc == 0x12345679)
+    out[blockIdx.x] = acc;
+}
+
 // bulk_kv's K and V copies as tensor-map loads: `rank` 4 (coordinates {0, 0, row, batch}) or 2
 // ({0, batch * rowsPerCta + row}); `rows` tokens per box, `boxes` boxes per stage and operand.
 __global__ void readTmaKV(const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
@@ -293,6 +333,41 @@ int main() {
              "\"us\": %.2f, \"TBps\": %.3f}\n", stages, scaled, hold, us,
              (2.0 * kvBytes + (scaled ? 8.0 * tokens : 0)) / (us * 1e6));
     }
+  // The same bytes as paged pools, pages in sequence order and shuffled (seed 0), beside bulk_kv.
+  CK(cudaFuncSetAttribute(readPagedKV, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
+  {
+    const size_t kvBytes = tokens * 128;
+    int *table = nullptr;
+    CK(cudaMalloc(&table, tokens * sizeof(int)));
+    for (int page : {16, 32, 64, 128})
+      for (int shuffled : {0, 1}) {
+        int pages = int(tokens / page);
+        std::vector<int> order(pages);
+        for (int i = 0; i < pages; ++i)
+          order[i] = i;
+        uint64_t x = 88172645463325252ull;  // xorshift64: a fixed shuffle
+        for (int i = pages - 1; shuffled && i > 0; --i) {
+          x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+          std::swap(order[i], order[x % uint64_t(i + 1)]);
+        }
+        CK(cudaMemcpy(table, order.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
+        for (int stages : {2, 4})
+        for (int hold : {0, 2000}) {
+          size_t sm = size_t(stages) * (2 * 128 * 128 + 2 * 128 * 4) + 16 * stages;
+          us = medianUs([&](int c) {
+            readPagedKV<<<128, 64, sm>>>(bufs[c], bufs[c] + kvBytes + 4096,
+                                         bufs[c] + 2 * (kvBytes + 4096),
+                                         bufs[c] + 2 * (kvBytes + 4096) + tokens * 4 + 4096, table,
+                                         pages / 128, page, stages, hold, out);
+          }, copies);
+          CK(cudaGetLastError());
+          printf("{\"kernel\": \"pages_kv\", \"grid\": 128, \"page\": %d, \"shuffled\": %d, "
+                 "\"stages\": %d, \"hold\": %d, \"us\": %.2f, \"TBps\": %.3f}\n", page, shuffled,
+                 stages, hold, us, (2.0 * kvBytes + 8.0 * tokens) / (us * 1e6));
+        }
+      }
+    CK(cudaFree(table));
+  }
   // The same bytes through tensor maps (decode's loads), beside bulk_kv in the same run.
   CK(cudaFuncSetAttribute(readTmaKV, cudaFuncAttributeMaxDynamicSharedMemorySize, 200 * 1024));
   {

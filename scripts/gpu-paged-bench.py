@@ -10,7 +10,8 @@ Shapes: the Table-3 rows (q_len 3, 16 query heads on 1 KV head, head_dim 128, co
 1024 × 256 … 131072 × 2) and GQA 8:1 (q_len 1, 32 on 4) at context 4096, batch 1-256; pages of
 16 and 64 tokens; int8 K/V with per-(token, head) scales and bf16 K/V; bf16 queries. Each row:
 the peer's best split count (its own `bench` rule), our kernel with the schedule's split rule,
-our contiguous kernel over the same tokens gathered in order, medians of
+our paged kernel over the same pages in sequence order (what shuffling them costs), our
+contiguous kernel over the same tokens gathered in order, medians of
 triton.testing.do_bench (µs), and the largest difference between our output and the peer's.
 """
 import argparse
@@ -119,6 +120,21 @@ def run(args):
                                                   block_table=table))
                 plan.run(q, k, v, ks, vs, seq_lens=lens, out=out, block_table=table)
                 err = float((out.float() - want.float()).abs().max() / want.float().abs().max())
+                # The same pages in sequence order (page i of sequence b at b · blocks + i): what
+                # scattering them costs, with the kernel unchanged.
+                flat = table.flatten().long()
+                ko, vo = k[flat], v[flat]
+                kso = ks[flat] if ks is not None else None
+                vso = vs[flat] if vs is not None else None
+                in_order = torch.arange(flat.numel(), dtype=torch.int32,
+                                        device=q.device).reshape(table.shape)
+                oout = torch.empty_like(q)
+                ordered = median_us(lambda: plan.run(q, ko, vo, kso, vso, seq_lens=lens, out=oout,
+                                                     block_table=in_order))
+                plan.run(q, ko, vo, kso, vso, seq_lens=lens, out=oout, block_table=in_order)
+                if not torch.equal(oout, out):
+                    raise AssertionError(f"pages in order gave another output at {ctx} x {b}")
+                del ko, vo, kso, vso
                 kc, vc = contiguous(k, table, ctx), contiguous(v, table, ctx)
                 ksc = contiguous(ks, table, ctx) if ks is not None else None
                 vsc = contiguous(vs, table, ctx) if vs is not None else None
@@ -132,9 +148,10 @@ def run(args):
                 row = dict(ctx=ctx, batch=b, q_len=sq, q_heads=hq, kv_heads=hkv, page=page,
                            kv=kv, ours_us=round(ours, 1), ours_splits=plan.splits,
                            peer_us=round(best[0], 1), peer_splits=best[1],
-                           ours_contiguous_us=round(contig, 1),
+                           ours_contiguous_us=round(contig, 1), ours_in_order_us=round(ordered, 1),
                            peer_over_ours=round(best[0] / ours, 3),
                            paged_over_contiguous=round(ours / contig, 3),
+                           in_order_over_contiguous=round(ordered / contig, 3),
                            rel_err_vs_peer=err, max_abs_diff_vs_contiguous=same)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
