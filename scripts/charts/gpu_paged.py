@@ -1,6 +1,6 @@
 """What this file is: the chart and table of docs/benchmarks/gpu-paged.md — attn-opt's paged decode
-kernels against the paged split-KV Triton peer and our contiguous kernels, from
-scripts/gpu-paged-bench.py's run in bench/results/.
+kernels against the paged split-KV Triton peer and our contiguous kernels, and over the same
+pages in sequence order, from scripts/gpu-paged-bench.py's two runs in bench/results/.
 
     render(results, out) -> [PNG, Markdown]  (called by scripts/charts.py)
     python3 scripts/charts/gpu_paged.py [RESULTS]   prints the page's Markdown table
@@ -12,11 +12,11 @@ import sys
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from _columns import pyplot, save  # noqa: E402
 
-DATA = "2026-11-27-paged-decode-h100-vs-triton.json"
+DATA = ("2026-11-27-paged-decode-h100-940471a-r1.json", "2026-11-27-paged-decode-h100-940471a-r2.json")
 
 
-def rows(results):
-    return json.loads((results / DATA).read_text())[1:]
+def rows(results, rep=0):
+    return json.loads((results / DATA[rep]).read_text())[1:]
 
 
 def label(r):
@@ -26,36 +26,46 @@ def label(r):
 
 def markdown(results):
     out = ["| context × batch | page | cache | ours µs (splits) | Triton µs (splits) | Triton ÷ ours "
-           "| our contiguous µs | paged ÷ contiguous | rel. diff to Triton |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows(results):
+           "| our contiguous µs | paged ÷ contiguous | pages in order ÷ contiguous "
+           "| rel. diff to Triton |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for r, r2 in zip(rows(results), rows(results, 1)):
         out.append(f"| {label(r)} | {r['page']} | {r['kv']} | {r['ours_us']} ({r['ours_splits']}) "
-                   f"| {r['peer_us']} ({r['peer_splits']}) | {r['peer_over_ours']:.2f} "
-                   f"| {r['ours_contiguous_us']} | {r['paged_over_contiguous']:.2f} "
+                   f"| {r['peer_us']} ({r['peer_splits']}) "
+                   f"| {r['peer_over_ours']:.2f} / {r2['peer_over_ours']:.2f} "
+                   f"| {r['ours_contiguous_us']} "
+                   f"| {r['paged_over_contiguous']:.3f} / {r2['paged_over_contiguous']:.3f} "
+                   f"| {r['in_order_over_contiguous']:.3f} / {r2['in_order_over_contiguous']:.3f} "
                    f"| {r['rel_err_vs_peer']:.1e} |")
-    out.append("\nMedians of triton.testing.do_bench, one H100, one process; Triton's best split "
-               "count per row; bf16 queries, head_dim 128; the same shuffled pools for all three.")
+    out.append("\nMedians of triton.testing.do_bench, one H100, one process per repetition (µs: the "
+               "first; ratios: first / second); Triton's best split count per row; bf16 queries, "
+               "head_dim 128; the same shuffled pools for all three, and our paged kernel once more "
+               "over the same pages moved into sequence order.")
     return "\n".join(out)
 
 
 def render(results: pathlib.Path, out: pathlib.Path) -> list:
     plt = pyplot()
     data = [r for r in rows(results) if r["kv"] == "int8"]
-    fig, ax = plt.subplots(figsize=(8.5, 4.2), dpi=120)
+    fig, (peer, cost) = plt.subplots(1, 2, figsize=(11, 4.4), dpi=120)
     names = list(dict.fromkeys(label(r) for r in data))  # the run's order
     for page, marker in ((16, "o"), (64, "s")):
-        pts = {label(r): r["peer_over_ours"] for r in data if r["page"] == page}
-        ax.plot(names, [pts[n] for n in names], marker=marker, label=f"Triton ÷ ours, page {page}")
-        pc = {label(r): r["paged_over_contiguous"] for r in data if r["page"] == page}
-        ax.plot(names, [pc[n] for n in names], marker=marker, linestyle="--",
-                label=f"our paged ÷ our contiguous, page {page}")
-    ax.axhline(1.0, color="gray", linewidth=0.8)
-    ax.set_ylabel("time ratio")
-    ax.set_title("Paged int8 decode, H100, 2026-11-27 (above 1: ours faster / paging costs)",
-                 fontsize=10)
-    ax.tick_params(axis="x", labelrotation=45, labelsize=7)
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+        def line(ax, key, style, text):
+            pts = {label(r): r[key] for r in data if r["page"] == page}
+            ax.plot(names, [pts[n] for n in names], marker=marker, linestyle=style,
+                    label=f"{text}, page {page}")
+        line(peer, "peer_over_ours", "-", "Triton ÷ ours")
+        line(cost, "paged_over_contiguous", "--", "shuffled pages")
+        line(cost, "in_order_over_contiguous", ":", "pages in sequence order")
+    peer.set_title("Triton time ÷ ours (above 1: ours faster)", fontsize=9)
+    cost.set_title("our paged time ÷ our contiguous time", fontsize=9)
+    for ax in (peer, cost):
+        ax.axhline(1.0, color="gray", linewidth=0.8)
+        ax.set_ylabel("time ratio")
+        ax.tick_params(axis="x", labelrotation=60, labelsize=7)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=7)
+    fig.suptitle("Paged int8 decode, H100, 2026-11-27", fontsize=10)
     return save(fig, out, "gpu-paged-decode.png", "gpu-paged", "gpu_paged",
                 "## Paged decode against the Triton peer and our contiguous kernels\n\n"
                 + markdown(results))
