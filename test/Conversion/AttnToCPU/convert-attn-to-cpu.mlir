@@ -12,6 +12,7 @@
 // AVX2: memref.reinterpret_cast %arg0 to offset: [0], sizes: [4, 128, 16], strides: [2048, 16, 1]{{.*}} to memref<4x128x16xi8>
 // AVX2: cf.cond_br
 // Full blocks first. 128 sub-quantizers = 64 steps of two rows: a loop unrolled 4 times.
+// AVX2: %[[ODD:.+]] = arith.constant dense<[0, 1, 0, 1, {{.*}}]> : vector<32xi8>
 // AVX2: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8 iter_args
 // Two sub-quantizer rows of codes and of LUT per 256-bit register.
 // AVX2: %[[CODES:.+]] = vector.load %{{.*}} : memref<1x?x2048xi8>, vector<32xi8>
@@ -21,10 +22,11 @@
 // AVX2: %[[HI:.+]] = arith.shrui %[[CODES]], %{{.*}} : vector<32xi8>
 // AVX2: %[[RLO:.+]] = llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"(%[[LUT]], %[[LO]]) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
 // AVX2: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"(%[[LUT]], %[[HI]])
-// A += bytes as u16 lanes; B += lanes >> 8 (the odd bytes)
+// A += bytes as u16 lanes; B += the odd bytes, by vpmaddubsw against bytes (0, 1) (not a shift)
 // AVX2: %[[W:.+]] = vector.bitcast %[[RLO]] : vector<32xi8> to vector<16xi16>
 // AVX2: arith.addi %{{.*}}, %[[W]] : vector<16xi16>
-// AVX2: arith.shrui %[[W]], %{{.*}} : vector<16xi16>
+// AVX2-NOT: arith.shrui %[[W]]
+// AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[RLO]], %[[ODD]]) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
 // The next three steps of the unrolled loop.
 // AVX2-COUNT-3: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
 // AVX2: scf.yield
