@@ -47,6 +47,7 @@ namespace {
 alignas(32) const uint8_t kLowNibble[32] = {15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
                                             15, 15, 15, 15, 15, 15, 15, 15, 15, 15, 15,
                                             15, 15, 15, 15, 15, 15, 15, 15, 15, 15};
+const uint16_t kMulShift4 = 1 << 12;
 alignas(32) const uint8_t kOddByte[32] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1,
                                           0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
 
@@ -68,6 +69,19 @@ alignas(32) const uint8_t kOddByte[32] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
   "vpaddw %%ymm6, %%ymm4, %%ymm4\n\t"
 #define PQ_MADD(C, T)                                                                            \
   PQ_NIBBLES(C, T)                                                                               \
+  "vpaddw %%ymm5, %%ymm1, %%ymm1\n\t"                                                           \
+  "vpmaddubsw %%ymm13, %%ymm5, %%ymm5\n\t"                                                      \
+  "vpaddw %%ymm5, %%ymm2, %%ymm2\n\t"                                                           \
+  "vpaddw %%ymm6, %%ymm3, %%ymm3\n\t"                                                           \
+  "vpmaddubsw %%ymm13, %%ymm6, %%ymm6\n\t"                                                      \
+  "vpaddw %%ymm6, %%ymm4, %%ymm4\n\t"
+// PQ_MADD with the nibble shift as a multiply-high too: vpmulhuw by 2^12 (ymm14) = u16 >> 4.
+#define PQ_MULHI(C, T)                                                                           \
+  "vpand %%ymm0, " C ", %%ymm5\n\t"                                                             \
+  "vpmulhuw %%ymm14, " C ", %%ymm6\n\t"                                                         \
+  "vpand %%ymm0, %%ymm6, %%ymm6\n\t"                                                            \
+  "vpshufb %%ymm5, " T ", %%ymm5\n\t"                                                           \
+  "vpshufb %%ymm6, " T ", %%ymm6\n\t"                                                           \
   "vpaddw %%ymm5, %%ymm1, %%ymm1\n\t"                                                           \
   "vpmaddubsw %%ymm13, %%ymm5, %%ymm5\n\t"                                                      \
   "vpaddw %%ymm5, %%ymm2, %%ymm2\n\t"                                                           \
@@ -120,10 +134,11 @@ alignas(32) const uint8_t kOddByte[32] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
 
 #define PQ_CLOBBERS                                                                              \
   "r8", "r9", "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",   \
-      "xmm10", "xmm11", "xmm12", "xmm13", "memory", "cc"
+      "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "memory", "cc"
 #define PQ_CONSTANTS                                                                             \
   "vmovdqa %[mask], %%ymm0\n\t"                                                                 \
-  "vmovdqa %[odd], %%ymm13\n\t"
+  "vmovdqa %[odd], %%ymm13\n\t"                                                                 \
+  "vpbroadcastw %[shift4], %%ymm14\n\t"
 
 /// `nb` blocks of `quads` × 4 steps from registers only: the codes and tables of the first two
 /// steps stay in ymm9..ymm12 (`out` is not written).
@@ -144,7 +159,7 @@ alignas(32) const uint8_t kOddByte[32] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
                               "vzeroupper\n\t"                                                    \
                  : [nb] "+r"(nb)                                                                 \
                  : [c] "r"(codes), [l] "r"(lut), [q] "r"(quads), [mask] "m"(kLowNibble),         \
-                   [odd] "m"(kOddByte)                                                           \
+                   [odd] "m"(kOddByte), [shift4] "m"(kMulShift4)                                \
                  : PQ_CLOBBERS);                                                                 \
   }
 
@@ -164,7 +179,68 @@ alignas(32) const uint8_t kOddByte[32] = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0,
                               "jnz 1b\n\t"                                                        \
                               "vzeroupper\n\t"                                                    \
                  : [nb] "+r"(nb), [c] "+r"(codes), [o] "+r"(out)                                 \
-                 : [l] "r"(lut), [q] "r"(quads), [mask] "m"(kLowNibble), [odd] "m"(kOddByte)     \
+                 : [l] "r"(lut), [q] "r"(quads), [mask] "m"(kLowNibble), [odd] "m"(kOddByte),    \
+                   [shift4] "m"(kMulShift4)                                                      \
+                 : PQ_CLOBBERS);                                                                 \
+  }
+
+
+// PQ_EPILOGUE on the previous block's accumulators, kept in ymm9..ymm12 (temporary ymm14).
+#define PQ_EPILOGUE_PREV                                                                         \
+  "vpblendd $240, %%ymm11, %%ymm9, %%ymm14\n\t"                                                 \
+  "vperm2i128 $33, %%ymm11, %%ymm9, %%ymm9\n\t"                                                 \
+  "vpaddw %%ymm9, %%ymm14, %%ymm9\n\t"                                                          \
+  "vpblendd $240, %%ymm12, %%ymm10, %%ymm11\n\t"                                                \
+  "vperm2i128 $33, %%ymm12, %%ymm10, %%ymm10\n\t"                                               \
+  "vpaddw %%ymm10, %%ymm11, %%ymm10\n\t"                                                        \
+  "vpsllw $8, %%ymm10, %%ymm11\n\t"                                                             \
+  "vpsubw %%ymm11, %%ymm9, %%ymm9\n\t"                                                          \
+  "vpunpcklwd %%ymm10, %%ymm9, %%ymm11\n\t"                                                     \
+  "vpunpckhwd %%ymm10, %%ymm9, %%ymm9\n\t"                                                      \
+  "vinserti128 $1, %%xmm9, %%ymm11, %%ymm10\n\t"                                                \
+  "vmovdqu %%ymm10, (%[o])\n\t"                                                                 \
+  "vperm2i128 $49, %%ymm9, %%ymm11, %%ymm9\n\t"                                                 \
+  "vmovdqu %%ymm9, 32(%[o])\n\t"                                                                \
+  "add $64, %[o]\n\t"
+#define PQ_KEEP                                                                                  \
+  "vmovdqa %%ymm1, %%ymm9\n\t"                                                                  \
+  "vmovdqa %%ymm2, %%ymm10\n\t"                                                                 \
+  "vmovdqa %%ymm3, %%ymm11\n\t"                                                                 \
+  "vmovdqa %%ymm4, %%ymm12\n\t"
+
+/// PQ_MEM with each block's epilogue run after the first 4 steps of the next block (software
+/// pipelined; the last block's after the loop): its inputs are complete when it issues.
+#define PQ_PIPELINED(NAME, OPS)                                                                  \
+  __attribute__((noinline)) void NAME(const uint8_t *codes, const uint8_t *lut, uint16_t *out,  \
+                                      int64_t nb, int64_t quads) {                               \
+    asm volatile(PQ_CONSTANTS PQ_ZERO "mov %[l], %%r8\n\t"                                        \
+                                      "mov %[q], %%r9\n\t"                                        \
+                                      "3:\n\t" PQ_LOADED(OPS, 0) PQ_LOADED(OPS, 32)                 \
+                                          PQ_LOADED(OPS, 64) PQ_LOADED(OPS, 96)                  \
+                                      "add $128, %[c]\n\t"                                        \
+                                      "add $128, %%r8\n\t"                                        \
+                                      "dec %%r9\n\t"                                              \
+                                      "jnz 3b\n\t" PQ_KEEP "dec %[nb]\n\t"                       \
+                                      "jz 4f\n\t"                                                 \
+                                      "1:\n\t" PQ_ZERO "mov %[l], %%r8\n\t"                        \
+                                      "mov %[q], %%r9\n\t" PQ_LOADED(OPS, 0) PQ_LOADED(OPS, 32)    \
+                                          PQ_LOADED(OPS, 64) PQ_LOADED(OPS, 96)                  \
+                                              PQ_EPILOGUE_PREV "add $128, %[c]\n\t"              \
+                                      "add $128, %%r8\n\t"                                        \
+                                      "dec %%r9\n\t"                                              \
+                                      "jz 5f\n\t"                                                 \
+                                      "2:\n\t" PQ_LOADED(OPS, 0) PQ_LOADED(OPS, 32)                 \
+                                          PQ_LOADED(OPS, 64) PQ_LOADED(OPS, 96)                  \
+                                      "add $128, %[c]\n\t"                                        \
+                                      "add $128, %%r8\n\t"                                        \
+                                      "dec %%r9\n\t"                                              \
+                                      "jnz 2b\n\t"                                                \
+                                      "5:\n\t" PQ_KEEP "dec %[nb]\n\t"                            \
+                                      "jnz 1b\n\t"                                                \
+                                      "4:\n\t" PQ_EPILOGUE_PREV "vzeroupper\n\t"                  \
+                 : [nb] "+r"(nb), [c] "+r"(codes), [o] "+r"(out)                                 \
+                 : [l] "r"(lut), [q] "r"(quads), [mask] "m"(kLowNibble), [odd] "m"(kOddByte),    \
+                   [shift4] "m"(kMulShift4)                                                      \
                  : PQ_CLOBBERS);                                                                 \
   }
 
@@ -175,6 +251,11 @@ PQ_MEM(probeFaissEpilogue, PQ_SHIFT, PQ_EPILOGUE_FAISS)
 PQ_REG(probeRegMadd, PQ_MADD)
 PQ_MEM(probeMemMadd, PQ_MADD, "")
 PQ_MEM(probeFullMadd, PQ_MADD, PQ_EPILOGUE)
+PQ_REG(probeRegMulhi, PQ_MULHI)
+PQ_MEM(probeFullMulhi, PQ_MULHI, PQ_EPILOGUE)
+PQ_MEM(probeFaissEpilogueMadd, PQ_MADD, PQ_EPILOGUE_FAISS)
+PQ_PIPELINED(probePipelined, PQ_SHIFT)
+PQ_PIPELINED(probePipelinedMadd, PQ_MADD)
 
 using ProbeFn = void (*)(const uint8_t *, const uint8_t *, uint16_t *, int64_t, int64_t);
 struct Probe {
@@ -190,6 +271,11 @@ const Probe kProbes[] = {
     {"probe_reg_madd", probeRegMadd, false},
     {"probe_mem_madd", probeMemMadd, false},
     {"probe_full_madd", probeFullMadd, true},
+    {"probe_reg_mulhi", probeRegMulhi, false},
+    {"probe_full_mulhi", probeFullMulhi, true},
+    {"probe_faiss_epilogue_madd", probeFaissEpilogueMadd, false},
+    {"probe_pipelined", probePipelined, true},
+    {"probe_pipelined_madd", probePipelinedMadd, true},
 };
 
 /// A chain of `iters` × 64 dependent adds: 64 · iters core cycles.

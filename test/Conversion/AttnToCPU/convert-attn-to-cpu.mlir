@@ -106,14 +106,25 @@ func.func @scores(%lut: memref<4x128x16xui8>, %p: memref<4x2xf32>, %codes: memre
 // -----
 
 // u16 sums over 64 sub-quantizers (dsub 2 at head_dim 128): 32 steps of two rows, straight-line
-// code in the block loop (no loop over the sub-quantizers); each full block's four 128-bit rows
-// of sums, keys 0..7, 8..15, 16..23, 24..31, stored apart.
+// code in the block loop (no loop over the sub-quantizers), software pipelined: the loop carries
+// the previous block's four accumulators and stores that block's sums (its four 128-bit rows,
+// keys 0..7, 8..15, 16..23, 24..31, apart; at block max(blk - 1, 0)) after the first 4 steps of
+// its own block; the last full block's sums follow the loop.
 // AVX2-LABEL: func.func @scan_straight
 // AVX2: scf.for
-// AVX2: scf.for
+// AVX2: scf.for %[[BLK:.+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[P0:.+]] = %{{.*}}, %[[P1:.+]] = %{{.*}}, %[[P2:.+]] = %{{.*}}, %[[P3:.+]] = %{{.*}}) -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
 // AVX2-NOT: scf.for
-// AVX2-COUNT-64: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2-COUNT-8: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2-NOT: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2: %[[PREV:.+]] = arith.subi %[[BLK]], %{{.*}} : index
+// AVX2: arith.maxsi %[[PREV]], %{{.*}} : index
+// AVX2: vector.shuffle %[[P0]], %[[P2]]
+// AVX2: vector.shuffle %[[P1]], %[[P3]]
+// AVX2-COUNT-4: vector.store {{.*}} : memref<1x?xi16>, vector<8xi16>
+// AVX2-COUNT-56: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
 // AVX2-NOT: scf.for
+// AVX2: scf.yield
+// AVX2: scf.if
 // AVX2: %[[E:.+]] = arith.subi {{.*}} : vector<16xi16>
 // AVX2: %[[U0:.+]] = vector.shuffle %[[E]], %[[Y:.+]] [0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27]
 // AVX2: %[[U1:.+]] = vector.shuffle %[[E]], %[[Y]] [4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31]
