@@ -295,7 +295,7 @@ constexpr int64_t kPipelineSteps = 4;
 
 /// The SIMD loop over the sub-quantizers of one block; returns its accumulators: A, B of keys
 /// 0..15 and A, B of keys 16..31 (16 centroids), else A, B. `afterFirst`, when set, is emitted
-/// after the first kPipelineSteps steps (straight-line loops only: see straightLine()).
+/// after the first kPipelineSteps steps (which a rolled loop then runs before it, straight-line).
 SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub,
                             Value lutRows, Value codeRows, Value hq, Value h, Value blk,
                             function_ref<void(ImplicitLocOpBuilder &)> afterFirst = nullptr) {
@@ -371,8 +371,16 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
     }
     return accs;
   }
+  // With `afterFirst`, the first kPipelineSteps steps run before the loop (straight-line).
+  int64_t first = 0;
+  if (afterFirst) {
+    first = kPipelineSteps * rowsPerVec;
+    for (int64_t s = 0; s < first; s += rowsPerVec)
+      init = step(b, idx(b, s), init);
+    afterFirst(b);
+  }
   auto loop = scf::ForOp::create(
-      b, idx(b, 0), idx(b, numSub), idx(b, rowsPerVec * unroll), init,
+      b, idx(b, first), idx(b, numSub), idx(b, rowsPerVec * unroll), init,
       [&](OpBuilder &nested, Location loc, Value s, ValueRange accs) {
         ImplicitLocOpBuilder nb(loc, nested);
         SmallVector<Value> next(accs);
@@ -385,22 +393,19 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
   return SmallVector<Value>(loop.getResults());
 }
 
-/// Whether simdAccs runs the 16-centroid avx2 loop of `numSub` sub-quantizers as straight-line
-/// code with more than kPipelineSteps steps.
-bool straightLine(const ISA &isa, PQAttr pq, int64_t numSub) {
-  if (pq.getCentroids() != 16 || isa.vecBytes != 32)
-    return false;
-  int64_t steps = numSub / 2;
-  return steps <= kStraightSteps && steps > kPipelineSteps;
+/// Whether the full blocks of the 16-centroid avx2 loop over `numSub` sub-quantizers are software
+/// pipelined (pipelinedBlocks): more than kPipelineSteps steps of two rows.
+bool pipelines(const ISA &isa, PQAttr pq, int64_t numSub) {
+  return pq.getCentroids() == 16 && isa.vecBytes == 32 && numSub / 2 > kPipelineSteps;
 }
 
-/// The full blocks of a 2-row (avx2) register, software pipelined where the loop over the
-/// sub-quantizers is straight-line: the epilogue of block i − 1 (row folds, unpacks, stores)
-/// follows the first kPipelineSteps steps of block i, and the last block's follows the loop.
-/// Each block's epilogue is a chain of about 10 cycles (a lane permute, an add, a shift, a
-/// subtract, an unpack, a lane permute) that, emitted right after its own steps, does not overlap
-/// the next block on Zen 3 (scripts/bench/scan_ceiling.cpp: 55.8 against 59.4 cycles per block at
-/// dsub 4). Block 0's slot first receives the folded zero accumulators, then its sums.
+/// The full blocks of a 2-row (avx2) register, software pipelined: the epilogue of block i − 1
+/// (row folds, unpacks, stores) follows the first kPipelineSteps steps of block i, and the last
+/// block's follows the loop. Each block's epilogue is a chain of about 10 cycles (a lane permute,
+/// an add, a shift, a subtract, an unpack, a lane permute) that, emitted right after its own
+/// steps, does not overlap the next block on Zen 3 (scripts/bench/scan_ceiling.cpp: 54–55 against
+/// 59 cycles per block at dsub 4). Block 0's slot first receives the folded zero accumulators,
+/// then its sums.
 void pipelinedBlocks(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub,
                      Value lutRows, Value codeRows, Value scores, Value hq, Value h,
                      Value fullBlocks, Value delta, Value bias, bool rawU16) {
@@ -488,7 +493,7 @@ LogicalResult cpu::emitScores(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq
       // Full blocks with plain stores, then the partial last block (if any) masked.
       Value fullBlocks = arith::DivUIOp::create(b, len, idx(b, kBlock));
       bool rows2 = fourBit && isa.vecBytes == 32;
-      if (straightLine(isa, pq, numSub))
+      if (pipelines(isa, pq, numSub))
         pipelinedBlocks(b, isa, pq, numSub, lutRows, codeRows, scores, hq, h, fullBlocks, delta,
                         bias, rawU16);
       else

@@ -11,9 +11,12 @@
 // AVX2-SAME: memref<?x?x?xi8, strided<[?, ?, ?], offset: ?>>{{.*}}memref<?x?x?x?xi8, strided<[?, ?, ?, ?], offset: ?>>{{.*}} -> i32 attributes {llvm.emit_c_interface}
 // AVX2: memref.reinterpret_cast %arg0 to offset: [0], sizes: [4, 128, 16], strides: [2048, 16, 1]{{.*}} to memref<4x128x16xi8>
 // AVX2: cf.cond_br
-// Full blocks first. 128 sub-quantizers = 64 steps of two rows: a loop unrolled 4 times.
+// Full blocks first, software pipelined: the block loop carries the previous block's four
+// accumulators. 128 sub-quantizers = 64 steps of two rows: 4 straight-line steps, then the
+// previous block's scores (stored at block max(blk - 1, 0)), then the other 60 steps in a loop
+// unrolled 4 times.
+// AVX2: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
 // AVX2: %[[ODD:.+]] = arith.constant dense<[0, 1, 0, 1, {{.*}}]> : vector<32xi8>
-// AVX2: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8 iter_args
 // Two sub-quantizer rows of codes and of LUT per 256-bit register.
 // AVX2: %[[CODES:.+]] = vector.load %{{.*}} : memref<1x?x2048xi8>, vector<32xi8>
 // AVX2: %[[LUT:.+]] = vector.load %{{.*}} : memref<4x2048xi8>, vector<32xi8>
@@ -27,9 +30,17 @@
 // AVX2: arith.addi %{{.*}}, %[[W]] : vector<16xi16>
 // AVX2-NOT: arith.shrui %[[W]]
 // AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[RLO]], %[[ODD]]) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
-// The next three steps of the unrolled loop.
-// AVX2-COUNT-3: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
+// The other three straight-line steps, the previous block's 32 scores, the loop.
+// AVX2-COUNT-6: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
+// AVX2-NOT: scf.for
+// AVX2: arith.maxsi
+// AVX2-COUNT-8: vector.store {{.*}} : memref<4x?xf32>, vector<4xf32>
+// AVX2: scf.for %{{.*}} = %c8{{.*}} to %c128{{.*}} step %c8{{.*}} iter_args
+// AVX2-COUNT-8: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
 // AVX2: scf.yield
+// AVX2: scf.yield
+// The last full block after the loop.
+// AVX2: scf.if
 // Rows folded first: X = [Alo Ahi] = a blend + a lane swap of the low and high nibbles' A
 // (Y the same from B), then even keys = X - (Y << 8).
 // AVX2: %[[XB:.+]] = vector.shuffle %[[ACC:.+]]#0, %[[ACC]]#2 [0, 1, 2, 3, 4, 5, 6, 7, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi16>, vector<16xi16>
