@@ -14,9 +14,11 @@
 //   after all rows: even keys = A − (B << 8), odd keys = B; fold the R rows; interleave.
 //
 // avx2 (R = 2) runs the sub-quantizer loop as straight-line code up to 32 steps (dsub ≥ 2 at
-// head_dim 128), else unrolled 4 times, and stores each full block without moving data between
-// its 128-bit rows (storeRows): the loop overhead and the block's epilogue are what its cost
-// above FAISS's fast-scan loop is made of.
+// head_dim 128), else unrolled 4 times, stores each full block without moving data between its
+// 128-bit rows (storeRows), and software-pipelines the blocks: block i − 1's epilogue follows
+// block i's first 4 steps (pipelinedBlocks). Measured against the instruction mix alone on Zen 3
+// (scripts/bench/scan_ceiling.cpp), the step is bound by vector issue and the epilogue by its
+// latency; docs/benchmarks/cpu-nomad.md has the numbers.
 //
 // avx512_vnni (16 centroids) instead transposes each 4 rows in-register so that a 32-bit lane
 // holds one key's 4 codes, looks up the 4 rows' tables with one vpermb and adds each key's 4
