@@ -4,8 +4,8 @@
 //
 // Per (t, dsub) at head_dim 128: m = 128 / dsub sub-quantizers, m / 2 steps per block of two
 // sub-quantizer rows (32 code bytes, 32 LUT bytes). One step, inline asm (AT&T):
-//   shift   and, shift, and (nibbles); 2 × vpshufb; 2 × vpsrlw 8; 4 × vpaddw: the 11 vector µops
-//           both kernels issued per step (FAISS 1.15.1's loop; attn.pq.scores before vpmaddubsw)
+//   shift   and, shift, and (nibbles); 2 × vpshufb; 2 × vpsrlw 8; 4 × vpaddw: the 11 vector
+//           µops both kernels issued per step (FAISS 1.15.1; attn.pq.scores before vpmaddubsw)
 //   madd    the same with vpmaddubsw against bytes (0, 1) in place of the two vpsrlw 8 (the same
 //           u16 values; attn.pq.scores on avx2 now)
 // Probes (cycles per block; *_madd: the madd step):
@@ -16,7 +16,11 @@
 //   probe_full[_madd]   probe_mem plus the block epilogue attn.pq.scores emits on avx2 (row
 //                       folds, even keys, unpack, two 32-byte stores): the scan hand-written,
 //                       its u16 sums checked equal to ours
-//   probe_faiss_epilogue  probe_mem (shift step) plus FAISS's 10-µop epilogue (combine2x2)
+//   probe_faiss_epilogue[_madd]  probe_mem plus FAISS's 10-µop epilogue (combine2x2; its sums
+//                       are in FAISS's order, not compared)
+//   probe_pipelined[_madd]  probe_full with each block's epilogue after the first 4 steps of the
+//                       next block (as attn.pq.scores on avx2 now), checked equal to ours
+//   probe_reg_mulhi, probe_full_mulhi  the madd step with the nibble shift as vpmulhuw by 2^12
 // Kernels: nomad_cpb (attn.pq.scores into u16), faiss_cpb (accumulate_to_mem_impl<AVX2>, bbs 32,
 // same codes repacked by pq4_pack_codes, sums checked equal), base_cpb (the same scan from a
 // baseline attn-opt, when built with one).
@@ -292,7 +296,8 @@ __attribute__((noinline)) uint64_t addChain(int64_t iters) {
 }
 
 template <typename T> struct Aligned {
-  explicit Aligned(size_t n) : p(static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))), n(n) {
+  explicit Aligned(size_t n)
+      : p(static_cast<T *>(std::aligned_alloc(64, (n * sizeof(T) + 63) / 64 * 64))), n(n) {
     std::memset(p, 0, n * sizeof(T));
   }
   ~Aligned() { std::free(p); }
