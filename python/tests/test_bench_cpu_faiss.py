@@ -67,3 +67,25 @@ def test_rejects_bad_reps(tmp_path):
                           "--faiss", str(tmp_path), "--reps", "0"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "--reps" in out.stderr
+
+
+@pytest.mark.skipif(not glob.glob(str(FAISS / "faiss_cpu-*.whl")) or not ATTN_OPT
+                    or not shutil.which("g++") or not shutil.which("taskset") or not _avx2(),
+                    reason="needs build/faiss (scripts/bench-cpu-faiss --fetch), attn-opt, g++, "
+                           "taskset and AVX2")
+def test_ceiling_probe():
+    """--ceiling: one row per dsub with every probe and both kernels in cycles per block; the
+    hand-written scans (probe_full*, probe_pipelined*) and FAISS write our u16 sums."""
+    out = subprocess.run([sys.executable, str(REPO_ROOT / "scripts" / "bench-cpu-faiss"),
+                          "--ceiling", "--lengths", "64", "--reps", "1",
+                          "--attn-opt", ATTN_OPT], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert sorted(r["dsub"] for r in rows) == [1, 2, 4]
+    assert all(r["scan_equal"] and r["probe_equal"] and r["isa"] == "avx2" for r in rows)
+    assert all(r["steps"] == 64 // r["dsub"] for r in rows)
+    for r in rows:
+        cpb = {k: v for k, v in r.items() if k.endswith("_cpb")}
+        assert {"nomad_cpb", "faiss_cpb", "probe_reg_cpb", "probe_mem_cpb",
+                "probe_full_madd_cpb"} <= cpb.keys()
+        assert all(v > 0 for v in cpb.values()) and r["clock_ghz"] > 0

@@ -10,13 +10,15 @@
 //     table  = load R LUT rows × 16 bytes
 //     lo, hi = codes & 0xF, codes >> 4         → keys 0..15, keys 16..31
 //     A     += lookup(table, lo) as u16 lanes  (byte 2i + 256 · byte 2i+1, wraps)
-//     B     += lookup(table, lo) as u16 >> 8   (byte 2i+1)
+//     B     += lookup(table, lo) as u16 >> 8   (byte 2i+1; avx2: vpmaddubsw with bytes (0, 1))
 //   after all rows: even keys = A − (B << 8), odd keys = B; fold the R rows; interleave.
 //
 // avx2 (R = 2) runs the sub-quantizer loop as straight-line code up to 32 steps (dsub ≥ 2 at
-// head_dim 128), else unrolled 4 times, and stores each full block without moving data between
-// its 128-bit rows (storeRows): the loop overhead and the block's epilogue are what its cost
-// above FAISS's fast-scan loop is made of.
+// head_dim 128), else unrolled 4 times, stores each full block without moving data between its
+// 128-bit rows (storeRows), and software-pipelines the blocks: block i − 1's epilogue follows
+// block i's first 4 steps (pipelinedBlocks). Measured against the instruction mix alone on Zen 3
+// (scripts/bench/scan_ceiling.cpp), the step is bound by vector issue and the epilogue by its
+// latency; docs/benchmarks/cpu-nomad.md has the numbers.
 //
 // avx512_vnni (16 centroids) instead transposes each 4 rows in-register so that a 32-bit lane
 // holds one key's 4 codes, looks up the 4 rows' tables with one vpermb and adds each key's 4
@@ -281,10 +283,24 @@ Value dotBlock(ImplicitLocOpBuilder &b, const ISA &isa, int64_t numSub, Value lu
 constexpr int64_t kStraightSteps = 32;
 constexpr int64_t kUnroll = 4;
 
+/// avx2: B += the odd byte of each u16 lane as vpmaddubsw(bytes, (0, 1)) = 0 · even + 1 · odd,
+/// the same u16 value as lanes >> 8 (no saturation: at most 255). Per step of two rows the
+/// 16-centroid loop then issues one vector shift (the nibble split) instead of three; on Zen 3
+/// shifts and vpshufb share two pipes and the multiply runs on the other two: the step's
+/// instruction mix alone runs in 3.0 instead of 3.25 cycles (scripts/bench/scan_ceiling.cpp,
+/// docs/benchmarks/cpu-nomad.md).
+constexpr StringLiteral kOddBytesAVX2 = "llvm.x86.avx2.pmadd.ub.sw";
+
+/// Steps of a straight-line avx2 block after which the previous block's epilogue is emitted
+/// (emitScores' software-pipelined block loop).
+constexpr int64_t kPipelineSteps = 4;
+
 /// The SIMD loop over the sub-quantizers of one block; returns its accumulators: A, B of keys
-/// 0..15 and A, B of keys 16..31 (16 centroids), else A, B.
+/// 0..15 and A, B of keys 16..31 (16 centroids), else A, B. `afterFirst`, when set, is emitted
+/// after the first kPipelineSteps steps (which a rolled loop then runs before it, straight-line).
 SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub,
-                            Value lutRows, Value codeRows, Value hq, Value h, Value blk) {
+                            Value lutRows, Value codeRows, Value hq, Value h, Value blk,
+                            function_ref<void(ImplicitLocOpBuilder &)> afterFirst = nullptr) {
   int64_t w = isa.vecBytes;
   bool fourBit = pq.getCentroids() == 16;
   int64_t rowBytes = fourBit ? 16 : kBlock; // code bytes of one sub-quantizer row
@@ -294,6 +310,15 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
   auto i16v = VectorType::get({w / 2}, b.getI16Type());
   int64_t numAcc = fourBit ? 4 : 2;
   SmallVector<Value> init(numAcc, splat(b, i16v, 0));
+  // avx2: the odd bytes of the looked-up u16 lanes by vpmaddubsw against bytes (0, 1) instead of
+  // a 16-bit shift (see kOddBytesAVX2).
+  Value oddBytes;
+  if (fourBit && isa.kind == TargetKind::avx2) {
+    SmallVector<Attribute> sel;
+    for (int64_t i = 0; i < w; ++i)
+      sel.push_back(b.getI8IntegerAttr(i % 2));
+    oddBytes = arith::ConstantOp::create(b, i8v, DenseElementsAttr::get(i8v, sel));
+  }
 
   // One step: rowsPerVec sub-quantizer rows from row s on.
   auto step = [&](ImplicitLocOpBuilder &nb, Value s, ValueRange accs) {
@@ -329,8 +354,9 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
     for (auto [i, r] : llvm::enumerate(results)) {
       Value lanes = vector::BitCastOp::create(nb, i16v, r);
       next.push_back(arith::AddIOp::create(nb, accs[2 * i], lanes));
-      next.push_back(arith::AddIOp::create(
-          nb, accs[2 * i + 1], arith::ShRUIOp::create(nb, lanes, splat(nb, i16v, 8))));
+      Value odd = oddBytes ? lookup(nb, kOddBytesAVX2, i16v, {r, oddBytes})
+                           : arith::ShRUIOp::create(nb, lanes, splat(nb, i16v, 8)).getResult();
+      next.push_back(arith::AddIOp::create(nb, accs[2 * i + 1], odd));
     }
     return next;
   };
@@ -340,12 +366,23 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
     unroll = steps <= kStraightSteps ? steps : steps % kUnroll == 0 ? kUnroll : 1;
   if (unroll == steps) {
     SmallVector<Value> accs = init;
-    for (int64_t s = 0; s < numSub; s += rowsPerVec)
+    for (int64_t s = 0; s < numSub; s += rowsPerVec) {
+      if (afterFirst && s == kPipelineSteps * rowsPerVec)
+        afterFirst(b);
       accs = step(b, idx(b, s), accs);
+    }
     return accs;
   }
+  // With `afterFirst`, the first kPipelineSteps steps run before the loop (straight-line).
+  int64_t first = 0;
+  if (afterFirst) {
+    first = kPipelineSteps * rowsPerVec;
+    for (int64_t s = 0; s < first; s += rowsPerVec)
+      init = step(b, idx(b, s), init);
+    afterFirst(b);
+  }
   auto loop = scf::ForOp::create(
-      b, idx(b, 0), idx(b, numSub), idx(b, rowsPerVec * unroll), init,
+      b, idx(b, first), idx(b, numSub), idx(b, rowsPerVec * unroll), init,
       [&](OpBuilder &nested, Location loc, Value s, ValueRange accs) {
         ImplicitLocOpBuilder nb(loc, nested);
         SmallVector<Value> next(accs);
@@ -356,6 +393,48 @@ SmallVector<Value> simdAccs(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, 
         scf::YieldOp::create(nb, next);
       });
   return SmallVector<Value>(loop.getResults());
+}
+
+/// Whether the full blocks of the 16-centroid avx2 loop over `numSub` sub-quantizers are software
+/// pipelined (pipelinedBlocks): more than kPipelineSteps steps of two rows.
+bool pipelines(const ISA &isa, PQAttr pq, int64_t numSub) {
+  return pq.getCentroids() == 16 && isa.vecBytes == 32 && numSub / 2 > kPipelineSteps;
+}
+
+/// The full blocks of a 2-row (avx2) register, software pipelined: the epilogue of block i − 1
+/// (row folds, unpacks, stores) follows the first kPipelineSteps steps of block i, and the last
+/// block's follows the loop. Each block's epilogue is a chain of about 10 cycles (a lane permute,
+/// an add, a shift, a subtract, an unpack, a lane permute) that, emitted right after its own
+/// steps, does not overlap the next block on Zen 3 (scripts/bench/scan_ceiling.cpp: 54–55 against
+/// 59 cycles per block at dsub 4). Block 0's slot first receives the folded zero accumulators,
+/// then its sums.
+void pipelinedBlocks(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq, int64_t numSub,
+                     Value lutRows, Value codeRows, Value scores, Value hq, Value h,
+                     Value fullBlocks, Value delta, Value bias, bool rawU16) {
+  auto i16v = VectorType::get({16}, b.getI16Type());
+  SmallVector<Value> zeros(4, splat(b, i16v, 0));
+  auto loop = scf::ForOp::create(
+      b, idx(b, 0), fullBlocks, idx(b, 1), zeros,
+      [&](OpBuilder &nested, Location loc, Value blk, ValueRange prev) {
+        ImplicitLocOpBuilder nb(loc, nested);
+        auto storePrev = [&](ImplicitLocOpBuilder &sb) {
+          Value before = arith::MaxSIOp::create(sb, arith::SubIOp::create(sb, blk, idx(sb, 1)),
+                                                idx(sb, 0));
+          auto [even, odd] = foldRows2(sb, prev);
+          storeRows(sb, even, odd, scores, hq, before, delta, bias, rawU16);
+        };
+        SmallVector<Value> accs =
+            simdAccs(nb, isa, pq, numSub, lutRows, codeRows, hq, h, blk, storePrev);
+        scf::YieldOp::create(nb, accs);
+      });
+  Value any = arith::CmpIOp::create(b, arith::CmpIPredicate::ugt, fullBlocks, idx(b, 0));
+  scf::IfOp::create(b, any, [&](OpBuilder &nested, Location loc) {
+    ImplicitLocOpBuilder nb(loc, nested);
+    auto [even, odd] = foldRows2(nb, loop.getResults());
+    storeRows(nb, even, odd, scores, hq, arith::SubIOp::create(nb, fullBlocks, idx(nb, 1)),
+              delta, bias, rawU16);
+    scf::YieldOp::create(nb);
+  });
 }
 
 /// One block through simdAccs and its epilogue; returns the 32 sums in key order.
@@ -416,7 +495,11 @@ LogicalResult cpu::emitScores(ImplicitLocOpBuilder &b, const ISA &isa, PQAttr pq
       // Full blocks with plain stores, then the partial last block (if any) masked.
       Value fullBlocks = arith::DivUIOp::create(b, len, idx(b, kBlock));
       bool rows2 = fourBit && isa.vecBytes == 32;
-      forLoop(b, idx(b, 0), fullBlocks, 1, [&](ImplicitLocOpBuilder &b, Value blk) {
+      if (pipelines(isa, pq, numSub))
+        pipelinedBlocks(b, isa, pq, numSub, lutRows, codeRows, scores, hq, h, fullBlocks, delta,
+                        bias, rawU16);
+      else
+        forLoop(b, idx(b, 0), fullBlocks, 1, [&](ImplicitLocOpBuilder &b, Value blk) {
         if (rows2) {
           SmallVector<Value> accs = simdAccs(b, isa, pq, numSub, lutRows, codeRows, hq, h, blk);
           auto [even, odd] = foldRows2(b, accs);

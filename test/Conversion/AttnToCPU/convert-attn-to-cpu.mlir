@@ -11,8 +11,12 @@
 // AVX2-SAME: memref<?x?x?xi8, strided<[?, ?, ?], offset: ?>>{{.*}}memref<?x?x?x?xi8, strided<[?, ?, ?, ?], offset: ?>>{{.*}} -> i32 attributes {llvm.emit_c_interface}
 // AVX2: memref.reinterpret_cast %arg0 to offset: [0], sizes: [4, 128, 16], strides: [2048, 16, 1]{{.*}} to memref<4x128x16xi8>
 // AVX2: cf.cond_br
-// Full blocks first. 128 sub-quantizers = 64 steps of two rows: a loop unrolled 4 times.
-// AVX2: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %c8 iter_args
+// Full blocks first, software pipelined: the block loop carries the previous block's four
+// accumulators. 128 sub-quantizers = 64 steps of two rows: 4 straight-line steps, then the
+// previous block's scores (stored at block max(blk - 1, 0)), then the other 60 steps in a loop
+// unrolled 4 times.
+// AVX2: scf.for %{{.*}} = %{{.*}} to %{{.*}} step %{{.*}} iter_args({{.*}}) -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
+// AVX2: %[[ODD:.+]] = arith.constant dense<[0, 1, 0, 1, {{.*}}]> : vector<32xi8>
 // Two sub-quantizer rows of codes and of LUT per 256-bit register.
 // AVX2: %[[CODES:.+]] = vector.load %{{.*}} : memref<1x?x2048xi8>, vector<32xi8>
 // AVX2: %[[LUT:.+]] = vector.load %{{.*}} : memref<4x2048xi8>, vector<32xi8>
@@ -21,13 +25,22 @@
 // AVX2: %[[HI:.+]] = arith.shrui %[[CODES]], %{{.*}} : vector<32xi8>
 // AVX2: %[[RLO:.+]] = llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"(%[[LUT]], %[[LO]]) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
 // AVX2: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"(%[[LUT]], %[[HI]])
-// A += bytes as u16 lanes; B += lanes >> 8 (the odd bytes)
+// A += bytes as u16 lanes; B += the odd bytes, by vpmaddubsw against bytes (0, 1) (not a shift)
 // AVX2: %[[W:.+]] = vector.bitcast %[[RLO]] : vector<32xi8> to vector<16xi16>
 // AVX2: arith.addi %{{.*}}, %[[W]] : vector<16xi16>
-// AVX2: arith.shrui %[[W]], %{{.*}} : vector<16xi16>
-// The next three steps of the unrolled loop.
-// AVX2-COUNT-3: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
+// AVX2-NOT: arith.shrui %[[W]]
+// AVX2: llvm.call_intrinsic "llvm.x86.avx2.pmadd.ub.sw"(%[[RLO]], %[[ODD]]) : (vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// The other three straight-line steps, the previous block's 32 scores, the loop.
+// AVX2-COUNT-6: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
+// AVX2-NOT: scf.for
+// AVX2: arith.maxsi
+// AVX2-COUNT-8: vector.store {{.*}} : memref<4x?xf32>, vector<4xf32>
+// AVX2: scf.for %{{.*}} = %c8{{.*}} to %c128{{.*}} step %c8{{.*}} iter_args
+// AVX2-COUNT-8: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"({{.*}}) : (vector<32xi8>, vector<32xi8>) -> vector<32xi8>
 // AVX2: scf.yield
+// AVX2: scf.yield
+// The last full block after the loop.
+// AVX2: scf.if
 // Rows folded first: X = [Alo Ahi] = a blend + a lane swap of the low and high nibbles' A
 // (Y the same from B), then even keys = X - (Y << 8).
 // AVX2: %[[XB:.+]] = vector.shuffle %[[ACC:.+]]#0, %[[ACC]]#2 [0, 1, 2, 3, 4, 5, 6, 7, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi16>, vector<16xi16>
@@ -104,14 +117,25 @@ func.func @scores(%lut: memref<4x128x16xui8>, %p: memref<4x2xf32>, %codes: memre
 // -----
 
 // u16 sums over 64 sub-quantizers (dsub 2 at head_dim 128): 32 steps of two rows, straight-line
-// code in the block loop (no loop over the sub-quantizers); each full block's four 128-bit rows
-// of sums, keys 0..7, 8..15, 16..23, 24..31, stored apart.
+// code in the block loop (no loop over the sub-quantizers), software pipelined: the loop carries
+// the previous block's four accumulators and stores that block's sums (its four 128-bit rows,
+// keys 0..7, 8..15, 16..23, 24..31, apart; at block max(blk - 1, 0)) after the first 4 steps of
+// its own block; the last full block's sums follow the loop.
 // AVX2-LABEL: func.func @scan_straight
 // AVX2: scf.for
-// AVX2: scf.for
+// AVX2: scf.for %[[BLK:.+]] = %{{.*}} to %{{.*}} step %{{.*}} iter_args(%[[P0:.+]] = %{{.*}}, %[[P1:.+]] = %{{.*}}, %[[P2:.+]] = %{{.*}}, %[[P3:.+]] = %{{.*}}) -> (vector<16xi16>, vector<16xi16>, vector<16xi16>, vector<16xi16>)
 // AVX2-NOT: scf.for
-// AVX2-COUNT-64: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2-COUNT-8: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2-NOT: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
+// AVX2: %[[PREV:.+]] = arith.subi %[[BLK]], %{{.*}} : index
+// AVX2: arith.maxsi %[[PREV]], %{{.*}} : index
+// AVX2: vector.shuffle %[[P0]], %[[P2]]
+// AVX2: vector.shuffle %[[P1]], %[[P3]]
+// AVX2-COUNT-4: vector.store {{.*}} : memref<1x?xi16>, vector<8xi16>
+// AVX2-COUNT-56: llvm.call_intrinsic "llvm.x86.avx2.pshuf.b"
 // AVX2-NOT: scf.for
+// AVX2: scf.yield
+// AVX2: scf.if
 // AVX2: %[[E:.+]] = arith.subi {{.*}} : vector<16xi16>
 // AVX2: %[[U0:.+]] = vector.shuffle %[[E]], %[[Y:.+]] [0, 16, 1, 17, 2, 18, 3, 19, 8, 24, 9, 25, 10, 26, 11, 27]
 // AVX2: %[[U1:.+]] = vector.shuffle %[[E]], %[[Y]] [4, 20, 5, 21, 6, 22, 7, 23, 12, 28, 13, 29, 14, 30, 15, 31]
