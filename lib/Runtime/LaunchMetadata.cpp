@@ -397,6 +397,8 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.boolean(*p, "problem", "causal", out.causal) ||
       !r.boolean(*p, "problem", "alibi", out.alibi) ||
       (find(*p, "hadamard") && !r.boolean(*p, "problem", "hadamard", out.hadamard)) ||
+      (find(*p, "sinks") && !r.boolean(*p, "problem", "sinks", out.sinks)) ||
+      (find(*p, "lse") && !r.boolean(*p, "problem", "lse", out.lse)) ||
       !r.boolean(*p, "problem", "seq_lens", out.seqLens))
     return false;
   if (out.qLen == 0 || (out.qLen < 0 && out.kind != "prefill")) {

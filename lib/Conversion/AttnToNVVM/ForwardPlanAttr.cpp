@@ -76,6 +76,11 @@ DictionaryAttr mlir::attn::nvvm::forwardPlanToAttr(MLIRContext *ctx, const Forwa
   if (p.paged())
     for (auto [name, v] : pagedFields(p))
       entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(v)));
+  // Sinks and the LSE output likewise only when the spec has them.
+  if (p.sinks)
+    entries.push_back(b.getNamedAttr("sinks", b.getBoolAttr(true)));
+  if (p.lse)
+    entries.push_back(b.getNamedAttr("lse", b.getBoolAttr(true)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -146,6 +151,14 @@ mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d, function_ref<InFlightDia
   if (!ok) {
     err() << "forward plan outside what the kernel builds (tile_n, head_dim, stages, packing, "
              "warpgroups or query rows)";
+    return failure();
+  }
+  if (auto a = d.getAs<BoolAttr>("sinks"))
+    p.sinks = a.getValue();
+  if (auto a = d.getAs<BoolAttr>("lse"))
+    p.lse = a.getValue();
+  if ((p.sinks || p.lse) && p.prefill) {
+    err() << "forward plan with sinks or lse needs decode";
     return failure();
   }
   if (auto page = d.getAs<IntegerAttr>("pageSize")) {

@@ -13,6 +13,8 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
@@ -129,6 +131,16 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
     root["paged"] = Object{{"page_size", p.pageSize},
                            {"max_blocks", p.maxBlocks},
                            {"num_pages", p.numPages}};
+  }
+  // Sinks and the LSE output follow (decode; a spec without them reads as before).
+  for (auto [on, param, key] : {std::tuple{p.sinks, Param::Sinks, "sinks"},
+                                std::tuple{p.lse, Param::Lse, "lse"}}) {
+    if (!on)
+      continue;
+    (*kernels[0].getAsObject())["params"].getAsArray()->push_back(attn_abi::name(param));
+    if (p.wide)
+      (*kernels.back().getAsObject())["params"].getAsArray()->push_back(attn_abi::name(param));
+    (*root["problem"].getAsObject())[key] = true;
   }
   root["kernels"] = std::move(kernels);
   std::string s;
