@@ -400,6 +400,19 @@ TEST(Reference, SinksAndLogSumExp) {
   EXPECT_TRUE(std::isinf(lse[1]) && lse[1] < 0);
 }
 
+TEST(Reference, SoftcapBoundsTheLogits) {
+  // q·k = 0 and 4 (scale 1), softcap 2: logits 0 and 2·tanh(2).
+  DecodeProblem p = problem(1, 1, 1, 1, 1, 2);
+  p.softcap = 2.0;
+  const float q[] = {1};
+  const float k[] = {0, 4};
+  const float v[] = {0, 1};
+  float out[1];
+  decodeReference(p, q, k, v, nullptr, nullptr, out);
+  const double e = std::exp(2.0 * std::tanh(2.0));
+  EXPECT_NEAR(out[0], e / (1 + e), 1e-6);
+}
+
 TEST(Reference, ChunkedMatchesSinglePass) {
   // Long enough for several key chunks on several threads; compared with a plain loop.
   const int64_t B = 2, Sq = 2, Hq = 4, Hkv = 2, D = 8, S = 5000;

@@ -564,7 +564,10 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
         }
         for (; d < D; ++d)
           a0 += qr[d] * double(kt[d]);
-        out_s = (a0 + a1) + (a2 + a3) - slope[size_t(r)] * double(pos[size_t(r)] - t);
+        double x = (a0 + a1) + (a2 + a3);
+        if (p.softcap > 0)
+          x = p.softcap * std::tanh(x / p.softcap);
+        out_s = x - slope[size_t(r)] * double(pos[size_t(r)] - t);
       }
     }
     Partial *pp = &part[size_t(task) * size_t(R)];

@@ -19,7 +19,8 @@ layout (``qattn.spec.attention``):
 Both take ``sinks`` ([Hq] attention-sink logits, gpt-oss: s_h joins each row's softmax
 denominator as ``exp(s_h - m)`` and has no value row) and ``return_lse=True``, which returns
 ``(out, lse)`` with ``lse`` [B, Sq, Hq] the natural log-sum-exp of each row's scaled, masked
-logits, the sink included (``-inf`` for a row with no visible key and no sink).
+logits, the sink included (``-inf`` for a row with no visible key and no sink). ``softcap=c``
+caps each scaled logit x to ``c * tanh(x / c)`` before the mask (FlashAttention-3's convention).
 
 Inputs may be NumPy arrays or torch tensors (any device; copied to the host as float64).
 """
@@ -55,7 +56,8 @@ def _lengths(seq_lens, batch: int, capacity: int) -> np.ndarray:
 
 
 def _attend_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
-                scale: float, sinks: Optional[np.ndarray] = None):
+                scale: float, sinks: Optional[np.ndarray] = None,
+                softcap: Optional[float] = None):
     """q [Sq, Hq, D] over the n keys k [n, Hkv, D], v [n, Hkv, Dv] of one sequence: the output
     [Sq, Hq, Dv] and the log-sum-exp [Sq, Hq] (sinks [Hq] included)."""
     sq, hq, _ = q.shape
@@ -66,6 +68,8 @@ def _attend_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
         return out, np.broadcast_to(sink, (sq, hq)).copy()
     kv = np.arange(hq) // (hq // hkv)
     logits = scale * np.einsum("shd,thd->hst", q, k[:, kv])  # [Hq, Sq, n]
+    if softcap:
+        logits = softcap * np.tanh(logits / softcap)
     if causal:
         last = n - sq + np.arange(sq)  # the position of each query
         logits = np.where(np.arange(n)[None, None, :] <= last[None, :, None], logits, -np.inf)
@@ -97,7 +101,8 @@ def _result(rows: list, return_lse: bool):
 
 
 def attention(q, k, v, seq_lens=None, *, causal: bool = False,
-              softmax_scale: Optional[float] = None, sinks=None, return_lse: bool = False):
+              softmax_scale: Optional[float] = None, sinks=None, return_lse: bool = False,
+              softcap: Optional[float] = None):
     """float64 [B, Sq, Hq, Dv]: attention of q [B, Sq, Hq, D] over k [B, S, Hkv, D] and
     v [B, S, Hkv, Dv], each sequence over its first ``seq_lens[b]`` keys (with ``return_lse``:
     ``(out, lse)``, lse [B, Sq, Hq])."""
@@ -112,7 +117,7 @@ def attention(q, k, v, seq_lens=None, *, causal: bool = False,
     scale = 1 / np.sqrt(d) if softmax_scale is None else float(softmax_scale)
     lens = _lengths(seq_lens, b, k.shape[1])
     s = _sinks(sinks, hq)
-    return _result([_attend_one(q[i], k[i, :n], v[i, :n], causal, scale, s)
+    return _result([_attend_one(q[i], k[i, :n], v[i, :n], causal, scale, s, softcap)
                     for i, n in enumerate(lens)], return_lse)
 
 
@@ -168,7 +173,7 @@ def paged_attention(q, k_pages, v_pages, block_table, seq_lens=None, *, k_scale=
                     v_scale=None, k_granularity: Optional[str] = None,
                     v_granularity: Optional[str] = None, k_zero=None, v_zero=None,
                     causal: bool = False, softmax_scale: Optional[float] = None, sinks=None,
-                    return_lse: bool = False):
+                    return_lse: bool = False, softcap: Optional[float] = None):
     """float64 [B, Sq, Hq, Dv]: attention of q [B, Sq, Hq, D] over a paged cache (see the module
     docstring). Without ``seq_lens`` every sequence holds max_blocks · P keys. ``v_granularity``
     defaults to ``k_granularity``."""
@@ -188,5 +193,5 @@ def paged_attention(q, k_pages, v_pages, block_table, seq_lens=None, *, k_scale=
     scale = 1 / np.sqrt(d) if softmax_scale is None else float(softmax_scale)
     ks, vs = gather(k, table, lens), gather(v, table, lens)
     s = _sinks(sinks, hq)
-    return _result([_attend_one(q[i], ks[i], vs[i], causal, scale, s) for i in range(b)],
-                   return_lse)
+    return _result([_attend_one(q[i], ks[i], vs[i], causal, scale, s, softcap)
+                    for i in range(b)], return_lse)

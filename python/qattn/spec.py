@@ -146,7 +146,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
               schedule: Optional[Mapping[str, object]] = None, alibi: bool = False,
               seq_lens: bool = False, symmetric: bool = True, hadamard: bool = False,
               page_size: Optional[int] = None, num_pages: Dim = None, max_blocks: Dim = None,
-              sinks: bool = False, lse: bool = False, name: str = "attention") -> Spec:
+              sinks: bool = False, lse: bool = False, softcap: Optional[float] = None,
+              name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
 
     K and V use ``kv_dtype``; a quantized one (i8, ui8, f8E4M3FN, f8E5M2) gets ``k_scale``/``v_scale``
@@ -164,7 +165,9 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     logits, each joining its head's softmax denominator as ``exp(s_h - m)`` without a value row.
     ``lse=True`` adds the output ``lse`` [batch, q_len, q_heads] f32, the natural log-sum-exp of
     each row's scaled, masked logits (the sink included; ``-inf`` for a row with no key and no
-    sink). Both are decode features of the sm_90a kernel.
+    sink). ``softcap=c`` caps the logits (Gemma 2, Grok; FlashAttention-3's convention): each
+    scaled logit x becomes ``c * tanh(x / c)`` before ALiBi and the masks. All three are decode
+    features of the sm_90a kernel.
 
     ``page_size=P`` makes the K/V cache paged (vLLM's and FA3's layout): K and V become pools of
     ``num_pages`` pages ``[num_pages, P, kv_heads, head_dim]`` (default: dynamic), their scales and
@@ -187,6 +190,9 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     for what, g in (("q_granularity", q_granularity), ("v_granularity", v_granularity)):
         if g is not None:
             _check_granularity(what, g)
+    if softcap is not None and (isinstance(softcap, bool) or not isinstance(softcap, (int, float))
+                                or not 0 < softcap < float("inf")):
+        raise ValueError(f"softcap must be a positive finite number, not {softcap!r}")
     if schedule is not None and not isinstance(schedule, Mapping):
         raise TypeError(f"schedule must be a mapping of field names to values, not {schedule!r}")
     B, Sq, Skv = (_check_dim(n, v) for n, v in (("batch", batch), ("q_len", q_len), ("kv_len", kv_len)))
@@ -261,6 +267,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     lse_ty = _memref([B, Sq, Hq], "f32") if lse else None
     if lse_ty:
         args.append(("lse", lse_ty))
+    if softcap is not None:
+        attrs.append(f"softcap = {float(softcap)!r} : f32")
     if mode is not None:
         attrs.append(f"mode = #attn.mode<{mode}>")
     if target is not None:

@@ -1,4 +1,5 @@
-"""Attention sinks and the log-sum-exp output of the decode kernels on a GPU: O and LSE against
+"""Attention sinks, the log-sum-exp output and logit soft-capping of the decode kernels on a GPU:
+O and LSE against
 qattn.reference (float64) of the quantized math (dequantized K/V) and of the unquantized math,
 over contiguous and paged (shuffled pages) caches, one split, splits merged in a cluster and by
 the combine kernels (narrow and wide), lengths 0, 1 and not a multiple of the tile.
@@ -37,6 +38,12 @@ CASES = {
                        lse=True),
     "sl_i8_gqa_sinks": dict(q_len=1, q_heads=8, kv_heads=2, head_dim=64, kv_dtype="i8",
                             granularity="per_token_head", seq_lens=True, sinks=True),
+    # soft-capped logits (a cap that the ×20 outlier channel's logits reach)
+    "sl_i8_softcap": dict(q_len=2, q_heads=16, kv_heads=2, head_dim=128, kv_dtype="i8",
+                          granularity="per_token_head", causal=True, seq_lens=True, sinks=True,
+                          lse=True, softcap=5.0),
+    "sl_bf16_softcap": dict(q_len=1, q_heads=8, kv_heads=2, head_dim=128, kv_dtype="bf16",
+                            seq_lens=True, softcap=3.0),
 }
 # (lengths of the batch, splits): 0 and 1 among them, lengths off the tile; 2 splits merge in a
 # cluster, 3 and 20 through the combine kernels (narrow, wide); 70 sequences of int8 queries
@@ -104,7 +111,8 @@ def ref(q, k, v, lens, c, sinks):
     to_np = lambda x: x.float().cpu().numpy()
     o, lse = reference.attention(to_np(q), to_np(k), to_np(v), np.array(lens),
                                  causal=c.get("causal", False),
-                                 sinks=None if sinks is None else to_np(sinks), return_lse=True)
+                                 sinks=None if sinks is None else to_np(sinks), return_lse=True,
+                                 softcap=c.get("softcap"))
     return (torch.from_numpy(o).float().cuda(), torch.from_numpy(lse).float().cuda())
 
 

@@ -233,6 +233,16 @@ def test_reference_sinks_and_lse_match_softmax_by_hand():
         reference.attention(q, k, v, [4, 0], sinks=sinks[:1])
 
 
+def test_reference_softcap_by_hand():
+    k, v = _cache(batch=1, seq=5, hkv=1, d=4, seed=7)
+    q = 10 * _queries(sq=1, hq=1, d=4, batch=1, seed=8)
+    got = reference.attention(q, k, v, [5], softmax_scale=0.5, softcap=2.0)
+    logits = 2.0 * np.tanh(0.5 * k[0, :, 0].astype(np.float64) @ q[0, 0, 0] / 2.0)
+    p = np.exp(logits - logits.max())
+    np.testing.assert_allclose(got[0, 0, 0], (p / p.sum()) @ v[0, :, 0], rtol=1e-12)
+    assert not np.allclose(got, reference.attention(q, k, v, [5], softmax_scale=0.5))
+
+
 def test_paged_reference_sinks_and_lse_equal_contiguous():
     k, v = _cache()
     q = _queries()

@@ -44,6 +44,15 @@ def test_sinks_and_lse_operands():
             qattn.attention("decode", **MQA_INT8, **{flag: 1})
 
 
+def test_softcap_attribute():
+    spec = qattn.attention("decode", **MQA_INT8, softcap=30)
+    assert "softcap = 30.0 : f32" in spec.text
+    assert qattn.compile(spec, passes=()).output
+    for bad in (0, -1.0, float("inf"), True, "30"):
+        with pytest.raises(ValueError, match="softcap must be a positive finite number"):
+            qattn.attention("decode", **MQA_INT8, softcap=bad)
+
+
 def test_sinks_and_lse_are_decode_features():
     spec = qattn.attention("prefill", batch=2, q_len=64, kv_len=128, q_heads=8, kv_heads=2,
                            head_dim=128, sinks=True)

@@ -301,6 +301,7 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   prob.causal = m.causal;
   prob.alibi = m.alibi;
   prob.softmaxScale = m.softmaxScale;
+  prob.softcap = m.softcap;
   h.refQuant.resize(qElems);
   h.refUnquant.resize(qElems);
   ref::DecodeExtras quantExtras, unquantExtras;
@@ -451,6 +452,7 @@ int main(int argc, char **argv) {
       ", \"alibi\": " + (m.alibi ? "true" : "false") +
       ", \"hadamard\": " + (m.hadamard ? "true" : "false") +
       (m.sinks ? ", \"sinks\": true" : "") + (m.lse ? ", \"lse\": true" : "") +
+      (m.softcap > 0 ? ", \"softcap\": " + jsonNumber(m.softcap, "%g") : std::string()) +
       ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
       ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
   if (m.pageSize) // a paged cache: batch · max_blocks pages of page_size tokens

@@ -142,6 +142,9 @@ struct DecodeProblem {
   int64_t batch = 1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 1, kvLen = 0;
   bool causal = false, alibi = false;
   double softmaxScale = 1;
+  /// Logit soft-capping (0: none): s ← softcap · tanh(s / softcap) after the scale, before
+  /// ALiBi and the masks (FlashAttention-3's convention).
+  double softcap = 0;
 };
 
 /// out[B,Sq,Hq,D] = decode attention of q[B,Sq,Hq,D] over k, v [B,Skv,Hkv,D] (query head h reads

@@ -92,6 +92,9 @@ struct ForwardPlan {
   /// Decode: attention sinks ([Hq] f32 logits, attnk.softmax_sink) and the log-sum-exp output
   /// ([B, Sq, Hq] f32): each adds a kernel parameter after the others.
   bool sinks = false, lse = false;
+  /// Decode: logit soft-capping (`softcap` on attn.attention; 0: none): each base-2 logit s
+  /// becomes C · tanh(s / C) with C = softcap · log2(e), before ALiBi and the masks.
+  double softcap = 0.0;
   /// Q, K and V hold rotated rows (x·H, H the normalized Walsh–Hadamard matrix of order headDim):
   /// the consumers multiply O by H before the epilogue (`hadamard` on attn.attention).
   bool hadamard = false;
@@ -187,7 +190,9 @@ struct ForwardPlan {
   /// S has a factor per row (bf16: softmax_scale · log2 e; int8 / fp8 queries: s_q, with one K
   /// scale per tile also s_k · ...) and there is no ALiBi: the softmax takes the row maximum
   /// before that factor (after any per-key K scale) and folds it into exp2's FFMA.
-  bool rawRowMax() const { return !alibi && (!hasScales() || kTileScale() || qk8()); }
+  bool rawRowMax() const {
+    return !alibi && softcap == 0 && (!hasScales() || kTileScale() || qk8());
+  }
   /// One byte per element in the query tile (int8 or fp8 Q·Kᵀ).
   bool qk8() const { return qI8 || fp8; }
   /// Converted-tile buffers (fp8 / full_int8: one-byte Vᵀ): none when the WGMMAs read the

@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
 #include <variant>
 
 using namespace mlir;
@@ -81,6 +82,8 @@ DictionaryAttr mlir::attn::nvvm::forwardPlanToAttr(MLIRContext *ctx, const Forwa
     entries.push_back(b.getNamedAttr("sinks", b.getBoolAttr(true)));
   if (p.lse)
     entries.push_back(b.getNamedAttr("lse", b.getBoolAttr(true)));
+  if (p.softcap > 0)
+    entries.push_back(b.getNamedAttr("softcap", b.getF64FloatAttr(p.softcap)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -157,8 +160,14 @@ mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d, function_ref<InFlightDia
     p.sinks = a.getValue();
   if (auto a = d.getAs<BoolAttr>("lse"))
     p.lse = a.getValue();
-  if ((p.sinks || p.lse) && p.prefill) {
-    err() << "forward plan with sinks or lse needs decode";
+  if (auto a = d.getAs<FloatAttr>("softcap"))
+    p.softcap = a.getValueAsDouble();
+  if (!(p.softcap >= 0) || !std::isfinite(p.softcap)) {
+    err() << "forward plan with a 'softcap' that is not a finite positive number";
+    return failure();
+  }
+  if ((p.sinks || p.lse || p.softcap > 0) && p.prefill) {
+    err() << "forward plan with sinks, lse or softcap needs decode";
     return failure();
   }
   if (auto page = d.getAs<IntegerAttr>("pageSize")) {

@@ -142,6 +142,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
       (*kernels.back().getAsObject())["params"].getAsArray()->push_back(attn_abi::name(param));
     (*root["problem"].getAsObject())[key] = true;
   }
+  if (p.softcap > 0) // logit soft-capping (absent without)
+    (*root["problem"].getAsObject())["softcap"] = p.softcap;
   root["kernels"] = std::move(kernels);
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -373,3 +373,27 @@ func.func @sinks_hadamard(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, 
   attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) sinks(%s : memref<8xf32>) outs(%o : memref<2x1x8x64xbf16>) {hadamard, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
   return
 }
+
+// -----
+
+func.func @softcap_value(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{softcap must be positive and finite, got 0}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {softcap = 0.0 : f32}
+  return
+}
+
+// -----
+
+func.func @softcap_prefill(%q: memref<2x16x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x16x8x64xbf16>) {
+  // expected-error @+1 {{softcap is implemented for decode only, not prefill}}
+  attn.attention prefill ins(%q, %k, %v : memref<2x16x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x16x8x64xbf16>) {softcap = 30.0 : f32}
+  return
+}
+
+// -----
+
+func.func @softcap_cpu(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{softcap needs target sm_90a (the CPU lowering does not implement it), got avx2}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {softcap = 30.0 : f32, target = #attn.target<avx2>}
+  return
+}

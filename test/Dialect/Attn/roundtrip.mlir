@@ -132,3 +132,13 @@ func.func @sinks_lse(%q: memref<?x1x32x128xbf16>, %k: memref<?x?x8x128xi8>, %v: 
        target = #attn.target<sm_90a>}
   return
 }
+
+// Logit soft-capping.
+// CHECK-LABEL: func.func @softcap
+// CHECK: softcap = 3.000000e+01 : f32
+func.func @softcap(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: memref<?x?x2x128xbf16>,
+                   %o: memref<?x1x8x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>)
+      outs(%o : memref<?x1x8x128xbf16>) {softcap = 30.0 : f32, target = #attn.target<sm_90a>}
+  return
+}

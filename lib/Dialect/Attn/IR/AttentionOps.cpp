@@ -165,8 +165,8 @@ static LogicalResult verifyScheduleForAttention(AttentionOp op, ScheduleAttr sch
   return success();
 }
 
-/// `sinks` [Hq] and `lse` [B, Sq, Hq]: their shapes, and what implements them (the sm_90a
-/// decode kernel, without hadamard).
+/// `sinks` [Hq], `lse` [B, Sq, Hq] and `softcap`: their shapes and values, and what implements
+/// them (the sm_90a decode kernel; sinks and lse without hadamard).
 static LogicalResult verifySinksAndLse(AttentionOp op, int64_t b, int64_t sq, int64_t hq,
                                        std::optional<TargetKind> target) {
   if (op.getSinks() &&
@@ -175,6 +175,16 @@ static LogicalResult verifySinksAndLse(AttentionOp op, int64_t b, int64_t sq, in
   if (op.getLse() &&
       failed(expectShape(op, "lse", op.getLse(), {b, sq, hq}, "one value per row [B, Sq, Hq]")))
     return failure();
+  if (FloatAttr c = op.getSoftcapAttr()) {
+    double x = c.getValueAsDouble();
+    if (!(x > 0) || !std::isfinite(x))
+      return op.emitOpError() << "softcap must be positive and finite, got " << x;
+    if (op.getKind() == AttentionKind::prefill)
+      return op.emitOpError() << "softcap is implemented for decode only, not prefill";
+    if (target && !isGPUTarget(*target))
+      return op.emitOpError() << "softcap needs target sm_90a (the CPU lowering does not "
+                              << "implement it), got " << stringifyTargetKind(*target);
+  }
   for (auto [v, name] : {std::pair{op.getSinks(), "sinks"}, std::pair{op.getLse(), "lse"}}) {
     if (!v)
       continue;

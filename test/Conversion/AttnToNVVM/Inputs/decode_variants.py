@@ -15,7 +15,7 @@ fp8 with e4m3 queries — f8q: per_block scales,
 f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid, *_one with one CTA
 per work item); *_had: Q, K and V rotated by the Walsh–Hadamard matrix (`hadamard`, O rotated
 back in the kernel); *_sinks / *_lse: attention sinks (one logit per query head) and the
-log-sum-exp output. Writes one
+log-sum-exp output; *_softcap: logits capped to c · tanh(x / c). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -61,7 +61,7 @@ def scale_type(gran, s, h):
 
 
 def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="decode",
-         schedule=None, hadamard=False, sinks=False, lse=False):
+         schedule=None, hadamard=False, sinks=False, lse=False, softcap=None):
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
     q = o.replace("bf16", "i8") if kv in I8Q else o
@@ -103,6 +103,8 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
     if sinks:
         args.append(f"%sinks: memref<{hq}xf32>")
         ops += f"      sinks(%sinks : memref<{hq}xf32>)\n"
+    if softcap:
+        attrs.append(f"softcap = {softcap} : f32")
     if hadamard:
         attrs.insert(0, "hadamard")
     if causal:
@@ -305,6 +307,15 @@ def variants():
              True, True)]:
         out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "decode", sched, False,
                     sinks, lse))
+    # Logit soft-capping (tanh.approx on the base-2 logits, before ALiBi and the masks).
+    for name, kv, (hq, hkv), d, sq, causal, alibi, lens, sinks, lse in [
+            ("bf16_gqa4_d128_q1_softcap", "bf16", (16, 4), 128, 1, False, False, True, False,
+             False),
+            ("i8_mqa16_d128_q3_softcap", "i8", (16, 1), 128, 3, True, True, True, True, True),
+            ("i8q_gqa8_d128_q2_softcap", "i8q", (32, 4), 128, 2, True, False, True, False,
+             False)]:
+        out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "decode", None, False,
+                    sinks, lse, 30.0))
     return out
 
 

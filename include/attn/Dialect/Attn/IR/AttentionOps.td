@@ -30,6 +30,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
       joins every row's softmax without a value row: `out = Σ_t e^(x_t − m) · v_t /
       (e^(s_h − m) + Σ_t e^(x_t − m))` over the visible keys' scaled logits x_t. A row with no
       visible key gets 0. With split-KV the sink enters the merged state once.
+    * `softcap = c : f32` (Gemma 2, Grok; FlashAttention-3's convention): each logit, after
+      the softmax scale and before ALiBi, the masks and the sink, becomes `c · tanh(x / c)` with
+      `x = softmax_scale · q·k`, so logits stay within (−c, c); c > 0. Decode only.
     * `lse` (an output, [B, Sq, Hq] f32): the natural log-sum-exp of each row's scaled, masked
       logits, the sink included: `lse = log(e^(s_h) + Σ_t e^(x_t))` (FlashInfer's and
       FlashAttention-3's `softmax_lse`); −inf for a row with no visible key and no sink (where
@@ -94,6 +97,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        UnitAttr:$causal,
                        UnitAttr:$hadamard,
                        OptionalAttr<F32Attr>:$softmax_scale,
+                       OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<Attn_QuantAttr>:$q_quant,
                        OptionalAttr<Attn_QuantAttr>:$k_quant,
