@@ -374,6 +374,45 @@ TEST(Reference, AlibiAndHeadMapping) {
   EXPECT_EQ(out4[3], 20.0f);
 }
 
+TEST(Reference, SinksAndLogSumExp) {
+  // q·k = 0 and ln 3 (scale 1) with a sink logit of ln 2 for head 0 and none for head 1 (−inf):
+  // head 0's denominator is 1 + 3 + 2, head 1's 1 + 3.
+  DecodeProblem p = problem(1, 1, 2, 1, 2, 2);
+  const float q[] = {1, 0, 1, 0};
+  const float k[] = {0, 0, std::log(3.0f), 0};
+  const float v[] = {4, 8, 0, -4};
+  const float sinks[] = {std::log(2.0f), -INFINITY};
+  float out[4], lse[2];
+  DecodeExtras extras;
+  extras.sinks = sinks;
+  extras.lse = lse;
+  decodeReference(p, q, k, v, nullptr, nullptr, out, 1, extras);
+  EXPECT_NEAR(out[0], 4.0 / 6, 1e-6);
+  EXPECT_NEAR(out[1], (8.0 - 12.0) / 6, 1e-6);
+  EXPECT_NEAR(lse[0], std::log(6.0), 1e-6);
+  EXPECT_NEAR(out[2], 4.0 / 4, 1e-6);
+  EXPECT_NEAR(lse[1], std::log(4.0), 1e-6);
+  // No visible key: O is 0 and the log-sum-exp is the sink's logit (−inf without one).
+  const int32_t none[] = {0};
+  decodeReference(p, q, k, v, none, nullptr, out, 1, extras);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_NEAR(lse[0], std::log(2.0), 1e-6);
+  EXPECT_TRUE(std::isinf(lse[1]) && lse[1] < 0);
+}
+
+TEST(Reference, SoftcapBoundsTheLogits) {
+  // q·k = 0 and 4 (scale 1), softcap 2: logits 0 and 2·tanh(2).
+  DecodeProblem p = problem(1, 1, 1, 1, 1, 2);
+  p.softcap = 2.0;
+  const float q[] = {1};
+  const float k[] = {0, 4};
+  const float v[] = {0, 1};
+  float out[1];
+  decodeReference(p, q, k, v, nullptr, nullptr, out);
+  const double e = std::exp(2.0 * std::tanh(2.0));
+  EXPECT_NEAR(out[0], e / (1 + e), 1e-6);
+}
+
 TEST(Reference, ChunkedMatchesSinglePass) {
   // Long enough for several key chunks on several threads; compared with a plain loop.
   const int64_t B = 2, Sq = 2, Hq = 4, Hkv = 2, D = 8, S = 5000;

@@ -498,7 +498,7 @@ struct Partial {
 
 void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const float *k,
                                 const float *v, const int32_t *seqLens, const float *slopes,
-                                float *out, unsigned threads) {
+                                float *out, unsigned threads, const DecodeExtras &extras) {
   if (threads == 0)
     threads = defaultThreads();
   const int64_t B = p.batch, Sq = p.qLen, Hq = p.qHeads, Hkv = p.kvHeads, D = p.headDim;
@@ -564,7 +564,10 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
         }
         for (; d < D; ++d)
           a0 += qr[d] * double(kt[d]);
-        out_s = (a0 + a1) + (a2 + a3) - slope[size_t(r)] * double(pos[size_t(r)] - t);
+        double x = (a0 + a1) + (a2 + a3);
+        if (p.softcap > 0)
+          x = p.softcap * std::tanh(x / p.softcap);
+        out_s = x - slope[size_t(r)] * double(pos[size_t(r)] - t);
       }
     }
     Partial *pp = &part[size_t(task) * size_t(R)];
@@ -605,15 +608,23 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
     for (int64_t r = 0; r < R; ++r) {
       const int64_t i = r / ratio, h = g * ratio + r % ratio;
       float *o = out + ((size_t(b) * size_t(Sq) + size_t(i)) * size_t(Hq) + size_t(h)) * size_t(D);
-      double M = -std::numeric_limits<double>::infinity();
+      const double ninf = -std::numeric_limits<double>::infinity();
+      const double sink = extras.sinks ? double(extras.sinks[h]) : ninf;
+      float *lse =
+          extras.lse ? extras.lse + (size_t(b) * size_t(Sq) + size_t(i)) * size_t(Hq) + size_t(h)
+                     : nullptr;
+      double M = ninf;
       for (int64_t c = 0; c < chunks; ++c)
         M = std::max(M, part[(pair * size_t(chunks) + size_t(c)) * size_t(R) + size_t(r)].m);
-      if (M == -std::numeric_limits<double>::infinity()) {
+      if (M == ninf) { // no visible key: O = 0, the log-sum-exp is the sink's logit alone
         std::fill(o, o + D, 0.0f);
+        if (lse)
+          *lse = static_cast<float>(sink);
         continue;
       }
+      M = std::max(M, sink);
       std::vector<double> sum(size_t(D), 0.0);
-      double l = 0;
+      double l = sink == ninf ? 0.0 : std::exp(sink - M);
       for (int64_t c = 0; c < chunks; ++c) {
         const size_t idx = (pair * size_t(chunks) + size_t(c)) * size_t(R) + size_t(r);
         const Partial &pc = part[idx];
@@ -626,6 +637,8 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
       }
       for (int64_t d = 0; d < D; ++d)
         o[d] = static_cast<float>(sum[size_t(d)] / l);
+      if (lse)
+        *lse = static_cast<float>(M + std::log(l));
     }
   });
 }

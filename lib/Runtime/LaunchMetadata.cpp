@@ -397,6 +397,8 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       !r.boolean(*p, "problem", "causal", out.causal) ||
       !r.boolean(*p, "problem", "alibi", out.alibi) ||
       (find(*p, "hadamard") && !r.boolean(*p, "problem", "hadamard", out.hadamard)) ||
+      (find(*p, "sinks") && !r.boolean(*p, "problem", "sinks", out.sinks)) ||
+      (find(*p, "lse") && !r.boolean(*p, "problem", "lse", out.lse)) ||
       !r.boolean(*p, "problem", "seq_lens", out.seqLens))
     return false;
   if (out.qLen == 0 || (out.qLen < 0 && out.kind != "prefill")) {
@@ -411,6 +413,16 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
   if (!scale)
     return false;
   out.softmaxScale = scale->get<double>();
+  if (find(*p, "softcap")) {
+    const Json *cap = r.member(*p, "problem", "softcap", Kind::Number);
+    if (!cap)
+      return false;
+    out.softcap = cap->get<double>();
+    if (!(out.softcap > 0) || !std::isfinite(out.softcap)) {
+      error = "field \"problem.softcap\" must be a positive finite number";
+      return false;
+    }
+  }
   if (out.qHeads % out.kvHeads != 0) {
     error = "problem.q_heads (" + std::to_string(out.qHeads) + ") is not a multiple of kv_heads (" +
             std::to_string(out.kvHeads) + ")";

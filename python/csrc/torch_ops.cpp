@@ -14,20 +14,21 @@
 //   attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
 //                    Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens,
 //                    Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None,
-//                    Tensor? block_table=None) -> ()
+//                    Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None) -> ()
 //       The run: checks every tensor against the plan, encodes the K/V tensor maps (cached per
 //       K/V address pair), and launches on torch's current stream of the tensors' device. No host
 //       synchronization and no allocation, so it can be captured in a CUDA graph. A paged kernel
 //       (metadata `paged`) takes pools of pages k, v [num_pages, P, Hkv, D], scales per page and
 //       block_table int32 [B, max_blocks]; its plan's kv_len is max_blocks · P (any max_blocks
-//       when the kernel's is dynamic).
+//       when the kernel's is dynamic). A spec with attention sinks takes sinks float32 [Hq];
+//       one with an lse output writes lse float32 [B, Sq, Hq].
 //   attn_opt::plan_info(int plan) -> int[]   [device, batch, kv_len, q_len, splits,
 //                                             cluster_merge, workspace_floats]
 //   attn_opt::release_plan(int plan) -> ()
 //
 // The library is also a Python module (PyInit_<TORCH_EXTENSION_NAME>) whose `run(plan, q, k, v,
 // k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, workspace,
-// block_table)` is the
+// block_table, sinks, lse)` is the
 // same run without the dispatcher: DecodePlan.run calls it eagerly (about 4 µs less host time
 // per call than torch.ops, docs/benchmarks/torch-ops.md). It returns NotImplemented, launching
 // nothing, when an argument is not a plain torch.Tensor or a dispatch / torch-function mode or a
@@ -146,7 +147,7 @@ constexpr Param kSupplied[] = {Param::Q,       Param::KMap,   Param::VMap,      
                                Param::VScale,  Param::KZero,  Param::VZero,     Param::QScale,
                                Param::SeqLens, Param::Alibi,  Param::Out,       Param::Workspace,
                                Param::Batch,   Param::KvLen,  Param::QLen,      Param::NumSplits,
-                               Param::BlockTable};
+                               Param::BlockTable, Param::Sinks, Param::Lse};
 
 struct PlannedLaunch {
   attn_rt_kernel *handle = nullptr;
@@ -200,7 +201,7 @@ struct Plan {
   // What the run checks and encodes, resolved from the metadata once (no string compares per call)
   Dtypes qTypes, kvTypes, zeroTypes;
   bool kScales = false, vScales = false, zeros = false, qScales = false, seqLens = false,
-       alibi = false;
+       alibi = false, sinks = false, lse = false;
   /// A paged cache (meta.pageSize > 0): pages in the pool (-1: k's dim 0 at each run), and
   /// whether the K / V scales are stored per page (their dim 0 is the pool's too).
   int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
@@ -348,6 +349,8 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   p->qScales = m.qDtype != "bf16";
   p->seqLens = m.seqLens;
   p->alibi = m.alibi;
+  p->sinks = m.sinks;
+  p->lse = m.lse;
   p->kMapType = mapDtype(m.kMap.dtype);
   p->vMapType = mapDtype(m.vMap.dtype);
   const uint64_t e = m.kvDtype == "bf16" ? 2 : 1, d = uint64_t(m.headDim),
@@ -447,7 +450,7 @@ using OptTensor = std::optional<at::Tensor>;
 /// The run's operands, borrowed (null: not given).
 struct Operands {
   const at::Tensor *q, *k, *v, *kScale, *vScale, *qScale, *kZero, *vZero, *seqLens, *alibi, *out,
-      *workspace, *blockTable;
+      *workspace, *blockTable, *sinks, *lse;
 };
 
 /// An optional operand the metadata asks for (`needed`) or forbids; returns its address or 0.
@@ -497,7 +500,22 @@ void runPlan(Plan &p, const Operands &o) {
   expect(p, "k", *o.k, p.kvTypes, kvShape);
   expect(p, "v", *o.v, p.kvTypes, kvShape);
   expect(p, "out", *o.out, {at::kBFloat16}, p.qShape);
-  enum { KScale, VScale, KZero, VZero, QScale, SeqLens, Alibi, Q, Out, Workspace, Table, NumPtrs };
+  enum {
+    KScale,
+    VScale,
+    KZero,
+    VZero,
+    QScale,
+    SeqLens,
+    Alibi,
+    Q,
+    Out,
+    Workspace,
+    Table,
+    Sinks,
+    Lse,
+    NumPtrs
+  };
   uint64_t ptrs[NumPtrs] = {};
   ptrs[Table] = optionalOperand(p, "block_table", o.blockTable, p.pageSize,
                                 "the kernel reads a contiguous cache", {at::kInt},
@@ -516,6 +534,18 @@ void runPlan(Plan &p, const Operands &o) {
                                   "the spec has no seq_lens operand", {at::kInt}, {p.batch}, true);
   ptrs[Alibi] = optionalOperand(p, "alibi_slopes", o.alibi, p.alibi, "the spec has no ALiBi",
                                 {at::kFloat}, {p.files->meta.qHeads});
+  TORCH_CHECK_VALUE(p.sinks == (o.sinks && o.sinks->defined()),
+                    p.sinks ? "attn_opt.decode: sinks (float32 [Hq]) is required: the spec has "
+                              "attention sinks"
+                            : "attn_opt.decode: sinks given, but the spec has no attention sinks");
+  TORCH_CHECK_VALUE(p.lse == (o.lse && o.lse->defined()),
+                    p.lse ? "attn_opt.decode: lse (float32 [B, Sq, Hq]) is required: the spec has "
+                            "an lse output"
+                          : "attn_opt.decode: lse given, but the spec has no lse output");
+  ptrs[Sinks] = optionalOperand(p, "sinks", o.sinks, p.sinks, "the spec has no attention sinks",
+                                {at::kFloat}, {p.files->meta.qHeads});
+  ptrs[Lse] = optionalOperand(p, "lse", o.lse, p.lse, "the spec has no lse output", {at::kFloat},
+                              {p.qShape[0], p.qShape[1], p.qShape[2]});
   ptrs[Q] = address(*o.q);
   ptrs[Out] = address(*o.out);
   if (p.workspaceFloats) {
@@ -552,6 +582,8 @@ void runPlan(Plan &p, const Operands &o) {
   values.set(Param::QLen, &ints[2]);
   values.set(Param::NumSplits, &ints[3]);
   values.set(Param::BlockTable, &ptrs[Table]);
+  values.set(Param::Sinks, &ptrs[Sinks]);
+  values.set(Param::Lse, &ptrs[Lse]);
   launch(p.decode, values, stream);
   if (p.combine.handle)
     launch(p.combine, values, stream);
@@ -563,17 +595,17 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
                const OptTensor &kScale, const OptTensor &vScale, const OptTensor &qScale,
                const OptTensor &kZero, const OptTensor &vZero, const OptTensor &seqLens,
                const OptTensor &alibi, const at::Tensor &out, const OptTensor &workspace,
-               const OptTensor &blockTable) {
+               const OptTensor &blockTable, const OptTensor &sinks, const OptTensor &lse) {
   std::shared_ptr<Plan> plan = findPlan(planId);
   runPlan(*plan, {&q, &k, &v, given(kScale), given(vScale), given(qScale), given(kZero),
                   given(vZero), given(seqLens), given(alibi), &out, given(workspace),
-                  given(blockTable)});
+                  given(blockTable), given(sinks), given(lse)});
 }
 
 void decodeOnCpu(int64_t, const at::Tensor &q, const at::Tensor &, const at::Tensor &,
                  const OptTensor &, const OptTensor &, const OptTensor &, const OptTensor &,
                  const OptTensor &, const OptTensor &, const OptTensor &, const at::Tensor &,
-                 const OptTensor &, const OptTensor &) {
+                 const OptTensor &, const OptTensor &, const OptTensor &, const OptTensor &) {
   TORCH_CHECK_VALUE(false, cat("attn_opt.decode runs on CUDA tensors; q is on ", q.device()));
 }
 
@@ -592,10 +624,11 @@ bool plainDispatch() {
              .empty();
 }
 
-constexpr Py_ssize_t kRunArgs = 14;
+constexpr Py_ssize_t kRunArgs = 16;
 constexpr const char *kRunArgNames[kRunArgs] = {
-    "plan",   "q",        "k",        "v",            "k_scale", "v_scale",   "q_scale",
-    "k_zero", "v_zero",   "seq_lens", "alibi_slopes", "out",     "workspace", "block_table"};
+    "plan",     "q",            "k",   "v",         "k_scale",     "v_scale", "q_scale", "k_zero",
+    "v_zero",   "seq_lens",     "alibi_slopes",     "out",         "workspace",
+    "block_table", "sinks",     "lse"};
 
 PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
   HANDLE_TH_ERRORS
@@ -625,8 +658,8 @@ PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
   if (!plainDispatch())
     Py_RETURN_NOTIMPLEMENTED;
   std::shared_ptr<Plan> plan = findPlan(planId);
-  runPlan(*plan,
-          {t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12], t[13]});
+  runPlan(*plan, {t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12],
+                  t[13], t[14], t[15]});
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }
@@ -634,7 +667,7 @@ PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
 PyMethodDef moduleMethods[] = {
     {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(pyRun)), METH_FASTCALL,
      "run(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, "
-     "workspace, block_table): attn_opt::decode without the dispatcher; NotImplemented (nothing launched) "
+     "workspace, block_table, sinks, lse): attn_opt::decode without the dispatcher; NotImplemented (nothing launched) "
      "where the dispatcher is needed"},
     {nullptr, nullptr, 0, nullptr}};
 
@@ -662,7 +695,7 @@ TORCH_LIBRARY(attn_opt, m) {
   m.def("decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
         "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
         "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None, "
-        "Tensor? block_table=None) -> ()");
+        "Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(attn_opt, CUDA, m) { m.impl("decode", &decodeRun); }

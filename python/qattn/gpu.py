@@ -375,12 +375,14 @@ class GpuDecodeKernel(LaunchFiles):
 
     def __call__(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None,
                  v_zero=None, seq_lens=None, alibi_slopes=None, out=None, splits="auto",
-                 stream=None, block_table=None):
+                 stream=None, block_table=None, sinks=None, lse=None):
         """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D].
         Specs with int8 queries take q as int8 and ``q_scale`` float32 [B, Sq, Hq]; asymmetric
         caches take ``k_zero`` / ``v_zero`` of the scales' shape and the codes' dtype. A paged
         kernel takes pools of pages k, v [num_pages, P, Hkv, D], scales per page ([num_pages, P,
-        Hkv] for per_token_head) and ``block_table`` int32 [B, max_blocks]."""
+        Hkv] for per_token_head) and ``block_table`` int32 [B, max_blocks]. A spec with sinks
+        takes ``sinks`` float32 [Hq]; a spec with an lse output writes it into ``lse`` float32
+        [B, Sq, Hq] (allocated when not given) and returns ``(out, lse)``."""
         import torch
 
         p, s = self.problem, self.schedule
@@ -459,6 +461,22 @@ class GpuDecodeKernel(LaunchFiles):
             ptrs["alibi"] = alibi_slopes.data_ptr()
         elif alibi_slopes is not None:
             raise KernelArgumentError("alibi_slopes given, but the spec has no ALiBi")
+        ptrs["sinks"] = ptrs["lse"] = 0
+        if p.get("sinks", False):
+            if sinks is None:
+                raise KernelArgumentError("sinks ([Hq] float32) is required: the spec has "
+                                          "attention sinks")
+            self._expect("sinks", sinks, torch, ("float32",), (hq,))
+            ptrs["sinks"] = sinks.data_ptr()
+        elif sinks is not None:
+            raise KernelArgumentError("sinks given, but the spec has no attention sinks")
+        if p.get("lse", False):
+            if lse is None:
+                lse = torch.empty((b, sq, hq), dtype=torch.float32, device=q.device)
+            self._expect("lse", lse, torch, ("float32",), (b, sq, hq))
+            ptrs["lse"] = lse.data_ptr()
+        elif lse is not None:
+            raise KernelArgumentError("lse given, but the spec has no lse output")
         if out is None:
             out = torch.empty((b, sq, hq, d), dtype=torch.bfloat16, device=q.device)
         self._expect("out", out, torch, ("bfloat16",), (b, sq, hq, d))
@@ -521,4 +539,4 @@ class GpuDecodeKernel(LaunchFiles):
         if ws is not None:  # keep the workspace alive until the stream is done with it
             ws.record_stream(torch.cuda.ExternalStream(stream_handle) if stream is not None
                              else torch.cuda.current_stream(q.device))
-        return out
+        return (out, lse) if p.get("lse", False) else out

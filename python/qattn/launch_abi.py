@@ -48,6 +48,8 @@ PARAMS = {
     'slot_mapping': ('pointer', 'slot_mapping', 'paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)'),
     'num_tokens': ('int32', 'num_tokens', 'paged append: rows to quantize (T)'),
     'num_slots': ('int32', 'num_slots', "paged append: the pool's rows, num_pages * page_size"),
+    'sinks': ('pointer', 'sinks', 'attention sink logits (f32 [Hq])'),
+    'lse': ('pointer', 'lse', 'the log-sum-exp output (f32 [B, Sq, Hq])'),
 }
 
 # name: (where a launcher takes it from, meaning)

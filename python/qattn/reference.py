@@ -16,6 +16,12 @@ layout (``qattn.spec.attention``):
   pools come with scales (and zero points) stored per page (``qattn.paged``), dequantized here
   first. The result equals ``attention`` over ``gather`` of the same cache.
 
+Both take ``sinks`` ([Hq] attention-sink logits, gpt-oss: s_h joins each row's softmax
+denominator as ``exp(s_h - m)`` and has no value row) and ``return_lse=True``, which returns
+``(out, lse)`` with ``lse`` [B, Sq, Hq] the natural log-sum-exp of each row's scaled, masked
+logits, the sink included (``-inf`` for a row with no visible key and no sink). ``softcap=c``
+caps each scaled logit x to ``c * tanh(x / c)`` before the mask (FlashAttention-3's convention).
+
 Inputs may be NumPy arrays or torch tensors (any device; copied to the host as float64).
 """
 
@@ -50,30 +56,56 @@ def _lengths(seq_lens, batch: int, capacity: int) -> np.ndarray:
 
 
 def _attend_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
-                scale: float) -> np.ndarray:
-    """q [Sq, Hq, D] over the n keys k [n, Hkv, D], v [n, Hkv, Dv] of one sequence."""
+                scale: float, sinks: Optional[np.ndarray] = None,
+                softcap: Optional[float] = None):
+    """q [Sq, Hq, D] over the n keys k [n, Hkv, D], v [n, Hkv, Dv] of one sequence: the output
+    [Sq, Hq, Dv] and the log-sum-exp [Sq, Hq] (sinks [Hq] included)."""
     sq, hq, _ = q.shape
     n, hkv, dv = v.shape
+    sink = np.full(hq, -np.inf) if sinks is None else sinks
     out = np.zeros((sq, hq, dv))
     if n == 0:
-        return out
+        return out, np.broadcast_to(sink, (sq, hq)).copy()
     kv = np.arange(hq) // (hq // hkv)
     logits = scale * np.einsum("shd,thd->hst", q, k[:, kv])  # [Hq, Sq, n]
+    if softcap:
+        logits = softcap * np.tanh(logits / softcap)
     if causal:
         last = n - sq + np.arange(sq)  # the position of each query
         logits = np.where(np.arange(n)[None, None, :] <= last[None, :, None], logits, -np.inf)
-    m = logits.max(axis=2, keepdims=True)
-    seen = np.isfinite(m)  # queries with at least one key
-    p = np.exp(logits - np.where(seen, m, 0))
-    denom = p.sum(axis=2, keepdims=True)
+    seen = np.isfinite(logits.max(axis=2, keepdims=True))  # queries with at least one key
+    # The sink joins the maximum and the denominator, as a key without a value row.
+    m = np.maximum(logits.max(axis=2, keepdims=True), sink[:, None, None])
+    finite = np.isfinite(m)
+    m0 = np.where(finite, m, 0)
+    p = np.exp(logits - m0)
+    denom = p.sum(axis=2, keepdims=True) + np.exp(sink[:, None, None] - m0)
     o = np.einsum("hst,thd->shd", p / np.where(seen, denom, 1), v[:, kv])
-    return np.where(seen.transpose(1, 0, 2), o, 0.0)
+    with np.errstate(divide="ignore"):
+        lse = np.where(finite, m0 + np.log(np.where(finite, denom, 1)), -np.inf)[:, :, 0]
+    return np.where(seen.transpose(1, 0, 2), o, 0.0), lse.T
+
+
+def _sinks(sinks, hq: int) -> Optional[np.ndarray]:
+    if sinks is None:
+        return None
+    s = as_numpy(sinks).reshape(-1)
+    if s.shape != (hq,):
+        raise ValueError(f"sinks must hold one logit per query head ({hq}), got {s.shape}")
+    return s
+
+
+def _result(rows: list, return_lse: bool):
+    out = np.stack([o for o, _ in rows])
+    return (out, np.stack([lse for _, lse in rows])) if return_lse else out
 
 
 def attention(q, k, v, seq_lens=None, *, causal: bool = False,
-              softmax_scale: Optional[float] = None) -> np.ndarray:
+              softmax_scale: Optional[float] = None, sinks=None, return_lse: bool = False,
+              softcap: Optional[float] = None):
     """float64 [B, Sq, Hq, Dv]: attention of q [B, Sq, Hq, D] over k [B, S, Hkv, D] and
-    v [B, S, Hkv, Dv], each sequence over its first ``seq_lens[b]`` keys."""
+    v [B, S, Hkv, Dv], each sequence over its first ``seq_lens[b]`` keys (with ``return_lse``:
+    ``(out, lse)``, lse [B, Sq, Hq])."""
     q, k, v = as_numpy(q), as_numpy(k), as_numpy(v)
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise ValueError("q, k and v must be [B, S, H, D]")
@@ -84,8 +116,9 @@ def attention(q, k, v, seq_lens=None, *, causal: bool = False,
         raise ValueError(f"{hq} query heads are not a multiple of {k.shape[2]} KV heads")
     scale = 1 / np.sqrt(d) if softmax_scale is None else float(softmax_scale)
     lens = _lengths(seq_lens, b, k.shape[1])
-    return np.stack([_attend_one(q[i], k[i, :n], v[i, :n], causal, scale)
-                     for i, n in enumerate(lens)])
+    s = _sinks(sinks, hq)
+    return _result([_attend_one(q[i], k[i, :n], v[i, :n], causal, scale, s, softcap)
+                    for i, n in enumerate(lens)], return_lse)
 
 
 def _pages_needed(n: int, page_size: int) -> int:
@@ -139,7 +172,8 @@ def _flatten_per_page(s: np.ndarray, granularity: str, pages: int, page_size: in
 def paged_attention(q, k_pages, v_pages, block_table, seq_lens=None, *, k_scale=None,
                     v_scale=None, k_granularity: Optional[str] = None,
                     v_granularity: Optional[str] = None, k_zero=None, v_zero=None,
-                    causal: bool = False, softmax_scale: Optional[float] = None) -> np.ndarray:
+                    causal: bool = False, softmax_scale: Optional[float] = None, sinks=None,
+                    return_lse: bool = False, softcap: Optional[float] = None):
     """float64 [B, Sq, Hq, Dv]: attention of q [B, Sq, Hq, D] over a paged cache (see the module
     docstring). Without ``seq_lens`` every sequence holds max_blocks · P keys. ``v_granularity``
     defaults to ``k_granularity``."""
@@ -158,4 +192,6 @@ def paged_attention(q, k_pages, v_pages, block_table, seq_lens=None, *, k_scale=
     lens = _lengths(seq_lens, b, table.shape[1] * k.shape[1])
     scale = 1 / np.sqrt(d) if softmax_scale is None else float(softmax_scale)
     ks, vs = gather(k, table, lens), gather(v, table, lens)
-    return np.stack([_attend_one(q[i], ks[i], vs[i], causal, scale) for i in range(b)])
+    s = _sinks(sinks, hq)
+    return _result([_attend_one(q[i], ks[i], vs[i], causal, scale, s, softcap)
+                    for i in range(b)], return_lse)

@@ -146,6 +146,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
               schedule: Optional[Mapping[str, object]] = None, alibi: bool = False,
               seq_lens: bool = False, symmetric: bool = True, hadamard: bool = False,
               page_size: Optional[int] = None, num_pages: Dim = None, max_blocks: Dim = None,
+              sinks: bool = False, lse: bool = False, softcap: Optional[float] = None,
               name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
 
@@ -159,6 +160,14 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     ``hadamard=True``: the caller passes Q, K and V rotated by the normalized Walsh–Hadamard matrix
     along head_dim (``qattn.quant.hadamard``) before quantizing them; the kernel rotates O back.
     ``target=None`` leaves the target to ``compile(target=...)``.
+
+    ``sinks=True`` adds attention sinks (gpt-oss): a ``sinks`` operand [q_heads] f32 of learned
+    logits, each joining its head's softmax denominator as ``exp(s_h - m)`` without a value row.
+    ``lse=True`` adds the output ``lse`` [batch, q_len, q_heads] f32, the natural log-sum-exp of
+    each row's scaled, masked logits (the sink included; ``-inf`` for a row with no key and no
+    sink). ``softcap=c`` caps the logits (Gemma 2, Grok; FlashAttention-3's convention): each
+    scaled logit x becomes ``c * tanh(x / c)`` before ALiBi and the masks. All three are decode
+    features of the sm_90a kernel.
 
     ``page_size=P`` makes the K/V cache paged (vLLM's and FA3's layout): K and V become pools of
     ``num_pages`` pages ``[num_pages, P, kv_heads, head_dim]`` (default: dynamic), their scales and
@@ -174,12 +183,16 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         _check_choice("mode", mode, MODES)
     _check_target_name(target, name)
     for flag, value in (("causal", causal), ("alibi", alibi), ("seq_lens", seq_lens),
-                        ("symmetric", symmetric), ("hadamard", hadamard)):
+                        ("symmetric", symmetric), ("hadamard", hadamard), ("sinks", sinks),
+                        ("lse", lse)):
         _check_bool(flag, value)
     _check_granularity("granularity", granularity)
     for what, g in (("q_granularity", q_granularity), ("v_granularity", v_granularity)):
         if g is not None:
             _check_granularity(what, g)
+    if softcap is not None and (isinstance(softcap, bool) or not isinstance(softcap, (int, float))
+                                or not 0 < softcap < float("inf")):
+        raise ValueError(f"softcap must be a positive finite number, not {softcap!r}")
     if schedule is not None and not isinstance(schedule, Mapping):
         raise TypeError(f"schedule must be a mapping of field names to values, not {schedule!r}")
     B, Sq, Skv = (_check_dim(n, v) for n, v in (("batch", batch), ("q_len", q_len), ("kv_len", kv_len)))
@@ -246,7 +259,16 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         args.append(("pages", table_ty))
         clauses.append(f"block_table(%pages : {table_ty})")
         attrs.append(f"page_size = {page_size}")
+    if sinks:
+        sinks_ty = _memref([Hq], "f32")
+        args.append(("sinks", sinks_ty))
+        clauses.append(f"sinks(%sinks : {sinks_ty})")
     args.append(("o", o_ty))
+    lse_ty = _memref([B, Sq, Hq], "f32") if lse else None
+    if lse_ty:
+        args.append(("lse", lse_ty))
+    if softcap is not None:
+        attrs.append(f"softcap = {float(softcap)!r} : f32")
     if mode is not None:
         attrs.append(f"mode = #attn.mode<{mode}>")
     if target is not None:
@@ -259,7 +281,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     lines = [f"func.func @{name}({signature}) {{",
              f"  attn.attention {kind} ins(%q, %k, %v : {q_ty}, {kv_ty}, {kv_ty})"]
     lines += [indent + c for c in clauses]
-    lines.append(f"{indent}outs(%o : {o_ty})")
+    lines.append(f"{indent}outs(%o : {o_ty})" + (f" lse(%lse : {lse_ty})" if lse_ty else ""))
     if attrs:
         lines.append(indent + "{" + (",\n" + indent + " ").join(attrs) + "}")
     lines += ["  return", "}", ""]

@@ -8,10 +8,13 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
   ``cuda:<device>``, kernel handles, split count, grids, split workspace); returns a plan handle;
 * ``attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
   Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, Tensor? alibi_slopes,
-  Tensor(a!) out, Tensor(b!)? workspace=None, Tensor? block_table=None) -> ()`` — the run:
+  Tensor(a!) out, Tensor(b!)? workspace=None, Tensor? block_table=None, Tensor? sinks=None,
+  Tensor(c!)? lse=None) -> ()`` — the run:
   checks, K/V tensor maps (cached per address pair), launches on torch's current stream; no host
   sync, no allocation, so CUDA graphs capture it. A paged kernel takes pools of pages k, v
-  [num_pages, P, Hkv, D], scales per page and ``block_table`` int32 [B, max_blocks];
+  [num_pages, P, Hkv, D], scales per page and ``block_table`` int32 [B, max_blocks]; a spec with
+  attention sinks takes ``sinks`` float32 [Hq], one with an lse output writes ``lse`` float32
+  [B, Sq, Hq];
 * ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``;
 * ``attn_opt::quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst,
   Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()`` — an ``attn.quantize.append`` kernel
@@ -61,7 +64,7 @@ SCHEMAS = {
     "decode": "decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
               "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
               "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None, "
-              "Tensor? block_table=None) -> ()",
+              "Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None) -> ()",
     "quantize_append": "quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst, "
                        "Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
     "quantize_append_paged": "quantize_append_paged(str kernel, Tensor src, Tensor slot_mapping, "
@@ -151,9 +154,11 @@ _is_compiling = torch.compiler.is_compiling
 
 @torch.library.register_fake(f"{NAMESPACE}::decode")
 def _decode_fake(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens,
-                 alibi_slopes, out, workspace=None, block_table=None):
+                 alibi_slopes, out, workspace=None, block_table=None, sinks=None, lse=None):
     """Shape rules that hold for every plan: q and out [B, Sq, Hq, D], K/V [B, Skv, Hkv, D]
-    (paged: pools [num_pages, P, Hkv, D] and block_table [B, max_blocks])."""
+    (paged: pools [num_pages, P, Hkv, D] and block_table [B, max_blocks]), sinks float32 [Hq],
+    lse float32 [B, Sq, Hq]."""
+    _check_sinks_lse(q, sinks, lse)
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise KernelArgumentError("q, k and v must be 4-D: [B, Sq, Hq, D] and [B, Skv, Hkv, D]")
     if tuple(out.shape) != tuple(q.shape) or out.dtype != torch.bfloat16:
@@ -167,6 +172,16 @@ def _decode_fake(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_l
         raise KernelArgumentError(f"k {tuple(k.shape)} and v {tuple(v.shape)} do not match q "
                                   f"{tuple(q.shape)}")
     return None
+
+
+def _check_sinks_lse(q, sinks, lse):
+    """sinks float32 [Hq] and lse float32 [B, Sq, Hq] for q [B, Sq, Hq, D] (None: not given)."""
+    if q.dim() != 4:
+        return
+    for name, t, shape in (("sinks", sinks, (q.shape[2],)), ("lse", lse, tuple(q.shape[:3]))):
+        if t is not None and (t.dtype != torch.float32 or tuple(t.shape) != tuple(shape)):
+            raise KernelArgumentError(f"{name} must be float32 {list(shape)}, got {t.dtype} "
+                                      f"{list(t.shape)}")
 
 
 @torch.library.register_fake(f"{NAMESPACE}::quantize_append")
@@ -288,22 +303,27 @@ class DecodePlan:
                 f"{self.kv_len}, q_len {self.q_len}, {self.splits} split(s)>")
 
     def run(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None, v_zero=None,
-            seq_lens=None, alibi_slopes=None, out=None, workspace=None, block_table=None):
+            seq_lens=None, alibi_slopes=None, out=None, workspace=None, block_table=None,
+            sinks=None, lse=None):
         """Attention into ``out`` (allocated when None: bf16, q's shape); returns ``out``. A
         paged kernel takes pools k, v [num_pages, P, Hkv, D] and ``block_table`` [B, max_blocks]
-        (int32, on the device; its plan's kv_len is max_blocks · P).
+        (int32, on the device; its plan's kv_len is max_blocks · P). A spec with attention sinks
+        takes ``sinks`` float32 [Hq]; one with an lse output writes each row's log-sum-exp into
+        ``lse`` float32 [B, Sq, Hq] (required: the run allocates nothing).
 
         Eagerly this is the extension's ``run`` (no dispatcher); under fake tensors, modes or
         ``torch.compile`` it is ``torch.ops.attn_opt.decode`` — the same checks and launch."""
         if out is None:
             out = torch.empty(q.shape, dtype=torch.bfloat16, device=q.device)
+        _check_sinks_lse(q, sinks, lse)
         try:
             if (_run_direct is None or _is_compiling()
                     or _run_direct(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero,
-                                   v_zero, seq_lens, alibi_slopes, out, workspace, block_table)
+                                   v_zero, seq_lens, alibi_slopes, out, workspace, block_table,
+                                   sinks, lse)
                     is NotImplemented):
                 _decode(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero,
-                        seq_lens, alibi_slopes, out, workspace, block_table)
+                        seq_lens, alibi_slopes, out, workspace, block_table, sinks, lse)
         except (TypeError, ValueError) as e:
             raise KernelArgumentError(str(e)) from e
         except RuntimeError as e:

@@ -208,6 +208,55 @@ def test_contiguous_reference_matches_softmax_by_hand():
             np.testing.assert_allclose(got[0, s, h], (p / p.sum()) @ v[0, :n, 0], rtol=1e-12)
 
 
+def test_reference_sinks_and_lse_match_softmax_by_hand():
+    k, v = _cache(batch=2, seq=5, hkv=1, d=4, seed=7)
+    q = _queries(sq=2, hq=2, d=4, batch=2, seed=8)
+    sinks = np.array([0.7, -3.0])
+    out, lse = reference.attention(q, k, v, [4, 0], causal=True, softmax_scale=0.5, sinks=sinks,
+                                   return_lse=True)
+    assert lse.shape == (2, 2, 2)
+    for s in range(2):
+        n = 4 - 2 + s + 1
+        for h in range(2):
+            logits = 0.5 * k[0, :n, 0].astype(np.float64) @ q[0, s, h]
+            total = np.log(np.exp(logits).sum() + np.exp(sinks[h]))
+            np.testing.assert_allclose(lse[0, s, h], total, rtol=1e-12)
+            np.testing.assert_allclose(out[0, s, h], np.exp(logits - total) @ v[0, :n, 0],
+                                       rtol=1e-12)
+    # No keys: O is 0 and the log-sum-exp is the sink's logit alone (-inf without sinks).
+    assert not out[1].any()
+    np.testing.assert_array_equal(lse[1], np.broadcast_to(sinks, (2, 2)))
+    plain, plain_lse = reference.attention(q, k, v, [4, 0], causal=True, return_lse=True)
+    assert np.isneginf(plain_lse[1]).all() and np.isfinite(plain_lse[0]).all()
+    np.testing.assert_array_equal(plain, reference.attention(q, k, v, [4, 0], causal=True))
+    with pytest.raises(ValueError, match="one logit per query head"):
+        reference.attention(q, k, v, [4, 0], sinks=sinks[:1])
+
+
+def test_reference_softcap_by_hand():
+    k, v = _cache(batch=1, seq=5, hkv=1, d=4, seed=7)
+    q = 10 * _queries(sq=1, hq=1, d=4, batch=1, seed=8)
+    got = reference.attention(q, k, v, [5], softmax_scale=0.5, softcap=2.0)
+    logits = 2.0 * np.tanh(0.5 * k[0, :, 0].astype(np.float64) @ q[0, 0, 0] / 2.0)
+    p = np.exp(logits - logits.max())
+    np.testing.assert_allclose(got[0, 0, 0], (p / p.sum()) @ v[0, :, 0], rtol=1e-12)
+    assert not np.allclose(got, reference.attention(q, k, v, [5], softmax_scale=0.5))
+
+
+def test_paged_reference_sinks_and_lse_equal_contiguous():
+    k, v = _cache()
+    q = _queries()
+    sinks = np.linspace(-2, 2, 8)
+    table, pages = paged.allocate(LENS, 16, num_pages=None, seed=3)
+    kp = paged.paginate(k, LENS, table, pages, 16)
+    vp = paged.paginate(v, LENS, table, pages, 16)
+    want = reference.attention(q, k, v, LENS, causal=True, sinks=sinks, return_lse=True)
+    got = reference.paged_attention(q, kp, vp, table, LENS, causal=True, sinks=sinks,
+                                    return_lse=True)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
 @pytest.mark.parametrize("dtype,granularity,symmetric", [
     ("i8", "per_token_head", True),
     ("i8", "per_token", True),

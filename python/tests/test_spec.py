@@ -32,6 +32,34 @@ def test_asymmetric_decode_spec_compiles():
                         symmetric=False)
 
 
+def test_sinks_and_lse_operands():
+    spec = qattn.attention("decode", **MQA_INT8, sinks=True, lse=True)
+    assert "sinks(%sinks : memref<16xf32>)" in spec.text
+    assert "outs(%o : memref<16x3x16x128xbf16>) lse(%lse : memref<16x3x16xf32>)" in spec.text
+    assert qattn.compile(spec, passes=()).output
+    plain = qattn.attention("decode", **MQA_INT8)
+    assert "sinks" not in plain.text and "lse" not in plain.text
+    for flag in ("sinks", "lse"):
+        with pytest.raises(TypeError, match=f"{flag} must be True or False"):
+            qattn.attention("decode", **MQA_INT8, **{flag: 1})
+
+
+def test_softcap_attribute():
+    spec = qattn.attention("decode", **MQA_INT8, softcap=30)
+    assert "softcap = 30.0 : f32" in spec.text
+    assert qattn.compile(spec, passes=()).output
+    for bad in (0, -1.0, float("inf"), True, "30"):
+        with pytest.raises(ValueError, match="softcap must be a positive finite number"):
+            qattn.attention("decode", **MQA_INT8, softcap=bad)
+
+
+def test_sinks_and_lse_are_decode_features():
+    spec = qattn.attention("prefill", batch=2, q_len=64, kv_len=128, q_heads=8, kv_heads=2,
+                           head_dim=128, sinks=True)
+    with pytest.raises(qattn.CompileError, match="sinks is implemented for decode only"):
+        qattn.compile(spec, passes=())
+
+
 def test_gqa_head_mismatch_is_compile_error():
     spec = qattn.attention("decode", batch=2, q_len=1, kv_len=1024, q_heads=6, kv_heads=4,
                            head_dim=128)

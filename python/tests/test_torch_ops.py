@@ -69,10 +69,10 @@ def test_schemas_are_registered(name):
     assert str(schema) == f"attn_opt::{SCHEMAS[name]}"
 
 
-def test_decode_mutates_out_and_workspace_only():
+def test_decode_mutates_out_workspace_and_lse_only():
     schema = ops.decode.default._schema
     written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    assert written == ["out", "workspace"]
+    assert written == ["out", "workspace", "lse"]
     assert len(schema.returns) == 0
 
 
@@ -94,6 +94,32 @@ def test_fake_tensor_mode_runs_the_fake():
             ops.decode(7, q, k, k, s, s, None, None, None, None, None, out[:, :, :4])
         with pytest.raises(qattn.KernelArgumentError, match="do not match"):
             ops.decode(7, q, k, k[:, :, :, :64], s, s, None, None, None, None, None, out)
+
+
+def test_fake_checks_sinks_and_lse():
+    mode = FakeTensorMode(allow_non_fake_inputs=False)
+    q, k, s, out = fake_inputs(mode)
+    with mode:
+        sinks = torch.empty(8, dtype=torch.float32, device="cuda")
+        lse = torch.empty(2, 1, 8, dtype=torch.float32, device="cuda")
+        assert ops.decode(7, q, k, k, s, s, None, None, None, None, None, out, None, None,
+                          sinks, lse) is None
+        with pytest.raises(qattn.KernelArgumentError, match=r"sinks must be float32 \[8\]"):
+            ops.decode(7, q, k, k, s, s, None, None, None, None, None, out, None, None,
+                       sinks[:4], lse)
+        with pytest.raises(qattn.KernelArgumentError, match=r"lse must be float32 \[2, 1, 8\]"):
+            ops.decode(7, q, k, k, s, s, None, None, None, None, None, out, None, None,
+                       sinks, lse.to(torch.bfloat16))
+
+
+def test_plan_run_checks_sinks_and_lse_before_anything_runs():
+    q, k, s, out = fake_inputs(FakeTensorMode())
+    plan = DecodePlan.__new__(DecodePlan)  # no kernel: the checks come first
+    plan.handle = None
+    with q.fake_mode:
+        bad = torch.empty(2, 8, 1, dtype=torch.float32, device="cuda")
+        with pytest.raises(qattn.KernelArgumentError, match="lse must be float32"):
+            plan.run(q, k, k, s, s, out=out, lse=bad)
 
 
 def test_make_fx_traces_the_op():

@@ -38,6 +38,10 @@ using namespace attn;
 using namespace attn::bench;
 
 namespace {
+/// The largest absolute difference of the kernel's log-sum-exps from the quantized math's: the
+/// kernel's row sums are f32 (log2 by the special-function unit), its logits the reference's.
+constexpr double kLseTolerance = 1e-2;
+
 int error(const std::string &message) {
   std::fprintf(stderr, "attn-bench: %s\n", message.c_str());
   return 2;
@@ -213,6 +217,9 @@ struct HostData {
   std::vector<uint16_t> qBits;
   std::vector<float> qDeq; // s·q̂ for int8 / e4m3 queries (q_dtype "i8", "f8E4M3FN"), else q
   std::vector<float> q, k, v, kDeq, vDeq, refQuant, refUnquant, slopes;
+  // Attention sinks (spec `sinks`: 2 · N(0, 1) per query head) and the references' log-sum-exps
+  // (spec `lse`); empty without.
+  std::vector<float> sinks, lseQuant, lseUnquant;
   std::vector<int32_t> seqLens;
   ref::QuantizedKv qq, kq, vq; // qq: quantized queries (codes and scales), as a cache would be
 };
@@ -294,14 +301,29 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   prob.causal = m.causal;
   prob.alibi = m.alibi;
   prob.softmaxScale = m.softmaxScale;
+  prob.softcap = m.softcap;
   h.refQuant.resize(qElems);
   h.refUnquant.resize(qElems);
+  ref::DecodeExtras quantExtras, unquantExtras;
+  if (m.sinks) {
+    h.sinks.resize(size_t(m.qHeads));
+    ref::fillGaussian(h.sinks.data(), h.sinks.size(), o.seed, 4);
+    for (float &x : h.sinks)
+      x *= 2;
+    quantExtras.sinks = unquantExtras.sinks = h.sinks.data();
+  }
+  if (m.lse) {
+    h.lseQuant.resize(qElems / size_t(m.headDim));
+    h.lseUnquant.resize(qElems / size_t(m.headDim));
+    quantExtras.lse = h.lseQuant.data();
+    unquantExtras.lse = h.lseUnquant.data();
+  }
   ref::decodeReference(prob, h.qDeq.data(), h.kDeq.data(), h.vDeq.data(), h.seqLens.data(),
-                       h.slopes.data(), h.refQuant.data());
+                       h.slopes.data(), h.refQuant.data(), 0, quantExtras);
   if (m.hadamard) // the quantized math in the rotated basis, rotated back as the kernel does
     ref::hadamardRows(h.refQuant.data(), qElems / size_t(m.headDim), m.headDim);
   ref::decodeReference(prob, h.q.data(), h.k.data(), h.v.data(), h.seqLens.data(), h.slopes.data(),
-                       h.refUnquant.data());
+                       h.refUnquant.data(), 0, unquantExtras);
   // Slots past each length hold NaN where the type has one: they must not reach P · V.
   ref::poisonPastLengths(h.kq, kv, h.seqLens);
   ref::poisonPastLengths(h.vq, kv, h.seqLens);
@@ -347,6 +369,7 @@ struct Kernel {
 struct ArgValues {
   const DeviceKv *kv = nullptr;
   uint64_t q = 0, qScale = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0, blockTable = 0;
+  uint64_t sinks = 0, lse = 0;
   int32_t batch = 0, kvLen = 0, numSplits = 1, qLen = 0;
 };
 
@@ -372,6 +395,8 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
   v.set(Param::NumSplits, &a.numSplits);
   v.set(Param::QLen, &a.qLen);
   v.set(Param::BlockTable, &a.blockTable);
+  v.set(Param::Sinks, &a.sinks);
+  v.set(Param::Lse, &a.lse);
   std::vector<attn_abi::Param> params;
   if (!rt::resolveParams(k.name, k.params, params, why) ||
       !rt::checkSupplied(k.name, params, v, why))
@@ -426,6 +451,8 @@ int main(int argc, char **argv) {
       ", \"causal\": " + (m.causal ? "true" : "false") +
       ", \"alibi\": " + (m.alibi ? "true" : "false") +
       ", \"hadamard\": " + (m.hadamard ? "true" : "false") +
+      (m.sinks ? ", \"sinks\": true" : "") + (m.lse ? ", \"lse\": true" : "") +
+      (m.softcap > 0 ? ", \"softcap\": " + jsonNumber(m.softcap, "%g") : std::string()) +
       ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
       ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
   if (m.pageSize) // a paged cache: batch · max_blocks pages of page_size tokens
@@ -570,6 +597,14 @@ int main(int argc, char **argv) {
     TRY(attn_rt_copy_to_device(ctx, a.alibi, h.slopes.data(), h.slopes.size() * 4),
         "copying the ALiBi slopes");
   }
+  if (m.sinks) {
+    TRY(alloc(h.sinks.size() * 4, a.sinks), "allocating the sinks");
+    TRY(attn_rt_copy_to_device(ctx, a.sinks, h.sinks.data(), h.sinks.size() * 4),
+        "copying the sinks");
+  }
+  const size_t lseElems = h.lseQuant.size();
+  if (m.lse)
+    TRY(alloc(lseElems * 4, a.lse), "allocating the lse output");
   if (p.workspaceFloats)
     TRY(alloc(p.workspaceFloats * 4, a.workspace), "allocating the workspace");
   if (const std::vector<int32_t> table = pagedTable(m, p); !table.empty()) {
@@ -596,6 +631,8 @@ int main(int argc, char **argv) {
 
   // The checked run: poisoned output (0xFFFF is a bf16 NaN) and workspace.
   TRY(attn_rt_memset_d8(ctx, a.out, 0xFF, outElems * 2), "poisoning the output");
+  if (a.lse)
+    TRY(attn_rt_memset_d8(ctx, a.lse, 0xFF, lseElems * 4), "poisoning the lse output");
   if (a.workspace)
     TRY(attn_rt_memset_d8(ctx, a.workspace, 0xFF, p.workspaceFloats * 4),
         "poisoning the workspace");
@@ -609,6 +646,25 @@ int main(int argc, char **argv) {
   size_t unwritten = 0;
   const double errQuant = ref::relativeError(got.data(), h.refQuant.data(), outElems, &unwritten);
   const double errUnquant = ref::relativeError(got.data(), h.refUnquant.data(), outElems);
+  // The log-sum-exps: the largest absolute difference (−inf must match −inf; NaN is unwritten).
+  double lseErrQuant = 0, lseErrUnquant = 0;
+  if (a.lse) {
+    std::vector<float> lse(lseElems);
+    TRY(attn_rt_copy_to_host(ctx, lse.data(), a.lse, lseElems * 4), "copying the lse back");
+    auto diff = [](float got, float want) {
+      if (std::isinf(want) || std::isinf(got))
+        return got == want ? 0.0 : double(INFINITY);
+      return std::fabs(double(got) - double(want));
+    };
+    for (size_t i = 0; i < lseElems; ++i) {
+      if (std::isnan(lse[i])) {
+        ++unwritten;
+        continue;
+      }
+      lseErrQuant = std::max(lseErrQuant, diff(lse[i], h.lseQuant[i]));
+      lseErrUnquant = std::max(lseErrUnquant, diff(lse[i], h.lseUnquant[i]));
+    }
+  }
 
   // Timing: back-to-back iterations between events, median.
   double timeUs = NAN, gbps = NAN;
@@ -643,9 +699,12 @@ int main(int argc, char **argv) {
   attn_rt_destroy(ctx);
 
   std::printf("%s, \"num_splits\": %lld, \"cluster_merge\": %s, \"rel_err_quant\": %s, "
-              "\"rel_err_unquant\": %s, \"unwritten\": %zu, \"time_us\": %s, \"gbps\": %s}\n",
+              "\"rel_err_unquant\": %s, \"lse_err_quant\": %s, \"lse_err_unquant\": %s, "
+              "\"unwritten\": %zu, \"time_us\": %s, \"gbps\": %s}\n",
               head.c_str(), static_cast<long long>(p.numSplits), p.clusterMerge ? "true" : "false",
-              jsonNumber(errQuant).c_str(), jsonNumber(errUnquant).c_str(), unwritten,
+              jsonNumber(errQuant).c_str(), jsonNumber(errUnquant).c_str(),
+              a.lse ? jsonNumber(lseErrQuant).c_str() : "null",
+              a.lse ? jsonNumber(lseErrUnquant).c_str() : "null", unwritten,
               jsonNumber(timeUs, "%.2f").c_str(), jsonNumber(gbps, "%.1f").c_str());
   std::string reasons;
   auto because = [&](const std::string &r) { reasons += (reasons.empty() ? "" : "; ") + r; };
@@ -654,6 +713,8 @@ int main(int argc, char **argv) {
             " outputs unwritten or NaN");
   if (!(errQuant <= o.tolQuant))
     because("rel_err_quant " + jsonNumber(errQuant) + " > " + jsonNumber(o.tolQuant, "%g"));
+  if (a.lse && !(lseErrQuant <= kLseTolerance))
+    because("lse_err_quant " + jsonNumber(lseErrQuant) + " > " + jsonNumber(kLseTolerance, "%g"));
   if (o.tolUnquant >= 0 && !(errUnquant <= o.tolUnquant))
     because("rel_err_unquant " + jsonNumber(errUnquant) + " > " + jsonNumber(o.tolUnquant, "%g"));
   std::printf(reasons.empty() ? "PASS\n" : "FAIL (%s)\n", reasons.c_str());

@@ -142,6 +142,9 @@ struct DecodeProblem {
   int64_t batch = 1, qLen = 1, qHeads = 1, kvHeads = 1, headDim = 1, kvLen = 0;
   bool causal = false, alibi = false;
   double softmaxScale = 1;
+  /// Logit soft-capping (0: none): s ← softcap · tanh(s / softcap) after the scale, before
+  /// ALiBi and the masks (FlashAttention-3's convention).
+  double softcap = 0;
 };
 
 /// out[B,Sq,Hq,D] = decode attention of q[B,Sq,Hq,D] over k, v [B,Skv,Hkv,D] (query head h reads
@@ -149,8 +152,17 @@ struct DecodeProblem {
 /// [0, Skv]), pos_i = L_b − Sq + i, s = scale·q·k_t − slope_h·(pos_i − t) (slopes only with
 /// `alibi`; null slopes mean none), causal: t ≤ pos_i; a query with no visible key gets 0.
 /// Computed in fp64 (q, k, v read as f32), parallel over (batch, KV head, key chunk).
+/// Optional parts of a decode reference: attention sinks (`sinks` [Hq]: logit s_h joins each
+/// row's softmax denominator as e^(s_h − m), with no value row) and the log-sum-exp output
+/// (`lse` [B, Sq, Hq]: log(e^(s_h) + Σ_t e^(s_t)) over the visible keys, natural log; −inf for a
+/// row with no visible key and no sink). Null: none.
+struct DecodeExtras {
+  const float *sinks = nullptr;
+  float *lse = nullptr;
+};
 void decodeReference(const DecodeProblem &p, const float *q, const float *k, const float *v,
-                     const int32_t *seqLens, const float *slopes, float *out, unsigned threads = 0);
+                     const int32_t *seqLens, const float *slopes, float *out, unsigned threads = 0,
+                     const DecodeExtras &extras = {});
 
 /// ‖got − want‖₂ / ‖want‖₂ over the elements where `got` is not NaN (the absolute ‖got − want‖₂
 /// when ‖want‖₂ = 0); `nan` counts the NaN elements of `got`.

@@ -57,8 +57,10 @@ enum class Param : uint8_t {
   SlotMapping, ///< "slot_mapping": paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)
   NumTokens, ///< "num_tokens": paged append: rows to quantize (T)
   NumSlots, ///< "num_slots": paged append: the pool's rows, num_pages * page_size
+  Sinks, ///< "sinks": attention sink logits (f32 [Hq])
+  Lse, ///< "lse": the log-sum-exp output (f32 [B, Sq, Hq])
 };
-inline constexpr size_t kNumParams = 32;
+inline constexpr size_t kNumParams = 34;
 
 struct ParamInfo {
   const char *name;
@@ -102,6 +104,8 @@ inline constexpr ParamInfo kParams[kNumParams] = {
     {"slot_mapping", ParamKind::Pointer, "slot_mapping", "uint64_t", 8, "paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)"},
     {"num_tokens", ParamKind::Int32, "num_tokens", "int32_t", 4, "paged append: rows to quantize (T)"},
     {"num_slots", ParamKind::Int32, "num_slots", "int32_t", 4, "paged append: the pool's rows, num_pages * page_size"},
+    {"sinks", ParamKind::Pointer, "sinks", "uint64_t", 8, "attention sink logits (f32 [Hq])"},
+    {"lse", ParamKind::Pointer, "lse", "uint64_t", 8, "the log-sum-exp output (f32 [B, Sq, Hq])"},
 };
 
 constexpr const ParamInfo &info(Param p) { return kParams[size_t(p)]; }

@@ -88,6 +88,11 @@ struct DecodeLaunch {
   /// Q, K and V are rotated by the normalized Walsh–Hadamard matrix along head_dim (the caller
   /// rotates before quantizing; the kernel rotates O back). Optional in the JSON, default false.
   bool hadamard = false;
+  /// Decode: attention sinks (parameter `sinks`, f32 [Hq]) and the log-sum-exp output
+  /// (parameter `lse`, f32 [B, Sq, Hq]). Optional in the JSON, default false.
+  bool sinks = false, lse = false;
+  /// Logit soft-capping c (0: none; optional in the JSON): logits become c · tanh(x / c).
+  double softcap = 0;
   double softmaxScale = 0;
   /// A paged cache (member "paged"; page_size 0: contiguous): tokens per page, block-table entries
   /// per sequence (-1: the launch's kv_len / page_size), pages in the pool (-1: known at launch). The K/V tensor maps cover the pool as

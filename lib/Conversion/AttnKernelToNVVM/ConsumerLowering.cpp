@@ -150,6 +150,8 @@ struct EpilogueLowering : OpConversionPattern<ForwardEpilogueOp> {
     if (!bound)
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
+    // The LSE output is the op's operand (the kernel's parameter of that name).
+    bound->c.lse = a.getLse().empty() ? Value() : a.getLse().front();
     SmallVector<Value> fin = stateOf(a.getAcc(), a.getRowMax(), a.getRowSum());
     SmallVector<Value> rows(a.getRows());
     buildConsumerStore(k, bound->c, rows, fin, a.getUnit().front());

@@ -8,6 +8,7 @@
 //     round trip to L2);
 //   wide (more): one packed row per CTA, sixteen warps each a sixteenth of the splits, merged by
 //     the first warp through shared memory.
+// With an `lse` operand either form also writes the merged row's natural log-sum-exp.
 // The kernel around it (attnk.kernel ... programmatic) begins with griddepcontrol.wait:
 // launchers start it as the programmatic dependent (PDL) of the attention kernel.
 //
@@ -63,6 +64,7 @@ struct Rows {
   KernelBuilder &k;
   const Geometry &p;
   Value ws, out, numSplits, grp, bIdx, row;
+  Value lse; // [B, q_len, heads] f32, or null
   int64_t D, R, W;
   Value active, rowc, slot0, mOff, negInf;
 
@@ -78,6 +80,16 @@ struct Rows {
   /// Byte offset of split s's partial.
   Value splitBase(Value s) { return k.mul(k.sext64(k.add(slot0, s)), W * 4); }
   /// The output row (batch, query token, head) of the packed row.
+  /// Lane 0 of the calling warp writes the row's log-sum-exp (max m + log2 of the merged sum,
+  /// in base e; −inf for a row without keys) when the op has an lse and the row exists.
+  void storeLse(Value lane, Value mMax, Value lSum) {
+    if (!lse)
+      return;
+    Value v = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)),
+                       k.fmul(k.fadd(mMax, k.log2(lSum)), k.f32(M_LN2)), negInf);
+    k.ifThen(k.band(active, k.cmp(P::eq, lane, 0)),
+             [&] { k.store(v, k.gep(lse, k.mul(k.sext64(outRow()), int64_t(4)))); });
+  }
   Value outRow() {
     Value qi = k.udiv(row, p.pack);
     Value hkv = k.udiv(grp, p.groupsPerKv());
@@ -93,11 +105,12 @@ struct Rows {
 /// columns from l · D/32 and holds split l's m and l. All 16 splits' O loads are issued before
 /// the first use (splits past the last repeat it — cache hits — with weight 0).
 static void lowerNarrow(KernelBuilder &k, const Geometry &p, Value ws, Value out,
-                        Value numSplits) {
+                        Value numSplits, Value lse) {
   constexpr int64_t kSplits = MergeCombineOp::kNarrowSplits;
   Value tid = k.tidX();
   Value lane = k.band(tid, 31);
   Rows r(k, p, ws, out, numSplits, k.add(k.mul(k.ctaidX(), 4), k.lshr(tid, 5)));
+  r.lse = lse;
   int64_t D = r.D, nf = D / 32, vec = std::min<int64_t>(nf, 4), chunks = nf / vec;
   Value last = k.add(r.numSplits, -1);
   Value col = k.mul(lane, nf);
@@ -130,6 +143,7 @@ static void lowerNarrow(KernelBuilder &k, const Geometry &p, Value ws, Value out
   }
   Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, lSum, k.f32(0)), k.fdiv(k.f32(1.0), lSum),
                        k.f32(0));
+  r.storeLse(lane, mMax, lSum);
   k.ifThen(r.active, [&] {
     SmallVector<Value> words;
     for (int64_t e = 0; e < nf; e += 2)
@@ -231,14 +245,17 @@ static void wideMergeWarps(KernelBuilder &k, Rows &r, Value smem, Value lane, in
       k.store(k.vector({w0, w1}), k.gep(r.out, off), 8);
     });
   }
+  r.storeLse(lane, mAll, lSum);
 }
 
 /// Wide: packed row ctaid.x; warp q merges its share of the splits, warp 0 the sixteen.
-static void lowerWide(KernelBuilder &k, const Geometry &p, Value ws, Value out, Value numSplits) {
+static void lowerWide(KernelBuilder &k, const Geometry &p, Value ws, Value out, Value numSplits,
+                      Value lse) {
   constexpr int64_t kWarps = MergeCombineOp::kWideWarps;
   Value tid = k.tidX();
   Value lane = k.band(tid, 31), q = k.lshr(tid, 5);
   Rows r(k, p, ws, out, numSplits, k.ctaidX());
+  r.lse = lse;
   Value negInf = r.negInf, mOff = r.mOff;
   int64_t D = r.D;
   int64_t perLane = (D / 4 + 31) / 32; // float4 columns per lane
@@ -294,9 +311,11 @@ struct MergeCombineLowering : OpConversionPattern<MergeCombineOp> {
     }
     KernelBuilder k(rewriter, op.getLoc());
     if (op.getForm() == CombineForm::narrow)
-      lowerNarrow(k, p, adaptor.getWorkspace(), adaptor.getOut(), adaptor.getSplits());
+      lowerNarrow(k, p, adaptor.getWorkspace(), adaptor.getOut(), adaptor.getSplits(),
+                  adaptor.getLse());
     else
-      lowerWide(k, p, adaptor.getWorkspace(), adaptor.getOut(), adaptor.getSplits());
+      lowerWide(k, p, adaptor.getWorkspace(), adaptor.getOut(), adaptor.getSplits(),
+                adaptor.getLse());
     rewriter.eraseOp(op);
     return success();
   }

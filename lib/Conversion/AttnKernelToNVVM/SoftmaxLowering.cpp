@@ -2,7 +2,8 @@
 //
 // What this file is: the lowering of the online softmax's ops to NVVM: `attnk.softmax_finish`
 // (after a warpgroup's last tile: O · H for a rotated V, then the row sums reduced over the quad
-// of threads that shares a row). An `!attnk.acc<64xNxf32>` is a thread's N / 2 registers, a row
+// of threads that shares a row) and `attnk.softmax_sink` (the attention sinks folded into split
+// 0's final state as a key without a value row). An `!attnk.acc<64xNxf32>` is a thread's N / 2 registers, a row
 // vector its two rows (r0, r0 + 8), an `!attnk.rows` where they live (ConsumerLowering.cpp).
 // finishSoftmaxRows is also what the persistent forward kernel's consumer role calls
 // (ForwardConsumer.cpp).
@@ -50,7 +51,45 @@ void mlir::attn::nvvm::finishSoftmaxRows(KernelBuilder &k, Value colBase, bool h
   }
 }
 
+/// The sink logit of each row's head (`sinks` [Hq] f32, in base 2) joins the state where
+/// `split` is 0 as a key whose value row is 0; elsewhere it is −∞, which leaves the state as it
+/// is (mergeRow: weight 1 for the state, 0 for the sink; a row without keys stays empty).
+static void foldSinks(KernelBuilder &k, Value sinks, Value split, const Value head[2],
+                      MutableArrayRef<Value> o, MutableArrayRef<Value> m,
+                      MutableArrayRef<Value> l) {
+  Value first = k.cmp(LLVM::ICmpPredicate::eq, split, 0);
+  Value a[2];
+  for (int r = 0; r < 2; ++r) {
+    Value s = k.loadInvariant(k.f32(), k.gep(sinks, k.mul(k.sext64(head[r]), int64_t(4))));
+    Value sigma = k.select(first, k.fmul(s, k.f32(kLog2e)), k.f32(-INFINITY));
+    RowMerge mr = mergeRow(k, m[r], l[r], sigma, k.f32(1.0));
+    m[r] = mr.m;
+    l[r] = mr.l;
+    a[r] = mr.a;
+  }
+  for (size_t i = 0; i < o.size(); ++i)
+    o[i] = k.fmul(o[i], a[accRow(int64_t(i))]);
+}
+
 namespace {
+/// `attnk.softmax_sink` → foldSinks on the thread's registers.
+struct SoftmaxSinkLowering : OpConversionPattern<SoftmaxSinkOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SoftmaxSinkOp op, OneToNOpAdaptor a,
+                                ConversionPatternRewriter &rewriter) const override {
+    KernelBuilder k(rewriter, op.getLoc());
+    SmallVector<Value> o(a.getAcc()), m(a.getRowMax()), l(a.getRowSum());
+    ValueRange rows = a.getRows();
+    if (rows.size() <= kRowsHead + 1 || m.size() != 2 || l.size() != 2 ||
+        a.getSinks().size() != 1 || a.getSplit().size() != 1)
+      return rewriter.notifyMatchFailure(op, "operands not in their lowered form");
+    Value head[2] = {rows[kRowsHead], rows[kRowsHead + 1]};
+    foldSinks(k, a.getSinks().front(), a.getSplit().front(), head, o, m, l);
+    rewriter.replaceOpWithMultiple(op, {o, m, l});
+    return success();
+  }
+};
+
 /// `attnk.softmax_finish` → finishSoftmaxRows on the thread's registers.
 struct SoftmaxFinishLowering : OpConversionPattern<SoftmaxFinishOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -69,5 +108,5 @@ struct SoftmaxFinishLowering : OpConversionPattern<SoftmaxFinishOp> {
 } // namespace
 
 void mlir::attnk::populateSoftmaxPatterns(const TypeConverter &tc, RewritePatternSet &patterns) {
-  patterns.add<SoftmaxFinishLowering>(tc, patterns.getContext());
+  patterns.add<SoftmaxFinishLowering, SoftmaxSinkLowering>(tc, patterns.getContext());
 }

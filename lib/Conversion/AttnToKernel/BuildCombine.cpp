@@ -44,12 +44,16 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
   Location loc = fn.getLoc();
   Type i32 = b.getI32Type();
   auto ws = MemRefType::get({ShapedType::kDynamic}, b.getF32Type());
+  // Parameters: workspace, out, batch, num_splits[, lse].
+  Value lse = op.getLse();
+  const Param withLse[] = {Param::Workspace, Param::Out, Param::Batch, Param::NumSplits,
+                           Param::Lse};
   for (attnk::CombineForm form : {attnk::CombineForm::narrow, attnk::CombineForm::wide}) {
     b.setInsertionPointToEnd(module.getBody());
     std::string name =
         (fn.getSymName() + (form == attnk::CombineForm::narrow ? "_combine" : "_combine_wide"))
             .str();
-    // Parameters: workspace, out, batch, num_splits; grid: 4 rows per CTA (narrow) or one.
+    // Grid: 4 rows per CTA (narrow) or one.
     bool narrow = form == attnk::CombineForm::narrow;
     int64_t threads = attnk::MergeCombineOp::getThreads(form);
     attnk::LaunchAttr launch = makeLaunch(
@@ -57,7 +61,8 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
         {gridSymbol(b, narrow ? G::RowBlocks : G::Rows), gridSymbol(b, G::Groups),
          gridSymbol(b, G::Batch)},
         threads, attnk::MergeCombineOp::getSharedBytes(form, d),
-        {Param::Workspace, Param::Out, Param::Batch, Param::NumSplits}, /*programmatic=*/true,
+        lse ? ArrayRef<Param>(withLse) : ArrayRef<Param>(withLse).drop_back(),
+        /*programmatic=*/true,
         {b.getNamedAttr("min_splits", b.getI64IntegerAttr(
                                           narrow ? 2 : attnk::MergeCombineOp::kNarrowSplits + 1))});
     auto kernel =
@@ -66,8 +71,9 @@ bool mlir::attn::kernel::buildCombineKernels(OpBuilder &b, gpu::GPUModuleOp modu
     Block *body = b.createBlock(&kernel.getBody());
     for (Type t : {Type(ws), Type(out), i32, i32})
       body->addArgument(t, loc);
+    Value lseArg = lse ? body->addArgument(lse.getType(), loc) : Value();
     attnk::MergeCombineOp::create(b, loc, body->getArgument(0), body->getArgument(1),
-                                  body->getArgument(3), form, kvHeads, pack);
+                                  body->getArgument(3), form, kvHeads, pack, lseArg);
   }
   return true;
 }

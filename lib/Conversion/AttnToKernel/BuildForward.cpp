@@ -38,7 +38,8 @@ static attnk::Swizzle swizzleOf(int64_t bytes) {
 
 /// The launch ABI's parameter types (docs/GPUDecode.md): tensor maps of K and V, q, k_scale,
 /// v_scale, seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero
-/// and, for a dynamic prefill query length, q_len; for a paged cache, block_table. Buffers the spec does not have are typed
+/// and, for a dynamic prefill query length, q_len; for a paged cache, block_table; then sinks
+/// and lse when the spec has them. Buffers the spec does not have are typed
 /// as the kernel reads them (null at launch).
 static SmallVector<Type> forwardParams(AttentionOp op, const ForwardPlan &p) {
   MLIRContext *ctx = op.getContext();
@@ -70,6 +71,10 @@ static SmallVector<Type> forwardParams(AttentionOp op, const ForwardPlan &p) {
     t.push_back(i32);
   if (p.paged()) // block_table [B, max_blocks] i32
     t.push_back(op.getBlockTable().getType());
+  if (p.sinks) // sinks [Hq] f32
+    t.push_back(op.getSinks().getType());
+  if (p.lse) // lse [B, Sq, Hq] f32
+    t.push_back(op.getLse().getType());
   return t;
 }
 
@@ -131,8 +136,8 @@ static void buildRole(OpBuilder &b, Location loc, Region &region, ValueRange par
 }
 
 /// The consumer role's region: without a persistent grid, the tile loop, the softmax's finish
-/// (the final state), the merge of two decode warpgroups and the epilogue; with one, the role
-/// op alone.
+/// (the final state), the merge of two decode warpgroups, the sinks (split 0's state) and the
+/// epilogue (with the LSE output); with one, the role op alone.
 static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const ForwardPlan &p,
                               ValueRange params, ValueRange rings, ValueRange work,
                               DictionaryAttr plan) {
@@ -159,7 +164,16 @@ static void buildConsumerRole(OpBuilder &b, Location loc, Region &region, const 
     m = merged.getNewMax();
     l = merged.getNewSum();
   }
-  attnk::ForwardEpilogueOp::create(b, loc, o, m, l, loop.getUnit(), rows, rings[0], work, plan);
+  if (p.sinks) {
+    auto sink = attnk::SoftmaxSinkOp::create(b, loc, acc, row, row, o, m, l,
+                                             params[p.sinksParam()], work[1], rows);
+    o = sink.getResult();
+    m = sink.getNewMax();
+    l = sink.getNewSum();
+  }
+  Value lse = p.lse ? params[p.lseParam()] : Value();
+  attnk::ForwardEpilogueOp::create(b, loc, o, m, l, loop.getUnit(), rows, rings[0], work, lse,
+                                   plan);
 }
 
 void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp module, AttentionOp op,

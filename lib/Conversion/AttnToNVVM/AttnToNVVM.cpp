@@ -472,6 +472,9 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
     return failure();
   p.causal = op.getCausal();
   p.alibi = static_cast<bool>(op.getAlibi());
+  p.sinks = static_cast<bool>(op.getSinks());
+  p.lse = static_cast<bool>(op.getLse());
+  p.softcap = op.getSoftcapAttr() ? op.getSoftcapAttr().getValueAsDouble() : 0.0;
   p.hadamard = op.getHadamard();
   p.seqLens = static_cast<bool>(op.getSeqLens());
   p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()

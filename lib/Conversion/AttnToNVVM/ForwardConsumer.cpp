@@ -700,6 +700,8 @@ private:
             inv[r] = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)), k.fdiv(num, l[r]),
                               k.f32(0));
           storeOutput(k, c, wg, o, inv, rowOk, qi, head, qBase, f);
+          Value m[2] = {fin[0], fin[1]};
+          storeLse(k, c, ct, m, l, rowOk, qi, head);
           return SmallVector<Value>();
         },
         [&] {

@@ -186,7 +186,11 @@ void mlir::attn::nvvm::bindForwardParams(Ctx &c, ValueRange params) {
   if (c.p.qLen < 0)
     c.qLenArg = params[15];
   if (c.p.paged())
-    c.blockTable = params.back();
+    c.blockTable = params[c.p.blockTableParam()];
+  if (c.p.sinks)
+    c.sinks = params[c.p.sinksParam()];
+  if (c.p.lse)
+    c.lse = params[c.p.lseParam()];
 }
 
 void mlir::attn::nvvm::bindForwardWork(Ctx &c, ValueRange work) {

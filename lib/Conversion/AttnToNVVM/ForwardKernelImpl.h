@@ -28,6 +28,8 @@ struct Ctx {
         ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {}, kZero = {}, vZero = {};
   /// A paged cache's block table [B, max_blocks] (null when contiguous).
   Value blockTable = {};
+  /// Attention sinks [Hq] f32 and the log-sum-exp output [B, Sq, Hq] f32 (null without).
+  Value sinks = {}, lse = {};
   Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
         base = {} /*aligned shared base*/;
   Value len = {}, tile0 = {}, numTiles = {};
@@ -138,6 +140,11 @@ void storePartial(KernelBuilder &k, Ctx &c, Value ct, ArrayRef<Value> fin, const
 void clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct, ArrayRef<Value> fin,
                   const Value rowOk[2], const Value qi[2], const Value head[2], const Frag &f);
 
+/// With an lse output (c.lse), each row's natural log-sum-exp (m + log2 l) · ln 2 (−inf where l
+/// is 0), stored by the first thread of the row's quad (`ct`: the thread's index in its
+/// warpgroup) where rowOk (ForwardStore.cpp).
+void storeLse(KernelBuilder &k, Ctx &c, Value ct, const Value m[2], const Value l[2],
+              const Value rowOk[2], const Value qi[2], const Value head[2]);
 /// One split's finished O (times inv[r] per row) to `out` as bf16 (ForwardStore.cpp): rows
 /// rowOk; prefill also uses the warpgroup's query tile (wg) and first token (qBase).
 void storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Value inv[2],
@@ -219,8 +226,10 @@ SoftmaxOut softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f, ArrayRef<Value> 
 /// with `hadamard`.
 void finishSoftmaxRows(KernelBuilder &k, Value colBase, bool hadamard, MutableArrayRef<Value> o,
                        MutableArrayRef<Value> l);
-/// The index of the column base among the lowered values of an `!attnk.rows` (ConsumerState).
+/// The index of the column base among the lowered values of an `!attnk.rows` (ConsumerState),
+/// and of the first of the two rows' heads.
 inline constexpr unsigned kRowsColBase = 4;
+inline constexpr unsigned kRowsHead = 7;
 
 /// The consumer warpgroups (ForwardConsumer.cpp): the attention math and the epilogue.
 void buildConsumer(KernelBuilder &k, Ctx &c);
@@ -246,7 +255,7 @@ void triggerDependents(KernelBuilder &k, Ctx &c);
 // The kernel frame (ForwardKernel.cpp), one builder per kernel-level forward op.
 /// The kernel's parameters (launch ABI order: K and V tensor maps, q, k_scale, v_scale,
 /// seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero[, q_len]
-/// [, block_table]).
+/// [, block_table][, sinks][, lse]).
 void bindForwardParams(Ctx &c, ValueRange params);
 /// The work values of attnk.forward.work, then (not persistent) attnk.forward.prologue's.
 void bindForwardWork(Ctx &c, ValueRange work);

@@ -134,6 +134,12 @@ void mlir::attn::nvvm::clusterMerge(KernelBuilder &k, Ctx &c, Value wg, Value ct
         other.push_back(k.loadClusterF32(k.add(peer, k.i32(int64_t(i) * 128 * 4))));
       return mergeStates(k, st, other);
     });
+    if (c.lse) { // every rank merged the whole rows: rank 0 writes their log-sum-exp
+      Value m[2] = {acc[0], acc[1]}, l[2] = {acc[2], acc[3]};
+      Value isRank0 = k.cmp(P::eq, rank, 0);
+      Value ok[2] = {k.band(rowOk[0], isRank0), k.band(rowOk[1], isRank0)};
+      storeLse(k, c, ct, m, l, ok, qi, head);
+    }
     for (int r = 0; r < 2; ++r) {
       Value inv = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, acc[2 + r], k.f32(0)),
                            k.fdiv(k.f32(1.0), acc[2 + r]), k.f32(0));

@@ -89,6 +89,12 @@ struct ForwardPlan {
   int64_t ctaTokens() const { return prefill ? qChunk * consumerWGs : qLen; }
   Granularity kGran = Granularity::per_tensor, vGran = Granularity::per_tensor;
   bool causal = false, alibi = false, seqLens = false;
+  /// Decode: attention sinks ([Hq] f32 logits, attnk.softmax_sink) and the log-sum-exp output
+  /// ([B, Sq, Hq] f32): each adds a kernel parameter after the others.
+  bool sinks = false, lse = false;
+  /// Decode: logit soft-capping (`softcap` on attn.attention; 0: none): each base-2 logit s
+  /// becomes C · tanh(s / C) with C = softcap · log2(e), before ALiBi and the masks.
+  double softcap = 0.0;
   /// Q, K and V hold rotated rows (x·H, H the normalized Walsh–Hadamard matrix of order headDim):
   /// the consumers multiply O by H before the epilogue (`hadamard` on attn.attention).
   bool hadamard = false;
@@ -109,9 +115,13 @@ struct ForwardPlan {
   /// (boxRows() divides P), and the K/V scales are stored per page.
   int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
   bool paged() const { return pageSize > 0; }
-  /// The kernel's parameters: the launch ABI's fifteen, q_len when it is dynamic, and
-  /// block_table when paged.
-  size_t numParams() const { return 15 + (qLen < 0 ? 1 : 0) + (paged() ? 1 : 0); }
+  /// The kernel's parameters: the launch ABI's fifteen, q_len when it is dynamic,
+  /// block_table when paged, then sinks and lse when the spec has them.
+  size_t numParams() const { return lseParam() + (lse ? 1 : 0); }
+  /// The index of block_table, sinks and lse among them (where the plan has them).
+  size_t blockTableParam() const { return 15 + (qLen < 0 ? 1 : 0); }
+  size_t sinksParam() const { return blockTableParam() + (paged() ? 1 : 0); }
+  size_t lseParam() const { return sinksParam() + (sinks ? 1 : 0); }
   /// This plan is the companion `<name>_decode_2cta` (two CTAs per SM), launched instead of
   /// `<name>_decode` when the batch, known only at launch, makes more than one wave of CTAs.
   bool wideBatch = false;
@@ -180,7 +190,9 @@ struct ForwardPlan {
   /// S has a factor per row (bf16: softmax_scale · log2 e; int8 / fp8 queries: s_q, with one K
   /// scale per tile also s_k · ...) and there is no ALiBi: the softmax takes the row maximum
   /// before that factor (after any per-key K scale) and folds it into exp2's FFMA.
-  bool rawRowMax() const { return !alibi && (!hasScales() || kTileScale() || qk8()); }
+  bool rawRowMax() const {
+    return !alibi && softcap == 0 && (!hasScales() || kTileScale() || qk8());
+  }
   /// One byte per element in the query tile (int8 or fp8 Q·Kᵀ).
   bool qk8() const { return qI8 || fp8; }
   /// Converted-tile buffers (fp8 / full_int8: one-byte Vᵀ): none when the WGMMAs read the

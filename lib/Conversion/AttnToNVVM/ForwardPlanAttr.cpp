@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <cmath>
 #include <variant>
 
 using namespace mlir;
@@ -76,6 +77,13 @@ DictionaryAttr mlir::attn::nvvm::forwardPlanToAttr(MLIRContext *ctx, const Forwa
   if (p.paged())
     for (auto [name, v] : pagedFields(p))
       entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(v)));
+  // Sinks and the LSE output likewise only when the spec has them.
+  if (p.sinks)
+    entries.push_back(b.getNamedAttr("sinks", b.getBoolAttr(true)));
+  if (p.lse)
+    entries.push_back(b.getNamedAttr("lse", b.getBoolAttr(true)));
+  if (p.softcap > 0)
+    entries.push_back(b.getNamedAttr("softcap", b.getF64FloatAttr(p.softcap)));
   return b.getDictionaryAttr(entries);
 }
 
@@ -146,6 +154,20 @@ mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d, function_ref<InFlightDia
   if (!ok) {
     err() << "forward plan outside what the kernel builds (tile_n, head_dim, stages, packing, "
              "warpgroups or query rows)";
+    return failure();
+  }
+  if (auto a = d.getAs<BoolAttr>("sinks"))
+    p.sinks = a.getValue();
+  if (auto a = d.getAs<BoolAttr>("lse"))
+    p.lse = a.getValue();
+  if (auto a = d.getAs<FloatAttr>("softcap"))
+    p.softcap = a.getValueAsDouble();
+  if (!(p.softcap >= 0) || !std::isfinite(p.softcap)) {
+    err() << "forward plan with a 'softcap' that is not a finite positive number";
+    return failure();
+  }
+  if ((p.sinks || p.lse || p.softcap > 0) && p.prefill) {
+    err() << "forward plan with sinks, lse or softcap needs decode";
     return failure();
   }
   if (auto page = d.getAs<IntegerAttr>("pageSize")) {

@@ -42,6 +42,9 @@ SoftmaxOut mlir::attn::nvvm::softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f
                 : raw || p.kTileScale() ? acc[i]
                                         : k.fmul(acc[i], kFactor);
       int64_t r = accRow(i);
+      if (p.softcap > 0) // C · tanh(s / C) on the base-2 logit (C = softcap · log2 e)
+        v = k.fmul(k.f32(p.softcap * kLog2e),
+                   k.tanhApprox(k.fmul(v, k.f32(1.0 / (p.softcap * kLog2e)))));
       Value key;
       if (p.alibi || masked)
         key = k.add(k.add(tileStart, f.colBase), accCol(i));

@@ -3,7 +3,8 @@
 // What this file is: how `<name>_decode` / `<name>_prefill` writes its finished, normalized O
 // (one split; split-KV partials and merges: ForwardMerge.cpp) — prefill through the freed query
 // tile in whole row chunks, prefill on the persistent grid in 16-byte chunks after a transpose
-// over each quad, decode word by word from the accumulator fragment.
+// over each quad, decode word by word from the accumulator fragment; and decode's log-sum-exp
+// output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -106,6 +107,22 @@ static void storeQuads(KernelBuilder &k, Ctx &c, ArrayRef<Value> o, const Value 
         Value col = k.mul(k.add(t, 4 * g), 8);
         k.store(vecs[g], outAt(k, c, base64, col), 16);
       }
+    });
+  }
+}
+
+void mlir::attn::nvvm::storeLse(KernelBuilder &k, Ctx &c, Value ct, const Value m[2],
+                                 const Value l[2], const Value rowOk[2], const Value qi[2],
+                                 const Value head[2]) {
+  if (!c.lse)
+    return;
+  Value lead = k.cmp(P::eq, k.band(ct, 3), 0);
+  for (int r = 0; r < 2; ++r) {
+    Value v = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)),
+                       k.fmul(k.fadd(m[r], k.log2(l[r])), k.f32(M_LN2)), k.f32(-INFINITY));
+    k.ifThen(k.band(rowOk[r], lead), [&] {
+      Value row = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), c.p.qHeads), head[r]);
+      k.store(v, k.gep(c.lse, k.mul(k.sext64(row), int64_t(4))));
     });
   }
 }

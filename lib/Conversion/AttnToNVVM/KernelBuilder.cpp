@@ -153,6 +153,14 @@ void KernelBuilder::asmVoid(StringRef ptx, StringRef constraints, ValueRange ope
                             ArrayAttr());
 }
 
+Value KernelBuilder::tanhApprox(Value x) {
+  return LLVM::InlineAsmOp::create(b, loc, f32(), ValueRange{x}, "tanh.approx.f32 $0, $1;",
+                                   "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+                                   LLVM::tailcallkind::TailCallKind::None, LLVM::AsmDialectAttr(),
+                                   ArrayAttr())
+      .getResult(0);
+}
+
 Value KernelBuilder::mapaShared(Value addr, Value rank) {
   auto op = LLVM::InlineAsmOp::create(
       b, loc, i32(), ValueRange{addr, rank}, "mapa.shared::cluster.u32 $0, $1, $2;", "=r,r,r",

@@ -94,6 +94,8 @@ public:
   Value fdivApprox(Value x, Value y) {
     return intrinsic("llvm.nvvm.div.approx.ftz.f", f32(), {x, y});
   }
+  /// tanh(x) with the special-function unit (tanh.approx.f32, sm_75+; about 2^-11 relative).
+  Value tanhApprox(Value x);
   /// log2(x) with the special-function unit (lg2.approx.ftz.f32).
   Value log2(Value x) { return intrinsic("llvm.nvvm.lg2.approx.ftz.f", f32(), {x}); }
   /// Packs two f32 into bf16x2 (round to nearest even): `lo` in bits 0–15; with `f16`, f16x2.

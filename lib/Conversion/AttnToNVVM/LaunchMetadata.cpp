@@ -13,6 +13,8 @@
 
 #include "llvm/Support/JSON.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::attn;
 using namespace mlir::attn::nvvm;
@@ -130,6 +132,18 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
                            {"max_blocks", p.maxBlocks},
                            {"num_pages", p.numPages}};
   }
+  // Sinks and the LSE output follow (decode; a spec without them reads as before).
+  for (auto [on, param, key] : {std::tuple{p.sinks, Param::Sinks, "sinks"},
+                                std::tuple{p.lse, Param::Lse, "lse"}}) {
+    if (!on)
+      continue;
+    (*kernels[0].getAsObject())["params"].getAsArray()->push_back(attn_abi::name(param));
+    if (p.wide)
+      (*kernels.back().getAsObject())["params"].getAsArray()->push_back(attn_abi::name(param));
+    (*root["problem"].getAsObject())[key] = true;
+  }
+  if (p.softcap > 0) // logit soft-capping (absent without)
+    (*root["problem"].getAsObject())["softcap"] = p.softcap;
   root["kernels"] = std::move(kernels);
   std::string s;
   llvm::raw_string_ostream os(s);

@@ -333,3 +333,67 @@ func.func @hadamard_bf16(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>,
   attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {hadamard}
   return
 }
+
+// -----
+
+func.func @sinks_shape(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %s: memref<2xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{'sinks' must be one logit per query head [Hq] = [8], got [2]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) sinks(%s : memref<2xf32>) outs(%o : memref<2x1x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @lse_shape(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>, %l: memref<2x8x1xf32>) {
+  // expected-error @+1 {{'lse' must be one value per row [B, Sq, Hq] = [2, 1, 8], got [2, 8, 1]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) lse(%l : memref<2x8x1xf32>)
+  return
+}
+
+// -----
+
+func.func @sinks_prefill(%q: memref<2x16x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %s: memref<8xf32>, %o: memref<2x16x8x64xbf16>) {
+  // expected-error @+1 {{sinks is implemented for decode only, not prefill}}
+  attn.attention prefill ins(%q, %k, %v : memref<2x16x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) sinks(%s : memref<8xf32>) outs(%o : memref<2x16x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @lse_cpu(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>, %l: memref<2x1x8xf32>) {
+  // expected-error @+1 {{lse needs target sm_90a (the CPU lowering does not implement it), got avx2}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) lse(%l : memref<2x1x8xf32>) {target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
+func.func @sinks_hadamard(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xi8>, %v: memref<2x100x2x64xi8>, %ks: memref<2x100x2xf32>, %vs: memref<2x100x2xf32>, %s: memref<8xf32>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{sinks is not implemented with hadamard}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xi8>, memref<2x100x2x64xi8>) k_scale(%ks : memref<2x100x2xf32>) v_scale(%vs : memref<2x100x2xf32>) sinks(%s : memref<8xf32>) outs(%o : memref<2x1x8x64xbf16>) {hadamard, k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>}
+  return
+}
+
+// -----
+
+func.func @softcap_value(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{softcap must be positive and finite, got 0}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {softcap = 0.0 : f32}
+  return
+}
+
+// -----
+
+func.func @softcap_prefill(%q: memref<2x16x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x16x8x64xbf16>) {
+  // expected-error @+1 {{softcap is implemented for decode only, not prefill}}
+  attn.attention prefill ins(%q, %k, %v : memref<2x16x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x16x8x64xbf16>) {softcap = 30.0 : f32}
+  return
+}
+
+// -----
+
+func.func @softcap_cpu(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{softcap needs target sm_90a (the CPU lowering does not implement it), got avx2}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {softcap = 30.0 : f32, target = #attn.target<avx2>}
+  return
+}

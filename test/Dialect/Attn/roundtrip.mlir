@@ -117,3 +117,28 @@ func.func @paged_page_one(%q: memref<4x8x8x64xbf16>, %k: memref<1000x1x2x64xf8E4
        v_quant = #attn.quant<f8E4M3FN, per_block<1 x 64>>}
   return
 }
+
+// Attention sinks (one logit per query head) and the log-sum-exp output [B, Sq, Hq].
+// CHECK-LABEL: func.func @sinks_lse
+// CHECK: sinks(%{{.*}} : memref<32xf32>)
+// CHECK-SAME: outs(%{{.*}} : memref<?x1x32x128xbf16>) lse(%{{.*}} : memref<?x1x32xf32>)
+func.func @sinks_lse(%q: memref<?x1x32x128xbf16>, %k: memref<?x?x8x128xi8>, %v: memref<?x?x8x128xi8>,
+                     %ks: memref<?x?x8xf32>, %vs: memref<?x?x8xf32>, %s: memref<32xf32>,
+                     %o: memref<?x1x32x128xbf16>, %l: memref<?x1x32xf32>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x32x128xbf16>, memref<?x?x8x128xi8>, memref<?x?x8x128xi8>)
+      k_scale(%ks : memref<?x?x8xf32>) v_scale(%vs : memref<?x?x8xf32>) sinks(%s : memref<32xf32>)
+      outs(%o : memref<?x1x32x128xbf16>) lse(%l : memref<?x1x32xf32>)
+      {k_quant = #attn.quant<i8, per_token_head>, v_quant = #attn.quant<i8, per_token_head>,
+       target = #attn.target<sm_90a>}
+  return
+}
+
+// Logit soft-capping.
+// CHECK-LABEL: func.func @softcap
+// CHECK: softcap = 3.000000e+01 : f32
+func.func @softcap(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: memref<?x?x2x128xbf16>,
+                   %o: memref<?x1x8x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>)
+      outs(%o : memref<?x1x8x128xbf16>) {softcap = 30.0 : f32, target = #attn.target<sm_90a>}
+  return
+}

@@ -609,6 +609,30 @@ func.func @f(%o: !attnk.acc<64x96xf32>, %l: vector<64xf32>, %rows: !attnk.rows) 
 
 // -----
 
+func.func @f(%o: !attnk.acc<64x128xi32>, %m: vector<64xf32>, %s: memref<8xf32>, %split: i32, %rows: !attnk.rows) {
+  // expected-error @+1 {{takes an f32 accumulator, got 'i32'}}
+  %o1, %m1, %l1 = attnk.softmax_sink %o, %m, %m sinks(%s : memref<8xf32>) split(%split) rows(%rows : !attnk.rows) : !attnk.acc<64x128xi32>, vector<64xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %m: vector<32xf32>, %s: memref<8xf32>, %split: i32, %rows: !attnk.rows) {
+  // expected-error @+1 {{needs one row maximum and sum per accumulator row (64)}}
+  %o1, %m1, %l1 = attnk.softmax_sink %o, %m, %m sinks(%s : memref<8xf32>) split(%split) rows(%rows : !attnk.rows) : !attnk.acc<64x128xf32>, vector<32xf32>
+  return
+}
+
+// -----
+
+func.func @f(%o: !attnk.acc<64x128xf32>, %m: vector<64xf32>, %s: memref<8xf32>, %split: i32, %rows: !attnk.rows<partial>) {
+  // expected-error @+1 {{folds sinks into decode rows; prefill's partial rows are not supported}}
+  %o1, %m1, %l1 = attnk.softmax_sink %o, %m, %m sinks(%s : memref<8xf32>) split(%split) rows(%rows : !attnk.rows<partial>) : !attnk.acc<64x128xf32>, vector<64xf32>
+  return
+}
+
+// -----
+
 func.func @f(%o: !attnk.acc<64x128xi32>, %c: vector<64xf32>) {
   // expected-error @+1 {{rescales an f32 accumulator}}
   %r = attnk.rescale_output %o, %c : !attnk.acc<64x128xi32>, vector<64xf32>
@@ -692,6 +716,14 @@ func.func @f(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %n: i32) {
 attnk.kernel @k(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %n: i32) threads = 128 {
   // expected-error @+1 {{of form wide runs on 512 threads, the kernel has 128}}
   attnk.merge.combine %ws into %out splits(%n) wide kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+}
+
+// -----
+
+func.func @f(%ws: memref<?xf32>, %out: memref<4x1x16x128xbf16>, %lse: memref<4x16x1xf32>, %n: i32) {
+  // expected-error @+1 {{needs an lse of shape [batch, q_len, heads] of the output 'memref<4x1x16x128xbf16>', got 'memref<4x16x1xf32>'}}
+  attnk.merge.combine %ws into %out lse(%lse : memref<4x16x1xf32>) splits(%n) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<4x1x16x128xbf16>
+  return
 }
 
 // -----

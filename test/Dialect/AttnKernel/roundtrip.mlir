@@ -145,6 +145,20 @@ attnk.kernel @d_combine(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i
 attnk.kernel @d_combine_wide(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i32, %n: i32) threads = 512 programmatic {
   attnk.merge.combine %ws into %out splits(%n) wide kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
 }
+// With the log-sum-exp output.
+// CHECK-LABEL: attnk.kernel @d_lse_combine(
+// CHECK-NEXT: attnk.merge.combine %{{.+}} into %{{.+}} lse(%{{.+}} : memref<?x1x16xf32>) splits(%{{.+}}) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+attnk.kernel @d_lse_combine(%ws: memref<?xf32>, %out: memref<?x1x16x128xbf16>, %b: i32, %n: i32, %lse: memref<?x1x16xf32>) threads = 128 programmatic {
+  attnk.merge.combine %ws into %out lse(%lse : memref<?x1x16xf32>) splits(%n) narrow kv_heads = 2 pack = 8 : memref<?xf32>, memref<?x1x16x128xbf16>
+}
+
+// Attention sinks folded into a final state where the split is 0.
+// CHECK-LABEL: func.func @sink
+// CHECK: %{{.+}}, %{{.+}}, %{{.+}} = attnk.softmax_sink %{{.+}}, %{{.+}}, %{{.+}} sinks(%{{.+}} : memref<16xf32>) split(%{{.+}}) rows(%{{.+}} : !attnk.rows) : !attnk.acc<64x128xf32>, vector<64xf32>
+func.func @sink(%o: !attnk.acc<64x128xf32>, %m: vector<64xf32>, %l: vector<64xf32>, %s: memref<16xf32>, %split: i32, %rows: !attnk.rows) {
+  %o1, %m1, %l1 = attnk.softmax_sink %o, %m, %l sinks(%s : memref<16xf32>) split(%split) rows(%rows : !attnk.rows) : !attnk.acc<64x128xf32>, vector<64xf32>
+  return
+}
 
 // -----
 

@@ -165,6 +165,40 @@ static LogicalResult verifyScheduleForAttention(AttentionOp op, ScheduleAttr sch
   return success();
 }
 
+/// `sinks` [Hq], `lse` [B, Sq, Hq] and `softcap`: their shapes and values, and what implements
+/// them (the sm_90a decode kernel; sinks and lse without hadamard).
+static LogicalResult verifySinksAndLse(AttentionOp op, int64_t b, int64_t sq, int64_t hq,
+                                       std::optional<TargetKind> target) {
+  if (op.getSinks() &&
+      failed(expectShape(op, "sinks", op.getSinks(), {hq}, "one logit per query head [Hq]")))
+    return failure();
+  if (op.getLse() &&
+      failed(expectShape(op, "lse", op.getLse(), {b, sq, hq}, "one value per row [B, Sq, Hq]")))
+    return failure();
+  if (FloatAttr c = op.getSoftcapAttr()) {
+    double x = c.getValueAsDouble();
+    if (!(x > 0) || !std::isfinite(x))
+      return op.emitOpError() << "softcap must be positive and finite, got " << x;
+    if (op.getKind() == AttentionKind::prefill)
+      return op.emitOpError() << "softcap is implemented for decode only, not prefill";
+    if (target && !isGPUTarget(*target))
+      return op.emitOpError() << "softcap needs target sm_90a (the CPU lowering does not "
+                              << "implement it), got " << stringifyTargetKind(*target);
+  }
+  for (auto [v, name] : {std::pair{op.getSinks(), "sinks"}, std::pair{op.getLse(), "lse"}}) {
+    if (!v)
+      continue;
+    if (op.getKind() == AttentionKind::prefill)
+      return op.emitOpError() << name << " is implemented for decode only, not prefill";
+    if (target && !isGPUTarget(*target))
+      return op.emitOpError() << name << " needs target sm_90a (the CPU lowering does not "
+                              << "implement it), got " << stringifyTargetKind(*target);
+    if (op.getHadamard())
+      return op.emitOpError() << name << " is not implemented with hadamard";
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(vutil::verifyBuffers(*this)) || failed(verifyPagedLayout(*this)))
     return failure();
@@ -242,6 +276,8 @@ LogicalResult AttentionOp::verify() {
     return failure();
   if (getAlibi() &&
       failed(expectShape(*this, "alibi", getAlibi(), {hq}, "one slope per query head [Hq]")))
+    return failure();
+  if (failed(verifySinksAndLse(*this, b, sq, hq, target)))
     return failure();
   if (auto s = getSoftmaxScaleAttr()) {
     double x = s.getValueAsDouble();

@@ -231,6 +231,17 @@ LogicalResult SoftmaxFinishOp::verify() {
   return success();
 }
 
+LogicalResult SoftmaxSinkOp::verify() {
+  AccType o = getAcc().getType();
+  if (!o.getElementType().isF32())
+    return emitOpError("takes an f32 accumulator, got ") << o.getElementType();
+  if (!isRowVectorOf(getRowMax().getType(), o.getM()))
+    return emitOpError("needs one row maximum and sum per accumulator row (") << o.getM() << ")";
+  if (cast<RowsType>(getRows().getType()).getPartial())
+    return emitOpError("folds sinks into decode rows; prefill's partial rows are not supported");
+  return success();
+}
+
 LogicalResult RescaleOutputOp::verify() {
   if (!getAcc().getType().getElementType().isF32())
     return emitOpError("rescales an f32 accumulator");
@@ -272,6 +283,14 @@ LogicalResult MergeCombineOp::verify() {
   if (pack < 1 || (heads / kvHeads) % pack != 0 || pack * qLen > 64)
     return emitOpError("needs pack dividing the ")
            << heads / kvHeads << " query heads per KV head with pack · q_len ≤ 64, got " << pack;
+  if (Value lse = getLse()) {
+    auto t = cast<MemRefType>(lse.getType());
+    int64_t want[] = {out.getDimSize(0), qLen, heads};
+    for (int64_t i = 0; i < 3; ++i)
+      if (!t.isDynamicDim(i) && !ShapedType::isDynamic(want[i]) && t.getDimSize(i) != want[i])
+        return emitOpError("needs an lse of shape [batch, q_len, heads] of the output ")
+               << out << ", got " << t;
+  }
   auto kernel = (*this)->getParentOfType<KernelOp>();
   if (kernel && kernel.getThreads() != getThreads(getForm()))
     return emitOpError("of form ") << stringifyCombineForm(getForm()) << " runs on "

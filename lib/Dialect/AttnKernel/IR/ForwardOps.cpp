@@ -185,6 +185,8 @@ LogicalResult ForwardEpilogueOp::verify() {
   if (getWork().size() != kWorkIds + kTileValues)
     return emitOpError("takes ") << kWorkIds + kTileValues << " work values, got "
                                  << getWork().size();
+  if (getLse() && getRows().getType().getPartial())
+    return emitOpError("stores an lse for decode rows; prefill's partial rows are not supported");
   auto kernel = (*this)->getParentOfType<KernelOp>();
   if (!kernel || kernel.getBody().empty() ||
       kernel.getBody().front().getNumArguments() < kForwardParams)

@@ -14,7 +14,8 @@ full_int8 (fi8q, fi8qb: per_block K/V);
 fp8 with e4m3 queries — f8q: per_block scales,
 f8qt: per_token_head Q and K, per_head V; *_pers with FA3's persistent grid, *_one with one CTA
 per work item); *_had: Q, K and V rotated by the Walsh–Hadamard matrix (`hadamard`, O rotated
-back in the kernel). Writes one
+back in the kernel); *_sinks / *_lse: attention sinks (one logit per query head) and the
+log-sum-exp output; *_softcap: logits capped to c · tanh(x / c). Writes one
 spec per variant into DIR (used by ptxas-variants.test and by scripts/gpu-decode to build what the
 GPU runs)."""
 import itertools
@@ -60,7 +61,7 @@ def scale_type(gran, s, h):
 
 
 def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="decode",
-         schedule=None, hadamard=False):
+         schedule=None, hadamard=False, sinks=False, lse=False, softcap=None):
     elem, gran = KV[kv]
     o = f"memref<?x{sq}x{hq}x{d}xbf16>"
     q = o.replace("bf16", "i8") if kv in I8Q else o
@@ -99,12 +100,21 @@ def spec(name, kv, hq, hkv, d, sq, causal=False, alibi=False, lens=True, kind="d
     if alibi:
         args.append(f"%slopes: memref<{hq}xf32>")
         ops += f"      alibi(%slopes : memref<{hq}xf32>)\n"
+    if sinks:
+        args.append(f"%sinks: memref<{hq}xf32>")
+        ops += f"      sinks(%sinks : memref<{hq}xf32>)\n"
+    if softcap:
+        attrs.append(f"softcap = {softcap} : f32")
     if hadamard:
         attrs.insert(0, "hadamard")
     if causal:
         attrs.insert(0, "causal")
     args.append(f"%o: {o}")
-    ops += f"      outs(%o : {o})\n      {{{', '.join(attrs)}}}\n"
+    lse_out = ""
+    if lse:
+        args.append(f"%lse: memref<?x{sq}x{hq}xf32>")
+        lse_out = f" lse(%lse : memref<?x{sq}x{hq}xf32>)"
+    ops += f"      outs(%o : {o}){lse_out}\n      {{{', '.join(attrs)}}}\n"
     return f"func.func @{name}({', '.join(args)}) {{\n{ops}  return\n}}\n"
 
 
@@ -281,6 +291,31 @@ def variants():
             ("pf_i8q_mqa16_d64_q100_causal_ov", "i8q", (16, 1), 100, True, False, True,
              "intra_wg_overlap = true", False)]:
         out.append((name, kv, hq, hkv, 64, sq, causal, alibi, lens, "prefill", sched, had))
+    # Attention sinks and the log-sum-exp output (decode, every KV kind; split-KV through the
+    # cluster merge and the combine kernels; int8 queries with the two-CTA companion).
+    for name, kv, (hq, hkv), d, sq, causal, alibi, lens, sched, sinks, lse in [
+            ("i8_gqa8_d128_q2_sinks_lse", "i8", (32, 4), 128, 2, True, False, True, None, True,
+             True),
+            ("bf16_mqa16_d128_q1_sinks", "bf16", (16, 1), 128, 1, False, False, True, None, True,
+             False),
+            ("fp8_gqa4_d64_q1_lse", "fp8", (16, 4), 64, 1, False, True, False, None, False, True),
+            ("i8q_mqa16_d128_q3_sinks_lse", "i8q", (16, 1), 128, 3, True, False, True, None,
+             True, True),
+            ("i8a_mha_d64_q2_sinks_lse", "i8a", (8, 8), 64, 2, True, False, True, None, True,
+             True),
+            ("bf16_gqa8_d256_q1_sinks_lse", "bf16", (32, 4), 256, 1, False, False, True, None,
+             True, True)]:
+        out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "decode", sched, False,
+                    sinks, lse))
+    # Logit soft-capping (tanh.approx on the base-2 logits, before ALiBi and the masks).
+    for name, kv, (hq, hkv), d, sq, causal, alibi, lens, sinks, lse in [
+            ("bf16_gqa4_d128_q1_softcap", "bf16", (16, 4), 128, 1, False, False, True, False,
+             False),
+            ("i8_mqa16_d128_q3_softcap", "i8", (16, 1), 128, 3, True, True, True, True, True),
+            ("i8q_gqa8_d128_q2_softcap", "i8q", (32, 4), 128, 2, True, False, True, False,
+             False)]:
+        out.append((name, kv, hq, hkv, d, sq, causal, alibi, lens, "decode", None, False,
+                    sinks, lse, 30.0))
     return out
 
 

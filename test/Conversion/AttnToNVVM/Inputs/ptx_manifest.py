@@ -53,6 +53,15 @@ PAGED_APPEND = {
 }
 
 
+PAGED_SINKS_LSE = {
+    "paged_i8_p16_sinks_lse": dict(page_size=16, max_blocks=260, q_len=2, q_heads=16, kv_heads=2,
+                                   head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                                   causal=True, sinks=True, lse=True),
+    "paged_bf16_p64_lse": dict(page_size=64, max_blocks=20, q_len=1, q_heads=8, kv_heads=2,
+                               head_dim=64, kv_dtype="bf16", lse=True),
+}
+
+
 def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -83,6 +92,12 @@ def variants():
     for name, spec in paged.specs(spec_mod):
         if not name.endswith("_contig"):
             out.append((f"paged/{name}", spec.text, ()))
+    # Paged decode with attention sinks and the log-sum-exp output (their parameters follow
+    # block_table): int8 pages converted by the producer region, bf16 pages read in place.
+    for name, kw in PAGED_SINKS_LSE.items():
+        text = spec_mod.attention("decode", batch=None, kv_len=None, seq_lens=True,
+                                  num_pages=None, name=name, **kw).text
+        out.append((f"paged/{name}", text, ()))
     for name, kw in PAGED_APPEND.items():
         text = spec_mod.quantize_paged(tokens=None, num_pages=None, heads=8, head_dim=128,
                                        target="sm_90a", name=name, **kw).text

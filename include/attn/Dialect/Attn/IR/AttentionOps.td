@@ -26,6 +26,17 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     * `seq_lens` [B] i32: valid K/V length per batch element (the rest of Skv is ignored);
     * `alibi` [Hq] f32: ALiBi slopes, bias = −slope · (query position − key position);
     * `causal`: query i (the last Sq positions of the sequence) sees keys ≤ its position.
+    * `sinks` [Hq] f32: attention sinks (gpt-oss), one learned logit s_h per query head that
+      joins every row's softmax without a value row: `out = Σ_t e^(x_t − m) · v_t /
+      (e^(s_h − m) + Σ_t e^(x_t − m))` over the visible keys' scaled logits x_t. A row with no
+      visible key gets 0. With split-KV the sink enters the merged state once.
+    * `softcap = c : f32` (Gemma 2, Grok; FlashAttention-3's convention): each logit, after
+      the softmax scale and before ALiBi, the masks and the sink, becomes `c · tanh(x / c)` with
+      `x = softmax_scale · q·k`, so logits stay within (−c, c); c > 0. Decode only.
+    * `lse` (an output, [B, Sq, Hq] f32): the natural log-sum-exp of each row's scaled, masked
+      logits, the sink included: `lse = log(e^(s_h) + Σ_t e^(x_t))` (FlashInfer's and
+      FlashAttention-3's `softmax_lse`); −inf for a row with no visible key and no sink (where
+      `out` is 0). With split-KV it is the merged row's.
     * `block_table` [B, max_blocks] i32 with `page_size = P` (a power of two, 1 to 256): a
       paged K/V cache, as vLLM, FlashInfer and FA3 hold it. `k` and `v` are then a pool of pages
       `[num_pages, P, Hkv, D]` (and `[num_pages, P, Hkv, Dv]`); row b of the table lists the pages
@@ -80,10 +91,13 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        Attn_In<Optional<MemRefRankOf<[I32], [1]>>, "K/V length per batch">:$seq_lens,
                        Attn_In<Optional<MemRefRankOf<[F32], [1]>>, "ALiBi slopes per query head">:$alibi,
                        Attn_In<Optional<MemRefRankOf<[I32], [2]>>, "pages of each sequence [B, max_blocks]">:$block_table,
+                       Attn_In<Optional<MemRefRankOf<[F32], [1]>>, "attention sink logit per query head [Hq]">:$sinks,
                        Attn_Out<Attn_Rank4, "output [B, Sq, Hq, Dv]">:$out,
+                       Attn_Out<Optional<MemRefRankOf<[F32], [3]>>, "log-sum-exp per row [B, Sq, Hq]">:$lse,
                        UnitAttr:$causal,
                        UnitAttr:$hadamard,
                        OptionalAttr<F32Attr>:$softmax_scale,
+                       OptionalAttr<F32Attr>:$softcap,
                        OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<Attn_QuantAttr>:$q_quant,
                        OptionalAttr<Attn_QuantAttr>:$k_quant,
@@ -101,7 +115,9 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     (`seq_lens` `(` $seq_lens^ `:` type($seq_lens) `)`)?
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
-    `outs` `(` $out `:` type($out) `)` attr-dict
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    `outs` `(` $out `:` type($out) `)`
+    (`lse` `(` $lse^ `:` type($lse) `)`)? attr-dict
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -202,6 +202,43 @@ def AttnKernel_SoftmaxFinishOp : AttnKernel_Op<"softmax_finish", [
   let hasVerifier = 1;
 }
 
+def AttnKernel_SoftmaxSinkOp : AttnKernel_Op<"softmax_sink", [
+    AllTypesMatch<["acc", "result"]>,
+    AllTypesMatch<["rowMax", "rowSum", "newMax", "newSum"]>]> {
+  let summary = "fold the attention sinks into a final softmax state (once per row)";
+  let description = [{
+    Attention sinks (gpt-oss): each query head h has a learned logit s_h that joins its rows'
+    softmax as a key whose value row is 0. On a final state (O unnormalized, row maxima m and
+    row sums l, base-2 logits, after `attnk.softmax_finish` and any merge of warpgroups) the
+    sink of the row's head, `σ = s_h · log2(e)` (loaded from `sinks` [Hq] f32 at the head of
+    the thread's `rows`), enters as
+    `m' = max(m, σ)`, `l' = 2^(m − m') · l + 2^(σ − m')`, `O' = 2^(m − m') · O`
+    (a row without keys: m' = σ, l' = 1, O' = 0). It enters only where `split` is 0: with
+    split-KV the splits' states are merged afterwards (cluster merge or combine kernel), so
+    the sink is counted exactly once; the other splits' states pass unchanged.
+
+    Example:
+    ```mlir
+    %o2, %m2, %l2 = attnk.softmax_sink %o, %m, %l sinks(%s : memref<32xf32>) split(%split)
+        rows(%rows : !attnk.rows) : !attnk.acc<64x128xf32>, vector<64xf32>
+    ```
+
+    [PTX ISA: ex2](https://docs.nvidia.com/cuda/parallel-thread-execution/#floating-point-instructions-ex2)
+  }];
+  let arguments = (ins AttnKernel_AccType:$acc, AttnKernel_RowVector:$rowMax,
+                       AttnKernel_RowVector:$rowSum,
+                       Arg<MemRefRankOf<[F32], [1]>, "sink logit per query head", [MemRead]>:$sinks,
+                       I32:$split, AttnKernel_RowsType:$rows);
+  let results = (outs AttnKernel_AccType:$result, AttnKernel_RowVector:$newMax,
+                      AttnKernel_RowVector:$newSum);
+  let assemblyFormat = [{
+    $acc `,` $rowMax `,` $rowSum `sinks` `(` $sinks `:` type($sinks) `)` `split` `(` $split `)`
+    `rows` `(` $rows `:` qualified(type($rows)) `)` attr-dict `:` qualified(type($acc)) `,`
+    qualified(type($rowMax))
+  }];
+  let hasVerifier = 1;
+}
+
 def AttnKernel_RescaleOutputOp : AttnKernel_Op<"rescale_output", [
     Pure, AllTypesMatch<["acc", "result"]>]> {
   let summary = "multiply each row of the output accumulator by a factor (or divide by it)";
@@ -260,7 +297,9 @@ def AttnKernel_MergeCombineOp : AttnKernel_Op<"merge.combine"> {
     maxima m_s (base-2 logits) and row sums l_s, padded to a multiple of 4 floats. For each
     packed row this op computes `w_s = 2^(m_s − max_s m_s)` (0 for a split without keys),
     `O = Σ_s w_s · O_s / Σ_s w_s · l_s` (0 where the sum is 0) and writes O, rounded to bf16,
-    to the output row of that query token and head `[b, t, h, :]`.
+    to the output row of that query token and head `[b, t, h, :]`. With `lse` ([batch, q_len,
+    heads] f32) it also writes the row's natural log-sum-exp,
+    `(max_s m_s + log2(Σ_s w_s · l_s)) · ln 2` (−inf where the sum is 0).
 
     The grid is (rows, head groups, batch): `narrow` (128 threads) merges four packed rows per
     CTA, one warp each, lane s holding split s's statistics (2 to 16 splits; every split's O
@@ -279,9 +318,12 @@ def AttnKernel_MergeCombineOp : AttnKernel_Op<"merge.combine"> {
                        Arg<MemRefRankOf<[BF16], [4]>, "output [batch, q_len, heads, D]",
                            [MemWrite]>:$out,
                        I32:$splits, AttnKernel_CombineFormAttr:$form,
-                       I64Attr:$kv_heads, I64Attr:$pack);
+                       I64Attr:$kv_heads, I64Attr:$pack,
+                       Arg<Optional<MemRefRankOf<[F32], [3]>>, "log-sum-exp [batch, q_len, heads]",
+                           [MemWrite]>:$lse);
   let assemblyFormat = [{
-    $workspace `into` $out `splits` `(` $splits `)` custom<CombineForm>($form) `kv_heads` `=` $kv_heads
+    $workspace `into` $out (`lse` `(` $lse^ `:` type($lse) `)`)? `splits` `(` $splits `)`
+    custom<CombineForm>($form) `kv_heads` `=` $kv_heads
     `pack` `=` $pack attr-dict `:` qualified(type($workspace)) `,` qualified(type($out))
   }];
   let hasVerifier = 1;

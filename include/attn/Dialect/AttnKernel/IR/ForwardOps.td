@@ -196,7 +196,7 @@ def AttnKernel_ForwardMergeWarpgroupsOp : AttnKernel_Op<"forward.merge_warpgroup
 }
 
 def AttnKernel_ForwardEpilogueOp : AttnKernel_Op<"forward.epilogue", [
-    AllTypesMatch<["rowMax", "rowSum"]>]> {
+    AttrSizedOperandSegments, AllTypesMatch<["rowMax", "rowSum"]>]> {
   let summary = "transitional: the consumer's epilogue (normalize and store, or split merge)";
   let description = [{
     The end of the consumer role without a persistent grid, on its final state (O, m, l, O's
@@ -209,7 +209,10 @@ def AttnKernel_ForwardEpilogueOp : AttnKernel_Op<"forward.epilogue", [
     the split's partial (O, m, l) goes to the workspace for the combine kernel. Then (decode)
     the trigger of the programmatic dependents. The launch parameters it reads (`out`,
     `workspace`, `num_splits`, `v_scale`, `q_len`) are the enclosing `attnk.kernel`'s; `work`:
-    the values of `attnk.forward.work` and `attnk.forward.prologue`.
+    the values of `attnk.forward.work` and `attnk.forward.prologue`. With `lse` (decode, [B,
+    q_len, Hq] f32) the row's natural log-sum-exp `(m + log2 l) · ln 2` (−inf where l is 0)
+    is stored beside O (one split; the cluster merge: of the merged rows, by rank 0); split
+    partials leave it to the combine kernel.
 
     Transitional: the run-time choice between the store, the cluster merge and the partial is
     one op; `attnk.rescale_output`, `attnk.merge.cluster` and `attnk.store_tile` are to take
@@ -225,11 +228,14 @@ def AttnKernel_ForwardEpilogueOp : AttnKernel_Op<"forward.epilogue", [
   }];
   let arguments = (ins AttnKernel_AccType:$acc, AttnKernel_RowVector:$rowMax,
                        AttnKernel_RowVector:$rowSum, F32:$unit, AttnKernel_RowsType:$rows,
-                       AttnKernel_RingType:$ring, Variadic<I32>:$work, DictionaryAttr:$plan);
+                       AttnKernel_RingType:$ring, Variadic<I32>:$work,
+                       Arg<Optional<MemRefRankOf<[F32], [3]>>, "log-sum-exp [B, q_len, Hq]",
+                           [MemWrite]>:$lse,
+                       DictionaryAttr:$plan);
   let assemblyFormat = [{
     $acc `,` $rowMax `,` $rowSum `,` $unit `rows` `(` $rows `:` qualified(type($rows)) `)` `in` $ring
-    `work` `(` $work `)` attr-dict `:` qualified(type($acc)) `,` qualified(type($rowMax)) `,`
-    qualified(type($ring))
+    `work` `(` $work `)` (`lse` `(` $lse^ `:` type($lse) `)`)? attr-dict `:` qualified(type($acc))
+    `,` qualified(type($rowMax)) `,` qualified(type($ring))
   }];
   let hasVerifier = 1;
 }
