@@ -146,7 +146,7 @@ constexpr Param kSupplied[] = {Param::Q,       Param::KMap,   Param::VMap,      
                                Param::VScale,  Param::KZero,  Param::VZero,     Param::QScale,
                                Param::SeqLens, Param::Alibi,  Param::Out,       Param::Workspace,
                                Param::Batch,   Param::KvLen,  Param::QLen,      Param::NumSplits,
-                               Param::BlockTable};
+                               Param::BlockTable, Param::NumSlots};
 
 struct PlannedLaunch {
   attn_rt_kernel *handle = nullptr;
@@ -478,6 +478,10 @@ int64_t poolPages(const Plan &p, const at::Tensor &k) {
   TORCH_CHECK_VALUE(k.dim() == 4 && k.size(0) >= 1,
                     cat("attn_opt.decode: k must be a pool of pages [num_pages, ", p.pageSize,
                         ", Hkv, D], got ", k.sizes()));
+  // The kernel clamps a block-table entry into the pool by its rows (num_slots, an int32).
+  TORCH_CHECK_VALUE(k.size(0) * p.pageSize < (int64_t(1) << 31),
+                    cat("attn_opt.decode: a pool of ", k.size(0), " pages of ", p.pageSize,
+                        " tokens has 2^31 rows or more"));
   return k.size(0);
 }
 
@@ -552,6 +556,8 @@ void runPlan(Plan &p, const Operands &o) {
   values.set(Param::QLen, &ints[2]);
   values.set(Param::NumSplits, &ints[3]);
   values.set(Param::BlockTable, &ptrs[Table]);
+  const int32_t numSlots = int32_t(pages * p.pageSize); // a paged pool's rows (else 0)
+  values.set(Param::NumSlots, &numSlots);
   launch(p.decode, values, stream);
   if (p.combine.handle)
     launch(p.combine, values, stream);

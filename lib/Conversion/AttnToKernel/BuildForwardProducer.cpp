@@ -97,7 +97,7 @@ struct ProducerBuilder {
   // The kernel's parameters, in forwardParams' order (BuildForward.cpp).
   Value kvLen() { return params[10]; }
   Value numSplits() { return params[11]; }
-  Value blockTable() { return params.back(); }
+  Value blockTable() { return params[p.blockTableParam()]; }
   /// A block table of a run-time width (kv_len / P entries per sequence).
   bool dynamicTable() { return cast<MemRefType>(blockTable().getType()).isDynamicDim(1); }
 

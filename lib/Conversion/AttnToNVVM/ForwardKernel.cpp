@@ -185,8 +185,10 @@ void mlir::attn::nvvm::bindForwardParams(Ctx &c, ValueRange params) {
   c.vZero = params[14];
   if (c.p.qLen < 0)
     c.qLenArg = params[15];
-  if (c.p.paged())
-    c.blockTable = params.back();
+  if (c.p.paged()) {
+    c.blockTable = params[c.p.blockTableParam()];
+    c.numSlots = params[c.p.blockTableParam() + 1];
+  }
 }
 
 void mlir::attn::nvvm::bindForwardWork(Ctx &c, ValueRange work) {

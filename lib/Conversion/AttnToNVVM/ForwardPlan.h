@@ -110,8 +110,10 @@ struct ForwardPlan {
   int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
   bool paged() const { return pageSize > 0; }
   /// The kernel's parameters: the launch ABI's fifteen, q_len when it is dynamic, and
-  /// block_table when paged.
-  size_t numParams() const { return 15 + (qLen < 0 ? 1 : 0) + (paged() ? 1 : 0); }
+  /// block_table and num_slots (the pool's rows, num_pages · P) when paged.
+  size_t numParams() const { return 15 + (qLen < 0 ? 1 : 0) + (paged() ? 2 : 0); }
+  /// A paged kernel's block_table parameter; num_slots follows it.
+  size_t blockTableParam() const { return 15 + (qLen < 0 ? 1 : 0); }
   /// This plan is the companion `<name>_decode_2cta` (two CTAs per SM), launched instead of
   /// `<name>_decode` when the batch, known only at launch, makes more than one wave of CTAs.
   bool wideBatch = false;
