@@ -147,7 +147,7 @@ constexpr Param kSupplied[] = {Param::Q,       Param::KMap,   Param::VMap,      
                                Param::VScale,  Param::KZero,  Param::VZero,     Param::QScale,
                                Param::SeqLens, Param::Alibi,  Param::Out,       Param::Workspace,
                                Param::Batch,   Param::KvLen,  Param::QLen,      Param::NumSplits,
-                               Param::BlockTable, Param::Sinks, Param::Lse};
+                               Param::BlockTable, Param::NumSlots, Param::Sinks, Param::Lse};
 
 struct PlannedLaunch {
   attn_rt_kernel *handle = nullptr;
@@ -481,6 +481,10 @@ int64_t poolPages(const Plan &p, const at::Tensor &k) {
   TORCH_CHECK_VALUE(k.dim() == 4 && k.size(0) >= 1,
                     cat("attn_opt.decode: k must be a pool of pages [num_pages, ", p.pageSize,
                         ", Hkv, D], got ", k.sizes()));
+  // The kernel clamps a block-table entry into the pool by its rows (num_slots, an int32).
+  TORCH_CHECK_VALUE(k.size(0) * p.pageSize < (int64_t(1) << 31),
+                    cat("attn_opt.decode: a pool of ", k.size(0), " pages of ", p.pageSize,
+                        " tokens has 2^31 rows or more"));
   return k.size(0);
 }
 
@@ -582,6 +586,8 @@ void runPlan(Plan &p, const Operands &o) {
   values.set(Param::QLen, &ints[2]);
   values.set(Param::NumSplits, &ints[3]);
   values.set(Param::BlockTable, &ptrs[Table]);
+  const int32_t numSlots = int32_t(pages * p.pageSize); // a paged pool's rows (else 0)
+  values.set(Param::NumSlots, &numSlots);
   values.set(Param::Sinks, &ptrs[Sinks]);
   values.set(Param::Lse, &ptrs[Lse]);
   launch(p.decode, values, stream);

@@ -363,6 +363,9 @@ class GpuDecodeKernel(LaunchFiles):
         if k.dim() != 4 or int(k.shape[1]) != page or (pages > 0 and int(k.shape[0]) != pages):
             raise KernelArgumentError(f"k and v must be pools of pages [{pages if pages > 0 else 'num_pages'}, "
                                       f"{page}, Hkv, D], got {list(k.shape)}")
+        if int(k.shape[0]) * page >= 2 ** 31:  # num_slots, the kernel's clamp of table entries
+            raise KernelArgumentError(f"a pool of {int(k.shape[0])} pages of {page} tokens has "
+                                      f"2^31 rows or more")
         if blocks < 0:  # a dynamic max_blocks: the table's own (the kernel's kv_len / P)
             if block_table.dim() != 2 or int(block_table.shape[1]) < 1:
                 raise KernelArgumentError(f"block_table must be int32 [B, max_blocks] with "
@@ -519,7 +522,8 @@ class GpuDecodeKernel(LaunchFiles):
             keep.append(raw)
             maps[name] = addr
         stream_handle = stream if stream is not None else torch.cuda.current_stream(q.device).cuda_stream
-        values = dict(maps, **ptrs, batch=b, kv_len=skv, q_len=sq, num_splits=splits)
+        values = dict(maps, **ptrs, batch=b, kv_len=skv, q_len=sq, num_splits=splits,
+                      num_slots=pool[0] * pool[1] if pool else 0)
         inputs = {"batch": b, "num_splits": splits, "groups": groups, "rows": rows,
                   "q_heads": hq, "kv_heads": hkv, "q_len": sq, "q_chunk": int(s.get("q_chunk", sq)),
                   "sms": sms}

@@ -47,7 +47,7 @@ PARAMS = {
     'block_table': ('pointer', 'block_table', "a paged cache's pages per sequence (i32 [B, max_blocks])"),
     'slot_mapping': ('pointer', 'slot_mapping', 'paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)'),
     'num_tokens': ('int32', 'num_tokens', 'paged append: rows to quantize (T)'),
-    'num_slots': ('int32', 'num_slots', "paged append: the pool's rows, num_pages * page_size"),
+    'num_slots': ('int32', 'num_slots', "a paged cache's pool rows, num_pages * page_size (paged decode: the pages it reads are clamped into the pool; paged append: slots outside [0, num_slots) are skipped)"),
     'sinks': ('pointer', 'sinks', 'attention sink logits (f32 [Hq])'),
     'lse': ('pointer', 'lse', 'the log-sum-exp output (f32 [B, Sq, Hq])'),
 }

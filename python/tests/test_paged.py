@@ -76,7 +76,7 @@ def test_paged_decode_compiles_with_the_block_table():
     assert meta["paged"] == {"page_size": 16, "max_blocks": 64, "num_pages": -1}
     assert meta["problem"]["kv_len"] == 64 * 16  # max_blocks · P: what the kernel splits by
     decode = meta["kernels"][0]
-    assert decode["params"][-1] == "block_table"
+    assert decode["params"][-2:] == ["block_table", "num_slots"]
     assert meta["tensor_maps"]["k"]["box"] == [128, 1, 16, 1]  # one page per box (P < tile_n)
     assert ".param .u64" in res.output and "cp.async.bulk.tensor" in res.output
     # The contiguous form of the same spec takes no table.
@@ -99,7 +99,7 @@ def test_paged_decode_compiles_with_a_dynamic_max_blocks():
     meta = json.loads(res.launch)
     assert meta["paged"] == {"page_size": 16, "max_blocks": -1, "num_pages": -1}
     assert meta["problem"]["kv_len"] == -1
-    assert meta["kernels"][0]["params"][-1] == "block_table"
+    assert meta["kernels"][0]["params"][-2:] == ["block_table", "num_slots"]
     assert "kv_len" in meta["kernels"][0]["params"]
     kern = qattn.GpuDecodeKernel(res.output, meta)
 

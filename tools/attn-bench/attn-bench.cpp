@@ -371,6 +371,7 @@ struct ArgValues {
   uint64_t q = 0, qScale = 0, seqLens = 0, alibi = 0, out = 0, workspace = 0, blockTable = 0;
   uint64_t sinks = 0, lse = 0;
   int32_t batch = 0, kvLen = 0, numSplits = 1, qLen = 0;
+  int32_t numSlots = 0; // a paged pool's rows
 };
 
 /// Binds `k`'s parameters by their launch ABI entries (LaunchABI.h) to the values of `a`.
@@ -395,6 +396,7 @@ bool buildArgs(const rt::LaunchKernel &k, ArgValues &a, std::vector<void *> &arg
   v.set(Param::NumSplits, &a.numSplits);
   v.set(Param::QLen, &a.qLen);
   v.set(Param::BlockTable, &a.blockTable);
+  v.set(Param::NumSlots, &a.numSlots);
   v.set(Param::Sinks, &a.sinks);
   v.set(Param::Lse, &a.lse);
   std::vector<attn_abi::Param> params;
@@ -609,6 +611,7 @@ int main(int argc, char **argv) {
     TRY(alloc(p.workspaceFloats * 4, a.workspace), "allocating the workspace");
   if (const std::vector<int32_t> table = pagedTable(m, p); !table.empty()) {
     TRY(alloc(table.size() * 4, a.blockTable), "allocating the block table");
+    a.numSlots = int32_t(mapRows);
     TRY(attn_rt_copy_to_device(ctx, a.blockTable, table.data(), table.size() * 4),
         "copying the block table");
   }

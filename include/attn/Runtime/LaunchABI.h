@@ -56,7 +56,7 @@ enum class Param : uint8_t {
   BlockTable, ///< "block_table": a paged cache's pages per sequence (i32 [B, max_blocks])
   SlotMapping, ///< "slot_mapping": paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)
   NumTokens, ///< "num_tokens": paged append: rows to quantize (T)
-  NumSlots, ///< "num_slots": paged append: the pool's rows, num_pages * page_size
+  NumSlots, ///< "num_slots": a paged cache's pool rows, num_pages * page_size (paged decode: the pages it reads are clamped into the pool; paged append: slots outside [0, num_slots) are skipped)
   Sinks, ///< "sinks": attention sink logits (f32 [Hq])
   Lse, ///< "lse": the log-sum-exp output (f32 [B, Sq, Hq])
 };
@@ -103,7 +103,7 @@ inline constexpr ParamInfo kParams[kNumParams] = {
     {"block_table", ParamKind::Pointer, "block_table", "uint64_t", 8, "a paged cache's pages per sequence (i32 [B, max_blocks])"},
     {"slot_mapping", ParamKind::Pointer, "slot_mapping", "uint64_t", 8, "paged append: the cache slot of each row (i64 or i32 [T]; outside [0, num_slots): skipped)"},
     {"num_tokens", ParamKind::Int32, "num_tokens", "int32_t", 4, "paged append: rows to quantize (T)"},
-    {"num_slots", ParamKind::Int32, "num_slots", "int32_t", 4, "paged append: the pool's rows, num_pages * page_size"},
+    {"num_slots", ParamKind::Int32, "num_slots", "int32_t", 4, "a paged cache's pool rows, num_pages * page_size (paged decode: the pages it reads are clamped into the pool; paged append: slots outside [0, num_slots) are skipped)"},
     {"sinks", ParamKind::Pointer, "sinks", "uint64_t", 8, "attention sink logits (f32 [Hq])"},
     {"lse", ParamKind::Pointer, "lse", "uint64_t", 8, "the log-sum-exp output (f32 [B, Sq, Hq])"},
 };

@@ -38,8 +38,8 @@ static attnk::Swizzle swizzleOf(int64_t bytes) {
 
 /// The launch ABI's parameter types (docs/GPUDecode.md): tensor maps of K and V, q, k_scale,
 /// v_scale, seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero
-/// and, for a dynamic prefill query length, q_len; for a paged cache, block_table; then sinks
-/// and lse when the spec has them. Buffers the spec does not have are typed
+/// and, for a dynamic prefill query length, q_len; for a paged cache, block_table and
+/// num_slots; then sinks and lse when the spec has them. Buffers the spec does not have are typed
 /// as the kernel reads them (null at launch).
 static SmallVector<Type> forwardParams(AttentionOp op, const ForwardPlan &p) {
   MLIRContext *ctx = op.getContext();
@@ -69,8 +69,10 @@ static SmallVector<Type> forwardParams(AttentionOp op, const ForwardPlan &p) {
                          buf(op.getVZero(), kvElem)};
   if (p.qLen < 0)
     t.push_back(i32);
-  if (p.paged()) // block_table [B, max_blocks] i32
+  if (p.paged()) { // block_table [B, max_blocks] i32, num_slots (the pool's rows)
     t.push_back(op.getBlockTable().getType());
+    t.push_back(i32);
+  }
   if (p.sinks) // sinks [Hq] f32
     t.push_back(op.getSinks().getType());
   if (p.lse) // lse [B, Sq, Hq] f32

@@ -185,8 +185,10 @@ void mlir::attn::nvvm::bindForwardParams(Ctx &c, ValueRange params) {
   c.vZero = params[14];
   if (c.p.qLen < 0)
     c.qLenArg = params[15];
-  if (c.p.paged())
+  if (c.p.paged()) {
     c.blockTable = params[c.p.blockTableParam()];
+    c.numSlots = params[c.p.blockTableParam() + 1];
+  }
   if (c.p.sinks)
     c.sinks = params[c.p.sinksParam()];
   if (c.p.lse)

@@ -26,8 +26,9 @@ struct Ctx {
   ForwardPlan::Smem sm;
   Value kMap = {}, vMap = {}, q = {}, kScale = {}, vScale = {}, lens = {}, alibi = {}, out = {},
         ws = {}, batch = {}, kvLen = {}, numSplits = {}, qScale = {}, kZero = {}, vZero = {};
-  /// A paged cache's block table [B, max_blocks] (null when contiguous).
-  Value blockTable = {};
+  /// A paged cache's block table [B, max_blocks] and its pool's rows, num_pages · P (null when
+  /// contiguous).
+  Value blockTable = {}, numSlots = {};
   /// Attention sinks [Hq] f32 and the log-sum-exp output [B, Sq, Hq] f32 (null without).
   Value sinks = {}, lse = {};
   Value tid = {}, split = {}, grp = {}, bIdx = {}, hkv = {}, headBase = {},
@@ -181,10 +182,10 @@ Value pageOf(KernelBuilder &k, Value table, int64_t maxBlocks, Value blocks, int
              Value b, Value token);
 /// The row of `token` in page `page` of the pool seen as [num_pages · P] rows: page · P + token
 /// mod P. With `valid` (i1) false the page is 0 (a sequence without keys reads no entry); with
-/// `numPages` > 0 the page is clamped into the pool (without: a TMA load past the pool reads
-/// zeros).
+/// `numPages` > 0, or `numSlots` (the pool's rows, i32, when num_pages is known at launch), the
+/// page is clamped into the pool (without: a TMA load past the pool reads zeros).
 Value pageRow(KernelBuilder &k, Value page, int64_t pageSize, int64_t numPages, Value token,
-              Value valid);
+              Value valid, Value numSlots = {});
 /// pageRow of pageOf.
 Value pagedRow(KernelBuilder &k, Value table, int64_t maxBlocks, Value blocks, int64_t pageSize,
                int64_t numPages, Value b, Value token, Value valid = {});
@@ -255,7 +256,7 @@ void triggerDependents(KernelBuilder &k, Ctx &c);
 // The kernel frame (ForwardKernel.cpp), one builder per kernel-level forward op.
 /// The kernel's parameters (launch ABI order: K and V tensor maps, q, k_scale, v_scale,
 /// seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero[, q_len]
-/// [, block_table][, sinks][, lse]).
+/// [, block_table, num_slots][, sinks][, lse]).
 void bindForwardParams(Ctx &c, ValueRange params);
 /// The work values of attnk.forward.work, then (not persistent) attnk.forward.prologue's.
 void bindForwardWork(Ctx &c, ValueRange work);

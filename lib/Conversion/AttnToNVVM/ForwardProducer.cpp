@@ -51,11 +51,15 @@ Value mlir::attn::nvvm::pageOf(KernelBuilder &k, Value table, int64_t maxBlocks,
 }
 
 Value mlir::attn::nvvm::pageRow(KernelBuilder &k, Value page, int64_t pageSize, int64_t numPages,
-                                Value token, Value valid) {
+                                Value token, Value valid, Value numSlots) {
   if (valid) // a token outside the sequence (an empty one) reads page 0
     page = k.select(valid, page, k.i32(0));
   if (numPages > 0) // an entry past the pool (or negative) reads page num_pages − 1
     page = k.select(k.cmp(P::ult, page, k.i32(numPages)), page, k.i32(numPages - 1));
+  if (numSlots) { // the same with the pool's size known at launch (num_slots = num_pages · P)
+    Value pages = k.lshr(numSlots, llvm::Log2_64(pageSize));
+    page = k.select(k.cmp(P::ult, page, pages), page, k.add(pages, -1));
+  }
   return k.add(k.mul(page, pageSize), k.band(token, pageSize - 1));
 }
 
@@ -85,7 +89,7 @@ Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Valu
   if (!page)
     page = pageOf(k, c.blockTable, p.maxBlocks, tableBlocks(k, c), p.pageSize, c.bIdx, token);
   Value row = pageRow(k, page, p.pageSize, std::max<int64_t>(p.numPages, 0), token,
-                      k.cmp(P::slt, token, c.len));
+                      k.cmp(P::slt, token, c.len), p.numPages < 0 ? c.numSlots : Value());
   return scaleIndex(k, g, k.i32(0), c.kvLen, p.kvHeads, c.hkv, row, blockRows);
 }
 

@@ -121,12 +121,13 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
   }
   if (p.qLen < 0) // a dynamic query length (prefill) is the kernel's last parameter
     (*kernels[0].getAsObject())["params"].getAsArray()->push_back(attn_abi::name(Param::QLen));
-  if (p.paged()) { // the block table follows (the two-CTA companion takes the same parameters)
-    (*kernels[0].getAsObject())["params"].getAsArray()->push_back(
-        attn_abi::name(Param::BlockTable));
-    if (p.wide)
-      (*kernels.back().getAsObject())["params"].getAsArray()->push_back(
-          attn_abi::name(Param::BlockTable));
+  if (p.paged()) { // the block table and the pool's rows follow (the two-CTA companion takes
+                   // the same parameters)
+    for (Param a : {Param::BlockTable, Param::NumSlots}) {
+      (*kernels[0].getAsObject())["params"].getAsArray()->push_back(attn_abi::name(a));
+      if (p.wide)
+        (*kernels.back().getAsObject())["params"].getAsArray()->push_back(attn_abi::name(a));
+    }
     // The pool of pages: the tensor maps cover it as [1, num_pages · P, Hkv, D].
     root["paged"] = Object{{"page_size", p.pageSize},
                            {"max_blocks", p.maxBlocks},

@@ -1,5 +1,5 @@
-// The forward kernel of a paged decode spec at the kernel level: the block table is the last
-// kernel parameter, and the producer's TMA loads of K and V address the pool through it
+// The forward kernel of a paged decode spec at the kernel level: the block table and the pool's
+// rows (num_slots) are the last kernel parameters, and the producer's TMA loads of K and V address the pool through it
 // (#attnk.addressing<paged, page = 16>), a tile of tile_n keys being tile_n / 16 boxes of one
 // page each (tensor maps of 16-row boxes). The tile loop reads no block-table entry right
 // before a load that needs it: each producer thread looks up the page of its key in the tile
@@ -12,14 +12,14 @@
 
 // CHECK-LABEL: attnk.kernel @paged_i8_decode(
 // CHECK-SAME: %[[KMAP:[^:]+]]: !attnk.tensor_map<1x16x1x128xi8, none>, %[[VMAP:[^:]+]]: !attnk.tensor_map<1x16x1x128xi8, none>
-// CHECK-SAME: %[[TABLE:[^:]+]]: memref<?x64xi32>) threads
+// CHECK-SAME: %[[TABLE:[^:]+]]: memref<?x64xi32>, %[[SLOTS:[^:]+]]: i32) threads
 // CHECK: attnk.tma_load %[[KMAP]][%{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}] #attnk.addressing<paged, page = 16> into %{{.+}} block_table(%[[TABLE]] : memref<?x64xi32>) : !attnk.tensor_map<1x16x1x128xi8, none>, !attnk.stage<16x128xi8, none>
 // CHECK: attnk.tma_load %[[VMAP]][%{{.+}}] #attnk.addressing<paged, page = 16> into %{{.+}} block_table(%[[TABLE]] : memref<?x64xi32>)
 // CHECK-NOT: #attnk.addressing<contiguous>
 // CHECK: attnk.kernel @paged_i8_combine
 
 // LOOP-LABEL: attnk.kernel @paged_i8_decode(
-// LOOP-SAME: %[[TABLE:[^:]+]]: memref<?x64xi32>) threads
+// LOOP-SAME: %[[TABLE:[^:]+]]: memref<?x64xi32>, %{{[^:]+}}: i32) threads
 // The first tile's scales in the page of the thread's key; the page of its key in tile 1.
 // LOOP: %[[P0:.+]] = attnk.page_lookup %[[TABLE]][%{{.+}}, %[[K0:.+]]] page = 16 : memref<?x64xi32>
 // LOOP-NEXT: attnk.forward.key_scales args(%[[K0]], %[[P0]] : i32, i32)

@@ -5,6 +5,10 @@
 // gives the TMA copy's pool row. The launch metadata says max_blocks -1 and kv_len -1.
 // RUN: attn-opt %s --attn-normalize --attn-select-schedule --attn-build-kernel --convert-attn-to-nvvm --convert-attnk-to-nvvm | FileCheck %s
 // RUN: attn-opt %s --emit=launch | FileCheck %s --check-prefix=META
+// The pool's size is known at launch only: the kernel's last parameter, num_slots (num_pages · P),
+// clamps every page a scale load uses into [0, num_slots / P), so that no table entry makes
+// the kernel read past the scales.
+// RUN: attn-opt %s --attn-normalize --attn-select-schedule --attn-build-kernel --convert-attn-to-nvvm --convert-attnk-to-nvvm | FileCheck %s --check-prefix=SCALE
 
 // CHECK-LABEL: llvm.func @paged_dyn_decode(
 // CHECK-SAME: %[[KMAP:arg0]]: !llvm.ptr
@@ -34,6 +38,20 @@
 // CHECK: %[[POFF:.+]] = llvm.mul %[[PE64]], %{{.+}} : i64
 // CHECK-NEXT: llvm.getelementptr %[[TABLE]][%[[POFF]]]
 
+// SCALE-LABEL: llvm.func @paged_dyn_decode(
+// SCALE-SAME: %[[KSCALE:arg3]]: !llvm.ptr<1>
+// SCALE-SAME: %[[SLOTS:arg16]]: i32)
+// SCALE: %[[POOL:.+]] = llvm.lshr %[[SLOTS]], %{{.+}} : i32
+// SCALE-NEXT: %[[IN:.+]] = llvm.icmp "ult" %[[PG:[^,]+]], %[[POOL]] : i32
+// SCALE: %[[LAST:.+]] = llvm.add %[[POOL]], %{{.+}} : i32
+// SCALE-NEXT: %[[PGC:.+]] = llvm.select %[[IN]], %[[PG]], %[[LAST]] : i1, i32
+// SCALE: %[[PROW:.+]] = llvm.mul %[[PGC]], %{{.+}} : i32
+// SCALE: %[[ROW:.+]] = llvm.add %[[PROW]], %{{.+}} : i32
+// SCALE: llvm.getelementptr %[[KSCALE]][%{{.+}}]
+// META: "params": [
+// META: "block_table",
+// META-NEXT: "num_slots"
+// META-NEXT: ],
 // META: "paged": {
 // META-NEXT: "max_blocks": -1,
 // META-NEXT: "num_pages": -1,
