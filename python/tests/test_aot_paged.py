@@ -15,20 +15,12 @@ import pytest
 
 import qattn
 from qattn import aot
-from qattn.compiler import AttnOptNotFound
 
 PYTHON_DIR = Path(__file__).resolve().parents[1]
 PAGED = "decode_d128_g4_kv8_i8_p16"
 
 
-def attn_opt():
-    try:
-        return qattn.find_attn_opt()
-    except AttnOptNotFound:
-        return None
-
-
-needs_attn_opt = pytest.mark.skipif(attn_opt() is None, reason="attn-opt not found")
+from test_aot import attn_opt, needs_attn_opt  # noqa: E402
 
 
 @pytest.fixture(scope="module")

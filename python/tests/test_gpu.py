@@ -355,12 +355,5 @@ def test_bad_arguments_are_refused():
 
 if __name__ == "__main__":
     # Prebuild the PTX + metadata of every case for a GPU machine without attn-opt.
-    if len(sys.argv) != 3 or sys.argv[1] != "--prebuild":
-        sys.exit("usage: test_gpu.py --prebuild DIR")
-    out = Path(sys.argv[2])
-    out.mkdir(parents=True, exist_ok=True)
-    for n in [*CASES, *HADAMARD]:
-        kern = qattn.build(spec_for(n))
-        (out / f"{n}.ptx").write_text(kern.ptx)
-        (out / f"{n}.ptx.launch.json").write_text(__import__("json").dumps(kern.meta))
-        print(out / f"{n}.ptx")
+    import gpu_prebuild
+    gpu_prebuild.main("test_gpu.py", ((n, spec_for(n)) for n in [*CASES, *HADAMARD]))

@@ -10,7 +10,6 @@ or the page), a pool larger than the pages in use, poisoned table entries past e
 pages and poisoned token slots past each sequence's end.
 """
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -36,16 +35,8 @@ def kernel_for(name):
 
 if __name__ == "__main__":
     # Prebuild every paged kernel and its contiguous twin for a GPU machine without attn-opt.
-    if len(sys.argv) != 3 or sys.argv[1] != "--prebuild":
-        sys.exit("usage: test_gpu_paged.py --prebuild DIR")
-    out = Path(sys.argv[2])
-    out.mkdir(parents=True, exist_ok=True)
-    for n, spec in paged_cases.specs(qattn.spec):
-        kern = qattn.build(spec)
-        (out / f"{n}.ptx").write_text(kern.ptx)
-        (out / f"{n}.ptx.launch.json").write_text(json.dumps(kern.meta))
-        print(out / f"{n}.ptx")
-    sys.exit(0)
+    import gpu_prebuild
+    gpu_prebuild.main("test_gpu_paged.py", paged_cases.specs(qattn.spec))
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():

@@ -9,7 +9,6 @@ attn-opt, from the PTX + metadata prebuilt into ``$QATTN_GPU_KERNELS`` by
 ``python python/tests/test_gpu_sinks.py --prebuild DIR``.
 """
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -76,16 +75,8 @@ def kernel_for(name):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] != "--prebuild":
-        sys.exit("usage: test_gpu_sinks.py --prebuild DIR")
-    out = Path(sys.argv[2])
-    out.mkdir(parents=True, exist_ok=True)
-    for n in [*CASES, *PAGED]:
-        kern = qattn.build(spec_for(n))
-        (out / f"{n}.ptx").write_text(kern.ptx)
-        (out / f"{n}.ptx.launch.json").write_text(json.dumps(kern.meta))
-        print(out / f"{n}.ptx")
-    sys.exit(0)
+    import gpu_prebuild
+    gpu_prebuild.main("test_gpu_sinks.py", ((n, spec_for(n)) for n in [*CASES, *PAGED]))
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
