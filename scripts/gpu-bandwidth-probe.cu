@@ -16,6 +16,8 @@
 //          shuffled over the whole pool as an allocator hands them out), each stage 128 tokens =
 //          128 / page bulk copies per operand. Same bytes as bulk_kv; the difference between the
 //          two orders is what scattering the pages costs the DRAM, with no attention work.
+// The plain readers (vec, bulk, memcpy) also run at the byte counts of the paged bench's rows,
+// the read ceiling each row's times are set against (docs/benchmarks/gpu-paged.md).
 // Each CTA reads a contiguous 1/grid of the buffer, as a decode CTA reads its batch's K and V.
 // Prints one JSON line per configuration. docs/benchmarks/gpu-decode.md has the
 // results and the command:
@@ -301,8 +303,14 @@ int main() {
   // Table 3: ctx * batch = 262144 tokens, head_dim 128, int8 K and V, one f32 scale each.
   const size_t tokens = 262144, table3 = tokens * (2 * 128 + 2 * 4);
   const int copies = 4;
-  std::vector<size_t> sizes = {table3, size_t(1) << 30};
-  size_t maxBytes = sizes.back();
+  // The plain readers also run at the K/V bytes of scripts/gpu-paged-bench.py's rows: bf16
+  // Table 3 (262144 tokens of K and V at 256 bytes each), and GQA 8:1 at context 4096 (4 KV
+  // heads) for batch 8, 64 and 256, int8 with two f32 scales per token and head, and bf16.
+  auto gqa = [](size_t batch, size_t perToken) { return batch * 4096 * 4 * perToken; };
+  std::vector<size_t> sizes = {table3,          size_t(1) << 30,  tokens * 512,
+                               gqa(8, 264),     gqa(64, 264),     gqa(256, 264),
+                               gqa(8, 512),     gqa(64, 512),     gqa(256, 512)};
+  size_t maxBytes = *std::max_element(sizes.begin(), sizes.end());
   std::vector<char *> bufs(copies);
   for (auto &b : bufs) {
     CK(cudaMalloc(&b, maxBytes + (1 << 20)));
