@@ -35,7 +35,10 @@ from setuptools.command.build_py import build_py
 try:  # setuptools >= 70.1 carries bdist_wheel; before, the wheel package does
     from setuptools.command.bdist_wheel import bdist_wheel
 except ImportError:
-    from wheel.bdist_wheel import bdist_wheel
+    try:
+        from wheel.bdist_wheel import bdist_wheel
+    except ImportError:  # no wheel to build (a legacy `setup.py install`)
+        bdist_wheel = None
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -185,18 +188,18 @@ class BuildPyWithSources(build_py):
 ext_modules, build_cls = extensions()
 
 
-class BdistWheel(bdist_wheel):
-    """A wheel without the torch extension holds no Python extension module (libattn_rt.so is a
-    plain library, loaded through ctypes; the extension's sources compile on first use): it is
-    tagged py3-none-<platform>, so that every Python 3 on that platform installs it."""
+commands = {"build_ext": with_runtime_name(build_cls), "build_py": BuildPyWithSources}
+if bdist_wheel is not None:
+    class BdistWheel(bdist_wheel):
+        """A wheel without the torch extension holds no Python extension module (libattn_rt.so
+        is a plain library, loaded through ctypes; the extension's sources compile on first
+        use): it is tagged py3-none-<platform>, so that every Python 3 there installs it."""
 
-    def get_tag(self):
-        python, abi, plat = super().get_tag()
-        if not any(e.name == "qattn._torch_ops" for e in ext_modules):
-            python, abi = "py3", "none"
-        return python, abi, plat
+        def get_tag(self):
+            python, abi, plat = super().get_tag()
+            if not any(e.name == "qattn._torch_ops" for e in ext_modules):
+                python, abi = "py3", "none"
+            return python, abi, plat
 
-
-setup(ext_modules=ext_modules,
-      cmdclass={"build_ext": with_runtime_name(build_cls), "build_py": BuildPyWithSources,
-                "bdist_wheel": BdistWheel})
+    commands["bdist_wheel"] = BdistWheel
+setup(ext_modules=ext_modules, cmdclass=commands)
