@@ -18,7 +18,14 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
                                        matrix before quantization (`hadamard` specs, O rotated
                                        back in the kernel). DATA=outliers: 4 channels of K and V
                                        ×20, as attn-bench --data outliers. HEAD_DIM=64 (build
-                                       and run): the same rows at head_dim 64
+                                       and run): the same rows at head_dim 64. Where the
+                                       `sageattention` package (PyPI, Triton) is importable,
+                                       SageAttention beside them: `sage` is its sageattn call
+                                       (Q and K quantized per block to int8 in the call, K
+                                       smoothed, fp16 P·V), `sage_kernel` its attention kernel
+                                       alone on inputs quantized beforehand, as our modes are
+                                       timed; half_int8_x_sage_kernel is the ratio of the two
+                                       int8-Q·Kᵀ kernels
 
 `build` needs attn-opt (ATTN_OPT) and the standard library only.
 """
@@ -139,6 +146,32 @@ def build(args):
     return 0
 
 
+def sage_peer(torch):
+    """SageAttention 1.x (sageattention on PyPI) as the int8-Q·Kᵀ peer, or None where it is not
+    installed: (q, k, v [B, S, H, D] bf16, causal) → {"sage": its sageattn call, "sage_kernel":
+    its attention kernel on Q and K quantized (per_block_int8, K smoothed) and V made fp16
+    beforehand}. Output bf16, [B, S, H, D] (the "NHD" layout)."""
+    try:
+        import sageattention
+        from sageattention.core import attn_false, attn_true, per_block_int8
+    except ImportError:
+        return None
+    print(f"SageAttention {getattr(sageattention, '__version__', '?')} "
+          f"({sageattention.__file__})", flush=True)
+
+    def calls(q, k, v, causal):
+        kc, vc = k.clone(), v.clone()  # sageattn smooths K in place
+        km = k.float().mean(dim=1, keepdim=True)
+        qi, qs, ki, ks = per_block_int8(q, (k.float() - km).to(k.dtype), tensor_layout="NHD")
+        v16 = v.to(torch.float16)
+        attn = attn_true if causal else attn_false
+        return {"sage": lambda: sageattention.sageattn(q, kc, vc, tensor_layout="NHD",
+                                                       is_causal=causal),
+                "sage_kernel": lambda: attn(qi, ki, v16, qs, ks, tensor_layout="NHD",
+                                            output_dtype=torch.bfloat16)}
+    return calls
+
+
 def run(args):
     sys.path.insert(0, str(ROOT / "python"))
     import torch
@@ -179,6 +212,7 @@ def run(args):
     # The normalized Walsh–Hadamard matrix of order D: qattn's rotation of the identity's rows.
     had = torch.from_numpy(hadamard(np.eye(D, dtype=np.float32))).cuda()
 
+    sage = sage_peer(torch)
     data = os.environ.get("DATA", "gaussian")
     lines = []
     g = torch.Generator(device="cuda").manual_seed(0)
@@ -204,6 +238,10 @@ def run(args):
                     qt, kt, vt, is_causal=causal, enable_gqa=True)
                 ref = f().transpose(1, 2).float()
                 row["cudnn_tflops"] = round(flops / bench_ms(f) / 1e9, 1)
+            if sage:
+                for key, fn in sage(q, k, v, causal).items():
+                    row[f"{key}_tflops"] = round(flops / bench_ms(fn) / 1e9, 1)
+                    row[f"{key}_rel_err"] = float((fn().float() - ref).norm() / ref.norm())
             for mode in MODES:
                 ptx = Path(args.dir) / f"{name(s, mode, causal)}.ptx"
                 if not ptx.exists():  # modes not built (MODES at build time)
@@ -230,6 +268,9 @@ def run(args):
                 row[f"{mode}_tflops"] = round(flops / ms / 1e9, 1)
                 row[f"{mode}_x_cudnn"] = round(row[f"{mode}_tflops"] / row["cudnn_tflops"], 3)
                 row[f"{mode}_rel_err"] = float((out - ref).norm() / ref.norm())
+                if sage:
+                    row[f"{mode}_x_sage_kernel"] = round(
+                        row[f"{mode}_tflops"] / row["sage_kernel_tflops"], 3)
             lines.append(row)
             print(json.dumps(row), flush=True)
         del q, k, v, qt, kt, vt, plain, rotated
