@@ -1,0 +1,53 @@
+//===- page_check.h - block-table entries checked on the device -----------===//
+//
+// What this file is: the debug check of a paged cache's block table (page_check.cpp): the used
+// entries of block_table [B, max_blocks] validated against the pool [0, num_pages), and seq_lens
+// against the table's capacity max_blocks · P, with tensor ops on the tensors' device and
+// current stream (no host synchronization), the first offender and a count accumulated into a
+// small int64 state tensor. Reading the state synchronizes (debug only).
+//
+//===----------------------------------------------------------------------===//
+#ifndef ATTN_OPT_PYTHON_CSRC_PAGE_CHECK_H
+#define ATTN_OPT_PYTHON_CSRC_PAGE_CHECK_H
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace attn_opt_ext {
+
+/// The state's entries (int64 [PageStateSize]); "none" entries hold kNoOffender.
+enum PageState : int64_t {
+  BadEntries = 0, // used table entries outside [0, num_pages), over every check since the reset
+  FirstEntry,     // the first one's flat index b · max_blocks + i (kNoOffender: none)
+  Entry,          // its value
+  EntryPages,     // the pool's pages when it was recorded
+  EntryBlocks,    // the table's max_blocks then
+  BadLens,        // seq_lens outside [0, max_blocks · P]
+  FirstLen,       // the first one's sequence (kNoOffender: none)
+  Len,            // its length
+  LenCapacity,    // max_blocks · P then
+  PageStateSize
+};
+constexpr int64_t kNoOffender = INT64_MAX;
+
+/// A reset state on the device of `options`.
+at::Tensor newPageState(const at::TensorOptions &options);
+
+/// Checks the used entries of `table` (int32 [B, M]: entries (b, i) with i < ceil(len_b / P),
+/// len_b = seq_lens[b] clamped to [0, M · P], or every entry without seq_lens) against [0,
+/// numPages) and seq_lens against [0, M · P]; adds the offenders to `state` (int64
+/// [PageStateSize] on the table's device), keeping the first one recorded since its reset. Only
+/// asynchronous tensor ops on the current stream: capturable in a CUDA graph. Argument errors
+/// raise ValueError / TypeError.
+void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t pageSize,
+                     int64_t numPages, at::Tensor &state);
+
+/// The state's values (a copy to the host: synchronizes), reset on the device when `reset`.
+/// Raises RuntimeError while the current stream is being captured.
+std::vector<int64_t> readPageState(at::Tensor &state, bool reset);
+
+} // namespace attn_opt_ext
+
+#endif // ATTN_OPT_PYTHON_CSRC_PAGE_CHECK_H
