@@ -13,6 +13,10 @@ Everything here runs on the CPU in NumPy and is a reference: ``quantize_pages`` 
 slot-mapped cache write on the device stores, ``append_slots`` is that write itself (rows at the
 slots of a slot mapping, ``attn.quantize.append_paged``). ``qattn.reference.paged_attention``
 reads the cache.
+
+The block-table check of the launchers' debug mode (``check_pages``) is here too, in torch on the
+tables' own device (imported when used): ``check_block_table`` finds used entries outside the
+pool, ``PageErrors`` reads its state and ``BlockTableError`` reports it (docs/PagedKV.md).
 """
 
 from __future__ import annotations
@@ -320,11 +324,12 @@ def check_block_table(block_table, seq_lens, page_size: int, num_pages: int, sta
         bad_len = (lens < 0) | (lens > capacity)
         first = torch.where(bad_len, torch.arange(b, device=table.device), NO_OFFENDER).amin()
         _record(state, 5, bad_len.sum(), _FIRST_LEN, first,
-                (lens[first.clamp_max(b - 1)], capacity))
+                (lens.index_select(0, first.clamp_max(b - 1).view(1)).squeeze(0), capacity))
     flat = torch.arange(table.numel(), device=table.device).view(b, blocks)
     first = torch.where(bad, flat, NO_OFFENDER).amin()
     _record(state, 0, bad.sum(), _FIRST_ENTRY, first,
-            (table.reshape(-1)[first.clamp_max(table.numel() - 1)], num_pages, blocks))
+            (table.reshape(-1).index_select(0, first.clamp_max(table.numel() - 1).view(1))
+             .squeeze(0), num_pages, blocks))
     return state
 
 

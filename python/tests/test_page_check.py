@@ -248,10 +248,33 @@ def test_raise_mode_raises_at_the_end_of_the_run(monkeypatch):
     bad[0, 12] = -1  # sequence 0 reads blocks 0..12
     with pytest.raises(BlockTableError, match=r"block_table\[0, 12\] = -1"):
         plan.run(*g["args"], seq_lens=g["seq"], block_table=bad)
-    lens = g["seq"].clone()
-    lens[1] = g["capacity"] + 1
-    with pytest.raises(BlockTableError, match=rf"seq_lens\[1\] = {g['capacity'] + 1} is outside"):
-        plan.run(*g["args"], seq_lens=lens, block_table=g["data"]["table"])
+
+
+@gpu
+@pytest.mark.parametrize("seed", range(4))
+def test_the_check_on_the_device_equals_the_torch_check(seed):
+    """torch.ops.attn_opt.check_block_table on CUDA tensors, twice into one state, against
+    qattn.paged.check_block_table, with no host synchronization."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    b, blocks, page, pages = 3 + seed, 5 + 7 * seed, 16, 40
+    state = paged.new_page_state("cuda")
+    ours = state.clone()
+    torch.cuda.synchronize()
+    for _ in range(2):
+        table = torch.randint(-2, pages + 2, (b, blocks), generator=g, device="cuda",
+                              dtype=torch.int32)
+        lens = torch.randint(-1, blocks * page + 2, (b,), generator=g, device="cuda",
+                             dtype=torch.int32)
+        table[-1, 0], lens[-1] = pages, 1  # at least one offender
+        torch.cuda.synchronize()
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            torch_ops.check_block_table(table, lens, page, pages, state)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        paged.check_block_table(table, lens, page, pages, ours)
+    assert state.tolist() == ours.tolist()
+    assert PageErrors.from_state(state.tolist()).bad_entries >= 2
 
 
 @gpu
