@@ -31,35 +31,69 @@ at::Tensor newPageState(const at::TensorOptions &options) {
   return state;
 }
 
-namespace {
-
-/// The first index (flat) where `bad` holds, as a 0-d int64 tensor (kNoOffender: none).
-at::Tensor firstIndex(const at::Tensor &bad) {
-  const at::Tensor index =
-      at::arange(bad.numel(), bad.options().dtype(at::kLong)).view(bad.sizes());
-  return at::where(bad, index, kNoOffender).amin();
+PageCheck::PageCheck(int64_t batch, int64_t blocks, const at::TensorOptions &device)
+    : batch(batch), blocks(blocks) {
+  const at::TensorOptions longs = device.dtype(at::kLong), bools = device.dtype(at::kBool);
+  outside = at::empty({batch, blocks}, bools);
+  used = at::empty({batch, blocks}, bools);
+  bad = at::empty({batch, blocks}, bools);
+  picked = at::empty({batch, blocks}, longs);
+  flat = at::arange(batch * blocks, longs).view({batch, blocks});
+  blockIndex = at::arange(blocks, longs).unsqueeze(0);
+  lens = at::empty({batch}, longs);
+  need = at::empty({batch}, longs);
+  badLen = at::empty({batch}, bools);
+  seqIndex = at::arange(batch, longs);
+  pickedLen = at::empty({batch}, longs);
+  lenOver = at::empty({batch}, bools);
+  first = at::empty({}, longs);
+  where = at::empty({1}, longs);
+  count = at::empty({}, longs);
+  take = at::empty({}, bools);
+  found = at::empty({}, bools);
+  value = at::empty({1}, longs);
+  entry = at::empty({1}, device.dtype(at::kInt));
+  none = at::full({}, kNoOffender, longs);
 }
 
-/// Adds `count` offenders to the state's `countAt`; when the state has none recorded yet and
-/// `first` is one, records it at `firstAt` and `values` (tensors or numbers) after it.
-void record(at::Tensor &state, int64_t countAt, const at::Tensor &count, int64_t firstAt,
-            const at::Tensor &first, std::initializer_list<at::Tensor> values) {
-  const at::Tensor take =
-      state.select(0, firstAt).eq(kNoOffender).logical_and(first.ne(kNoOffender));
-  int64_t at = firstAt + 1;
-  for (const at::Tensor &v : values) {
-    at::Tensor slot = state.select(0, at++);
-    slot.copy_(at::where(take, v.to(at::kLong), slot));
+namespace {
+
+/// The first flat index where `bad` holds into `c.first` (kNoOffender: none), and into
+/// `c.where` clamped into [0, bad.numel()) (an index to read its value at).
+void firstIndex(PageCheck &c, const at::Tensor &bad, const at::Tensor &index, at::Tensor &picked) {
+  at::where_out(picked, bad, index, c.none);
+  at::amin_out(c.first, picked, at::IntArrayRef{});
+  at::clamp_max_out(c.where, c.first.view({1}), bad.numel() - 1);
+}
+
+/// Adds the `bad` offenders to the state's `countAt`; when the state has none recorded yet
+/// and `c.first` is one, records it at `firstAt` and the values after it: `c.value` first, then
+/// the numbers.
+void record(PageCheck &c, at::Tensor &state, int64_t countAt, const at::Tensor &bad,
+            int64_t firstAt, std::initializer_list<int64_t> numbers) {
+  at::eq_out(c.take, state.select(0, firstAt), kNoOffender);
+  at::ne_out(c.found, c.first, kNoOffender);
+  c.take.logical_and_(c.found);
+  int64_t slot = firstAt + 1;
+  auto keep = [&](const at::Tensor &v) {
+    at::Tensor s = state.select(0, slot++);
+    at::where_out(s, c.take, v, s);
+  };
+  keep(c.value.squeeze(0));
+  for (int64_t n : numbers) {
+    c.value.fill_(n);
+    keep(c.value.squeeze(0));
   }
-  at::Tensor slot = state.select(0, firstAt);
-  slot.copy_(at::where(take, first, slot));
-  state.select(0, countAt).add_(count);
+  at::Tensor s = state.select(0, firstAt);
+  at::where_out(s, c.take, c.first, s);
+  at::sum_out(c.count, bad, at::OptionalIntArrayRef{}, false, at::kLong);
+  state.select(0, countAt).add_(c.count);
 }
 
 } // namespace
 
 void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t pageSize,
-                     int64_t numPages, at::Tensor &state) {
+                     int64_t numPages, at::Tensor &state, PageCheck &c) {
   constexpr const char *op = "attn_opt.check_block_table";
   TORCH_CHECK_VALUE(
       pageSize >= 1 && numPages >= 0,
@@ -74,6 +108,9 @@ void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t
                        "] tensor on ", table.device(), ", got ", state.scalar_type(), " ",
                        state.sizes(), " on ", state.device()));
   const int64_t batch = table.size(0), blocks = table.size(1), capacity = blocks * pageSize;
+  TORCH_CHECK(
+      c.batch == batch && c.blocks == blocks && c.none.device() == table.device(),
+      cat(op, ": the scratch is for [", c.batch, ", ", c.blocks, "] tables on ", c.none.device()));
   if (seqLens)
     TORCH_CHECK_TYPE(seqLens->scalar_type() == at::kInt && seqLens->sizes().equals({batch}) &&
                          seqLens->device() == table.device(),
@@ -81,25 +118,29 @@ void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t
                          seqLens->scalar_type(), " ", seqLens->sizes(), " on ", seqLens->device()));
   if (table.numel() == 0)
     return;
-  const at::TensorOptions longs = table.options().dtype(at::kLong);
-  const at::Tensor outside = table.lt(0).logical_or(table.ge(numPages));
-  at::Tensor bad = outside;
+  // Only out= and in-place ops into the scratch: nothing is allocated on the device.
+  at::Tensor &bad = c.outside;
+  at::lt_out(c.outside, table, 0);
+  at::ge_out(c.bad, table, numPages);
+  c.outside.logical_or_(c.bad);
   if (seqLens) {
-    const at::Tensor lens = seqLens->to(at::kLong);
+    c.lens.copy_(*seqLens);
     // Blocks sequence b reads: ceil(len / P) of its clamped length.
-    const at::Tensor used = lens.clamp(0, capacity).add(pageSize - 1).div(pageSize, "floor");
-    bad = outside.logical_and(at::arange(blocks, longs).unsqueeze(0).lt(used.unsqueeze(1)));
-    const at::Tensor badLen = lens.lt(0).logical_or(lens.gt(capacity));
-    const at::Tensor first = firstIndex(badLen);
-    const at::Tensor len = lens.index_select(0, first.clamp_max(batch - 1).view({1})).squeeze(0);
-    record(state, BadLens, badLen.sum(), FirstLen, first,
-           {len, at::scalar_tensor(capacity, longs)});
+    at::clamp_out(c.need, c.lens, 0, capacity);
+    c.need.add_(pageSize - 1).div_(pageSize, "floor");
+    at::lt_out(c.used, c.blockIndex, c.need.unsqueeze(1));
+    bad.logical_and_(c.used);
+    at::lt_out(c.badLen, c.lens, 0);
+    at::gt_out(c.lenOver, c.lens, capacity);
+    c.badLen.logical_or_(c.lenOver);
+    firstIndex(c, c.badLen, c.seqIndex, c.pickedLen);
+    at::index_select_out(c.value, c.lens, 0, c.where);
+    record(c, state, BadLens, c.badLen, FirstLen, {capacity});
   }
-  const at::Tensor first = firstIndex(bad);
-  const at::Tensor entry =
-      table.reshape({-1}).index_select(0, first.clamp_max(table.numel() - 1).view({1})).squeeze(0);
-  record(state, BadEntries, bad.sum(), FirstEntry, first,
-         {entry, at::scalar_tensor(numPages, longs), at::scalar_tensor(blocks, longs)});
+  firstIndex(c, bad, c.flat, c.picked);
+  at::index_select_out(c.entry, table.view({-1}), 0, c.where);
+  c.value.copy_(c.entry);
+  record(c, state, BadEntries, bad, FirstEntry, {numPages, blocks});
 }
 
 std::vector<int64_t> readPageState(at::Tensor &state, bool reset) {
@@ -126,7 +167,12 @@ using namespace attn_opt_ext;
 void checkBlockTableOp(const at::Tensor &table, const std::optional<at::Tensor> &seqLens,
                        int64_t pageSize, int64_t numPages, at::Tensor state) {
   c10::DeviceGuard guard(table.device());
-  checkBlockTable(table, seqLens.has_value() ? &*seqLens : nullptr, pageSize, numPages, state);
+  TORCH_CHECK_TYPE(table.dim() == 2, cat("attn_opt.check_block_table: block_table must be int32 "
+                                         "[B, max_blocks], got ",
+                                         table.scalar_type(), " ", table.sizes()));
+  PageCheck scratch(table.size(0), table.size(1), table.options());
+  checkBlockTable(table.contiguous(), seqLens.has_value() ? &*seqLens : nullptr, pageSize, numPages,
+                  state, scratch);
 }
 
 } // namespace

@@ -35,14 +35,25 @@ constexpr int64_t kNoOffender = INT64_MAX;
 /// A reset state on the device of `options`.
 at::Tensor newPageState(const at::TensorOptions &options);
 
-/// Checks the used entries of `table` (int32 [B, M]: entries (b, i) with i < ceil(len_b / P),
-/// len_b = seq_lens[b] clamped to [0, M · P], or every entry without seq_lens) against [0,
-/// numPages) and seq_lens against [0, M · P]; adds the offenders to `state` (int64
+/// The check's scratch for tables [batch, blocks] on one device, allocated once (a plan's, so
+/// that a run allocates nothing on the device, under CUDA graph capture too).
+struct PageCheck {
+  PageCheck(int64_t batch, int64_t blocks, const at::TensorOptions &device);
+  int64_t batch, blocks;
+  at::Tensor outside, used, bad, picked, flat, blockIndex;         // [batch, blocks] ([1, blocks])
+  at::Tensor lens, need, badLen, lenOver, seqIndex, pickedLen;     // [batch]
+  at::Tensor first, where, count, take, found, value, entry, none; // 0-d or [1]
+};
+
+/// Checks the used entries of `table` (int32 [B, M], contiguous: entries (b, i) with i <
+/// ceil(len_b / P), len_b = seq_lens[b] clamped to [0, M · P], or every entry without seq_lens)
+/// against [0, numPages) and seq_lens against [0, M · P]; adds the offenders to `state` (int64
 /// [PageStateSize] on the table's device), keeping the first one recorded since its reset. Only
-/// asynchronous tensor ops on the current stream: capturable in a CUDA graph. Argument errors
-/// raise ValueError / TypeError.
+/// asynchronous out= and in-place tensor ops into `scratch` on the current stream: no host
+/// sync, no device allocation, capturable in a CUDA graph. Argument errors raise ValueError /
+/// TypeError.
 void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t pageSize,
-                     int64_t numPages, at::Tensor &state);
+                     int64_t numPages, at::Tensor &state, PageCheck &scratch);
 
 /// The state's values (a copy to the host: synchronizes), reset on the device when `reset`.
 /// Raises RuntimeError while the current stream is being captured.

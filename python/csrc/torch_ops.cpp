@@ -13,7 +13,7 @@
 //       workspace. Returns a plan handle. check_pages (a paged kernel; -1: when the environment
 //       sets QATTN_CHECK_PAGES to anything but "" or "0") is a debug mode: each run first checks
 //       the used block-table entries and seq_lens on the device (page_check.cpp, tensor ops on
-//       the current stream: no host sync, temporaries from torch's allocator, capturable) into a
+//       the current stream: no host sync, capturable, out= ops into scratch allocated here) into a
 //       state the plan allocates here; page_errors reads it.
 //   attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
 //                    Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens,
@@ -217,6 +217,7 @@ struct Plan {
   /// check_pages: each run validates the block table on the device into pageState (page_check.h).
   bool checkPages = false;
   at::Tensor pageState;
+  std::unique_ptr<PageCheck> pageCheck; // its scratch, for tables [batch, maxBlocks]
   attn_rt_dtype kMapType = ATTN_RT_DTYPE_U8, vMapType = ATTN_RT_DTYPE_U8;
   uint64_t mapDims[4] = {}, mapStrides[3] = {};
   std::mutex mutex; // guards the tensor map cache
@@ -342,8 +343,6 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   if (p->workspaceFloats)
     p->workspace =
         at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
-  if (p->checkPages) // allocated here: a captured run writes it, allocating nothing of its own
-    p->pageState = newPageState(at::TensorOptions().device(dev));
   p->qShape = {batch, qLen, m.qHeads, m.headDim};
   // K/V (and per-token scales) [B, kv_len, ...], or a paged cache's pools [num_pages, P, ...].
   p->pageSize = m.pageSize;
@@ -356,6 +355,10 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
     p->maxBlocks = kvLen / m.pageSize;
   }
   p->numPages = m.numPages;
+  if (p->checkPages) { // allocated here: a checked run allocates nothing, captured or not
+    p->pageState = newPageState(at::TensorOptions().device(dev));
+    p->pageCheck = std::make_unique<PageCheck>(batch, p->maxBlocks, p->pageState.options());
+  }
   const int64_t rows0 = m.pageSize ? m.numPages : batch, rows1 = m.pageSize ? m.pageSize : kvLen;
   p->kvShape = {rows0, rows1, m.kvHeads, m.headDim};
   constexpr const char *kOp = "attn_opt.decode_plan";
@@ -609,7 +612,7 @@ void runPlan(Plan &p, const Operands &o) {
   std::lock_guard<std::mutex> lock(p.mutex);
   if (p.checkPages) // debug: tensor ops on this stream before the launch, no host sync
     checkBlockTable(*o.blockTable, o.seqLens && o.seqLens->defined() ? o.seqLens : nullptr,
-                    p.pageSize, pages, p.pageState);
+                    p.pageSize, pages, p.pageState, *p.pageCheck);
   const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v), uint64_t(pages * p.pageSize));
   rt::ParamValues values; // every entry of kSupplied
   values.set(Param::KMap, maps.k);

@@ -323,8 +323,8 @@ class DecodePlan:
     the device: its used entries (sequence b's first ceil(seq_lens[b] / P); unused entries, such
     as vLLM's -1 padding, may hold anything) against the pool [0, num_pages), and seq_lens
     against [0, max_blocks · P], with tensor ops on the current stream before the launch — no
-    host synchronization, capturable in a CUDA graph (the ops take temporaries from torch's
-    allocator, the graph's pool under capture). The first offender and a count accumulate in a
+    host synchronization, capturable in a CUDA graph (out= and in-place ops into scratch the plan
+    allocates when it is made). The first offender and a count accumulate in a
     small device tensor the plan owns; ``page_errors()`` reads it and ``check_pages()`` raises
     ``qattn.paged.BlockTableError`` naming the sequence, the block, the entry and the pool size
     (both synchronize). ``"record"`` only records; ``True`` / ``"raise"`` also calls
