@@ -290,12 +290,15 @@ def test_no_check_no_report_and_no_sync(monkeypatch):
     recording = g["plan"](check_pages="record")
     recording.run(*g["args"], seq_lens=g["seq"], block_table=bad, out=out)
     torch.cuda.synchronize()
+    allocations = torch.cuda.memory_stats(out.device)["allocation.all.allocated"]
     torch.cuda.set_sync_debug_mode("error")
     try:  # neither the plain run nor the recording check synchronizes
         plan.run(*g["args"], seq_lens=g["seq"], block_table=bad, out=out)
         recording.run(*g["args"], seq_lens=g["seq"], block_table=bad, out=out)
     finally:
         torch.cuda.set_sync_debug_mode("default")
+    # ... or allocates (the check's scratch is the plan's)
+    assert torch.cuda.memory_stats(out.device)["allocation.all.allocated"] == allocations
     with pytest.raises(qattn.KernelArgumentError, match="made without check_pages"):
         plan.page_errors()
     assert recording.page_errors().bad_entries == 2
