@@ -391,19 +391,23 @@ class DecodePlan:
             raise KernelArgumentError(str(e)) from e
         except RuntimeError as e:
             raise GpuError(str(e)) from e
-        if (self.check_pages_mode == "raise" and not _is_compiling()
-                and not torch.cuda.is_current_stream_capturing()):
+        if self.check_pages_mode == "raise" and not _is_compiling() and not self._capturing():
             self.check_pages()
         return out
 
     __call__ = run
+
+    def _capturing(self) -> bool:
+        """Whether the current stream of the plan's device is being captured."""
+        with torch.cuda.device(self.device):
+            return torch.cuda.is_current_stream_capturing()
 
     def page_errors(self, reset: bool = False):
         """What this plan's block-table checks recorded since the last reset, a
         ``qattn.paged.PageErrors`` (false when nothing was); ``reset`` clears it. Copies the
         device state to the host: a synchronization, for debugging; refused while the current
         stream is being captured. Needs a plan made with ``check_pages``."""
-        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+        if torch.cuda.is_available() and self._capturing():
             raise GpuError("DecodePlan.page_errors reads the block-table report on the host (a "
                            "synchronization), which a CUDA graph capture cannot do: read it "
                            "after the capture (it then holds what the replays recorded)")
