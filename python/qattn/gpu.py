@@ -26,9 +26,9 @@ import math
 import os
 from pathlib import Path
 
+from . import paged
 from .compiler import DEFAULT_PASSES, CompileError, QattnError, find_attn_opt
 from .compiler import compile as compile_spec
-from . import paged
 from .kernels import KernelArgumentError
 from .launch_abi import GRID_INPUTS, GRID_SYMBOLS, PARAMS
 
@@ -379,11 +379,11 @@ class GpuDecodeKernel(LaunchFiles):
 
     def _check_pages(self, block_table, seq_lens, pool, torch):
         """The debug check of a paged launch: raises BlockTableError (a sync)."""
-        if block_table.is_cuda and torch.cuda.is_current_stream_capturing():
-            raise GpuError("check_pages reads the block-table check on the host (a "
-                           "synchronization), which a CUDA graph capture cannot do: capture "
-                           "without it, or use a torch_ops.DecodePlan with check_pages")
         with torch.cuda.device(block_table.device):
+            if torch.cuda.is_current_stream_capturing():
+                raise GpuError("check_pages reads the block-table check on the host (a "
+                               "synchronization), which a CUDA graph capture cannot do: capture "
+                               "without it, or use a torch_ops.DecodePlan with check_pages")
             state = paged.check_block_table(block_table, seq_lens, pool[1], pool[0])
         errors = paged.PageErrors.from_state(state.tolist())
         if errors:
@@ -502,7 +502,11 @@ class GpuDecodeKernel(LaunchFiles):
         if out is None:
             out = torch.empty((b, sq, hq, d), dtype=torch.bfloat16, device=q.device)
         self._expect("out", out, torch, ("bfloat16",), (b, sq, hq, d))
-        if pool is not None and paged.check_pages_mode(check_pages) is not None:
+        try:
+            checked = pool is not None and paged.check_pages_mode(check_pages) is not None
+        except ValueError as e:
+            raise KernelArgumentError(str(e)) from e
+        if checked:
             self._check_pages(block_table, seq_lens, pool, torch)
 
         rt = _rt()

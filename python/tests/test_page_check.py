@@ -368,3 +368,5 @@ def test_ctypes_launcher_checks_before_the_launch(monkeypatch):
     with pytest.raises(BlockTableError):
         kernel(*g["args"], seq_lens=g["seq"], block_table=bad)
     kernel(*g["args"], seq_lens=g["seq"], block_table=bad, check_pages=False)
+    with pytest.raises(qattn.KernelArgumentError, match="check_pages must be"):
+        kernel(*g["args"], seq_lens=g["seq"], block_table=table, check_pages="often")
