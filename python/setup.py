@@ -120,7 +120,8 @@ def extensions():
     includes.append(json)
     c10_cuda = torch.version.cuda is not None and (Path(cuda) / "cuda_runtime_api.h").is_file()
     ops = CppExtension("qattn._torch_ops",
-                       sources=["csrc/torch_ops.cpp", "csrc/append_op.cpp"] + runtime_sources,
+                       sources=["csrc/torch_ops.cpp", "csrc/append_op.cpp",
+                                "csrc/page_check.cpp"] + runtime_sources,
                        include_dirs=includes, libraries=["dl"] + (["c10_cuda"] if c10_cuda else []),
                        extra_compile_args=["-O2", f"-DATTN_OPT_C10_CUDA={int(c10_cuda)}"])
     return [runtime, ops], BuildExtension.with_options(use_ninja=False)

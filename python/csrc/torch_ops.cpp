@@ -6,11 +6,15 @@
 // compiled into this library; libcuda is opened lazily). Ops:
 //
 //   attn_opt::decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1,
-//                         int splits=0) -> int
+//                         int splits=0, int check_pages=-1) -> int
 //       Everything shape-dependent, once per batch layout: loads the module on cuda:<device>
 //       (its primary context, the one torch uses), takes the kernel handles, chooses the split
 //       count and the decode / combine kernels, resolves their grids and allocates the split
-//       workspace. Returns a plan handle.
+//       workspace. Returns a plan handle. check_pages (a paged kernel; -1: when the environment
+//       sets QATTN_CHECK_PAGES to anything but "" or "0") is a debug mode: each run first checks
+//       the used block-table entries and seq_lens on the device (page_check.cpp, tensor ops on
+//       the current stream: no host sync, capturable, out= ops into scratch allocated here) into a
+//       state the plan allocates here; page_errors reads it.
 //   attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
 //                    Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens,
 //                    Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None,
@@ -23,7 +27,10 @@
 //       when the kernel's is dynamic). A spec with attention sinks takes sinks float32 [Hq];
 //       one with an lse output writes lse float32 [B, Sq, Hq].
 //   attn_opt::plan_info(int plan) -> int[]   [device, batch, kv_len, q_len, splits,
-//                                             cluster_merge, workspace_floats]
+//                                             cluster_merge, workspace_floats, check_pages]
+//   attn_opt::page_errors(int plan, bool reset=False) -> list[int]
+//       A check_pages plan's block-table report (page_check.h, PageState), copied to the host: a
+//       synchronization, for debugging; refused while the current stream is being captured.
 //   attn_opt::release_plan(int plan) -> ()
 //
 // The library is also a Python module (PyInit_<TORCH_EXTENSION_NAME>) whose `run(plan, q, k, v,
@@ -44,6 +51,7 @@
 #include <Python.h> // first, as Python asks
 
 #include "common.h"
+#include "page_check.h"
 
 #include "attn/Runtime/LaunchMetadata.h"
 
@@ -206,6 +214,10 @@ struct Plan {
   /// whether the K / V scales are stored per page (their dim 0 is the pool's too).
   int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
   bool kScalesPaged = false, vScalesPaged = false;
+  /// check_pages: each run validates the block table on the device into pageState (page_check.h).
+  bool checkPages = false;
+  at::Tensor pageState;
+  std::unique_ptr<PageCheck> pageCheck; // its scratch, for tables [batch, maxBlocks]
   attn_rt_dtype kMapType = ATTN_RT_DTYPE_U8, vMapType = ATTN_RT_DTYPE_U8;
   uint64_t mapDims[4] = {}, mapStrides[3] = {};
   std::mutex mutex; // guards the tensor map cache
@@ -281,12 +293,28 @@ void choosePlan(Plan &p, DeviceModule &dm, int64_t splits) {
     p.combine = planLaunch(*combine, dm, symbols, nullptr);
 }
 
+/// Whether a plan checks its block tables: `checkPages` 1 (a paged kernel only), 0, or -1 (when
+/// QATTN_CHECK_PAGES is set to anything but "" or "0", and the kernel is paged).
+bool wantsPageCheck(int64_t checkPages, bool paged, const std::string &path) {
+  TORCH_CHECK_VALUE(
+      checkPages >= -1 && checkPages <= 1,
+      cat("attn_opt: check_pages must be 0, 1 or -1 (QATTN_CHECK_PAGES), got ", checkPages));
+  TORCH_CHECK_VALUE(
+      checkPages != 1 || paged,
+      cat("attn_opt: check_pages checks a block table, and ", path, " reads a contiguous cache"));
+  if (checkPages >= 0)
+    return checkPages == 1;
+  const char *env = std::getenv("QATTN_CHECK_PAGES");
+  return paged && env && *env && std::string(env) != "0";
+}
+
 int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int64_t kvLen,
-                   int64_t qLen, int64_t splits) {
+                   int64_t qLen, int64_t splits, int64_t checkPages) {
   auto p = std::make_shared<Plan>();
   p->files = kernelFiles(kernel);
   const rt::DecodeLaunch &m = p->files->meta;
   TORCH_CHECK_VALUE(device >= 0, cat("attn_opt: device must be a CUDA ordinal >= 0, got ", device));
+  p->checkPages = wantsPageCheck(checkPages, m.pageSize > 0, kernel);
   TORCH_CHECK_VALUE(m.batch < 0 || m.batch == batch,
                     cat("attn_opt: the kernel was compiled for batch ", m.batch, ", got ", batch));
   TORCH_CHECK_VALUE(m.kvLen < 0 || m.kvLen == kvLen,
@@ -327,6 +355,10 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
     p->maxBlocks = kvLen / m.pageSize;
   }
   p->numPages = m.numPages;
+  if (p->checkPages) { // allocated here: a checked run allocates nothing, captured or not
+    p->pageState = newPageState(at::TensorOptions().device(dev));
+    p->pageCheck = std::make_unique<PageCheck>(batch, p->maxBlocks, p->pageState.options());
+  }
   const int64_t rows0 = m.pageSize ? m.numPages : batch, rows1 = m.pageSize ? m.pageSize : kvLen;
   p->kvShape = {rows0, rows1, m.kvHeads, m.headDim};
   constexpr const char *kOp = "attn_opt.decode_plan";
@@ -380,8 +412,19 @@ void releasePlan(int64_t id) {
 
 std::vector<int64_t> planInfo(int64_t id) {
   std::shared_ptr<Plan> p = findPlan(id);
-  return {p->device,         p->batch, p->kvLen, p->qLen, p->splits, p->clusterMerge ? 1 : 0,
-          p->workspaceFloats};
+  return {p->device,          p->batch,
+          p->kvLen,           p->qLen,
+          p->splits,          p->clusterMerge ? 1 : 0,
+          p->workspaceFloats, p->checkPages ? 1 : 0};
+}
+
+/// The plan's block-table check state (page_check.h), read on the host (synchronizes).
+std::vector<int64_t> pageErrors(int64_t id, bool reset) {
+  std::shared_ptr<Plan> p = findPlan(id);
+  TORCH_CHECK_VALUE(p->checkPages,
+                    cat("attn_opt.page_errors: plan ", id, " was made without check_pages"));
+  std::lock_guard<std::mutex> lock(p->mutex);
+  return readPageState(p->pageState, reset);
 }
 
 //===----------------------------------------------------------------------===//
@@ -567,6 +610,9 @@ void runPlan(Plan &p, const Operands &o) {
   c10::DeviceGuard guard(dev);
   void *stream = currentStream(dev);
   std::lock_guard<std::mutex> lock(p.mutex);
+  if (p.checkPages) // debug: tensor ops on this stream before the launch, no host sync
+    checkBlockTable(*o.blockTable, o.seqLens && o.seqLens->defined() ? o.seqLens : nullptr,
+                    p.pageSize, pages, p.pageState, *p.pageCheck);
   const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v), uint64_t(pages * p.pageSize));
   rt::ParamValues values; // every entry of kSupplied
   values.set(Param::KMap, maps.k);
@@ -693,9 +739,10 @@ PyMODINIT_FUNC ATTN_OPT_CONCAT(PyInit_, TORCH_EXTENSION_NAME)(void) {
 }
 
 TORCH_LIBRARY(attn_opt, m) {
-  m.def("decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1, int splits=0) "
-        "-> int",
+  m.def("decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1, int splits=0, "
+        "int check_pages=-1) -> int",
         &decodePlan);
+  m.def("page_errors(int plan, bool reset=False) -> int[]", &pageErrors);
   m.def("plan_info(int plan) -> int[]", &planInfo);
   m.def("release_plan(int plan) -> ()", &releasePlan);
   m.def("decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "

@@ -26,6 +26,7 @@ import math
 import os
 from pathlib import Path
 
+from . import paged
 from .compiler import DEFAULT_PASSES, CompileError, QattnError, find_attn_opt
 from .compiler import compile as compile_spec
 from .kernels import KernelArgumentError
@@ -376,16 +377,34 @@ class GpuDecodeKernel(LaunchFiles):
         self._expect("block_table", block_table, torch, ("int32",), (int(q.shape[0]), blocks))
         return blocks * page, (int(k.shape[0]), page), block_table.data_ptr()
 
+    def _check_pages(self, block_table, seq_lens, pool, torch):
+        """The debug check of a paged launch: raises BlockTableError (a sync)."""
+        with torch.cuda.device(block_table.device):
+            if torch.cuda.is_current_stream_capturing():
+                raise GpuError("check_pages reads the block-table check on the host (a "
+                               "synchronization), which a CUDA graph capture cannot do: capture "
+                               "without it, or use a torch_ops.DecodePlan with check_pages")
+            state = paged.check_block_table(block_table, seq_lens, pool[1], pool[0])
+        errors = paged.PageErrors.from_state(state.tolist())
+        if errors:
+            raise paged.BlockTableError(errors)
+
     def __call__(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None,
                  v_zero=None, seq_lens=None, alibi_slopes=None, out=None, splits="auto",
-                 stream=None, block_table=None, sinks=None, lse=None):
+                 stream=None, block_table=None, sinks=None, lse=None, check_pages=None):
         """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D].
         Specs with int8 queries take q as int8 and ``q_scale`` float32 [B, Sq, Hq]; asymmetric
         caches take ``k_zero`` / ``v_zero`` of the scales' shape and the codes' dtype. A paged
         kernel takes pools of pages k, v [num_pages, P, Hkv, D], scales per page ([num_pages, P,
         Hkv] for per_token_head) and ``block_table`` int32 [B, max_blocks]. A spec with sinks
         takes ``sinks`` float32 [Hq]; a spec with an lse output writes it into ``lse`` float32
-        [B, Sq, Hq] (allocated when not given) and returns ``(out, lse)``."""
+        [B, Sq, Hq] (allocated when not given) and returns ``(out, lse)``.
+
+        ``check_pages`` (a paged kernel; debug): before the launch, checks the used block-table
+        entries against the pool and ``seq_lens`` against the table on the device
+        (``qattn.paged.check_block_table``), reads the result (a synchronization, so refused
+        under CUDA graph capture) and raises ``qattn.paged.BlockTableError`` naming the first
+        offender, launching nothing. None: when ``QATTN_CHECK_PAGES`` is set and not "0"."""
         import torch
 
         p, s = self.problem, self.schedule
@@ -483,6 +502,12 @@ class GpuDecodeKernel(LaunchFiles):
         if out is None:
             out = torch.empty((b, sq, hq, d), dtype=torch.bfloat16, device=q.device)
         self._expect("out", out, torch, ("bfloat16",), (b, sq, hq, d))
+        try:
+            checked = pool is not None and paged.check_pages_mode(check_pages) is not None
+        except ValueError as e:
+            raise KernelArgumentError(str(e)) from e
+        if checked:
+            self._check_pages(block_table, seq_lens, pool, torch)
 
         rt = _rt()
         ctx, _, handles, sms = self._load()

@@ -13,6 +13,10 @@ Everything here runs on the CPU in NumPy and is a reference: ``quantize_pages`` 
 slot-mapped cache write on the device stores, ``append_slots`` is that write itself (rows at the
 slots of a slot mapping, ``attn.quantize.append_paged``). ``qattn.reference.paged_attention``
 reads the cache.
+
+The block-table check of the launchers' debug mode (``check_pages``) is here too, in torch on the
+tables' own device (imported when used): ``check_block_table`` finds used entries outside the
+pool, ``PageErrors`` reads its state and ``BlockTableError`` reports it (docs/PagedKV.md).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from . import quant
+from .compiler import QattnError
 from .reference import as_numpy
 
 #: Page sizes a spec may state (a power of two, 1 to 256).
@@ -260,3 +265,134 @@ def append_slots(src, slot_mapping, pool: np.ndarray, scales: np.ndarray,
         if z is not None:
             z_rows[slots[valid]] = z
     return valid
+
+
+# --- the block-table check (torch, on the tables' device) --------------------------------------
+
+#: Entries of the check's state, an int64 tensor (python/csrc/page_check.h, PageState): used
+#: entries outside the pool, the first one's flat index b · max_blocks + i, its entry, the pool's
+#: pages and max_blocks when it was recorded; lengths outside [0, max_blocks · P], the first
+#: one's sequence, its length and max_blocks · P then. "No offender" is NO_OFFENDER.
+PAGE_STATE_SIZE = 9
+NO_OFFENDER = 2 ** 63 - 1
+_FIRST_ENTRY, _FIRST_LEN = 1, 6
+
+
+def new_page_state(device="cpu"):
+    """A reset block-table check state (int64 [PAGE_STATE_SIZE]) on ``device``."""
+    import torch
+    state = torch.zeros(PAGE_STATE_SIZE, dtype=torch.int64, device=device)
+    state[_FIRST_ENTRY] = state[_FIRST_LEN] = NO_OFFENDER
+    return state
+
+
+def _record(state, count_at, count, first_at, first, values):
+    import torch
+    take = (state[first_at] == NO_OFFENDER) & (first != NO_OFFENDER)
+    for i, v in enumerate(values, first_at + 1):
+        state[i] = torch.where(take, torch.as_tensor(v, device=state.device).long(), state[i])
+    state[first_at] = torch.where(take, first, state[first_at])
+    state[count_at] += count
+
+
+def check_block_table(block_table, seq_lens, page_size: int, num_pages: int, state=None):
+    """The block-table check in torch (what ``torch.ops.attn_opt.check_block_table`` does in
+    C++), on the tables' device without a host synchronization: the used entries of
+    ``block_table`` (int32 [B, M]: (b, i) with i < ceil(len_b / P), len_b = ``seq_lens[b]``
+    clamped to [0, M · P], every entry when ``seq_lens`` is None) checked against [0,
+    ``num_pages``) and ``seq_lens`` against [0, M · P]. Offenders are added to ``state``
+    (``new_page_state``; made when None), which keeps the first one recorded since its reset;
+    returns ``state``. ``PageErrors.from_state(state.tolist())`` reads it."""
+    import torch
+    table = block_table
+    if table.dtype != torch.int32 or table.dim() != 2:
+        raise TypeError(f"block_table must be int32 [B, max_blocks], got {table.dtype} "
+                        f"{list(table.shape)}")
+    state = new_page_state(table.device) if state is None else state
+    b, blocks = table.shape
+    capacity = blocks * page_size
+    if seq_lens is not None and (seq_lens.dtype != torch.int32 or tuple(seq_lens.shape) != (b,)):
+        raise TypeError(f"seq_lens must be int32 [{b}], got {seq_lens.dtype} "
+                        f"{list(seq_lens.shape)}")
+    if table.numel() == 0:
+        return state
+    bad = (table < 0) | (table >= num_pages)
+    if seq_lens is not None:
+        lens = seq_lens.long()
+        used = torch.div(lens.clamp(0, capacity) + page_size - 1, page_size, rounding_mode="floor")
+        bad &= torch.arange(blocks, device=table.device)[None, :] < used[:, None]
+        bad_len = (lens < 0) | (lens > capacity)
+        first = torch.where(bad_len, torch.arange(b, device=table.device), NO_OFFENDER).amin()
+        _record(state, 5, bad_len.sum(), _FIRST_LEN, first,
+                (lens.index_select(0, first.clamp_max(b - 1).view(1)).squeeze(0), capacity))
+    flat = torch.arange(table.numel(), device=table.device).view(b, blocks)
+    first = torch.where(bad, flat, NO_OFFENDER).amin()
+    _record(state, 0, bad.sum(), _FIRST_ENTRY, first,
+            (table.reshape(-1).index_select(0, first.clamp_max(table.numel() - 1).view(1))
+             .squeeze(0), num_pages, blocks))
+    return state
+
+
+@dataclass(frozen=True)
+class PageErrors:
+    """What a block-table check recorded: ``bad_entries`` used entries outside the pool, the
+    first as ``entry`` = (sequence, block, entry, num_pages) or None; ``bad_lengths`` seq_lens
+    outside [0, max_blocks · P], the first as ``length`` = (sequence, seq_len, max_blocks · P)
+    or None. False when nothing was recorded."""
+    bad_entries: int
+    entry: Optional[Tuple[int, int, int, int]]
+    bad_lengths: int
+    length: Optional[Tuple[int, int, int]]
+
+    @classmethod
+    def from_state(cls, values) -> "PageErrors":
+        v = [int(x) for x in values]
+        if len(v) != PAGE_STATE_SIZE:
+            raise ValueError(f"a page check state has {PAGE_STATE_SIZE} entries, got {len(v)}")
+        entry = length = None
+        if v[_FIRST_ENTRY] != NO_OFFENDER:
+            entry = (v[_FIRST_ENTRY] // v[4], v[_FIRST_ENTRY] % v[4], v[2], v[3])
+        if v[_FIRST_LEN] != NO_OFFENDER:
+            length = (v[_FIRST_LEN], v[7], v[8])
+        return cls(v[0], entry, v[5], length)
+
+    def __bool__(self) -> bool:
+        return bool(self.bad_entries or self.bad_lengths)
+
+    def message(self) -> str:
+        parts = []
+        if self.entry is not None:
+            b, i, e, n = self.entry
+            parts.append(f"block_table[{b}, {i}] = {e} (sequence {b}, block {i}) is outside the "
+                         f"pool of {n} pages [0, {n}); {self.bad_entries} used entr"
+                         f"{'y' if self.bad_entries == 1 else 'ies'} outside the pool in all")
+        if self.length is not None:
+            b, n, cap = self.length
+            parts.append(f"seq_lens[{b}] = {n} is outside [0, max_blocks · page_size = {cap}]; "
+                         f"{self.bad_lengths} such length{'' if self.bad_lengths == 1 else 's'} "
+                         f"in all")
+        return "; ".join(parts) or "no block-table entry outside the pool"
+
+
+class BlockTableError(QattnError, ValueError):
+    """A block table (or seq_lens) a page check found outside the pool; ``errors`` is the
+    ``PageErrors`` report."""
+
+    def __init__(self, errors: PageErrors):
+        super().__init__(errors.message())
+        self.errors = errors
+
+
+def check_pages_mode(check_pages=None) -> Optional[str]:
+    """The page check a launcher runs: None (off), "record" or "raise", from ``check_pages``
+    (False, True = "raise", "record", "raise") or, when it is None, from the environment's
+    QATTN_CHECK_PAGES ("" or "0": off, "record", anything else: "raise")."""
+    if check_pages is None:
+        import os
+        env = os.environ.get("QATTN_CHECK_PAGES", "")
+        return None if env in ("", "0") else "record" if env == "record" else "raise"
+    if check_pages is False or check_pages is True:
+        return "raise" if check_pages else None
+    if check_pages in ("record", "raise"):
+        return check_pages
+    raise ValueError(f"check_pages must be False, True, 'record' or 'raise', not {check_pages!r}")

@@ -4,8 +4,11 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
 ``pip install --no-build-isolation ./python`` where torch is importable) which registers, in C++:
 
 * ``attn_opt::decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1,
-  int splits=0) -> int`` — everything shape-dependent, once per batch layout (module load on
-  ``cuda:<device>``, kernel handles, split count, grids, split workspace); returns a plan handle;
+  int splits=0, int check_pages=-1) -> int`` — everything shape-dependent, once per batch layout
+  (module load on ``cuda:<device>``, kernel handles, split count, grids, split workspace);
+  returns a plan handle. ``check_pages`` (1; -1: when ``QATTN_CHECK_PAGES`` is set and not "0")
+  makes a paged plan check its block tables on the device before each launch (``DecodePlan``'s
+  ``check_pages``);
 * ``attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
   Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, Tensor? alibi_slopes,
   Tensor(a!) out, Tensor(b!)? workspace=None, Tensor? block_table=None, Tensor? sinks=None,
@@ -16,6 +19,12 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
   attention sinks takes ``sinks`` float32 [Hq], one with an lse output writes ``lse`` float32
   [B, Sq, Hq];
 * ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``;
+* ``attn_opt::page_errors(int plan, bool reset=False) -> int[]`` — a ``check_pages`` plan's
+  block-table report (``qattn.paged.PageErrors.from_state`` reads it), copied to the host: a
+  synchronization, for debugging;
+* ``attn_opt::check_block_table(Tensor block_table, Tensor? seq_lens, int page_size,
+  int num_pages, Tensor(a!) state) -> ()`` — that check on its own, on CPU or CUDA tensors
+  (csrc/page_check.cpp; ``check_block_table`` below);
 * ``attn_opt::quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst,
   Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()`` — an ``attn.quantize.append`` kernel
   (csrc/append_op.cpp): new rows quantized into the cache at ``positions[b] + i``, on the current
@@ -50,6 +59,7 @@ from pathlib import Path
 
 import torch
 
+from . import paged
 from ._build_paths import cuda_include, json_include
 from .gpu import GpuError
 from .kernels import KernelArgumentError
@@ -58,7 +68,10 @@ NAMESPACE = "attn_opt"
 # The schemas, as csrc/torch_ops.cpp registers them (tests compare the two).
 SCHEMAS = {
     "decode_plan": "decode_plan(str kernel, int device, int batch, int kv_len, int q_len=-1, "
-                   "int splits=0) -> int",
+                   "int splits=0, int check_pages=-1) -> int",
+    "page_errors": "page_errors(int plan, bool reset=False) -> int[]",
+    "check_block_table": "check_block_table(Tensor block_table, Tensor? seq_lens, int page_size, "
+                         "int num_pages, Tensor(a!) state) -> ()",
     "plan_info": "plan_info(int plan) -> int[]",
     "release_plan": "release_plan(int plan) -> ()",
     "decode": "decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
@@ -71,7 +84,7 @@ SCHEMAS = {
                              "Tensor(a!) dst, Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
 }
 # Ops with a fake (meta) implementation: the fallback library gives them CPU / CUDA kernels only.
-_TENSOR_OPS = ("decode", "quantize_append", "quantize_append_paged")
+_TENSOR_OPS = ("decode", "quantize_append", "quantize_append_paged", "check_block_table")
 
 
 def extension_path():
@@ -108,7 +121,8 @@ def _jit_build():
     from torch.utils.cpp_extension import load
     try:
         return load(name="qattn_attn_opt_ops", is_python_module=True,
-             sources=[str(src / n) for n in ("torch_ops.cpp", "append_op.cpp", "Runtime.cpp",
+             sources=[str(src / n) for n in ("torch_ops.cpp", "append_op.cpp", "page_check.cpp",
+                                             "Runtime.cpp",
                                              "ScheduleHeuristics.cpp", "ForwardSharedMemory.cpp",
                                              "LaunchMetadata.cpp")],
              extra_include_paths=[str(src / "include"), cuda, json],
@@ -245,6 +259,30 @@ def quantize_append_paged(kernel, src, dst, scales, zeros=None, *, slot_mapping)
     return dst
 
 
+@torch.library.register_fake(f"{NAMESPACE}::check_block_table")
+def _check_block_table_fake(block_table, seq_lens, page_size, num_pages, state):
+    """Shape rules: block_table int32 [B, max_blocks], state int64 [PAGE_STATE_SIZE]."""
+    if block_table.dim() != 2 or state.dim() != 1 or state.shape[0] != paged.PAGE_STATE_SIZE:
+        raise KernelArgumentError(f"block_table must be [B, max_blocks] and state "
+                                  f"[{paged.PAGE_STATE_SIZE}], got {tuple(block_table.shape)}, "
+                                  f"{tuple(state.shape)}")
+    return None
+
+
+def check_block_table(block_table, seq_lens, page_size, num_pages, state=None):
+    """``torch.ops.attn_opt.check_block_table``: the used entries of ``block_table`` (int32 [B,
+    max_blocks]; (b, i) with i < ceil(seq_lens[b] / P), every entry without ``seq_lens``)
+    checked against [0, ``num_pages``) and ``seq_lens`` against [0, max_blocks · P] with tensor
+    ops on the tensors' device and current stream (no host synchronization); the offenders are
+    added to ``state`` (``qattn.paged.new_page_state``; made when None), returned. The same
+    check as ``qattn.paged.check_block_table``, in C++; a check_pages plan runs it before each
+    launch. ``qattn.paged.PageErrors.from_state(state.tolist())`` reads it (a sync)."""
+    if state is None:
+        state = paged.new_page_state(block_table.device)
+    _checked(ops.check_block_table, block_table, seq_lens, int(page_size), int(num_pages), state)
+    return state
+
+
 def _device_index(device) -> int:
     device = torch.device(device)
     if device.type != "cuda":
@@ -280,15 +318,39 @@ class DecodePlan:
     (``"decode_d128_g4_kv8_i8"``). ``splits``: "auto" (the schedule's rule) or a count. The plan
     owns its split workspace; give ``workspace`` to ``run`` to use another (for concurrent
     streams).
+
+    ``check_pages`` (a paged kernel; a debug mode) makes each run first check the block table on
+    the device: its used entries (sequence b's first ceil(seq_lens[b] / P); unused entries, such
+    as vLLM's -1 padding, may hold anything) against the pool [0, num_pages), and seq_lens
+    against [0, max_blocks · P], with tensor ops on the current stream before the launch — no
+    host synchronization, capturable in a CUDA graph (out= and in-place ops into scratch the plan
+    allocates when it is made). The first offender and a count accumulate in a
+    small device tensor the plan owns; ``page_errors()`` reads it and ``check_pages()`` raises
+    ``qattn.paged.BlockTableError`` naming the sequence, the block, the entry and the pool size
+    (both synchronize). ``"record"`` only records; ``True`` / ``"raise"`` also calls
+    ``check_pages()`` at the end of each eager ``run`` (a sync); under CUDA graph capture and
+    ``torch.compile`` it records only, and the next eager run or ``check_pages()`` raises what
+    the replays recorded. ``None`` (the default) takes the mode from ``QATTN_CHECK_PAGES``
+    ("record"; "0" or unset: off; anything else: "raise") and checks paged plans only. The
+    kernels themselves never read outside the pool, checked or not.
     """
 
+    #: The page check this plan runs: None, "record" or "raise".
+    check_pages_mode = None
+
     def __init__(self, kernel, *, device="cuda", batch: int, kv_len: int, q_len=None,
-                 splits="auto"):
+                 splits="auto", check_pages=None):
         path = _kernel_path(kernel)
         n = 0 if splits in ("auto", None) else int(splits)
         try:
+            mode = paged.check_pages_mode(check_pages)
+        except ValueError as e:
+            raise KernelArgumentError(str(e)) from e
+        check = -1 if check_pages is None else int(mode is not None)
+        try:
             self.handle = int(ops.decode_plan(str(path), _device_index(device), int(batch),
-                                              int(kv_len), -1 if q_len is None else int(q_len), n))
+                                              int(kv_len), -1 if q_len is None else int(q_len), n,
+                                              check))
         except ValueError as e:
             raise KernelArgumentError(str(e)) from e
         except RuntimeError as e:
@@ -297,6 +359,7 @@ class DecodePlan:
         self.device = torch.device("cuda", info[0])
         self.batch, self.kv_len, self.q_len, self.splits = info[1:5]
         self.cluster_merge, self.workspace_floats = bool(info[5]), info[6]
+        self.check_pages_mode = mode if info[7] else None
 
     def __repr__(self) -> str:
         return (f"<qattn DecodePlan {self.handle} on {self.device}: batch {self.batch}, kv_len "
@@ -328,9 +391,36 @@ class DecodePlan:
             raise KernelArgumentError(str(e)) from e
         except RuntimeError as e:
             raise GpuError(str(e)) from e
+        if self.check_pages_mode == "raise" and not _is_compiling() and not self._capturing():
+            self.check_pages()
         return out
 
     __call__ = run
+
+    def _capturing(self) -> bool:
+        """Whether the current stream of the plan's device is being captured."""
+        with torch.cuda.device(self.device):
+            return torch.cuda.is_current_stream_capturing()
+
+    def page_errors(self, reset: bool = False):
+        """What this plan's block-table checks recorded since the last reset, a
+        ``qattn.paged.PageErrors`` (false when nothing was); ``reset`` clears it. Copies the
+        device state to the host: a synchronization, for debugging; refused while the current
+        stream is being captured. Needs a plan made with ``check_pages``."""
+        if torch.cuda.is_available() and self._capturing():
+            raise GpuError("DecodePlan.page_errors reads the block-table report on the host (a "
+                           "synchronization), which a CUDA graph capture cannot do: read it "
+                           "after the capture (it then holds what the replays recorded)")
+        values = _checked(ops.page_errors, self.handle, bool(reset))
+        return paged.PageErrors.from_state(values)
+
+    def check_pages(self):
+        """Raises ``qattn.paged.BlockTableError`` (sequence, block, entry, pool size; the count)
+        when this plan's checks recorded a block-table entry outside the pool or a length past
+        the table, and resets the record; a synchronization (``page_errors``)."""
+        errors = self.page_errors(reset=True)
+        if errors:
+            raise paged.BlockTableError(errors)
 
     def release(self):
         """Frees the plan (its workspace and tensor map cache) now; later runs raise."""
