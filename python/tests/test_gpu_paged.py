@@ -212,13 +212,14 @@ def test_entries_past_the_pool_stay_inside_it(name):
     assert torch.equal(out[1], good[1])
 
 
-def test_torch_op_runs_paged_and_captures():
-    """attn_opt::decode with block_table: the same output as the ctypes launcher, and replayed
-    from a CUDA graph after the table and lengths changed on the device (no host sync)."""
+@pytest.mark.parametrize("name", ["paged_i8_p64", "paged_u8_p64"])
+def test_torch_op_runs_paged_and_captures(name):
+    """attn_opt::decode with block_table (and zero points per page for a uint8 pool): the same
+    output as the ctypes launcher, and replayed from a CUDA graph after the table and lengths
+    changed on the device (no host sync)."""
     torch_ops = pytest.importorskip("qattn.torch_ops")
     if not torch_ops.HAS_EXTENSION:
         pytest.skip("the attn_opt torch extension is not built")
-    name = "paged_i8_p64"
     c = CASES[name]
     lens = [300, 1, 0, 777]
     data = make_pools(c, lens, seed=1)
@@ -228,18 +229,20 @@ def test_torch_op_runs_paged_and_captures():
     plan = torch_ops.DecodePlan(kernel, device="cuda", batch=len(lens),
                                 kv_len=paged_cases.capacity(name))
     args = (data["q"], p["k"], p["v"], p["k_scale"], p["v_scale"])
-    out = plan.run(*args, seq_lens=seq, block_table=data["table"])
-    want = kernel(*args, seq_lens=seq, block_table=data["table"], splits=plan.splits)
+    zeros = zero_args(p)
+    out = plan.run(*args, seq_lens=seq, block_table=data["table"], **zeros)
+    want = kernel(*args, seq_lens=seq, block_table=data["table"], splits=plan.splits, **zeros)
     torch.cuda.synchronize()
     assert rel(out, want.float()) <= 1e-3
     with pytest.raises(qattn.KernelArgumentError, match="block_table"):
-        plan.run(*args, seq_lens=seq)
+        plan.run(*args, seq_lens=seq, **zeros)
     # Capture, then reverse the sequences (queries, table rows, lengths) on the device and replay.
     q_dev, table, lens_dev = data["q"].clone(), data["table"].clone(), seq.clone()
     graph_out = torch.empty_like(out)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        plan.run(q_dev, *args[1:], seq_lens=lens_dev, block_table=table, out=graph_out)
+        plan.run(q_dev, *args[1:], seq_lens=lens_dev, block_table=table, out=graph_out,
+                 **zeros)
     order = [3, 1, 2, 0]
     q_dev.copy_(data["q"][order])
     table.copy_(data["table"][order])
