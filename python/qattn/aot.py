@@ -21,9 +21,8 @@ heads), bf16 queries and output, over
 * a paged cache (docs/PagedKV.md): pools of pages [num_pages, P, Hkv, D] with a dynamic
   ``num_pages``, scales stored per page, and a block table ``memref<?x?xi32>`` whose width
   (``max_blocks``) is dynamic too, so one kernel serves every cache size; page sizes
-  ``QATTN_AOT_PAGES`` (16 and 64 in the catalog), formats ``i8``, ``e4m3`` and ``bf16``. No
-  ``u8``: the paged kernels read symmetric pools only (attn-opt refuses zero points with a block
-  table, "not supported yet by convert-attn-to-nvvm").
+  ``QATTN_AOT_PAGES`` (16 and 64 in the catalog), formats ``i8``, ``u8`` (zero points stored per
+  page like the scales), ``e4m3`` and ``bf16``.
 
 A contiguous kernel is named ``decode_d<head_dim>_g<ratio>_kv<kv_heads>_<format>``
 (``decode_d128_g4_kv8_i8``: Llama-3-8B's layer), a paged one adds ``_p<page_size>``
@@ -35,7 +34,7 @@ A contiguous kernel is named ``decode_d<head_dim>_g<ratio>_kv<kv_heads>_<format>
   catalog at pages 16, 64 and those of ``QATTN_AOT_PAGES``;
 * ``QATTN_AOT_PAGES``: the page sizes of the default set's paged kernels, comma-separated powers
   of two (default ``64``, ``qattn.hf``'s page size; ``16,64`` adds vLLM's, ``none`` leaves the
-  paged kernels out). Each page size adds 36 kernels to the 48 contiguous ones, about as long to
+  paged kernels out). Each page size adds 48 kernels to the 48 contiguous ones, about as long to
   compile each (python/README.md has the times);
 * ``QATTN_AOT_KV_HEADS``: the KV head counts, comma-separated (default ``8``);
 * ``QATTN_AOT_JOBS``: attn-opt processes at a time (default: the CPU count).
@@ -80,13 +79,13 @@ FORMATS = {
     "e4m3": dict(kv_dtype="f8E4M3FN", granularity="per_token_head", mode="fp8"),
     "bf16": dict(kv_dtype="bf16"),
 }
-#: The paged kernels' formats: the paged kernels read symmetric pools only (no ``u8``).
-PAGED_FORMATS = ("i8", "e4m3", "bf16")
+#: The paged kernels' formats (every one of the contiguous set).
+PAGED_FORMATS = ("i8", "u8", "e4m3", "bf16")
 #: Page sizes whose paged kernels the catalog always holds (QATTN_AOT patterns match them).
 PAGE_SIZES = (16, 64)
 #: QATTN_AOT_PAGES when unset: the page sizes of the default set's paged kernels.
 DEFAULT_PAGES = (64,)
-_CODE_BYTES = {"i8": 1, "e4m3": 1, "bf16": 2}
+_CODE_BYTES = {"i8": 1, "u8": 1, "e4m3": 1, "bf16": 2}
 PASSES = ("--attn-normalize", "--attn-select-schedule")
 KERNEL_FILE = "kernels.ptx"  # as qattn.gpu.KERNEL_FILE: each kernel is a directory build() loads
 INDEX = "index.json"
@@ -99,7 +98,7 @@ class KernelNotAvailable(AttnOptNotFound):
 
 def paged_supported(page_size: int, head_dim: int, fmt: str) -> bool:
     """Whether attn-opt compiles a paged decode kernel of this page size, head_dim and format:
-    symmetric pools, bf16 pages of at least 8 tokens, pages of at least 128 bytes per head
+    bf16 pages of at least 8 tokens, pages of at least 128 bytes per head
     (docs/PagedKV.md, "Lowering")."""
     return (fmt in PAGED_FORMATS and not (fmt == "bf16" and page_size < 8)
             and page_size * head_dim * _CODE_BYTES[fmt] >= 128)

@@ -7,7 +7,8 @@ takes the spec module (``qattn.spec``) so the manifest can load it without the p
 """
 
 # name: spec keywords of qattn.attention("decode", ...) besides batch / kv_len / paging.
-# Page sizes 1 (int8, head_dim 128), 16, 64 and 256; pages shorter and longer than tile_n.
+# Page sizes 1 (int8, head_dim 128), 16, 64 and 256; pages shorter and longer than tile_n;
+# symmetric and asymmetric (``symmetric=False``: zero points) pools.
 CASES = {
     # GQA 8:1, int8 per (token, head), two query tokens, causal
     "paged_i8_p16": dict(page_size=16, max_blocks=80, q_len=2, q_heads=16, kv_heads=2,
@@ -30,6 +31,16 @@ CASES = {
                            head_dim=128, kv_dtype="bf16", granularity=None),
     "paged_bf16_p64": dict(page_size=64, max_blocks=20, q_len=2, q_heads=4, kv_heads=4,
                            head_dim=64, kv_dtype="bf16", granularity=None, causal=True),
+    # asymmetric pools: uint8 codes with zero points stored per page as the scales are (per
+    # (token, head) at page 16, per token at page 64), and int8 codes with zero points
+    "paged_u8_p16": dict(page_size=16, max_blocks=80, q_len=2, q_heads=16, kv_heads=2,
+                         head_dim=128, kv_dtype="ui8", granularity="per_token_head",
+                         symmetric=False, causal=True),
+    "paged_u8_p64": dict(page_size=64, max_blocks=20, q_len=1, q_heads=8, kv_heads=1,
+                         head_dim=128, kv_dtype="ui8", granularity="per_token", symmetric=False),
+    "paged_i8a_p16": dict(page_size=16, max_blocks=80, q_len=1, q_heads=8, kv_heads=2,
+                          head_dim=64, kv_dtype="i8", granularity="per_token_head",
+                          symmetric=False),
     # max_blocks dynamic (block_table memref<?x?xi32>): any table width at launch, the kernel's
     # kv_len being max_blocks · P; the tests launch it with tables of 80 entries per sequence.
     "paged_i8_p16_dyn": dict(page_size=16, max_blocks=80, dynamic_blocks=True, q_len=1,

@@ -55,7 +55,7 @@ def test_catalog_covers_the_configurations():
 
 def test_selection_from_the_environment():
     assert aot.selection({"QATTN_AOT": "none"}) == {}
-    assert len(aot.selection({})) == 48 + 36  # the paged kernels at page 64: test_aot_paged.py
+    assert len(aot.selection({})) == 48 + 48  # the paged kernels at page 64: test_aot_paged.py
     assert len(aot.selection({"QATTN_AOT_PAGES": "none"})) == 48
     assert set(aot.selection({"QATTN_AOT": "decode_d128_*_i8"})) == {
         f"decode_d128_g{g}_kv8_i8" for g in (1, 4, 8, 16)}

@@ -57,16 +57,17 @@ def fake_set(root, chosen):
 def test_paged_catalog():
     every = aot.catalog(pages=(16, 64))
     paged = {n: kw for n, kw in every.items() if "page_size" in kw}
-    assert len(every) == 48 + len(paged) and len(paged) == 3 * 4 * 3 * 2
+    assert len(every) == 48 + len(paged) and len(paged) == 3 * 4 * 4 * 2
     assert {kw["page_size"] for kw in paged.values()} == {16, 64}
-    assert {kw["kv_dtype"] for kw in paged.values()} == {"i8", "f8E4M3FN", "bf16"}  # no ui8
+    assert {kw["kv_dtype"] for kw in paged.values()} == {"i8", "ui8", "f8E4M3FN", "bf16"}
+    assert every["decode_d128_g4_kv8_u8_p16"]["symmetric"] is False  # zero points per page
     assert all(n.endswith(f"_p{kw['page_size']}") for n, kw in paged.items())
     text = aot.spec_of(PAGED, every[PAGED]).text
     assert "block_table(%pages : memref<?x?xi32>)" in text  # dynamic max_blocks
     assert "memref<?x16x8x128xi8>" in text and "k_scale(%ks : memref<?x16x8xf32>)" in text
     assert "page_size = 16" in text and "seq_lens" in text
     # what attn-opt refuses is left out of the catalog
-    assert not aot.paged_supported(16, 128, "u8")
+    assert aot.paged_supported(16, 128, "u8") and not aot.paged_supported(1, 64, "u8")
     assert not aot.paged_supported(4, 64, "bf16") and not aot.paged_supported(1, 64, "i8")
     assert aot.paged_supported(1, 128, "i8")
     assert "decode_d64_g1_kv8_bf16_p4" not in aot.catalog(pages=(4,))
@@ -75,26 +76,27 @@ def test_paged_catalog():
 def test_selection_of_page_sizes():
     default = aot.selection({})
     assert aot.DEFAULT_PAGES == (64,)
-    assert len(default) == 48 + 36
+    assert len(default) == 48 + 48
     assert "decode_d128_g4_kv8_i8_p64" in default and PAGED not in default
     assert len(aot.selection({"QATTN_AOT_PAGES": "none"})) == 48
     both = aot.selection({"QATTN_AOT_PAGES": "16,64"})
-    assert len(both) == 48 + 72 and PAGED in both
+    assert len(both) == 48 + 96 and PAGED in both
     assert set(aot.selection({"QATTN_AOT": "default,*_p16"})) == set(both)
     # patterns see pages 16 and 64 whatever the default set's pages are
     assert set(aot.selection({"QATTN_AOT": "*_i8_p16", "QATTN_AOT_PAGES": "none"})) == {
         f"decode_d{d}_g{g}_kv8_i8_p16" for d in (64, 128, 256) for g in (1, 4, 8, 16)}
     assert set(aot.selection({"QATTN_AOT": "decode_d128_g4_kv8_*"})) == {
-        "decode_d128_g4_kv8_" + s for s in ("i8", "u8", "e4m3", "bf16", "i8_p16", "e4m3_p16",
-                                            "bf16_p16", "i8_p64", "e4m3_p64", "bf16_p64")}
+        "decode_d128_g4_kv8_" + s for s in ("i8", "u8", "e4m3", "bf16", "i8_p16", "u8_p16",
+                                            "e4m3_p16", "bf16_p16", "i8_p64", "u8_p64",
+                                            "e4m3_p64", "bf16_p64")}
     # a full name outside QATTN_AOT_KV_HEADS and the page sizes is built as named
     odd = aot.selection({"QATTN_AOT": "default,decode_d64_g8_kv2_e4m3_p32"})
-    assert odd["decode_d64_g8_kv2_e4m3_p32"]["page_size"] == 32 and len(odd) == 85
+    assert odd["decode_d64_g8_kv2_e4m3_p32"]["page_size"] == 32 and len(odd) == 97
     for bad in ("12", "0", "16,x", "512"):
         with pytest.raises(ValueError, match="QATTN_AOT_PAGES"):
             aot.selection({"QATTN_AOT_PAGES": bad})
     with pytest.raises(ValueError, match="matches no kernel"):
-        aot.selection({"QATTN_AOT": "decode_d128_g4_kv8_u8_p16"})  # no paged u8
+        aot.selection({"QATTN_AOT": "decode_d64_g4_kv8_u8_p1"})  # a page of 64 bytes
 
 
 @pytest.mark.parametrize("fmt, page", [("i8", 16), ("e4m3", 64), ("bf16", 16), ("i8", 64)])
@@ -161,16 +163,18 @@ def test_missing_paged_kernel_names_the_spec(hf_kernels, monkeypatch, tmp_path):
     assert "block_table(%pages : memref<?x256xi32>)" in msg and "page_size = 16" in msg
     assert "memref<?x16x8x128xi8>" in msg and "half_int8" in msg
     assert "--emit=ptx" in msg and f"QATTN_AOT=default,{PAGED}" in msg
-    assert "84 kernels" in msg
+    assert "96 kernels" in msg
     # qattn.build without attn-opt raises the same, naming the spec
     monkeypatch.setattr(aot, "DIR", root)
     monkeypatch.setenv("ATTN_OPT", str(tmp_path / "no-attn-opt"))
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(aot.KernelNotAvailable, match=r"page_size = 16.*" + PAGED):
         qattn.build(spec)
-    # a spec outside the catalog (u8 pages) is named, with no set member to point at
+    # a spec outside the catalog (u8 pages with one scale per token) is named, with no set
+    # member to point at
     u8 = qattn.attention("decode", batch=None, q_len=1, kv_len=None, q_heads=32, kv_heads=8,
-                         head_dim=128, seq_lens=True, page_size=16, **aot.FORMATS["u8"])
+                         head_dim=128, seq_lens=True, page_size=16,
+                         **dict(aot.FORMATS["u8"], granularity="per_token"))
     with pytest.raises(aot.KernelNotAvailable, match="memref<\\?x16x8x128xui8>") as err:
         aot.require(u8, root)
     assert "QATTN_AOT naming it" in str(err.value) and aot.member(u8) is None

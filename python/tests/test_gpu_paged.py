@@ -7,7 +7,8 @@ attn-opt, from the PTX + metadata prebuilt into ``$QATTN_GPU_KERNELS`` by
 ``python python/tests/test_gpu_paged.py --prebuild DIR`` (tests/paged_cases.py lists them).
 Every launch has ragged lengths (0 and 1 among them, lengths that are not a multiple of the tile
 or the page), a pool larger than the pages in use, poisoned table entries past each sequence's
-pages and poisoned token slots past each sequence's end.
+pages and poisoned token slots past each sequence's end. Asymmetric pools (uint8 / int8 codes
+with zero points per page) are also checked against unquantized attention.
 """
 
 import os
@@ -45,16 +46,18 @@ if not torch.cuda.is_available():
 import numpy as np  # noqa: E402
 
 from qattn import paged, reference  # noqa: E402
-from test_gpu import dequant, quantize, rel  # noqa: E402
+from test_gpu import dequant, quantize, quantize_asym, rel  # noqa: E402
+from test_gpu import reference as dense_reference  # noqa: E402
 
 # Table entries past a sequence's pages: outside the pool both ways, and the last int32.
 POISON = (-1, 2 ** 31 - 1, 1 << 20)
 
 
 def make_pools(c, lens, seed, max_blocks=None):
-    """Random K/V of the lengths, quantized per token (test_gpu.quantize), scattered into a
-    shuffled pool with spare pages; token slots past each end and the spare pages poisoned.
-    Returns the contiguous codes and scales, the pools, the table and the queries."""
+    """Random K/V of the lengths, quantized per token (test_gpu.quantize, or quantize_asym with
+    zero points for an asymmetric case), scattered into a shuffled pool with spare pages; token
+    slots past each end and the spare pages poisoned. Returns the contiguous codes, scales and
+    zero points, the pools, the table, the queries and the unquantized K/V."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     b, s = len(lens), max(max(lens), 1)
     hq, hkv, d, page = c["q_heads"], c["kv_heads"], c["head_dim"], c["page_size"]
@@ -63,8 +66,15 @@ def make_pools(c, lens, seed, max_blocks=None):
     v = torch.randn(b, s, hkv, d, generator=g, device="cuda")
     k[..., 3] *= 20  # an outlier channel
     gran = c.get("granularity")
-    kc, ks = quantize(k, c["kv_dtype"], gran)
-    vc, vs = quantize(v, c["kv_dtype"], gran)
+    kz = vz = None
+    if c.get("symmetric") is False:  # skewed data: shifted K channels, one-sided V
+        k += 4 * torch.rand(d, generator=g, device="cuda")
+        v = 2 * v.abs()
+        kc, ks, kz = quantize_asym(k, c["kv_dtype"], gran)
+        vc, vs, vz = quantize_asym(v, c["kv_dtype"], gran)
+    else:
+        kc, ks = quantize(k, c["kv_dtype"], gran)
+        vc, vs = quantize(v, c["kv_dtype"], gran)
     need = int(paged.pages_needed(lens, page).sum())
     blocks = c["max_blocks"] if max_blocks is None else max_blocks
     table, pages = paged.allocate(lens, page, num_pages=need + 3, max_blocks=blocks,
@@ -85,12 +95,23 @@ def make_pools(c, lens, seed, max_blocks=None):
         return pool.view(torch.float8_e4m3fn) if fp8 else pool
 
     # Poison: the largest codes (e4m3 0x7e is 448), bf16 values of 1e4, scales of 1e4.
-    code_fill = {"bf16": 1e4, "i8": 127, "f8E4M3FN": 0x7E}[c["kv_dtype"]]
+    code_fill = {"bf16": 1e4, "i8": 127, "ui8": 255, "f8E4M3FN": 0x7E}[c["kv_dtype"]]
     pools = dict(k=scatter(kc, code_fill), v=scatter(vc, code_fill))
     if ks is not None:
         pools.update(k_scale=scatter(ks, 1e4), v_scale=scatter(vs, 1e4))
+    if kz is not None:  # zero points stored per page like the scales (poison: the code fill)
+        pools.update(k_zero=scatter(kz, code_fill), v_zero=scatter(vz, code_fill))
     table_dev = torch.from_numpy(table).cuda()
-    return dict(q=q, kc=kc, vc=vc, ks=ks, vs=vs, pools=pools, table=table_dev, host_table=table)
+    return dict(q=q, kc=kc, vc=vc, ks=ks, vs=vs, kz=kz, vz=vz, pools=pools, table=table_dev,
+                host_table=table, k=k, v=v)
+
+
+def zero_args(pools_or_data, contiguous=False):
+    """k_zero / v_zero keywords of an asymmetric case (none for a symmetric one)."""
+    kz, vz = ("kz", "vz") if contiguous else ("k_zero", "v_zero")
+    if pools_or_data.get(kz) is None:
+        return {}
+    return {"k_zero": pools_or_data[kz], "v_zero": pools_or_data[vz]}
 
 
 def query_args(c, q):
@@ -109,6 +130,7 @@ def paged_reference(c, data, q_ref, lens):
         q_ref.cpu().numpy(), to_np(p["k"]), to_np(p["v"]), data["host_table"],
         np.array(lens, np.int32), k_scale=to_np(p.get("k_scale")),
         v_scale=to_np(p.get("v_scale")), k_granularity=c.get("granularity"),
+        k_zero=to_np(p.get("k_zero")), v_zero=to_np(p.get("v_zero")),
         causal=c.get("causal", False))).float().cuda()
 
 
@@ -122,9 +144,10 @@ def test_paged_matches_reference_and_contiguous(name, launch):
     seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
     p = data["pools"]
     out = kernel_for(name)(qk, p["k"], p["v"], p.get("k_scale"), p.get("v_scale"), seq_lens=seq,
-                           block_table=data["table"], splits=splits, **qargs)
+                           block_table=data["table"], splits=splits, **qargs, **zero_args(p))
     contiguous = kernel_for(f"{name}_contig")(qk, data["kc"], data["vc"], data["ks"], data["vs"],
-                                              seq_lens=seq, splits=splits, **qargs)
+                                              seq_lens=seq, splits=splits, **qargs,
+                                              **zero_args(data, contiguous=True))
     torch.cuda.synchronize()
     want = paged_reference(c, data, q_ref, lens)
     assert torch.isfinite(out.float()).all()
@@ -138,6 +161,11 @@ def test_paged_matches_reference_and_contiguous(name, launch):
     for i, n in enumerate(lens):  # an empty sequence gives zeros
         if n == 0:
             assert not out[i].float().abs().any()
+    if c.get("symmetric") is False:
+        # Against unquantized attention the kernel loses no more than the quantization does.
+        want_u = dense_reference(q_ref, data["k"], data["v"], seq, c.get("causal", False))
+        assert rel(out, want_u) <= 1.05 * rel(want, want_u) + 5e-3, \
+            (rel(out, want_u), rel(want, want_u))
 
 
 def test_paged_kernel_refuses_bad_tables():
@@ -159,12 +187,12 @@ def test_paged_kernel_refuses_bad_tables():
 
 
 @pytest.mark.parametrize("name", ["paged_i8_p16", "paged_fp8_p16", "paged_bf16_p16",
-                                  "paged_i8_p16_dyn"])
+                                  "paged_i8_p16_dyn", "paged_u8_p16", "paged_u8_p64"])
 def test_entries_past_the_pool_stay_inside_it(name):
     """Block-table entries outside [0, num_pages) in the pages a sequence uses (past the pool,
     negative, 2^31 - 1): the kernel reads inside the pool (its scales clamped by num_slots, its
-    K/V rows bounded by the tensor maps), gives finite output and leaves the other sequences
-    bit for bit as with a good table. (Run under compute-sanitizer memcheck to see no read
+    K/V rows bounded by the tensor maps; zero points at the scales' clamped rows), gives finite
+    output and leaves the other sequences bit for bit as with a good table. (Run under compute-sanitizer memcheck to see no read
     outside the pool.)"""
     c = CASES[name]
     lens = [200, 37]
@@ -173,6 +201,7 @@ def test_entries_past_the_pool_stay_inside_it(name):
     seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
     p, kernel = data["pools"], kernel_for(name)
     args = (qk, p["k"], p["v"], p.get("k_scale"), p.get("v_scale"))
+    qargs.update(zero_args(p))
     good = kernel(*args, seq_lens=seq, block_table=data["table"], **qargs)
     bad = data["table"].clone()
     pages = int(p["k"].shape[0])
@@ -183,13 +212,14 @@ def test_entries_past_the_pool_stay_inside_it(name):
     assert torch.equal(out[1], good[1])
 
 
-def test_torch_op_runs_paged_and_captures():
-    """attn_opt::decode with block_table: the same output as the ctypes launcher, and replayed
-    from a CUDA graph after the table and lengths changed on the device (no host sync)."""
+@pytest.mark.parametrize("name", ["paged_i8_p64", "paged_u8_p64"])
+def test_torch_op_runs_paged_and_captures(name):
+    """attn_opt::decode with block_table (and zero points per page for a uint8 pool): the same
+    output as the ctypes launcher, and replayed from a CUDA graph after the table and lengths
+    changed on the device (no host sync)."""
     torch_ops = pytest.importorskip("qattn.torch_ops")
     if not torch_ops.HAS_EXTENSION:
         pytest.skip("the attn_opt torch extension is not built")
-    name = "paged_i8_p64"
     c = CASES[name]
     lens = [300, 1, 0, 777]
     data = make_pools(c, lens, seed=1)
@@ -199,18 +229,20 @@ def test_torch_op_runs_paged_and_captures():
     plan = torch_ops.DecodePlan(kernel, device="cuda", batch=len(lens),
                                 kv_len=paged_cases.capacity(name))
     args = (data["q"], p["k"], p["v"], p["k_scale"], p["v_scale"])
-    out = plan.run(*args, seq_lens=seq, block_table=data["table"])
-    want = kernel(*args, seq_lens=seq, block_table=data["table"], splits=plan.splits)
+    zeros = zero_args(p)
+    out = plan.run(*args, seq_lens=seq, block_table=data["table"], **zeros)
+    want = kernel(*args, seq_lens=seq, block_table=data["table"], splits=plan.splits, **zeros)
     torch.cuda.synchronize()
     assert rel(out, want.float()) <= 1e-3
     with pytest.raises(qattn.KernelArgumentError, match="block_table"):
-        plan.run(*args, seq_lens=seq)
+        plan.run(*args, seq_lens=seq, **zeros)
     # Capture, then reverse the sequences (queries, table rows, lengths) on the device and replay.
     q_dev, table, lens_dev = data["q"].clone(), data["table"].clone(), seq.clone()
     graph_out = torch.empty_like(out)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        plan.run(q_dev, *args[1:], seq_lens=lens_dev, block_table=table, out=graph_out)
+        plan.run(q_dev, *args[1:], seq_lens=lens_dev, block_table=table, out=graph_out,
+                 **zeros)
     order = [3, 1, 2, 0]
     q_dev.copy_(data["q"][order])
     table.copy_(data["table"][order])

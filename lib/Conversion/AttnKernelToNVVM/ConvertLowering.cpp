@@ -6,8 +6,10 @@
 // float magic or f16x2), int8 → f16 for int8 queries' P·V, int8 K copied into the 128-byte
 // swizzled layout of the s8 WGMMA, and (`transpose`) 8-bit V into the Vᵀ of the 8-bit P·V.
 // Each producer thread takes 16-byte chunks of the stage and writes them into the swizzled
-// buffer; `rows(%n)` zeroes the keys at or past %n. The transitional `attnk.forward.producer`
-// (lib/Conversion/AttnToNVVM/ForwardProducer.cpp) calls the same dequantTile / transposeTile.
+// buffer; `rows(%n)` zeroes the keys at or past %n; zero points (one f32 per producer thread)
+// are staged as per-row constants and subtracted with the magic. The transitional
+// `attnk.forward.producer` (lib/Conversion/AttnToNVVM/ForwardProducer.cpp) calls the same
+// dequantTile / transposeTile.
 //
 //===----------------------------------------------------------------------===//
 
@@ -313,6 +315,37 @@ void mlir::attn::nvvm::transposeTile(KernelBuilder &k, Ctx &c, Value stageOff, V
 // attnk.convert_tile: stage → stage
 //===----------------------------------------------------------------------===//
 
+/// Where a stage → stage conversion with zero points stages its rows' dequantization constants:
+/// behind the conversion buffers and their scale slots (ForwardSharedLayout: conversion buffers,
+/// two scale rows of tile_n floats per buffer, then the zero-point constants, K's row then V's),
+/// read from the first ring its destination was acquired with; the destination's index among
+/// the acquired rings picks the row. -1 when the destination is not an acquired ring stage.
+static int64_t zeroStagingOffset(attnk::ConvertTileOp op) {
+  auto res = dyn_cast<OpResult>(op.getDest());
+  auto acquire = res ? dyn_cast<attnk::RingAcquireOp>(res.getOwner()) : nullptr;
+  if (!acquire)
+    return -1;
+  auto first = acquire.getRings()[0].getDefiningOp<attnk::RingAllocOp>();
+  if (!first || !first.getOffset() || !first.getStride())
+    return -1;
+  int64_t bufs = cast<attnk::RingType>(first.getType()).getStages();
+  int64_t tileN = op.getDest().getType().getShape()[0];
+  return static_cast<int64_t>(*first.getOffset()) +
+         bufs * (static_cast<int64_t>(*first.getStride()) + 2 * tileN * 4) +
+         res.getResultNumber() * tileN * 4;
+}
+
+/// Zero points: producer thread t < tile_n stages row t's constant 2^23 + z (2^23 + 128 + z for
+/// signed codes, whose sign bit int8x4ToF32 flips) at `zeroOff`; subtracted from a byte's magic
+/// float it leaves q − z. The role's threads then wait for every row (named barrier 3).
+static void stageZeroPoints(KernelBuilder &k, Ctx &c, Value zero, int64_t zeroOff) {
+  const ForwardPlan &p = c.p;
+  Value magic = k.fadd(zero, k.f32(p.unsignedCodes ? 8388608.0 : 8388736.0));
+  k.ifThen(k.cmp(P::slt, c.tid, p.tileN),
+           [&] { k.store(magic, sptr(k, c, k.add(k.mul(c.tid, 4), zeroOff))); });
+  k.barrier(3, p.producerThreads());
+}
+
 namespace {
 struct StageConvertLowering : OpConversionPattern<attnk::ConvertTileOp> {
   using OpConversionPattern::OpConversionPattern;
@@ -325,8 +358,6 @@ struct StageConvertLowering : OpConversionPattern<attnk::ConvertTileOp> {
     WarpRoleAttr role = op.getRoleAttr();
     if (!role)
       return op.emitOpError("needs the `role` whose warpgroups run it to be lowered");
-    if (!op.getZeroPoints().empty())
-      return op.emitOpError("not supported yet: lowering a stage conversion with zero points");
     Value base = attnk::stageSharedBase(rewriter, op.getDest());
     if (!base)
       return op.emitOpError("needs stages of rings allocated in the kernel's shared memory");
@@ -345,6 +376,20 @@ struct StageConvertLowering : OpConversionPattern<attnk::ConvertTileOp> {
     bool copyBytes = !op.getTranspose() && dst.getElementType() == codes;
     if (p.kv == KVType::BF16 || (op.getTranspose() && p.headDim != 128 && p.headDim != 64))
       return op.emitOpError("not supported yet: lowering this stage conversion");
+    // Zero points: one f32 per producer thread (its row's), staged for the converting threads.
+    int64_t zeroOff = -1;
+    if (!op.getZeroPoints().empty()) {
+      if (op.getZeroPoints().size() != 1 || !op.getZeroPoints()[0].getType().isF32() ||
+          op.getTranspose() || copyBytes || !codes.isInteger(8) ||
+          dst.getElementType() != rewriter.getBF16Type())
+        return op.emitOpError("not supported yet: lowering a stage conversion with zero points "
+                              "other than one f32 per producer thread, of 8-bit integer codes "
+                              "into bf16");
+      zeroOff = zeroStagingOffset(op);
+      if (zeroOff < 0)
+        return op.emitOpError("with zero points needs a destination acquired from an allocated "
+                              "ring (their constants follow its buffers' scales)");
+    }
     Ctx c{p, ForwardPlan::Smem{}};
     c.base = base;
     KernelBuilder k(rewriter, op.getLoc());
@@ -353,10 +398,12 @@ struct StageConvertLowering : OpConversionPattern<attnk::ConvertTileOp> {
     bool masked = bool(rows);
     Value from = attnk::stageOffsetOf(k, op.getSource(), a.getSource());
     Value into = attnk::stageOffsetOf(k, op.getDest(), a.getDest());
+    if (zeroOff >= 0)
+      stageZeroPoints(k, c, a.getZeroPoints()[0], zeroOff);
     if (op.getTranspose())
       transposeTile(k, c, from, into, rows, masked);
     else
-      dequantTile(k, c, from, into, rows, masked, copyBytes);
+      dequantTile(k, c, from, into, rows, masked, copyBytes, zeroOff);
     rewriter.eraseOp(op);
     return success();
   }

@@ -110,7 +110,8 @@ template <typename OpT> struct RoleLowering : OpConversionPattern<OpT> {
   }
 };
 
-/// `attnk.forward.key_scales`: the scales of key `args[0]` (paged: in page `args[1]`).
+/// `attnk.forward.key_scales`: the scales of key `args[0]` (paged: in page `args[1]`) and,
+/// asymmetric, its zero points as f32 (read at the scales' clamped pool row).
 struct KeyScalesLowering : OpConversionPattern<ForwardKeyScalesOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(ForwardKeyScalesOp op, OpAdaptor adaptor,
@@ -120,10 +121,12 @@ struct KeyScalesLowering : OpConversionPattern<ForwardKeyScalesOp> {
       return failure();
     KernelBuilder k(rewriter, op.getLoc());
     ValueRange args = adaptor.getArgs();
-    SmallVector<Value> scales =
-        loadScales(k, step->c, args[0], args.size() > 1 ? args[1] : Value());
-    if (scales.size() != 2)
-      return op.emitOpError("not supported yet: zero points (the scales come with them)");
+    SmallVector<Value> scales = loadScales(k, step->c, args[0], args.size() > 1 ? args[1] : Value(),
+                                           /*zeroCodes=*/true);
+    if (scales.size() != op.getScales().size())
+      return op.emitOpError("yields ")
+             << op.getScales().size() << " values where the plan's cache has " << scales.size()
+             << " (K and V scales, then zero points when asymmetric)";
     rewriter.replaceOp(op, scales);
     return success();
   }

@@ -2,12 +2,14 @@
 //
 // What this file is: the producer role of the forward-attention kernel at the kernel level, for
 // the kernels whose producer converts K/V tiles into a buffer ring without a persistent grid
-// (decode with int8 / e4m3 caches, symmetric): thread 0 fills the stage ring with TMA
+// (decode with int8 / e4m3 caches, symmetric, and paged asymmetric int8 / uint8 caches): thread 0
+// fills the stage ring with TMA
 // (`ring.acquire … expect_tx`, `attnk.tma_load` of the K and V halves, `ring.commit`), and
 // the warpgroups, tile after tile (`scf.for`), wait for a stage (`ring.wait`), take a
 // conversion buffer pair (`ring.acquire` of the K and V conversion rings, which share their
 // barriers), convert K and V into it (`attnk.convert_tile`: dequantization, int8 K copied for
-// int8 queries, 8-bit Vᵀ; rows past the sequence end zeroed in the partial tile), stage the
+// int8 queries, 8-bit Vᵀ; rows past the sequence end zeroed in the partial tile; zero points
+// subtracted, each thread passing its row's), stage the
 // tile's scales, hand the buffers to the consumers (`ring.commit`), give the stage back
 // (`ring.release` over the producer's named barrier) and refill it with the tile `stages`
 // ahead. Other forward kernels keep the transitional `attnk.forward.producer`.
@@ -33,7 +35,9 @@ bool mlir::attn::kernel::producerHasRegion(const ForwardPlan &p) {
   // Int8 K copied for int8 queries into rows wider than its own (head_dim 64 into the 128-byte
   // rows of the s8 WGMMA's layout) is not a tile-for-tile conversion yet.
   bool widenedCopy = p.qk8() && p.qkRowBytes() != p.headDim;
-  return !p.persistent && !p.directKV() && !p.kDirect() && !p.zeroPoints && !widenedCopy;
+  // Zero points: paged caches only (contiguous asymmetric caches keep the transitional producer).
+  return !p.persistent && !p.directKV() && !p.kDirect() && (!p.zeroPoints || p.paged()) &&
+         !widenedCopy;
 }
 
 namespace {
@@ -80,13 +84,16 @@ struct ProducerBuilder {
     return attnk::PageLookupOp::create(b, loc, b.getI32Type(), blockTable(), bIdx(), tok, blocks,
                                        b.getI64IntegerAttr(p.pageSize));
   }
-  /// The scales of key `tok` (clamped), in page `page` when paged.
+  /// The values key_scales yields: the K and V scales, then (asymmetric) the zero points.
+  size_t nScales() const { return p.zeroPoints ? 4 : 2; }
+  /// The scales of key `tok` (clamped), in page `page` when paged; asymmetric, its K and V zero
+  /// points (f32) after them, read at the same clamped pool row.
   ValueRange keyScales(Value tok, Value page) {
     SmallVector<Value> args = {tok};
     if (page)
       args.push_back(page);
-    return attnk::ForwardKeyScalesOp::create(b, loc, TypeRange{b.getF32Type(), b.getF32Type()},
-                                             args, params, rings, work, plan)
+    SmallVector<Type> types(nScales(), b.getF32Type());
+    return attnk::ForwardKeyScalesOp::create(b, loc, types, args, params, rings, work, plan)
         .getScales();
   }
   /// Whether the pages of a refill are looked up before the tile's conversion (a paged cache of
@@ -112,8 +119,8 @@ struct ProducerBuilder {
   /// cache's page of each box, looked up before (empty: the copies read the block table).
   void issueTile(Value slot, Value tile, ValueRange pages = {});
   /// Converts K and V of `stage` into the conversion buffers; rows at or past `rowsValid`
-  /// zeroed when `masked`.
-  void convert(Value stage, ValueRange bufs, Value rowsValid, bool masked);
+  /// zeroed when `masked`; `zeros`: the K and V zero points of the thread's row (asymmetric).
+  void convert(Value stage, ValueRange bufs, Value rowsValid, bool masked, ValueRange zeros);
   /// The tile loop's body for tile `j` with the current tile's scales `sc` (paged: and the page
   /// of the thread's key in the next tile); yields the next's.
   SmallVector<Value> tileStep(Value j, ValueRange sc, Value isLeader);
@@ -169,7 +176,8 @@ void ProducerBuilder::issueTile(Value slot, Value tile, ValueRange pages) {
   attnk::RingCommitOp::create(b, loc, ValueRange{rings[0]}, ValueRange{st});
 }
 
-void ProducerBuilder::convert(Value stage, ValueRange bufs, Value rowsValid, bool masked) {
+void ProducerBuilder::convert(Value stage, ValueRange bufs, Value rowsValid, bool masked,
+                              ValueRange zeros) {
   MLIRContext *ctx = b.getContext();
   auto role = WarpRoleAttr::get(ctx, RoleKind::producer, p.producerWGs, p.producerRegs);
   auto stageType = cast<attnk::StageType>(stage.getType());
@@ -177,8 +185,10 @@ void ProducerBuilder::convert(Value stage, ValueRange bufs, Value rowsValid, boo
                                         stageType.getElementType(), stageType.getSwizzle());
   auto one = [&](int64_t index, Value dest, QuantAttr q, bool transpose) {
     Value src = attnk::SubtileOp::create(b, loc, halfType, stage, b.getI64IntegerAttr(index));
+    // An asymmetric scheme's zero point: the one of the thread's row, subtracted from the codes.
+    ValueRange zero = q && q.isAsymmetric() ? zeros.slice(index, 1) : ValueRange{};
     attnk::ConvertTileOp::create(
-        b, loc, Type(), src, dest, ValueRange{}, ValueRange{}, masked ? rowsValid : Value(),
+        b, loc, Type(), src, dest, ValueRange{}, zero, masked ? rowsValid : Value(),
         q ? b.getArrayAttr({q}) : ArrayAttr(), role,
         attnk::ConvertPartAttr::get(ctx, q ? attnk::ConvertPart::codes : attnk::ConvertPart::full),
         transpose ? b.getUnitAttr() : UnitAttr());
@@ -229,7 +239,7 @@ SmallVector<Value> ProducerBuilder::tileStep(Value j, ValueRange sc, Value isLea
   // The next tile's scales load while this one converts; paged, in the page looked up one step
   // before, while the page of the key after it is looked up (no load waits for the table).
   Value nextTok = clampKey(add(add(tileStart, p.tileN), tid()));
-  SmallVector<Value> scN(keyScales(nextTok, p.paged() ? sc[2] : Value()));
+  SmallVector<Value> scN(keyScales(nextTok, p.paged() ? sc[nScales()] : Value()));
   if (p.paged())
     scN.push_back(pageOf(clampKey(add(add(tileStart, 2 * p.tileN), tid()))));
   // The two waits are issued back to back (their phases first).
@@ -252,9 +262,10 @@ SmallVector<Value> ProducerBuilder::tileStep(Value j, ValueRange sc, Value isLea
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(partial.thenBlock());
-    convert(stage, bufs.getBuffers(), rowsValid, true);
+    ValueRange zeros = p.zeroPoints ? sc.slice(2, 2) : ValueRange{};
+    convert(stage, bufs.getBuffers(), rowsValid, true, zeros);
     b.setInsertionPointToStart(partial.elseBlock());
-    convert(stage, bufs.getBuffers(), rowsValid, false);
+    convert(stage, bufs.getBuffers(), rowsValid, false, zeros);
   }
   attnk::ForwardStageScalesOp::create(b, loc, ValueRange{sc[0], sc[1], buf}, params, rings, work,
                                       plan);

@@ -98,7 +98,8 @@ static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
 }
 
 /// A paged K/V cache (block_table, page_size): the decode kernels read it — K/V boxes of
-/// min(P, tile_n) rows whose row the block table gives, token-local scales per page; a table of
+/// min(P, tile_n) rows whose row the block table gives, token-local scales (and zero points)
+/// per page; a table of
 /// a dynamic width (max_blocks) has kv_len / P entries per sequence. What they do not read yet
 /// is refused here. False when refused.
 static bool planPaged(Checker &c, AttentionOp op, ForwardPlan &p) {
@@ -107,9 +108,6 @@ static bool planPaged(Checker &c, AttentionOp op, ForwardPlan &p) {
   std::string what = "a paged K/V cache (block_table, page_size = " + std::to_string(page) + ")";
   if (p.prefill)
     c.fail() << what << " for prefill (the paged kernels are decode kernels)";
-  else if (p.zeroPoints)
-    c.fail() << what << " with zero points (asymmetric " << op.getK().getType().getElementType()
-             << " caches; symmetric int8, e4m3 and bf16 caches are read paged)";
   else if (p.directKV() && page < 8)
     c.fail() << what << " of bf16 pages of fewer than 8 tokens (a box of K/V rows takes whole "
                         "8-row atoms of the 128-byte swizzle)";

@@ -155,9 +155,12 @@ void storeOutput(KernelBuilder &k, Ctx &c, Value wg, ArrayRef<Value> o, const Va
 /// The producer warpgroup: TMA loads of K/V tiles, their conversion to bf16, the staged scales.
 void buildProducer(KernelBuilder &k, Ctx &c);
 /// The K and V scales of key `token` (clamped into [0, len)) and, for asymmetric caches, its
-/// zero points as the dequantization's magic constants: {ks, vs[, kz, vz]}.
-/// `page`: a paged cache's page of the clamped token, looked up before (null: read here).
-SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token, Value page = {});
+/// zero points as the dequantization's magic constants: {ks, vs[, kz, vz]} (with `zeroCodes`,
+/// the zero points themselves as f32, which the tile conversion turns into its constants).
+/// `page`: a paged cache's page of the clamped token, looked up before (null: read here); the
+/// zero points are read at the same clamped pool row as the scales.
+SmallVector<Value> loadScales(KernelBuilder &k, Ctx &c, Value token, Value page = {},
+                              bool zeroCodes = false);
 /// Threads below tile_n store their key's scales (K times softmax_scale · log2(e)) into the
 /// scale buffer of conversion buffer `buf`.
 void stageScales(KernelBuilder &k, Ctx &c, Value ks, Value vs, Value buf);

@@ -95,8 +95,8 @@ Value mlir::attn::nvvm::scaleIndex(KernelBuilder &k, Ctx &c, Granularity g, Valu
 
 /// Loads the K and V scales of key `token` (clamped into [0, len) so the address is valid) and,
 /// for asymmetric caches, its zero points as int8x4ToF32's magic constants: {ks, vs, kz, vz}.
-SmallVector<Value> mlir::attn::nvvm::loadScales(KernelBuilder &k, Ctx &c, Value token,
-                                                Value page) {
+SmallVector<Value> mlir::attn::nvvm::loadScales(KernelBuilder &k, Ctx &c, Value token, Value page,
+                                                bool zeroCodes) {
   const ForwardPlan &p = c.p;
   if (!p.hasScales())
     return {k.f32(0), k.f32(0)};
@@ -113,11 +113,11 @@ SmallVector<Value> mlir::attn::nvvm::loadScales(KernelBuilder &k, Ctx &c, Value 
   if (p.zeroPoints) {
     auto magic = [&](Value base, Granularity g) {
       Value z = k.loadInvariant(k.builder().getI8Type(),
-                                k.gep(base, k.sext64(scaleIndex(k, c, g, t))), 1);
+                                k.gep(base, k.sext64(scaleIndex(k, c, g, t, 1, page))), 1);
       Value zf = p.unsignedCodes
                      ? LLVM::UIToFPOp::create(k.builder(), k.getLoc(), k.f32(), z).getResult()
                      : k.sitofp(z);
-      return k.fadd(zf, k.f32(p.unsignedCodes ? 8388608.0 : 8388736.0));
+      return zeroCodes ? zf : k.fadd(zf, k.f32(p.unsignedCodes ? 8388608.0 : 8388736.0));
     };
     out.push_back(magic(c.kZero, p.kGran));
     out.push_back(magic(c.vZero, p.vGran));

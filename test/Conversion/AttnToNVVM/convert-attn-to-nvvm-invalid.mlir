@@ -449,19 +449,19 @@ func.func @prefill_full_int8_tile64(%q: memref<1x128x8x128xi8>, %k: memref<1x128
 
 // -----
 
-// The paged decode kernels read symmetric int8, e4m3 and bf16 pools; zero points are not read per
-// page yet.
-func.func @decode_paged_asym(%q: memref<4x1x16x128xbf16>, %k: memref<256x64x1x128xi8>, %v: memref<256x64x1x128xi8>,
-                             %ks: memref<256x64x1xf32>, %vs: memref<256x64x1xf32>,
-                             %kz: memref<256x64x1xi8>, %vz: memref<256x64x1xi8>,
-                             %pages: memref<4x32xi32>, %o: memref<4x1x16x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 64) with zero points (asymmetric 'i8' caches; symmetric int8, e4m3 and bf16 caches are read paged)}}
-  attn.attention decode ins(%q, %k, %v : memref<4x1x16x128xbf16>, memref<256x64x1x128xi8>, memref<256x64x1x128xi8>)
-      k_scale(%ks : memref<256x64x1xf32>) v_scale(%vs : memref<256x64x1xf32>)
-      k_zero(%kz : memref<256x64x1xi8>) v_zero(%vz : memref<256x64x1xi8>)
+// Paged pools take every scale granularity the contiguous decode kernels do, zero points
+// included; one scale and zero point per group of channels is refused for both.
+func.func @decode_paged_asym_group(%q: memref<4x1x16x128xbf16>, %k: memref<256x64x1x128xui8>, %v: memref<256x64x1x128xui8>,
+                                   %ks: memref<256x64x1x4xf32>, %vs: memref<256x64x1x4xf32>,
+                                   %kz: memref<256x64x1x4xui8>, %vz: memref<256x64x1x4xui8>,
+                                   %pages: memref<4x32xi32>, %o: memref<4x1x16x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: K/V granularity per_group}}
+  attn.attention decode ins(%q, %k, %v : memref<4x1x16x128xbf16>, memref<256x64x1x128xui8>, memref<256x64x1x128xui8>)
+      k_scale(%ks : memref<256x64x1x4xf32>) v_scale(%vs : memref<256x64x1x4xf32>)
+      k_zero(%kz : memref<256x64x1x4xui8>) v_zero(%vz : memref<256x64x1x4xui8>)
       block_table(%pages : memref<4x32xi32>) outs(%o : memref<4x1x16x128xbf16>)
-      {page_size = 64, k_quant = #attn.quant<i8, per_token_head, asymmetric>,
-       v_quant = #attn.quant<i8, per_token_head, asymmetric>, target = #attn.target<sm_90a>}
+      {page_size = 64, k_quant = #attn.quant<ui8, per_group<32>, asymmetric>,
+       v_quant = #attn.quant<ui8, per_group<32>, asymmetric>, target = #attn.target<sm_90a>}
   return
 }
 

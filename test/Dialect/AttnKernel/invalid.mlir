@@ -473,6 +473,15 @@ func.func @f(%s: !attnk.stage<128x128xui8, swizzle_128b>, %d: !attnk.stage<128x1
 
 // -----
 
+// Zero points as one f32 per thread are for stage → stage conversions only.
+func.func @f(%s: !attnk.stage<64x128xui8, swizzle_128b>, %sc: vector<64xf32>, %z: f32) {
+  // expected-error @+1 {{zero-point operand type 'f32' does not hold 'ui8' codes}}
+  %r = attnk.convert_tile %s scales(%sc : vector<64xf32>) zero_points(%z : f32) {quant = [#attn.quant<ui8, per_token, asymmetric>]} : !attnk.stage<64x128xui8, swizzle_128b> -> !attnk.frag<64x128xbf16>
+  return
+}
+
+// -----
+
 func.func @f(%a: !attnk.stage<64x128xbf16, swizzle_128b>, %b: !attnk.stage<128x128xi8, swizzle_128b>, %c: !attnk.acc<64x128xf32>) {
   // expected-error @+1 {{no WGMMA multiplies 'bf16' by 'i8' into 'f32' (bf16/f16 -> f32, e4m3/e5m2 -> f32, i8/ui8 -> i32)}}
   %r = attnk.wgmma %a, %b, %c : !attnk.stage<64x128xbf16, swizzle_128b>, !attnk.stage<128x128xi8, swizzle_128b>, !attnk.acc<64x128xf32>

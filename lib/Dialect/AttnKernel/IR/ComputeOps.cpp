@@ -143,10 +143,14 @@ LogicalResult ConvertTileOp::verify() {
              << s.getType() << " does not hold the scheme's " << q.getScaleType() << " scales";
   auto asymQuants =
       llvm::make_filter_range(quants, [](attn::QuantAttr q) { return q.isAsymmetric(); });
+  // A stage → stage conversion may take its zero points as one f32 per producer thread: thread
+  // t's is the zero point of the tile's row t (a code, exact in f32).
   for (auto [q, z] : llvm::zip(asymQuants, getZeroPoints()))
-    if (operandElementType(z.getType()) != q.getElementType())
+    if (operandElementType(z.getType()) != q.getElementType() &&
+        !(getDest() && z.getType().isF32()))
       return emitOpError("zero-point operand type ")
-             << z.getType() << " does not hold " << q.getElementType() << " codes";
+             << z.getType() << " does not hold " << q.getElementType() << " codes"
+             << (getDest() ? " (or, per producer thread, its row's zero point as f32)" : "");
   return success();
 }
 

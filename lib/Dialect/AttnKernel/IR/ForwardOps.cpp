@@ -87,8 +87,12 @@ static LogicalResult verifyProducerStep(Operation *op, DictionaryAttr plan, Valu
 
 LogicalResult ForwardKeyScalesOp::verify() {
   Builder b(getContext());
-  if (getScales().size() != 2)
-    return emitOpError("yields the K and V scales, got ") << getScales().size() << " results";
+  // Asymmetric caches (the plan's zeroPoints): the K and V zero points follow, as f32.
+  auto zp = dyn_cast_or_null<BoolAttr>(getPlan().get("zeroPoints"));
+  size_t results = zp && zp.getValue() ? 4 : 2;
+  if (getScales().size() != results)
+    return emitOpError("yields the K and V scales") << (results == 4 ? " and zero points" : "")
+                                                    << ", got " << getScales().size() << " results";
   // A paged cache: the key's page too, looked up before (attnk.page_lookup).
   SmallVector<Type> want = {b.getI32Type()};
   if (getPlan().get("pageSize"))

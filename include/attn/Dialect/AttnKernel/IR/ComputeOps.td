@@ -28,7 +28,9 @@ def AttnKernel_ConvertTileOp : AttnKernel_Op<"convert_tile", [AttrSizedOperandSe
     `part`: `full` (codes and scales, the default), `codes` (codes to floats, zero points
     subtracted, scales left to a later `part = scales`), `scales`. There is one scale operand
     per scheme (memref, vector or stage of the scheme's scale type) and one zero-point operand
-    per asymmetric scheme (of the code type). Without `quant` the op is a plain element-type
+    per asymmetric scheme (of the code type; a stage → stage conversion also takes it as one
+    f32 per thread of `role`, thread t's being the zero point of the tile's row t, which the
+    lowering stages as that row's constant). Without `quant` the op is a plain element-type
     or layout conversion: a quantize kernel's loaded chunks (`vector<chunks x V x bf16>`,
     f16 or f32) widen to the `!attnk.groups<C x f32>` that `attnk.group_scales` and
     `attnk.quantize_tile` read (quantization itself is `attnk.quantize_tile`), and a

@@ -72,7 +72,9 @@ def AttnKernel_ForwardKeyScalesOp : AttnKernel_ForwardProducerStepOp<"forward.ke
     scale in their epilogue) from the `k_scale` / `v_scale` parameters, as the granularity of
     each scheme indexes them. A paged cache (the plan's `pageSize`) takes a second argument,
     the page of the clamped key (`attnk.page_lookup`, looked up a tile ahead), so that the
-    scale loads do not wait for the block table. Results: the two scales (zeros for a cache without scales).
+    scale loads do not wait for the block table. Results: the two scales (zeros for a cache without scales),
+    then, for an asymmetric cache (the plan's `zeroPoints`), the K and V zero points as f32,
+    read at the same (clamped) row as the scales.
     Transitional: the scales are to become scale operands of the producer's
     `attnk.convert_tile` and a ring of their own; until then this op and
     `attnk.forward.stage_scales` carry them, with the kernel's `plan`.
