@@ -25,8 +25,9 @@ if not torch.cuda.is_available():
 
 from qattn import aot  # noqa: E402
 
-FORMATS = {"i8": ("i8", "per_token_head"), "e4m3": ("f8E4M3FN", "per_token_head"),
-           "bf16": ("bf16", None)}
+# The set's formats: spec kv_dtype → (make_pools' kv_dtype, granularity, symmetric).
+FORMATS = {"i8": ("i8", "per_token_head", True), "ui8": ("ui8", "per_token_head", False),
+           "f8E4M3FN": ("f8E4M3FN", "per_token_head", True), "bf16": ("bf16", None, True)}
 
 
 def shipped_paged():
@@ -43,7 +44,7 @@ if not PAGED:
                 allow_module_level=True)
 
 from qattn import torch_ops  # noqa: E402
-from test_gpu_paged import make_pools, paged_reference  # noqa: E402
+from test_gpu_paged import make_pools, paged_reference, zero_args  # noqa: E402
 from test_gpu import rel  # noqa: E402
 
 # Ragged lengths: 0, 1, not a multiple of any page or tile, one long sequence.
@@ -51,12 +52,12 @@ LENS = [0, 1, 37, 300, 1000]
 
 
 def case_of(spec):
-    fmt = next(f for f, (dt, _) in FORMATS.items() if spec["kv_dtype"] == dt)
-    kv_dtype, gran = FORMATS[fmt]
+    """make_pools' case of a set member's keywords (its format must be one FORMATS knows)."""
+    kv_dtype, gran, symmetric = FORMATS[spec["kv_dtype"]]
     page = spec["page_size"]
-    return fmt, dict(q_len=spec["q_len"], q_heads=spec["q_heads"], kv_heads=spec["kv_heads"],
-                     head_dim=spec["head_dim"], page_size=page, kv_dtype=kv_dtype,
-                     granularity=gran, max_blocks=-(-max(LENS) // page))
+    return dict(q_len=spec["q_len"], q_heads=spec["q_heads"], kv_heads=spec["kv_heads"],
+                head_dim=spec["head_dim"], page_size=page, kv_dtype=kv_dtype, granularity=gran,
+                symmetric=symmetric, max_blocks=-(-max(LENS) // page))
 
 
 def test_set_is_the_installed_one():
@@ -69,18 +70,18 @@ def test_set_is_the_installed_one():
 
 @pytest.mark.parametrize("name,spec", PAGED, ids=[n for n, _ in PAGED])
 def test_shipped_paged_kernel_matches_reference(name, spec):
-    fmt, c = case_of(spec)
+    c = case_of(spec)
     data = make_pools(c, LENS, seed=len(name))
     p = data["pools"]
     seq = torch.tensor(LENS, dtype=torch.int32, device="cuda")
     plan = torch_ops.DecodePlan(name, batch=len(LENS), kv_len=c["max_blocks"] * c["page_size"])
     out = plan.run(data["q"], p["k"], p["v"], p.get("k_scale"), p.get("v_scale"), seq_lens=seq,
-                   block_table=data["table"])
+                   block_table=data["table"], **zero_args(p))
     torch.cuda.synchronize()
     want = paged_reference(c, data, data["q"].float(), LENS)
     err = rel(out, want)
     print(f"{name}: {plan.splits} split(s), rel err vs the paged reference {err:.2e}")
     assert torch.isfinite(out.float()).all()
-    assert err <= (5e-2 if fmt == "e4m3" else 1e-2), err
+    assert err <= (5e-2 if c["kv_dtype"] == "f8E4M3FN" else 1e-2), err
     assert not out[0].float().abs().any()  # the empty sequence
     plan.release()
