@@ -101,8 +101,13 @@ def extensions():
     includes = [str(ROOT / "include"), cuda]
     flags = ["-O2", "-std=c++17"]
     runtime_sources = staged(RUNTIME_SOURCES)
+    # The headers the sources include: a change rebuilds the libraries (their launch ABI table
+    # is a header), which setuptools otherwise judges by the sources' times alone.
+    headers = sorted(str(h) for h in (ROOT / "include" / "attn" / "Runtime").glob("*.h"))
+    headers += [str(ROOT / "include" / h) for h in HEURISTIC_HEADERS]
     runtime = Extension(RUNTIME_NAME, sources=runtime_sources[:3], include_dirs=includes,
-                        extra_compile_args=flags, libraries=["dl"], language="c++")
+                        extra_compile_args=flags, libraries=["dl"], language="c++",
+                        depends=headers)
     try:
         import torch  # noqa: F401
         from torch.utils.cpp_extension import BuildExtension, CppExtension
@@ -123,6 +128,7 @@ def extensions():
                        sources=["csrc/torch_ops.cpp", "csrc/append_op.cpp",
                                 "csrc/page_check.cpp"] + runtime_sources,
                        include_dirs=includes, libraries=["dl"] + (["c10_cuda"] if c10_cuda else []),
+                       depends=headers + [str(h) for h in sorted((HERE / "csrc").glob("*.h"))],
                        extra_compile_args=["-O2", f"-DATTN_OPT_C10_CUDA={int(c10_cuda)}"])
     return [runtime, ops], BuildExtension.with_options(use_ninja=False)
 
@@ -164,12 +170,27 @@ def build_aot_set(dst):
          f"{time.monotonic() - start:.0f} s into {dst}")
 
 
+def drop_stale_extensions(package):
+    """Removes from the build folder (python/build/lib.*, reused by every build of this checkout)
+    the compiled libraries this build does not make: a torch extension left by a build where torch
+    was importable would otherwise ship in a wheel built without it (against another torch, or
+    without the current ops), and so would a runtime left by a build that had cuda.h."""
+    names = {e.name for e in ext_modules}
+    stale = [] if "qattn._torch_ops" in names else list(package.glob("_torch_ops*.so"))
+    if RUNTIME_NAME not in names:
+        stale += list((package / "lib").glob("libattn_rt.so"))
+    for path in stale:
+        note(f"removing {path} left by an earlier build")
+        path.unlink()
+
+
 class BuildPyWithSources(build_py):
     """Ships the extension's sources as qattn/_csrc, for qattn.torch_ops to compile on first use
     where the wheel was built without torch (pip's default isolated build), and the
     ahead-of-time kernel set as qattn/_aot."""
 
     def run(self):
+        drop_stale_extensions(Path(self.build_lib) / "qattn")
         super().run()
         build_aot_set(Path(self.build_lib) / "qattn" / "_aot")
         headers = [h.relative_to(ROOT / "include")
