@@ -413,6 +413,36 @@ TEST(Reference, SoftcapBoundsTheLogits) {
   EXPECT_NEAR(out[0], e / (1 + e), 1e-6);
 }
 
+TEST(Reference, WindowMasksBothSides) {
+  // Keys 0..4 with values 0..4 and equal logits; the query at position 4 (one query, length 5).
+  DecodeProblem p = problem(1, 1, 1, 1, 1, 5);
+  const float q[] = {0};
+  const float k[] = {1, 1, 1, 1, 1};
+  const float v[] = {0, 1, 2, 3, 4};
+  float out[1];
+  p.windowLeft = 1; // keys 3 and 4
+  decodeReference(p, q, k, v, nullptr, nullptr, out);
+  EXPECT_NEAR(out[0], 3.5, 1e-6);
+  p.windowLeft = 0; // key 4 alone
+  decodeReference(p, q, k, v, nullptr, nullptr, out);
+  EXPECT_NEAR(out[0], 4.0, 1e-6);
+  // Two queries at positions 3 and 4, right bound 0 and left 2: keys 1..3 and 2..4.
+  DecodeProblem p2 = problem(1, 2, 1, 1, 1, 5);
+  p2.windowLeft = 2;
+  p2.windowRight = 0;
+  const float q2[] = {0, 0};
+  float out2[2];
+  decodeReference(p2, q2, k, v, nullptr, nullptr, out2);
+  EXPECT_NEAR(out2[0], 2.0, 1e-6);
+  EXPECT_NEAR(out2[1], 3.0, 1e-6);
+  // A length of 1 with the same window: the query at position −1 sees nothing (0), the one at
+  // position 0 sees key 0.
+  const int32_t one[] = {1};
+  decodeReference(p2, q2, k, v, one, nullptr, out2);
+  EXPECT_EQ(out2[0], 0.0f);
+  EXPECT_NEAR(out2[1], 0.0, 1e-6);
+}
+
 TEST(Reference, ChunkedMatchesSinglePass) {
   // Long enough for several key chunks on several threads; compared with a plain loop.
   const int64_t B = 2, Sq = 2, Hq = 4, Hkv = 2, D = 8, S = 5000;

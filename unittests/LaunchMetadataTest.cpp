@@ -258,6 +258,26 @@ TEST(LaunchMetadata, HadamardIsOptional) {
             "field \"problem.hadamard\" must be a boolean, not a number");
 }
 
+TEST(LaunchMetadata, WindowIsOptional) {
+  DecodeLaunch m;
+  std::string error;
+  ASSERT_TRUE(parseDecodeLaunch(kGood, m, error)) << error;
+  EXPECT_EQ(m.windowLeft, -1); // no window: unbounded both ways
+  EXPECT_EQ(m.windowRight, -1);
+  std::string json = replaced(kGood, R"("alibi": false,)", R"("alibi": false, "window": [127, 0],)");
+  ASSERT_TRUE(parseDecodeLaunch(json, m, error)) << error;
+  EXPECT_EQ(m.windowLeft, 127);
+  EXPECT_EQ(m.windowRight, 0);
+  EXPECT_EQ(parseError(replaced(json, "[127, 0]", "[127]")),
+            "field \"problem.window\" must have 2 entries, has 1");
+  EXPECT_EQ(parseError(replaced(json, "[127, 0]", "[-2, 0]")),
+            "field \"problem.window[0]\" must be an integer in -1..2147483647, got -2");
+  EXPECT_EQ(parseError(replaced(json, "[127, 0]", "[1, 0.5]")),
+            "field \"problem.window[1]\" must be an integer in -1..2147483647, got 0.5");
+  EXPECT_EQ(parseError(replaced(json, "[127, 0]", "127")),
+            "field \"problem.window\" must be an array, not a number");
+}
+
 TEST(LaunchMetadata, PagedCacheIsOptional) {
   DecodeLaunch m;
   std::string error;

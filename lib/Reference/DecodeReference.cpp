@@ -549,7 +549,9 @@ void attn::ref::decodeReference(const DecodeProblem &p, const float *q, const fl
           k + (size_t(b) * size_t(p.kvLen) + size_t(t)) * kvRow + size_t(g) * size_t(D);
       for (int64_t r = 0; r < R; ++r) {
         double &out_s = s[size_t(r * n + (t - t0))];
-        if (p.causal && t > pos[size_t(r)]) {
+        const int64_t ps = pos[size_t(r)];
+        if ((p.causal && t > ps) || (p.windowLeft >= 0 && t < ps - p.windowLeft) ||
+            (p.windowRight >= 0 && t > ps + p.windowRight)) {
           out_s = ninf;
           continue;
         }

@@ -345,6 +345,19 @@ static bool readPaged(Reader &r, const Json &root, DecodeLaunch &out) {
   return true;
 }
 
+/// The optional member "problem.window" ([left, right], each >= -1) into `out`.
+static bool readWindow(Reader &r, const Json &problem, DecodeLaunch &out, std::string &error) {
+  const Json *w = r.member(problem, "problem", "window", Kind::Array);
+  if (!w)
+    return false;
+  if (w->size() != 2) {
+    error = "field \"problem.window\" must have 2 entries, has " + std::to_string(w->size());
+    return false;
+  }
+  return r.integer((*w)[0], "problem.window[0]", -1, kI32Max, out.windowLeft) &&
+         r.integer((*w)[1], "problem.window[1]", -1, kI32Max, out.windowRight);
+}
+
 bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std::string &error) {
   out = DecodeLaunch();
   Json root;
@@ -423,6 +436,8 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       return false;
     }
   }
+  if (find(*p, "window") && !readWindow(r, *p, out, error))
+    return false;
   if (out.qHeads % out.kvHeads != 0) {
     error = "problem.q_heads (" + std::to_string(out.qHeads) + ") is not a multiple of kv_heads (" +
             std::to_string(out.kvHeads) + ")";

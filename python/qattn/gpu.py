@@ -295,6 +295,8 @@ class GpuDecodeKernel(LaunchFiles):
         # `hadamard` specs take Q, K and V rotated before quantization (qattn.quant.hadamard) and
         # return the unrotated output: the caller rotates, the kernel cannot tell.
         self.hadamard = bool(meta["problem"].get("hadamard", False))
+        # The sliding window (left, right) the kernel was built with; (-1, -1): none.
+        self.window = tuple(int(x) for x in meta["problem"].get("window", (-1, -1)))
         decodes = [k for k in meta["kernels"] if k["role"] == "decode"]
         self.kernels = {"decode": decodes[0]} if decodes else {}
         # The wide-batch companion (two CTAs per SM), launched when one split's CTAs exceed the
@@ -307,7 +309,8 @@ class GpuDecodeKernel(LaunchFiles):
     def __repr__(self) -> str:
         p = self.problem
         return (f"<qattn GpuDecodeKernel {self.kernels['decode']['name']}: q_len {p['q_len']}, "
-                f"{p['q_heads']}/{p['kv_heads']} heads, head_dim {p['head_dim']}, {p['kv_dtype']} KV>")
+                f"{p['q_heads']}/{p['kv_heads']} heads, head_dim {p['head_dim']}, {p['kv_dtype']} KV"
+                + (f", window {self.window}" if "window" in p else "") + ">")
 
     def combine_for(self, splits: int) -> dict:
         """The metadata of the combine kernel for ``splits`` (> 1) splits."""
@@ -517,7 +520,9 @@ class GpuDecodeKernel(LaunchFiles):
                 raise KernelArgumentError(f"prefill kernels run one split, not {splits}")
             splits = 1
         if splits in ("auto", 0, None):
-            splits = int(s["split_kv"]) or select_split_kv(b * groups, skv, int(s["tile_n"]), sms)
+            # A left window: the splits share the window's keys (the kernel skips the rest).
+            keys = skv if self.window[0] < 0 else min(skv, self.window[0] + sq)
+            splits = int(s["split_kv"]) or select_split_kv(b * groups, keys, int(s["tile_n"]), sms)
         splits = int(splits)
         if splits < 1:
             raise KernelArgumentError(f"splits must be >= 1 or 'auto', got {splits}")

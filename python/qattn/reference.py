@@ -21,6 +21,10 @@ denominator as ``exp(s_h - m)`` and has no value row) and ``return_lse=True``, w
 ``(out, lse)`` with ``lse`` [B, Sq, Hq] the natural log-sum-exp of each row's scaled, masked
 logits, the sink included (``-inf`` for a row with no visible key and no sink). ``softcap=c``
 caps each scaled logit x to ``c * tanh(x / c)`` before the mask (FlashAttention-3's convention).
+``window=(left, right)`` is a sliding window (FA3's and FlashInfer's convention): the query at
+position i sees key j only if ``i - left <= j <= i + right``, ``-1`` leaving a side unbounded
+(with ``causal`` the right bound is ``min(right, 0)``); a row that sees no key gets 0. A paged
+cache's pages wholly before every query's window are not read (an engine may have freed them).
 
 Inputs may be NumPy arrays or torch tensors (any device; copied to the host as float64).
 """
@@ -55,9 +59,24 @@ def _lengths(seq_lens, batch: int, capacity: int) -> np.ndarray:
     return lens
 
 
+def check_window(window) -> Optional[tuple]:
+    """``window`` as a (left, right) pair of ints >= -1, or None; ValueError otherwise."""
+    if window is None:
+        return None
+    try:
+        left, right = window
+    except (TypeError, ValueError):
+        raise ValueError(f"window must be a pair (left, right), not {window!r}") from None
+    for x in (left, right):
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < -1:
+            raise ValueError(f"window bounds must be integers >= -1 (-1: unbounded), "
+                             f"not {window!r}")
+    return int(left), int(right)
+
+
 def _attend_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
                 scale: float, sinks: Optional[np.ndarray] = None,
-                softcap: Optional[float] = None):
+                softcap: Optional[float] = None, window: Optional[tuple] = None):
     """q [Sq, Hq, D] over the n keys k [n, Hkv, D], v [n, Hkv, Dv] of one sequence: the output
     [Sq, Hq, Dv] and the log-sum-exp [Sq, Hq] (sinks [Hq] included)."""
     sq, hq, _ = q.shape
@@ -70,9 +89,16 @@ def _attend_one(q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: bool,
     logits = scale * np.einsum("shd,thd->hst", q, k[:, kv])  # [Hq, Sq, n]
     if softcap:
         logits = softcap * np.tanh(logits / softcap)
+    pos = n - sq + np.arange(sq)  # the position of each query
+    keys = np.arange(n)[None, :]
+    visible = np.ones((sq, n), bool)
     if causal:
-        last = n - sq + np.arange(sq)  # the position of each query
-        logits = np.where(np.arange(n)[None, None, :] <= last[None, :, None], logits, -np.inf)
+        visible &= keys <= pos[:, None]
+    if window is not None and window[0] >= 0:
+        visible &= keys >= pos[:, None] - window[0]
+    if window is not None and window[1] >= 0:
+        visible &= keys <= pos[:, None] + window[1]
+    logits = np.where(visible[None], logits, -np.inf)
     seen = np.isfinite(logits.max(axis=2, keepdims=True))  # queries with at least one key
     # The sink joins the maximum and the denominator, as a key without a value row.
     m = np.maximum(logits.max(axis=2, keepdims=True), sink[:, None, None])
@@ -102,7 +128,7 @@ def _result(rows: list, return_lse: bool):
 
 def attention(q, k, v, seq_lens=None, *, causal: bool = False,
               softmax_scale: Optional[float] = None, sinks=None, return_lse: bool = False,
-              softcap: Optional[float] = None):
+              softcap: Optional[float] = None, window=None):
     """float64 [B, Sq, Hq, Dv]: attention of q [B, Sq, Hq, D] over k [B, S, Hkv, D] and
     v [B, S, Hkv, Dv], each sequence over its first ``seq_lens[b]`` keys (with ``return_lse``:
     ``(out, lse)``, lse [B, Sq, Hq])."""
@@ -117,7 +143,8 @@ def attention(q, k, v, seq_lens=None, *, causal: bool = False,
     scale = 1 / np.sqrt(d) if softmax_scale is None else float(softmax_scale)
     lens = _lengths(seq_lens, b, k.shape[1])
     s = _sinks(sinks, hq)
-    return _result([_attend_one(q[i], k[i, :n], v[i, :n], causal, scale, s, softcap)
+    w = check_window(window)
+    return _result([_attend_one(q[i], k[i, :n], v[i, :n], causal, scale, s, softcap, w)
                     for i, n in enumerate(lens)], return_lse)
 
 
@@ -173,7 +200,7 @@ def paged_attention(q, k_pages, v_pages, block_table, seq_lens=None, *, k_scale=
                     v_scale=None, k_granularity: Optional[str] = None,
                     v_granularity: Optional[str] = None, k_zero=None, v_zero=None,
                     causal: bool = False, softmax_scale: Optional[float] = None, sinks=None,
-                    return_lse: bool = False, softcap: Optional[float] = None):
+                    return_lse: bool = False, softcap: Optional[float] = None, window=None):
     """float64 [B, Sq, Hq, Dv]: attention of q [B, Sq, Hq, D] over a paged cache (see the module
     docstring). Without ``seq_lens`` every sequence holds max_blocks · P keys. ``v_granularity``
     defaults to ``k_granularity``."""
@@ -191,7 +218,13 @@ def paged_attention(q, k_pages, v_pages, block_table, seq_lens=None, *, k_scale=
         raise ValueError(f"block_table has {table.shape[0]} rows for a batch of {b}")
     lens = _lengths(seq_lens, b, table.shape[1] * k.shape[1])
     scale = 1 / np.sqrt(d) if softmax_scale is None else float(softmax_scale)
+    w = check_window(window)
+    if w is not None and w[0] >= 0:  # pages wholly before every query's window: not read
+        table = table.copy()
+        for i, n in enumerate(lens):
+            first = max(0, int(n) - q.shape[1] - w[0]) // k.shape[1]
+            table[i, :first] = 0
     ks, vs = gather(k, table, lens), gather(v, table, lens)
     s = _sinks(sinks, hq)
-    return _result([_attend_one(q[i], ks[i], vs[i], causal, scale, s, softcap)
+    return _result([_attend_one(q[i], ks[i], vs[i], causal, scale, s, softcap, w)
                     for i in range(b)], return_lse)

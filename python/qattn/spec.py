@@ -147,7 +147,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
               seq_lens: bool = False, symmetric: bool = True, hadamard: bool = False,
               page_size: Optional[int] = None, num_pages: Dim = None, max_blocks: Dim = None,
               sinks: bool = False, lse: bool = False, softcap: Optional[float] = None,
-              name: str = "attention") -> Spec:
+              window: Optional[Sequence[int]] = None, name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
 
     K and V use ``kv_dtype``; a quantized one (i8, ui8, f8E4M3FN, f8E5M2) gets ``k_scale``/``v_scale``
@@ -166,8 +166,12 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     ``lse=True`` adds the output ``lse`` [batch, q_len, q_heads] f32, the natural log-sum-exp of
     each row's scaled, masked logits (the sink included; ``-inf`` for a row with no key and no
     sink). ``softcap=c`` caps the logits (Gemma 2, Grok; FlashAttention-3's convention): each
-    scaled logit x becomes ``c * tanh(x / c)`` before ALiBi and the masks. All three are decode
-    features of the sm_90a kernel.
+    scaled logit x becomes ``c * tanh(x / c)`` before ALiBi and the masks.
+    ``window=(left, right)`` is sliding-window attention (FA3's and FlashInfer's convention;
+    Mistral, Gemma, gpt-oss): the query at position i sees key j only if
+    ``i - left <= j <= i + right``, ``-1`` leaving that side unbounded (with ``causal`` the right
+    bound is ``min(right, 0)``); the kernels skip the key tiles outside the window (decode and
+    prefill). Sinks, lse and softcap are decode features of the sm_90a kernel.
 
     ``page_size=P`` makes the K/V cache paged (vLLM's and FA3's layout): K and V become pools of
     ``num_pages`` pages ``[num_pages, P, kv_heads, head_dim]`` (default: dynamic), their scales and
@@ -193,6 +197,14 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     if softcap is not None and (isinstance(softcap, bool) or not isinstance(softcap, (int, float))
                                 or not 0 < softcap < float("inf")):
         raise ValueError(f"softcap must be a positive finite number, not {softcap!r}")
+    if window is not None:
+        try:
+            left, right = window
+        except (TypeError, ValueError):
+            raise ValueError(f"window must be a pair (left, right), not {window!r}") from None
+        if any(isinstance(x, bool) or not isinstance(x, int) or x < -1 for x in (left, right)):
+            raise ValueError(f"window bounds must be integers >= -1 (-1: unbounded), "
+                             f"not {window!r}")
     if schedule is not None and not isinstance(schedule, Mapping):
         raise TypeError(f"schedule must be a mapping of field names to values, not {schedule!r}")
     B, Sq, Skv = (_check_dim(n, v) for n, v in (("batch", batch), ("q_len", q_len), ("kv_len", kv_len)))
@@ -269,6 +281,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         args.append(("lse", lse_ty))
     if softcap is not None:
         attrs.append(f"softcap = {float(softcap)!r} : f32")
+    if window is not None:
+        attrs.append(f"window = array<i64: {int(window[0])}, {int(window[1])}>")
     if mode is not None:
         attrs.append(f"mode = #attn.mode<{mode}>")
     if target is not None:

@@ -174,7 +174,9 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
   if (n == 0) {
     mlir::attn::GPUInfo gpu;
     gpu.numSMs = p.smCount;
-    n = mlir::attn::selectSplitKv(p.batch * m.groups, p.kvLen, m.tileN, gpu);
+    // A left window: the splits share the window's keys (the kernel skips the tiles before it).
+    int64_t keys = m.windowLeft >= 0 ? std::min(p.kvLen, m.windowLeft + p.qLen) : p.kvLen;
+    n = mlir::attn::selectSplitKv(p.batch * m.groups, keys, m.tileN, gpu);
   }
   if (m.kind == "prefill" && n != 1) {
     why = "prefill kernels run one split (got " + std::to_string(n) + ")";
@@ -302,6 +304,8 @@ void makeHostData(const Options &o, const rt::DecodeLaunch &m, const Plan &p, Ho
   prob.alibi = m.alibi;
   prob.softmaxScale = m.softmaxScale;
   prob.softcap = m.softcap;
+  prob.windowLeft = m.windowLeft;
+  prob.windowRight = m.windowRight;
   h.refQuant.resize(qElems);
   h.refUnquant.resize(qElems);
   ref::DecodeExtras quantExtras, unquantExtras;
@@ -455,6 +459,10 @@ int main(int argc, char **argv) {
       ", \"hadamard\": " + (m.hadamard ? "true" : "false") +
       (m.sinks ? ", \"sinks\": true" : "") + (m.lse ? ", \"lse\": true" : "") +
       (m.softcap > 0 ? ", \"softcap\": " + jsonNumber(m.softcap, "%g") : std::string()) +
+      (m.windowLeft >= 0 || m.windowRight >= 0
+           ? ", \"window\": [" + std::to_string(m.windowLeft) + ", " +
+                 std::to_string(m.windowRight) + "]"
+           : std::string()) +
       ", \"seq_lens\": " + jsonString(ref::seqLenModeName(p.seqLens)) +
       ", \"data\": " + jsonString(o.skewed ? "skewed" : o.outliers ? "outliers" : "gaussian");
   if (m.pageSize) // a paged cache: batch · max_blocks pages of page_size tokens

@@ -145,6 +145,9 @@ struct DecodeProblem {
   /// Logit soft-capping (0: none): s ← softcap · tanh(s / softcap) after the scale, before
   /// ALiBi and the masks (FlashAttention-3's convention).
   double softcap = 0;
+  /// Sliding window (−1: unbounded on that side): query pos_i sees keys
+  /// pos_i − windowLeft ≤ t ≤ pos_i + windowRight.
+  int64_t windowLeft = -1, windowRight = -1;
 };
 
 /// out[B,Sq,Hq,D] = decode attention of q[B,Sq,Hq,D] over k, v [B,Skv,Hkv,D] (query head h reads

@@ -93,6 +93,9 @@ struct DecodeLaunch {
   bool sinks = false, lse = false;
   /// Logit soft-capping c (0: none; optional in the JSON): logits become c · tanh(x / c).
   double softcap = 0;
+  /// Sliding window (member "window": [left, right], optional, default [-1, -1]): the query at
+  /// position i sees keys i − left ≤ j ≤ i + right; −1: unbounded on that side.
+  int64_t windowLeft = -1, windowRight = -1;
   double softmaxScale = 0;
   /// A paged cache (member "paged"; page_size 0: contiguous): tokens per page, block-table entries
   /// per sequence (-1: the launch's kv_len / page_size), pages in the pool (-1: known at launch). The K/V tensor maps cover the pool as

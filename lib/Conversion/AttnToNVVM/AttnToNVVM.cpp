@@ -473,6 +473,10 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
   p.sinks = static_cast<bool>(op.getSinks());
   p.lse = static_cast<bool>(op.getLse());
   p.softcap = op.getSoftcapAttr() ? op.getSoftcapAttr().getValueAsDouble() : 0.0;
+  if (std::optional<ArrayRef<int64_t>> w = op.getWindow(); w && w->size() == 2) {
+    p.windowLeft = (*w)[0];
+    p.windowRight = (*w)[1];
+  }
   p.hadamard = op.getHadamard();
   p.seqLens = static_cast<bool>(op.getSeqLens());
   p.softmaxScale = op.getSoftmaxScaleAttr() ? op.getSoftmaxScaleAttr().getValueAsDouble()

@@ -90,7 +90,7 @@ private:
   // Its two rows: query token, head, query scale, and (prefill) whether the row exists.
   Value qi[2], head[2], qScale[2];
   Value rowValid[2] = {Value(), Value()};
-  Value qBase, maskFrom, negInf, qAddr;
+  Value qBase, maskFrom, maskBelow, negInf, qAddr;
   // Accumulator registers of S and of O; the loop state before the first tile.
   int64_t nS = 0, nO = 0;
   SmallVector<Value> inits;
@@ -137,6 +137,10 @@ private:
       }
       Value pos = k.add(k.sub(c.len, c.qLen(k)), qi[r]);
       f.rowLimit[r] = p.causal ? pos : k.add(c.len, -1);
+      if (p.rightWindow()) // keys up to windowRight past the row's position
+        f.rowLimit[r] = k.smin(k.add(pos, p.windowRight), f.rowLimit[r]);
+      if (p.windowLeft >= 0) // and from windowLeft before it
+        f.rowFirst[r] = k.sub(pos, k.i32(p.windowLeft));
       if (p.alibi) {
         Value slope =
             k.loadInvariant(k.f32(), k.gep(c.alibi, k.mul(k.sext64(head[r]), int64_t(4))));
@@ -149,6 +153,19 @@ private:
     maskFrom = p.causal ? k.sub(c.len, c.qLen(k)) : k.add(c.len, -1);
     if (p.prefill && p.causal)
       maskFrom = k.add(maskFrom, qBase);
+    if (p.windowed()) {
+      // This warpgroup's first and last query positions (decode: the CTA's).
+      Value pos0 = k.sub(c.len, c.qLen(k));
+      Value lastQ = p.prefill ? k.smin(k.add(qBase, p.qChunk - 1), c.qLenMinus1(k))
+                              : k.i32(p.qLen - 1);
+      if (p.prefill)
+        pos0 = k.add(pos0, qBase);
+      if (p.rightWindow())
+        maskFrom = k.smin(k.add(pos0, p.windowRight), maskFrom);
+      // Keys before this bound need masking: the largest row start (the last query's).
+      if (p.windowLeft >= 0)
+        maskBelow = k.sub(k.add(k.sub(c.len, c.qLen(k)), lastQ), k.i32(p.windowLeft));
+    }
 
     negInf = k.f32(-INFINITY);
     inits = {negInf, negInf, k.f32(0), k.f32(0)};
@@ -321,6 +338,8 @@ private:
     // fp8 and full_int8 pack P themselves (pack8): the softmax leaves it in floats.
     packP = packP && !p.pv8();
     Value needMask = k.cmp(P::sgt, k.add(t.tileStart, p.tileN - 1), maskFrom);
+    if (maskBelow)
+      needMask = k.bor(needMask, k.cmp(P::slt, t.tileStart, maskBelow));
     int64_t nP = packP ? nS / 2 : nS;
     SmallVector<Type> types(4 + nP, k.f32());
     if (packP)

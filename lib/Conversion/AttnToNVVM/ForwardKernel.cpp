@@ -143,14 +143,32 @@ static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
     c.len = k.smax(k.smin(l, c.kvLen), k.i32(0));
   }
   Value tiles = k.ceilDiv(c.len, p.tileN);
-  if (p.prefill && p.causal) {
-    // Keys past the chunk's last query are masked for every row: skip their tiles.
+  if (p.prefill && (p.causal || p.rightWindow())) {
+    // Keys past the chunk's last query (and its right window) are masked for every row: skip
+    // their tiles.
     Value lastQ = k.smin(k.add(c.qBase, p.ctaTokens() - 1), c.qLenMinus1(k));
     Value lastKey = k.add(k.sub(c.len, c.qLen(k)), lastQ);
+    if (p.rightWindow())
+      lastKey = k.smin(k.add(lastKey, p.windowRight), k.add(c.len, -1));
     tiles = k.ceilDiv(k.smax(k.add(lastKey, 1), k.i32(0)), p.tileN);
   }
-  Value perSplit = k.udiv(k.add(tiles, k.add(c.numSplits, -1)), c.numSplits);
+  // A left window: keys before the first query's window (prefill: the chunk's first query's)
+  // are masked for every row, their tiles are skipped (a paged cache's pages there are never
+  // read); the splits share the rest.
+  Value first = k.i32(0);
+  if (p.windowLeft >= 0) {
+    Value pos0 = k.sub(c.len, c.qLen(k));
+    if (p.prefill)
+      pos0 = k.add(pos0, c.qBase);
+    Value firstKey = k.sub(pos0, k.i32(p.windowLeft));
+    first = k.udiv(k.smax(firstKey, k.i32(0)), k.i32(p.tileN));
+    first = k.smin(first, tiles);
+  }
+  Value span = p.windowLeft >= 0 ? k.sub(tiles, first) : tiles;
+  Value perSplit = k.udiv(k.add(span, k.add(c.numSplits, -1)), c.numSplits);
   c.tile0 = k.mul(c.split, perSplit);
+  if (p.windowLeft >= 0)
+    c.tile0 = k.add(first, c.tile0);
   Value end = k.smin(k.add(c.tile0, perSplit), tiles);
   c.numTiles = k.smax(k.sub(end, c.tile0), k.i32(0));
 }

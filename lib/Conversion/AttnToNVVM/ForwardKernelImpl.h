@@ -99,6 +99,7 @@ struct Frag {
   Value r[2];        // packed row indices
   Value colBase;     // (lane mod 4) · 2
   Value rowLimit[2]; // last visible key per row
+  Value rowFirst[2]; // first visible key per row (a left window; null without)
   Value alibiA[2];   // log2e · slope per row (0 without ALiBi)
   Value alibiB[2];   // −log2e · slope · pos per row
 };

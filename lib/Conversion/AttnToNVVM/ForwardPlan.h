@@ -95,6 +95,15 @@ struct ForwardPlan {
   /// Decode: logit soft-capping (`softcap` on attn.attention; 0: none): each base-2 logit s
   /// becomes C · tanh(s / C) with C = softcap · log2(e), before ALiBi and the masks.
   double softcap = 0.0;
+  /// A sliding window (`window` on attn.attention; −1: unbounded on that side): the
+  /// query at position i sees keys [i − windowLeft, i + windowRight] (the spec's bounds; with
+  /// `causal` the causal mask bounds the right side). The key tiles wholly before the first
+  /// query's window are skipped (setupWorkTiles), the first tiles of the window are masked from
+  /// below.
+  int64_t windowLeft = -1, windowRight = -1;
+  bool windowed() const { return windowLeft >= 0 || windowRight >= 0; }
+  /// The last key a row sees lies `windowRight` past its position (not causal, right ≥ 0).
+  bool rightWindow() const { return !causal && windowRight >= 0; }
   /// Q, K and V hold rotated rows (x·H, H the normalized Walsh–Hadamard matrix of order headDim):
   /// the consumers multiply O by H before the epilogue (`hadamard` on attn.attention).
   bool hadamard = false;

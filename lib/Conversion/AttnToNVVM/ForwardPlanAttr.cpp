@@ -84,6 +84,9 @@ DictionaryAttr mlir::attn::nvvm::forwardPlanToAttr(MLIRContext *ctx, const Forwa
     entries.push_back(b.getNamedAttr("lse", b.getBoolAttr(true)));
   if (p.softcap > 0)
     entries.push_back(b.getNamedAttr("softcap", b.getF64FloatAttr(p.softcap)));
+  if (p.windowed()) // the sliding window's [left, right] (absent without)
+    entries.push_back(
+        b.getNamedAttr("window", b.getDenseI64ArrayAttr({p.windowLeft, p.windowRight})));
   return b.getDictionaryAttr(entries);
 }
 
@@ -165,6 +168,15 @@ mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d, function_ref<InFlightDia
   if (!(p.softcap >= 0) || !std::isfinite(p.softcap)) {
     err() << "forward plan with a 'softcap' that is not a finite positive number";
     return failure();
+  }
+  if (Attribute a = d.get("window")) {
+    auto w = dyn_cast<DenseI64ArrayAttr>(a);
+    if (!w || w.size() != 2 || w[0] < -1 || w[1] < -1) {
+      err() << "forward plan with a 'window' that is not array<i64: left, right> (each >= -1)";
+      return failure();
+    }
+    p.windowLeft = w[0];
+    p.windowRight = w[1];
   }
   if ((p.sinks || p.lse || p.softcap > 0) && p.prefill) {
     err() << "forward plan with sinks, lse or softcap needs decode";

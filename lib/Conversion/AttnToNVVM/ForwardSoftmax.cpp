@@ -50,8 +50,12 @@ SoftmaxOut mlir::attn::nvvm::softmaxTile(KernelBuilder &k, Ctx &c, const Frag &f
         key = k.add(k.add(tileStart, f.colBase), accCol(i));
       if (p.alibi)
         v = k.fma(f.alibiA[r], k.sitofp(key), k.fadd(v, f.alibiB[r]));
-      if (masked)
-        v = k.select(k.cmp(P::sle, key, f.rowLimit[r]), v, negInf);
+      if (masked) {
+        Value seen = k.cmp(P::sle, key, f.rowLimit[r]);
+        if (f.rowFirst[r]) // a left window
+          seen = k.band(seen, k.cmp(P::sge, key, f.rowFirst[r]));
+        v = k.select(seen, v, negInf);
+      }
       s[i] = v;
       rowVals[r].push_back(v);
     }

@@ -145,6 +145,8 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
   }
   if (p.softcap > 0) // logit soft-capping (absent without)
     (*root["problem"].getAsObject())["softcap"] = p.softcap;
+  if (p.windowed()) // the sliding window [left, right] (absent without)
+    (*root["problem"].getAsObject())["window"] = llvm::json::Array{p.windowLeft, p.windowRight};
   root["kernels"] = std::move(kernels);
   std::string s;
   llvm::raw_string_ostream os(s);

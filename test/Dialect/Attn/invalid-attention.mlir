@@ -397,3 +397,27 @@ func.func @softcap_cpu(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %
   attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {softcap = 30.0 : f32, target = #attn.target<avx2>}
   return
 }
+
+// -----
+
+func.func @window_size(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{window must be array<i64: left, right>, got 3 values}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {window = array<i64: 1, 2, 3>}
+  return
+}
+
+// -----
+
+func.func @window_bounds(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{window bounds must be ≥ −1 (−1: unbounded), got [-2, 0]}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {window = array<i64: -2, 0>}
+  return
+}
+
+// -----
+
+func.func @window_cpu(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %o: memref<2x1x8x64xbf16>) {
+  // expected-error @+1 {{window needs target sm_90a (the CPU lowering does not implement it), got avx2}}
+  attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {window = array<i64: 63, 0>, target = #attn.target<avx2>}
+  return
+}

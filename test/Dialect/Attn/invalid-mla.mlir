@@ -135,3 +135,11 @@ func.func @huge(%q: memref<1x1x64x576xbf16>, %kv: memref<1x100x576xbf16>, %o: me
   attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x100x576xbf16>) outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 9223372036854775807 : i64, rope_dim = 64 : i64}
   return
 }
+
+// -----
+
+func.func @window(%q: memref<1x1x64x576xbf16>, %kv: memref<1x100x576xbf16>, %o: memref<1x1x64x512xbf16>) {
+  // expected-error @+1 {{window is not implemented for MLA decode}}
+  attn.mla_decode ins(%q, %kv : memref<1x1x64x576xbf16>, memref<1x100x576xbf16>) outs(%o : memref<1x1x64x512xbf16>) {head_dim_v = 512 : i64, rope_dim = 64 : i64, window = array<i64: 127, 0>}
+  return
+}

@@ -142,3 +142,13 @@ func.func @softcap(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: m
       outs(%o : memref<?x1x8x128xbf16>) {softcap = 30.0 : f32, target = #attn.target<sm_90a>}
   return
 }
+
+// Sliding window (left 127, right 0).
+// CHECK-LABEL: func.func @window
+// CHECK: window = array<i64: 127, 0>
+func.func @window(%q: memref<?x1x8x128xbf16>, %k: memref<?x?x2x128xbf16>, %v: memref<?x?x2x128xbf16>,
+                  %o: memref<?x1x8x128xbf16>) {
+  attn.attention decode ins(%q, %k, %v : memref<?x1x8x128xbf16>, memref<?x?x2x128xbf16>, memref<?x?x2x128xbf16>)
+      outs(%o : memref<?x1x8x128xbf16>) {window = array<i64: 127, 0>, target = #attn.target<sm_90a>}
+  return
+}

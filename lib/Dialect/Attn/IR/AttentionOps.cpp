@@ -199,6 +199,24 @@ static LogicalResult verifySinksAndLse(AttentionOp op, int64_t b, int64_t sq, in
   return success();
 }
 
+/// `window = array<i64: left, right>`: two bounds ≥ −1, and what implements it (the sm_90a
+/// decode and prefill kernels).
+static LogicalResult verifyWindow(AttentionOp op, std::optional<TargetKind> target) {
+  std::optional<ArrayRef<int64_t>> w = op.getWindow();
+  if (!w)
+    return success();
+  if (w->size() != 2)
+    return op.emitOpError() << "window must be array<i64: left, right>, got " << w->size()
+                            << " values";
+  if ((*w)[0] < -1 || (*w)[1] < -1)
+    return op.emitOpError() << "window bounds must be ≥ −1 (−1: unbounded), got ["
+                            << (*w)[0] << ", " << (*w)[1] << "]";
+  if (target && !isGPUTarget(*target))
+    return op.emitOpError() << "window needs target sm_90a (the CPU lowering does not "
+                            << "implement it), got " << stringifyTargetKind(*target);
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   if (failed(vutil::verifyBuffers(*this)) || failed(verifyPagedLayout(*this)))
     return failure();
@@ -277,7 +295,7 @@ LogicalResult AttentionOp::verify() {
   if (getAlibi() &&
       failed(expectShape(*this, "alibi", getAlibi(), {hq}, "one slope per query head [Hq]")))
     return failure();
-  if (failed(verifySinksAndLse(*this, b, sq, hq, target)))
+  if (failed(verifySinksAndLse(*this, b, sq, hq, target)) || failed(verifyWindow(*this, target)))
     return failure();
   if (auto s = getSoftmaxScaleAttr()) {
     double x = s.getValueAsDouble();
@@ -305,6 +323,8 @@ static constexpr int64_t kMLAHeadsPerCTA = 64;
 LogicalResult MLADecodeOp::verify() {
   if (failed(vutil::verifyBuffers(*this)))
     return failure();
+  if ((*this)->hasAttr("window"))
+    return emitOpError() << "window is not implemented for MLA decode";
   auto qT = getQ().getType(), kvT = getKv().getType(), oT = getOut().getType();
   int64_t b = qT.getDimSize(0), sq = qT.getDimSize(1), hq = qT.getDimSize(2),
           dk = qT.getDimSize(3);

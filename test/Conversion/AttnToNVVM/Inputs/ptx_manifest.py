@@ -62,6 +62,29 @@ PAGED_SINKS_LSE = {
 }
 
 
+# Sliding-window decode (its tiles before the window skipped), contiguous with split-KV and its
+# combine kernels, int8 queries with the two-CTA companion, and paged.
+I8 = dict(kv_dtype="i8", granularity="per_token_head")
+WINDOW = {
+    "window_i8_gqa8_q2_l127_r0": dict(q_len=2, q_heads=16, kv_heads=2, head_dim=128,
+                                      window=(127, 0), sinks=True, lse=True, **I8),
+    "window_bf16_gqa4_q2_l127": dict(q_len=2, q_heads=8, kv_heads=2, head_dim=128,
+                                     window=(127, -1), kv_dtype="bf16", lse=True),
+    "window_i8q_mqa_q3_l63_causal": dict(q_len=3, q_heads=16, kv_heads=1, head_dim=128,
+                                         window=(63, 0), q_dtype="i8",
+                                         q_granularity="per_token_head", causal=True, **I8),
+    "window_fp8_gqa4_d64_q2_l127": dict(q_len=2, q_heads=8, kv_heads=2, head_dim=64,
+                                        window=(127, 0), kv_dtype="f8E4M3FN",
+                                        granularity="per_token", mode="fp8"),
+    "window_paged_i8_p16_l127": dict(page_size=16, max_blocks=260, q_len=2, q_heads=16,
+                                     kv_heads=2, head_dim=128, window=(127, 0), sinks=True,
+                                     lse=True, num_pages=None, **I8),
+    "window_paged_bf16_p64_l63": dict(page_size=64, max_blocks=70, q_len=1, q_heads=8,
+                                      kv_heads=2, head_dim=128, window=(63, -1),
+                                      kv_dtype="bf16", num_pages=None),
+}
+
+
 def _load(path, name):
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
@@ -98,6 +121,10 @@ def variants():
         text = spec_mod.attention("decode", batch=None, kv_len=None, seq_lens=True,
                                   num_pages=None, name=name, **kw).text
         out.append((f"paged/{name}", text, ()))
+    for name, kw in WINDOW.items():
+        text = spec_mod.attention("decode", batch=None, kv_len=None, seq_lens=True, name=name,
+                                  **kw).text
+        out.append((f"window/{name}", text, ()))
     for name, kw in PAGED_APPEND.items():
         text = spec_mod.quantize_paged(tokens=None, num_pages=None, heads=8, head_dim=128,
                                        target="sm_90a", name=name, **kw).text

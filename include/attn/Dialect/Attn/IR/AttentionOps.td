@@ -33,6 +33,14 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     * `softcap = c : f32` (Gemma 2, Grok; FlashAttention-3's convention): each logit, after
       the softmax scale and before ALiBi, the masks and the sink, becomes `c · tanh(x / c)` with
       `x = softmax_scale · q·k`, so logits stay within (−c, c); c > 0. Decode only.
+    * `window = array<i64: left, right>` (sliding-window attention, FlashAttention-3's and
+      FlashInfer's convention; Mistral, Gemma, gpt-oss): the query at position i sees key j
+      only if i − left ≤ j ≤ i + right, −1 leaving that side unbounded; the queries are the
+      last Sq positions of the sequence, as for `causal`, and with `causal` the right bound
+      is min(right, 0). A row that sees no key gets 0 (and `lse` −inf, sinks as above). Both
+      bounds are compile-time constants (≥ −1); the kernels skip the key tiles wholly before
+      the window (a paged cache's pages there are never read; prefill: before the window of
+      each query chunk's first query, and past its last query's right bound). sm_90a only.
     * `lse` (an output, [B, Sq, Hq] f32): the natural log-sum-exp of each row's scaled, masked
       logits, the sink included: `lse = log(e^(s_h) + Σ_t e^(x_t))` (FlashInfer's and
       FlashAttention-3's `softmax_lse`); −inf for a row with no visible key and no sink (where
@@ -98,6 +106,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        UnitAttr:$hadamard,
                        OptionalAttr<F32Attr>:$softmax_scale,
                        OptionalAttr<F32Attr>:$softcap,
+                       OptionalAttr<DenseI64ArrayAttr>:$window,
                        OptionalAttr<I64Attr>:$page_size,
                        OptionalAttr<Attn_QuantAttr>:$q_quant,
                        OptionalAttr<Attn_QuantAttr>:$k_quant,
