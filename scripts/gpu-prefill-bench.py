@@ -6,6 +6,9 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
   gpu-prefill-bench.py build DIR       here: one spec per (S, mode, causal) → PTX (S is static;
                                        MODES=bf16,half_int8 by default; others in MODES below)
   gpu-prefill-bench.py run DIR [--out F]
+                                       (MODES=bf16_p16,half_int8_p64,...: paged twins over
+                                       shuffled pages, timed beside the contiguous mode:
+                                       <mode>_over_contig is paged time / contiguous time)
                                        on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
                                        int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
                                        upcast; half_int8_vh: one V scale per head, applied to
@@ -118,6 +121,12 @@ for _m in ("bf16", "half_int8_pb", "half_int8", "fp8"):
     MODES[_m + "_w3s3"] = (MODES[_m][0], dict(W3, stages=3))  # the same on three stages
     MODES[_m + "_w3pers"] = (MODES[_m][0], dict(W3, persistent=True))
     MODES[_m + "_w3s3pers"] = (MODES[_m][0], dict(W3, stages=3, persistent=True))
+# Paged twins (`_p16`, `_p64`): the same kernel over a pool of pages of 16 or 64 tokens in
+# shuffled order, read through a block table (vLLM's layout); timed beside the contiguous mode,
+# whose output they must reproduce bit for bit.
+for _m in ("bf16", "half_int8"):
+    for _p in (16, 64):
+        MODES[f"{_m}_p{_p}"] = (dict(MODES[_m][0], page_size=_p), MODES[_m][1])
 # Rotated inputs (`hadamard`): each quantized mode's defaults on Q·H, K·H, V·H.
 for _m in ("half_int8", "half_int8_pb", "half_int8_vh", "fp8", "full_int8"):
     MODES[_m + "_had"] = (dict(MODES[_m][0], hadamard=True), None)
@@ -135,9 +144,11 @@ def build(args):
             kw, sched = MODES[mode]
             for causal in (False, True):
                 nm = name(s, mode, causal)
+                # Paged twins: a pool of any size, kv_len / P table entries per sequence.
+                paging = {"num_pages": None} if "page_size" in kw else {}
                 text = spec.attention("prefill", batch=None, q_len=s, kv_len=None, q_heads=HQ,
                                       kv_heads=HKV, head_dim=D, causal=causal, name=nm,
-                                      schedule=sched, **kw).text
+                                      schedule=sched, **paging, **kw).text
                 (out / f"{nm}.mlir").write_text(text)
                 subprocess.run([attn_opt, str(out / f"{nm}.mlir"), "--emit=ptx", "-o",
                                 str(out / f"{nm}.ptx")], check=True)
@@ -195,6 +206,24 @@ def run(args):
             torch.clamp(torch.round(xb / s), -127, 127).to(torch.int8)
         return codes.view(b_, s_, h_, d_), s[:, :, 0].contiguous()
 
+    def paged_args(args, page, gen):
+        """(q, k, v, k_scale, v_scale) with K, V and their per-token scales moved into pools of
+        `page`-token pages in shuffled order (two spare pages), and the block table."""
+        q_, k_, v_, ks_, vs_ = args
+        b_, s_ = k_.shape[:2]
+        blocks = s_ // page
+        perm = torch.randperm(b_ * blocks + 2, generator=gen, device="cuda")[:b_ * blocks]
+        table = perm.view(b_, blocks).to(torch.int32)
+
+        def pool(x):
+            if x is None:
+                return None
+            p = torch.zeros((b_ * blocks + 2, page) + tuple(x.shape[2:]), dtype=x.dtype,
+                            device="cuda")
+            p[table.long()] = x.reshape((b_, blocks, page) + tuple(x.shape[2:]))
+            return p
+        return (q_, pool(k_), pool(v_), pool(ks_), pool(vs_)), table
+
     def quantized(q, k, v):  # every mode's inputs from (possibly rotated) q, k, v
         t = {}
         t["qi"], t["qs"] = quant(q, (3,))
@@ -242,6 +271,7 @@ def run(args):
                 for key, fn in sage(q, k, v, causal).items():
                     row[f"{key}_tflops"] = round(flops / bench_ms(fn) / 1e9, 1)
                     row[f"{key}_rel_err"] = float((fn().float() - ref).norm() / ref.norm())
+            outs, times = {}, {}
             for mode in MODES:
                 ptx = Path(args.dir) / f"{name(s, mode, causal)}.ptx"
                 if not ptx.exists():  # modes not built (MODES at build time)
@@ -249,22 +279,29 @@ def run(args):
                 kern = GpuDecodeKernel.from_files(ptx)
                 kw = dict(MODES[mode][0])
                 t = rotated if kw.pop("hadamard", False) else plain
+                page = kw.pop("page_size", None)
+                qargs = {}
                 if kw == BF16:
-                    call = lambda: kern(q, k, v)
+                    args = (q, k, v, None, None)
                 elif kw == FP8:
-                    call = lambda: kern(t["q8"], t["k8"], t["v8"], t["k8s"], t["v8s"],
-                                        q_scale=t["q8s"])
+                    args, qargs = (t["q8"], t["k8"], t["v8"], t["k8s"], t["v8s"]), {"q_scale": t["q8s"]}
                 elif kw == HALF_INT8_VH:
-                    call = lambda: kern(t["qi"], t["ki"], t["vh"], t["ks"], t["vhs"],
-                                        q_scale=t["qs"])
+                    args, qargs = (t["qi"], t["ki"], t["vh"], t["ks"], t["vhs"]), {"q_scale": t["qs"]}
                 elif kw == HALF_INT8_PB:
-                    call = lambda: kern(t["qi"], t["kb"], t["vb"], t["kbs"], t["vbs"],
-                                        q_scale=t["qs"])
+                    args, qargs = (t["qi"], t["kb"], t["vb"], t["kbs"], t["vbs"]), {"q_scale": t["qs"]}
                 else:
-                    call = lambda: kern(t["qi"], t["ki"], t["vi"], t["ks"], t["vs"],
-                                        q_scale=t["qs"])
+                    args, qargs = (t["qi"], t["ki"], t["vi"], t["ks"], t["vs"]), {"q_scale": t["qs"]}
+                if page:
+                    args, qargs["block_table"] = paged_args(args, page, g)
+                call = lambda: kern(*args, **qargs)
                 out = call().float()
                 ms = bench_ms(call)
+                if page:  # the contiguous twin (timed before it): same output, bit for bit
+                    twin = mode.rsplit("_p", 1)[0]
+                    row[f"{mode}_same_as_contig"] = bool(torch.equal(out, outs.get(twin, out * 0)))
+                    if twin in times:
+                        row[f"{mode}_over_contig"] = round(ms / times[twin], 4)
+                outs[mode], times[mode] = out, ms
                 row[f"{mode}_tflops"] = round(flops / ms / 1e9, 1)
                 row[f"{mode}_x_cudnn"] = round(row[f"{mode}_tflops"] / row["cudnn_tflops"], 3)
                 row[f"{mode}_rel_err"] = float((out - ref).norm() / ref.norm())

@@ -1,9 +1,11 @@
-"""What this file is: the paged decode kernels the GPU tests run (tests/test_gpu_paged.py) and the
-PTX manifest pins (test/Conversion/AttnToNVVM/Inputs/ptx_manifest.py): each a decode spec over a
-pool of pages with a static number of pages per sequence (``max_blocks``; one case dynamic), a
-dynamic batch and pool, and per-sequence lengths, and its contiguous twin (the same spec without pages) that the
-tests compare against on the same tokens. Plain Python (no torch, no pytest): ``specs(spec_mod)``
-takes the spec module (``qattn.spec``) so the manifest can load it without the package.
+"""What this file is: the paged decode and prefill kernels the GPU tests run
+(tests/test_gpu_paged.py, tests/test_gpu_paged_prefill.py) and the PTX manifest pins
+(test/Conversion/AttnToNVVM/Inputs/ptx_manifest.py): each a spec over a pool of pages with a
+static number of pages per sequence (``max_blocks``; one case dynamic), a dynamic batch and pool,
+and per-sequence lengths (prefill: a dynamic query length too), and its contiguous twin (the
+same spec without pages) that the tests compare against on the same tokens. Plain Python (no
+torch, no pytest): ``specs(spec_mod)`` takes the spec module (``qattn.spec``) so the manifest
+can load it without the package.
 """
 
 # name: spec keywords of qattn.attention("decode", ...) besides batch / kv_len / paging.
@@ -48,6 +50,30 @@ CASES = {
                              granularity="per_token_head"),
 }
 
+# Prefill (``kind="prefill"``): each sequence's last q_len tokens attend to its cache (chunked
+# prefill over a paged cache); Table 1/2's 16 query heads on one KV head, and GQA 8:2 at
+# head_dim 64. bf16 pages are read in place by the WGMMAs, int8 K under int8 queries too (half
+# int8), V converted; fp8 pages converted for both; full_int8 converts K and V.
+PREFILL_CASES = {
+    "paged_pf_bf16_p16": dict(kind="prefill", page_size=16, max_blocks=80, q_heads=16,
+                              kv_heads=1, head_dim=128, kv_dtype="bf16", granularity=None,
+                              causal=True),
+    "paged_pf_bf16_p64_d64": dict(kind="prefill", page_size=64, max_blocks=20, q_heads=8,
+                                  kv_heads=2, head_dim=64, kv_dtype="bf16", granularity=None),
+    "paged_pf_i8q_p16": dict(kind="prefill", page_size=16, max_blocks=80, q_heads=16, kv_heads=1,
+                             head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                             q_dtype="i8", q_granularity="per_token_head", causal=True),
+    "paged_pf_i8q_p64_d64": dict(kind="prefill", page_size=64, max_blocks=20, q_heads=8,
+                                 kv_heads=2, head_dim=64, kv_dtype="i8",
+                                 granularity="per_token_head", q_dtype="i8",
+                                 q_granularity="per_token_head", causal=True),
+    "paged_pf_fi8_p64": dict(kind="prefill", page_size=64, max_blocks=20, q_heads=16, kv_heads=1,
+                             head_dim=128, kv_dtype="i8", granularity="per_token_head",
+                             q_dtype="i8", q_granularity="per_token_head", mode="full_int8",
+                             causal=True),
+}
+ALL_CASES = {**CASES, **PREFILL_CASES}
+
 # (batch lengths, splits): ragged lengths with 0 and 1, lengths that are not a multiple of the
 # tile or the page, one sequence filling the whole table.
 LAUNCHES = [
@@ -57,14 +83,31 @@ LAUNCHES = [
 ]
 
 
+# Prefill launches: (batch lengths, q_len). Sequences shorter than q_len (0 and 1 among them)
+# have query rows before their first key, which see no key under causal masking.
+PREFILL_LAUNCHES = [
+    ([0, 1, 37, 200, 129, 1000], 37),
+    ([513, 64, 300], 192),
+    ([1280], 1280),
+]
+
+
+def kind(name):
+    """"decode" or "prefill"."""
+    return ALL_CASES[name].get("kind", "decode")
+
+
 def kw(name):
     """qattn.attention keywords of a case: paged, dynamic batch and pool, seq_lens (and, with
-    ``dynamic_blocks``, a dynamic max_blocks)."""
-    k = dict(CASES[name])
+    ``dynamic_blocks``, a dynamic max_blocks; prefill: a dynamic q_len)."""
+    k = dict(ALL_CASES[name])
+    k.pop("kind", None)
     if k.get("granularity") is None:
         k.pop("granularity", None)
     if k.pop("dynamic_blocks", False):
         k["max_blocks"] = None
+    if kind(name) == "prefill":
+        k["q_len"] = None
     return dict(k, batch=None, kv_len=None, seq_lens=True, num_pages=None, name=name)
 
 
@@ -78,13 +121,13 @@ def contiguous_kw(name):
 
 def capacity(name):
     """Tokens a sequence may hold: max_blocks · page_size (the tables the tests build)."""
-    return CASES[name]["page_size"] * CASES[name]["max_blocks"]
+    return ALL_CASES[name]["page_size"] * ALL_CASES[name]["max_blocks"]
 
 
 def specs(spec_mod):
     """[(name, Spec)] of every case and its contiguous twin."""
     out = []
-    for name in CASES:
-        out.append((name, spec_mod.attention("decode", **kw(name))))
-        out.append((f"{name}_contig", spec_mod.attention("decode", **contiguous_kw(name))))
+    for name in ALL_CASES:
+        out.append((name, spec_mod.attention(kind(name), **kw(name))))
+        out.append((f"{name}_contig", spec_mod.attention(kind(name), **contiguous_kw(name))))
     return out

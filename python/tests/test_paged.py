@@ -60,7 +60,10 @@ def test_paged_spec_refusals():
         qattn.compile(spec, passes=())
     with pytest.raises(qattn.CompileError,
                        match="not supported yet by convert-attn-to-nvvm: a paged K/V cache"):
-        qattn.compile(qattn.attention("prefill", page_size=16, **base), emit="ptx")
+        qattn.compile(qattn.attention("prefill", page_size=4, **base), emit="ptx")
+    # Prefill reads paged caches (chunked prefill): its kernel takes the block table.
+    pf = qattn.compile(qattn.attention("prefill", page_size=16, **base), emit="ptx")
+    assert json.loads(pf.launch)["paged"]["page_size"] == 16
     with pytest.raises(ValueError, match="give page_size too"):
         qattn.attention("decode", num_pages=4, **base)
     with pytest.raises(ValueError, match="page_size"):

@@ -97,7 +97,7 @@ static void addWideBatchCompanion(ForwardPlan &p, ScheduleAttr s) {
   p.wide = std::make_shared<const ForwardPlan>(std::move(w));
 }
 
-/// A paged K/V cache (block_table, page_size): the decode kernels read it — K/V boxes of
+/// A paged K/V cache (block_table, page_size): the decode and prefill kernels read it — K/V boxes of
 /// min(P, tile_n) rows whose row the block table gives, token-local scales (and zero points)
 /// per page; a table of
 /// a dynamic width (max_blocks) has kv_len / P entries per sequence. What they do not read yet
@@ -106,11 +106,10 @@ static bool planPaged(Checker &c, AttentionOp op, ForwardPlan &p) {
   int64_t page = op.getPageSizeAttr().getInt();
   auto table = cast<MemRefType>(op.getBlockTable().getType());
   std::string what = "a paged K/V cache (block_table, page_size = " + std::to_string(page) + ")";
-  if (p.prefill)
-    c.fail() << what << " for prefill (the paged kernels are decode kernels)";
-  else if (p.directKV() && page < 8)
-    c.fail() << what << " of bf16 pages of fewer than 8 tokens (a box of K/V rows takes whole "
-                        "8-row atoms of the 128-byte swizzle)";
+  if ((p.directKV() || p.kDirect()) && page < 8) // the WGMMAs read the stage's tiles
+    c.fail() << what << " of " << (p.directKV() ? "bf16" : "int8 K (read by the Q·Kᵀ WGMMA)")
+             << " pages of fewer than 8 tokens (a box of K/V rows takes whole 8-row atoms of the "
+             << (p.directKV() ? "128-byte swizzle)" : "swizzle)");
   else if (page * p.headDim * p.kvElemBytes() % 128 != 0)
     c.fail() << what << " at head_dim " << p.headDim << ": a page of "
              << page * p.headDim * p.kvElemBytes()

@@ -494,11 +494,12 @@ func.func @decode_paged_bf16_page4(%q: memref<4x1x8x128xbf16>, %k: memref<512x4x
 
 // -----
 
-func.func @prefill_paged(%q: memref<2x128x8x128xbf16>, %k: memref<64x16x8x128xbf16>, %v: memref<64x16x8x128xbf16>,
-                         %pages: memref<2x16xi32>, %o: memref<2x128x8x128xbf16>) {
-  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 16) for prefill (the paged kernels are decode kernels)}}
-  attn.attention prefill ins(%q, %k, %v : memref<2x128x8x128xbf16>, memref<64x16x8x128xbf16>, memref<64x16x8x128xbf16>)
-      block_table(%pages : memref<2x16xi32>) outs(%o : memref<2x128x8x128xbf16>)
-      {causal, page_size = 16, target = #attn.target<sm_90a>}
+// Prefill reads bf16 pages in place too: the same 8-row atoms.
+func.func @prefill_paged_bf16_page4(%q: memref<2x128x8x128xbf16>, %k: memref<64x4x8x128xbf16>, %v: memref<64x4x8x128xbf16>,
+                                    %pages: memref<2x64xi32>, %o: memref<2x128x8x128xbf16>) {
+  // expected-error @+1 {{not supported yet by convert-attn-to-nvvm: a paged K/V cache (block_table, page_size = 4) of bf16 pages of fewer than 8 tokens (a box of K/V rows takes whole 8-row atoms of the 128-byte swizzle)}}
+  attn.attention prefill ins(%q, %k, %v : memref<2x128x8x128xbf16>, memref<64x4x8x128xbf16>, memref<64x4x8x128xbf16>)
+      block_table(%pages : memref<2x64xi32>) outs(%o : memref<2x128x8x128xbf16>)
+      {causal, page_size = 4, target = #attn.target<sm_90a>}
   return
 }
