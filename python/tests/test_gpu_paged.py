@@ -194,9 +194,13 @@ def test_entries_past_the_pool_stay_inside_it(name):
     K/V rows bounded by the tensor maps; zero points at the scales' clamped rows), gives finite
     output and leaves the other sequences bit for bit as with a good table. (Run under compute-sanitizer memcheck to see no read
     outside the pool.)"""
-    c = CASES[name]
-    lens = [200, 37]
-    data = make_pools(c, lens, seed=2)
+    check_entries_past_the_pool(name, CASES[name], [200, 37], seed=2)
+
+
+def check_entries_past_the_pool(name, c, lens, seed):
+    """Kernel `name` (case `c`) with sequence 0's first four table entries outside the pool:
+    finite output, and sequence 1 bit for bit as with the good table."""
+    data = make_pools(c, lens, seed=seed)
     qk, qargs, _ = query_args(c, data["q"])
     seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
     p, kernel = data["pools"], kernel_for(name)

@@ -37,7 +37,8 @@ if not torch.cuda.is_available():
 
 from test_gpu import rel  # noqa: E402
 from test_gpu import reference as dense_reference  # noqa: E402
-from test_gpu_paged import kernel_for, make_pools, paged_reference, query_args  # noqa: E402
+from test_gpu_paged import (check_entries_past_the_pool, kernel_for, make_pools,  # noqa: E402
+                            paged_reference, query_args)
 
 
 def run_both(name, lens, q_len, seed):
@@ -85,21 +86,7 @@ def test_paged_prefill_entries_past_the_pool_stay_inside_it(name):
     """Block-table entries outside [0, num_pages) in the pages sequence 0 uses: finite output,
     and sequence 1 bit for bit as with a good table. (Run under compute-sanitizer memcheck to
     see no read outside the pool.)"""
-    c = dict(PREFILL_CASES[name], q_len=64)
-    lens = [300, 77]
-    data = make_pools(c, lens, seed=3)
-    qk, qargs, _ = query_args(c, data["q"])
-    seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
-    p, kernel = data["pools"], kernel_for(name)
-    args = (qk, p["k"], p["v"], p.get("k_scale"), p.get("v_scale"))
-    good = kernel(*args, seq_lens=seq, block_table=data["table"], **qargs)
-    bad = data["table"].clone()
-    pages = int(p["k"].shape[0])
-    bad[0, :4] = torch.tensor([pages + 5, -1, 1 << 20, 2 ** 31 - 1], dtype=torch.int32)
-    out = kernel(*args, seq_lens=seq, block_table=bad, **qargs)
-    torch.cuda.synchronize()
-    assert torch.isfinite(out.float()).all()
-    assert torch.equal(out[1], good[1])
+    check_entries_past_the_pool(name, dict(PREFILL_CASES[name], q_len=64), [300, 77], seed=3)
 
 
 def test_paged_prefill_torch_op_captures():
