@@ -8,7 +8,9 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
   gpu-prefill-bench.py run DIR [--out F]
                                        (MODES=bf16_p16,half_int8_p64,...: paged twins over
                                        shuffled pages, timed beside the contiguous mode:
-                                       <mode>_over_contig is paged time / contiguous time)
+                                       <mode>_over_contig is paged time / contiguous time;
+                                       bf16_r16,half_int8_r64,...: the same with a ragged
+                                       batch, cu_seqlens_q over the packed queries)
                                        on the GPU (torch): TFLOP/s of ours (bf16, and half-int8:
                                        int8 Q·Kᵀ with per-(token, head) Q and K scales, int8 V
                                        upcast; half_int8_vh: one V scale per head, applied to
@@ -34,6 +36,7 @@ cuDNN (PyTorch SDPA's cuDNN backend, bf16) in the same run:
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -124,9 +127,12 @@ for _m in ("bf16", "half_int8_pb", "half_int8", "fp8"):
 # Paged twins (`_p16`, `_p64`): the same kernel over a pool of pages of 16 or 64 tokens in
 # shuffled order, read through a block table (vLLM's layout); timed beside the contiguous mode,
 # whose output they must reproduce bit for bit.
+# Ragged twins (`_r16`, `_r64`): the paged twin with cu_seqlens_q, every sequence's S queries
+# packed as [1, B·S, Hq, D] (FlashAttention's varlen layout), timed the same way.
 for _m in ("bf16", "half_int8"):
     for _p in (16, 64):
         MODES[f"{_m}_p{_p}"] = (dict(MODES[_m][0], page_size=_p), MODES[_m][1])
+        MODES[f"{_m}_r{_p}"] = (dict(MODES[_m][0], page_size=_p, ragged=True), MODES[_m][1])
 # Rotated inputs (`hadamard`): each quantized mode's defaults on Q·H, K·H, V·H.
 for _m in ("half_int8", "half_int8_pb", "half_int8_vh", "fp8", "full_int8"):
     MODES[_m + "_had"] = (dict(MODES[_m][0], hadamard=True), None)
@@ -146,7 +152,8 @@ def build(args):
                 nm = name(s, mode, causal)
                 # Paged twins: a pool of any size, kv_len / P table entries per sequence.
                 paging = {"num_pages": None} if "page_size" in kw else {}
-                text = spec.attention("prefill", batch=None, q_len=s, kv_len=None, q_heads=HQ,
+                q_len = None if kw.get("ragged") else s  # ragged: the packed rows, B·S
+                text = spec.attention("prefill", batch=None, q_len=q_len, kv_len=None, q_heads=HQ,
                                       kv_heads=HKV, head_dim=D, causal=causal, name=nm,
                                       schedule=sched, **paging, **kw).text
                 (out / f"{nm}.mlir").write_text(text)
@@ -280,6 +287,7 @@ def run(args):
                 kw = dict(MODES[mode][0])
                 t = rotated if kw.pop("hadamard", False) else plain
                 page = kw.pop("page_size", None)
+                ragged = kw.pop("ragged", False)
                 qargs = {}
                 if kw == BF16:
                     args = (q, k, v, None, None)
@@ -293,10 +301,17 @@ def run(args):
                     args, qargs = (t["qi"], t["ki"], t["vi"], t["ks"], t["vs"]), {"q_scale": t["qs"]}
                 if page:
                     args, qargs["block_table"] = paged_args(args, page, g)
+                if ragged:  # every sequence's S rows packed along Sq of a batch of one
+                    args = (args[0].reshape(1, b * s, HQ, -1),) + args[1:]
+                    if "q_scale" in qargs:
+                        qargs["q_scale"] = qargs["q_scale"].reshape(1, b * s, HQ)
+                    qargs["cu_seqlens_q"] = torch.arange(0, b * s + 1, s, dtype=torch.int32,
+                                                         device="cuda")
+                    qargs["max_seqlen_q"] = s
                 call = lambda: kern(*args, **qargs)
-                out = call().float()
+                out = call().float().reshape(b, s, HQ, -1)
                 ms = bench_ms(call)
-                twin = mode.rsplit("_p", 1)[0]
+                twin = re.sub(r"_[pr]\d+$", "", mode)
                 if page and twin in outs:  # the contiguous twin, timed before it
                     row[f"{mode}_same_as_contig"] = bool(torch.equal(out, outs[twin][0]))
                     row[f"{mode}_over_contig"] = round(ms / outs[twin][1], 4)

@@ -349,7 +349,7 @@ class GpuDecodeKernel(LaunchFiles):
     def _expect(self, name, t, torch, dtypes, shape):
         expect_tensor(f"{self.kernels['decode']['name']}: {name}", t, torch, dtypes, shape)
 
-    def _paged(self, q, k, block_table, torch):
+    def _paged(self, b, k, block_table, torch):
         """A paged kernel's cache: checks ``block_table`` (int32 [B, max_blocks]; any max_blocks
         >= 1 when the kernel's is dynamic, -1 in its metadata) and the pool ``k`` ([num_pages, P,
         Hkv, D]); returns (kv_len = max_blocks · P, rows of the pool as the scales' leading
@@ -377,8 +377,39 @@ class GpuDecodeKernel(LaunchFiles):
             blocks = int(block_table.shape[1])
             if blocks * page >= 2 ** 31:
                 raise KernelArgumentError(f"max_blocks {blocks} · page_size {page} must be below 2^31")
-        self._expect("block_table", block_table, torch, ("int32",), (int(q.shape[0]), blocks))
+        self._expect("block_table", block_table, torch, ("int32",), (b, blocks))
         return blocks * page, (int(k.shape[0]), page), block_table.data_ptr()
+
+    def _ragged(self, q, cu_seqlens_q, max_seqlen_q, torch):
+        """A ragged prefill's batch (the spec's ``cu_seqlens_q``): q [1, T, Hq, D] packs the
+        new tokens of every sequence; ``cu_seqlens_q`` int32 [B + 1] holds each sequence's first
+        packed row and the end, ``max_seqlen_q`` at least the most of any sequence (a host int,
+        FlashAttention's ``max_seqlen_q``: the kernel reads the offsets on the device, so the
+        launch needs no synchronization; a sequence with more rows is cut to it). Returns (B, T,
+        max_seqlen_q); (q's B, its Sq, None) without a ragged spec."""
+        if not self.problem.get("ragged", False):
+            if cu_seqlens_q is not None or max_seqlen_q is not None:
+                raise KernelArgumentError("cu_seqlens_q / max_seqlen_q given, but the spec has "
+                                          "no ragged batch (compile it with cu_seqlens_q)")
+            return int(q.shape[0]), int(q.shape[1]), None
+        if cu_seqlens_q is None or max_seqlen_q is None:
+            raise KernelArgumentError("cu_seqlens_q (int32 [B + 1]) and max_seqlen_q are "
+                                      "required: the spec has a ragged batch")
+        if int(q.shape[0]) != 1:
+            raise KernelArgumentError(f"a ragged batch packs its queries as [1, T, Hq, D], got "
+                                      f"{list(q.shape)}")
+        if cu_seqlens_q.dim() != 1 or int(cu_seqlens_q.shape[0]) < 2:
+            raise KernelArgumentError(f"cu_seqlens_q must be int32 [B + 1] with B >= 1, got "
+                                      f"{list(cu_seqlens_q.shape)}")
+        b, total = int(cu_seqlens_q.shape[0]) - 1, int(q.shape[1])
+        self._expect("cu_seqlens_q", cu_seqlens_q, torch, ("int32",), (b + 1,))
+        if isinstance(max_seqlen_q, bool) or not isinstance(max_seqlen_q, int) or \
+                not 1 <= max_seqlen_q < 2 ** 31:
+            raise KernelArgumentError(f"max_seqlen_q must be an int in 1..2^31-1, got "
+                                      f"{max_seqlen_q!r}")
+        if not 1 <= total < 2 ** 31:
+            raise KernelArgumentError(f"q must hold 1..2^31-1 packed rows, got {total}")
+        return b, total, max_seqlen_q
 
     def _check_pages(self, block_table, seq_lens, pool, torch):
         """The debug check of a paged launch: raises BlockTableError (a sync)."""
@@ -394,7 +425,8 @@ class GpuDecodeKernel(LaunchFiles):
 
     def __call__(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None,
                  v_zero=None, seq_lens=None, alibi_slopes=None, out=None, splits="auto",
-                 stream=None, block_table=None, sinks=None, lse=None, check_pages=None):
+                 stream=None, block_table=None, sinks=None, lse=None, check_pages=None,
+                 cu_seqlens_q=None, max_seqlen_q=None):
         """Decode attention; returns ``out`` (allocated when not given), bf16 [B, Sq, Hq, D].
         Specs with int8 queries take q as int8 and ``q_scale`` float32 [B, Sq, Hq]; asymmetric
         caches take ``k_zero`` / ``v_zero`` of the scales' shape and the codes' dtype. A paged
@@ -407,14 +439,19 @@ class GpuDecodeKernel(LaunchFiles):
         entries against the pool and ``seq_lens`` against the table on the device
         (``qattn.paged.check_block_table``), reads the result (a synchronization, so refused
         under CUDA graph capture) and raises ``qattn.paged.BlockTableError`` naming the first
-        offender, launching nothing. None: when ``QATTN_CHECK_PAGES`` is set and not "0"."""
+        offender, launching nothing. None: when ``QATTN_CHECK_PAGES`` is set and not "0".
+
+        A ragged prefill (a spec with ``cu_seqlens_q``) takes q and out as [1, T, Hq, D], the
+        rows of every sequence packed, ``cu_seqlens_q`` int32 [B + 1] and ``max_seqlen_q``
+        (``_ragged``); its query scales follow q's packed shape."""
         import torch
 
         p, s = self.problem, self.schedule
         if q.dim() != 4 or k.dim() != 4:
             raise KernelArgumentError("q and k must be 4-D: [B, Sq, Hq, D] and [B, Skv, Hkv, D]")
-        b, skv = int(q.shape[0]), int(k.shape[1])
-        paged_len, pool, table_ptr = self._paged(q, k, block_table, torch)
+        b, total, max_q = self._ragged(q, cu_seqlens_q, max_seqlen_q, torch)
+        skv = int(k.shape[1])
+        paged_len, pool, table_ptr = self._paged(b, k, block_table, torch)
         if pool is not None:
             skv = paged_len
         for key, val in (("batch", b), ("kv_len", skv)):
@@ -425,14 +462,16 @@ class GpuDecodeKernel(LaunchFiles):
                                       f"(got {b}, {skv})")
         sq, hq, hkv, d = p["q_len"], p["q_heads"], p["kv_heads"], p["head_dim"]
         if sq < 0:  # a prefill kernel compiled with a dynamic query length
-            sq = int(q.shape[1])
+            sq = max_q or int(q.shape[1])
             if not 1 <= sq < 2 ** 31:
                 raise KernelArgumentError(f"q_len must be in 1..2^31-1, got {sq}")
+        # q's and out's leading extents: [B, Sq], or a ragged batch's [1, T]
+        qb, qs = (1, total) if max_q else (b, sq)
         q_dtype = p.get("q_dtype", "bf16")
         q_quantized = q_dtype != "bf16"  # int8 or e4m3 queries with q_scale
         self._expect("q", q, torch, {"bf16": ("bfloat16",), "i8": ("int8",),
                                      "f8E4M3FN": ("float8_e4m3fn", "uint8")}[q_dtype],
-                     (b, sq, hq, d))
+                     (qb, qs, hq, d))
         kvt = _TORCH_KV[p["kv_dtype"]]
         rows = pool or (b, skv)  # leading extents of K/V and their per-token scales
         self._expect("k", k, torch, kvt, (*rows, hkv, d))
@@ -463,8 +502,8 @@ class GpuDecodeKernel(LaunchFiles):
             raise KernelArgumentError("k_zero / v_zero given, but the cache is symmetric")
         ptrs["q_scale"] = 0
         if q_quantized:
-            q_shape = {"per_block": (b, blocks(sq, "q_block_rows"), hq, 1),
-                       "per_token": (b, sq)}.get(p.get("q_quant"), (b, sq, hq))
+            q_shape = {"per_block": (qb, blocks(qs, "q_block_rows"), hq, 1),
+                       "per_token": (qb, qs)}.get(p.get("q_quant"), (qb, qs, hq))
             if q_scale is None:
                 raise KernelArgumentError(f"q_scale ({list(q_shape)} float32) is required: the "
                                           f"spec has {q_dtype} queries")
@@ -503,8 +542,8 @@ class GpuDecodeKernel(LaunchFiles):
         elif lse is not None:
             raise KernelArgumentError("lse given, but the spec has no lse output")
         if out is None:
-            out = torch.empty((b, sq, hq, d), dtype=torch.bfloat16, device=q.device)
-        self._expect("out", out, torch, ("bfloat16",), (b, sq, hq, d))
+            out = torch.empty((qb, qs, hq, d), dtype=torch.bfloat16, device=q.device)
+        self._expect("out", out, torch, ("bfloat16",), (qb, qs, hq, d))
         try:
             checked = pool is not None and paged.check_pages_mode(check_pages) is not None
         except ValueError as e:
@@ -553,7 +592,8 @@ class GpuDecodeKernel(LaunchFiles):
             maps[name] = addr
         stream_handle = stream if stream is not None else torch.cuda.current_stream(q.device).cuda_stream
         values = dict(maps, **ptrs, batch=b, kv_len=skv, q_len=sq, num_splits=splits,
-                      num_slots=pool[0] * pool[1] if pool else 0)
+                      num_slots=pool[0] * pool[1] if pool else 0, total_q=total,
+                      cu_seqlens_q=cu_seqlens_q.data_ptr() if max_q else 0)
         inputs = {"batch": b, "num_splits": splits, "groups": groups, "rows": rows,
                   "q_heads": hq, "kv_heads": hkv, "q_len": sq, "q_chunk": int(s.get("q_chunk", sq)),
                   "sms": sms}

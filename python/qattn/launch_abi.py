@@ -31,7 +31,7 @@ PARAMS = {
     'batch': ('int32', 'batch', 'B'),
     'kv_len': ('int32', 'kv_len', "the cache's allocated length"),
     'num_splits': ('int32', 'num_splits', 'split-KV count (>= 1)'),
-    'q_len': ('int32', 'q_len', 'query tokens per sequence'),
+    'q_len': ('int32', 'q_len', 'query tokens per sequence (a ragged prefill: the most of any sequence)'),
     'src': ('pointer', 'src', 'rows to quantize'),
     'positions': ('pointer', 'positions', 'append positions (i32 [B])'),
     'dst': ('pointer', 'dst', 'the codes written (the cache, for append)'),
@@ -50,6 +50,8 @@ PARAMS = {
     'num_slots': ('int32', 'num_slots', "a paged cache's pool rows, num_pages * page_size (paged decode: the pages it reads are clamped into the pool; paged append: slots outside [0, num_slots) are skipped)"),
     'sinks': ('pointer', 'sinks', 'attention sink logits (f32 [Hq])'),
     'lse': ('pointer', 'lse', 'the log-sum-exp output (f32 [B, Sq, Hq])'),
+    'cu_seqlens_q': ('pointer', 'cu_seqlens_q', 'a ragged prefill: the first packed query row of each sequence, then the end (i32 [B + 1])'),
+    'total_q': ('int32', 'total_q', "a ragged prefill: the packed query rows (q's Sq), which every row is clamped into"),
 }
 
 # name: (where a launcher takes it from, meaning)
@@ -60,7 +62,7 @@ GRID_INPUTS = {
     'rows': ('schedule.rows_per_cta', 'packed query rows per CTA'),
     'q_heads': ('problem.q_heads', 'query heads'),
     'kv_heads': ('problem.kv_heads', 'KV heads'),
-    'q_len': ('call', 'query tokens per sequence'),
+    'q_len': ('call', 'query tokens per sequence (ragged: the most of any)'),
     'q_chunk': ('schedule.q_chunk', 'query tokens per CTA'),
     'sms': ('device', "the device's SM count"),
     'new_tokens': ('call', 'rows per sequence to quantize'),

@@ -147,7 +147,8 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
               seq_lens: bool = False, symmetric: bool = True, hadamard: bool = False,
               page_size: Optional[int] = None, num_pages: Dim = None, max_blocks: Dim = None,
               sinks: bool = False, lse: bool = False, softcap: Optional[float] = None,
-              window: Optional[Sequence[int]] = None, name: str = "attention") -> Spec:
+              window: Optional[Sequence[int]] = None, ragged: bool = False,
+              name: str = "attention") -> Spec:
     """A spec with one ``attn.attention`` op over [B, S, H, D] tensors.
 
     K and V use ``kv_dtype``; a quantized one (i8, ui8, f8E4M3FN, f8E5M2) gets ``k_scale``/``v_scale``
@@ -178,6 +179,12 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     zero points are stored per page (the granularity applied to the pool), and a ``block_table``
     operand ``[batch, max_blocks]`` i32 lists each sequence's pages (``max_blocks`` defaults to
     ``ceil(kv_len / P)``, dynamic with a dynamic ``kv_len``). ``qattn.paged`` builds such caches.
+
+    ``ragged=True`` (prefill on sm_90a; FlashAttention's varlen layout) is a ragged batch: q and
+    the output become ``[1, q_len, q_heads, head_dim]``, the new tokens of all ``batch``
+    sequences packed along their q_len (the total; usually dynamic), and a ``cu_seqlens_q``
+    operand ``[batch + 1]`` i32 holds each sequence's first packed row and the end. Query
+    scales follow q's packed shape.
     """
     _check_choice("attention kind", kind, ("decode", "prefill"))
     _check_choice("q_dtype", q_dtype, Q_DTYPES)
@@ -188,7 +195,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
     _check_target_name(target, name)
     for flag, value in (("causal", causal), ("alibi", alibi), ("seq_lens", seq_lens),
                         ("symmetric", symmetric), ("hadamard", hadamard), ("sinks", sinks),
-                        ("lse", lse)):
+                        ("lse", lse), ("ragged", ragged)):
         _check_bool(flag, value)
     _check_granularity("granularity", granularity)
     for what, g in (("q_granularity", q_granularity), ("v_granularity", v_granularity)):
@@ -226,9 +233,13 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         cache = [pages, P, Hkv, D]
         table_ty = _memref([B, blocks], "i32")
 
-    q_ty = _memref([B, Sq, Hq, D], q_dtype)
+    if ragged and kind != "prefill":
+        raise ValueError("ragged (cu_seqlens_q) is a prefill layout; decode takes the same "
+                         "number of new tokens per sequence")
+    QB = 1 if ragged else B  # a ragged batch packs every sequence's queries along Sq
+    q_ty = _memref([QB, Sq, Hq, D], q_dtype)
     kv_ty = _memref(cache, kv_dtype)
-    o_ty = _memref([B, Sq, Hq, D], out_dtype)
+    o_ty = _memref([QB, Sq, Hq, D], out_dtype)
     args = [("q", q_ty), ("k", kv_ty), ("v", kv_ty)]
     clauses: List[str] = []
     attrs: List[str] = ["causal"] if causal else []
@@ -236,7 +247,7 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         attrs.append("hadamard")
 
     if q_dtype not in UNQUANTIZED:
-        qs_ty = _memref(scale_shape(q_gran, [B, Sq, Hq, D]), "f32")
+        qs_ty = _memref(scale_shape(q_gran, [QB, Sq, Hq, D]), "f32")
         args.append(("qs", qs_ty))
         clauses.append(f"q_scale(%qs : {qs_ty})")
         attrs.append(f"q_quant = #attn.quant<{q_dtype}, {q_gran.strip()}>")
@@ -275,8 +286,12 @@ def attention(kind: str = "decode", *, batch: Dim, q_len: Dim, kv_len: Dim, q_he
         sinks_ty = _memref([Hq], "f32")
         args.append(("sinks", sinks_ty))
         clauses.append(f"sinks(%sinks : {sinks_ty})")
+    if ragged:
+        cu_ty = _memref([None if B is None else B + 1], "i32")
+        args.append(("cu_q", cu_ty))
+        clauses.append(f"cu_seqlens_q(%cu_q : {cu_ty})")
     args.append(("o", o_ty))
-    lse_ty = _memref([B, Sq, Hq], "f32") if lse else None
+    lse_ty = _memref([QB, Sq, Hq], "f32") if lse else None
     if lse_ty:
         args.append(("lse", lse_ty))
     if softcap is not None:

@@ -72,7 +72,20 @@ PREFILL_CASES = {
                              q_dtype="i8", q_granularity="per_token_head", mode="full_int8",
                              causal=True),
 }
-ALL_CASES = {**CASES, **PREFILL_CASES}
+# Ragged prefill (``ragged=True``: cu_seqlens_q): the new tokens of every sequence packed along
+# Sq of a batch of one, each sequence with its own count — one launch for chunked prefill and
+# decode rows. The paged case and its contiguous twin against the prefill kernel of the same
+# spec without the packing (its base case) on the same tokens.
+RAGGED_CASES = {
+    "ragged_pf_bf16_p16": dict(PREFILL_CASES["paged_pf_bf16_p16"], ragged=True),
+    # one CTA per (query chunk, group, sequence) instead of the persistent grid: the
+    # sequence's rows come with the prologue's work values
+    "ragged_pf_i8q_p64_d64": dict(PREFILL_CASES["paged_pf_i8q_p64_d64"], ragged=True,
+                                  schedule={"persistent": False}),
+}
+RAGGED_BASE = {"ragged_pf_bf16_p16": "paged_pf_bf16_p16",
+               "ragged_pf_i8q_p64_d64": "paged_pf_i8q_p64_d64"}
+ALL_CASES = {**CASES, **PREFILL_CASES, **RAGGED_CASES}
 
 # (batch lengths, splits): ragged lengths with 0 and 1, lengths that are not a multiple of the
 # tile or the page, one sequence filling the whole table.
@@ -80,6 +93,16 @@ LAUNCHES = [
     ([0, 1, 37, 200, 129, 1000], "auto"),
     ([513, 1, 64, 0], 2),
     ([1024], "auto"),
+]
+
+
+# Ragged launches: (K/V lengths, new tokens per sequence): 0 and 1 new tokens (decode rows)
+# beside long chunks, more new tokens than keys (rows before the first key), counts that are
+# not a multiple of the query chunk.
+RAGGED_LAUNCHES = [
+    ([0, 1, 37, 200, 129, 1000], [0, 1, 37, 5, 129, 64]),
+    ([513, 64, 300, 5], [1, 64, 300, 9]),
+    ([1280, 700, 77], [1280, 1, 0]),
 ]
 
 

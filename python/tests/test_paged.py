@@ -124,15 +124,15 @@ def test_paged_decode_compiles_with_a_dynamic_max_blocks():
     class FakeTorch:
         Tensor = T
 
-    q, k = T(3, 1, 16, 128), T(40, 16, 2, 128, dtype="int8")
-    kv_len, pool, ptr = kern._paged(q, k, T(3, 7), FakeTorch)
+    b, k = 3, T(40, 16, 2, 128, dtype="int8")  # three sequences
+    kv_len, pool, ptr = kern._paged(b, k, T(3, 7), FakeTorch)
     assert ptr == 4096
     assert (kv_len, pool) == (7 * 16, (40, 16))  # the launch's max_blocks · P
-    assert kern._paged(q, k, T(3, 300), FakeTorch)[0] == 300 * 16
+    assert kern._paged(b, k, T(3, 300), FakeTorch)[0] == 300 * 16
     with pytest.raises(qattn.KernelArgumentError, match="max_blocks >= 1"):
-        kern._paged(q, k, T(3, 0), FakeTorch)
+        kern._paged(b, k, T(3, 0), FakeTorch)
     with pytest.raises(qattn.KernelArgumentError, match="block_table has shape"):
-        kern._paged(q, k, T(2, 7), FakeTorch)  # not one row per sequence
+        kern._paged(b, k, T(2, 7), FakeTorch)  # not one row per sequence
 
 
 # --- layout -----------------------------------------------------------------------------------
@@ -323,3 +323,57 @@ def test_quantize_pages_refusals():
     with pytest.raises(ValueError, match="seq_lens must be in"):
         reference.paged_attention(_queries(), np.zeros((4, 16, 2, 64)), np.zeros((4, 16, 2, 64)),
                                   np.zeros((6, 1), np.int32), [17] * 6)
+
+
+def test_ragged_prefill_compiles_and_checks_its_arguments():
+    """ragged=True (cu_seqlens_q): q and out [1, T, Hq, D], the kernel's last parameters
+    cu_seqlens_q and total_q, metadata problem.ragged; decode refuses it. GpuDecodeKernel's
+    argument checks run before any launch (tensors that only have shapes)."""
+    with pytest.raises(ValueError, match="ragged .* is a prefill layout"):
+        qattn.attention("decode", batch=None, q_len=1, kv_len=None, q_heads=16, kv_heads=1,
+                        head_dim=128, ragged=True)
+    spec = qattn.attention("prefill", batch=None, q_len=None, kv_len=None, q_heads=16,
+                           kv_heads=1, head_dim=128, seq_lens=True, page_size=16,
+                           max_blocks=80, causal=True, ragged=True)
+    assert "cu_seqlens_q(%cu_q : memref<?xi32>)" in spec.text
+    assert "outs(%o : memref<1x?x16x128xbf16>)" in spec.text
+    meta = json.loads(qattn.compile(spec, emit="ptx").launch)
+    assert meta["problem"]["ragged"] is True and meta["problem"]["q_len"] == -1
+    assert meta["kernels"][0]["params"][-4:] == ["block_table", "num_slots", "cu_seqlens_q",
+                                                 "total_q"]
+    unpacked = qattn.attention("prefill", batch=None, q_len=None, kv_len=None, q_heads=16,
+                               kv_heads=1, head_dim=128, seq_lens=True)
+    assert "ragged" not in json.loads(qattn.compile(unpacked, emit="ptx").launch)["problem"]
+
+    class T:  # what _ragged and expect_tensor read of a tensor
+        is_cuda = True
+
+        def __init__(self, *shape, dtype="int32"):
+            self.shape, self.dtype = shape, f"torch.{dtype}"
+
+        def dim(self):
+            return len(self.shape)
+
+        def is_contiguous(self):
+            return True
+
+        def data_ptr(self):
+            return 4096
+
+    class FakeTorch:
+        Tensor = T
+
+    res = qattn.compile(spec, emit="ptx")
+    kern = qattn.GpuDecodeKernel(res.output, json.loads(res.launch))
+    q = T(1, 300, 16, 128, dtype="bfloat16")
+    assert kern._ragged(q, T(5), 128, FakeTorch) == (4, 300, 128)
+    with pytest.raises(qattn.KernelArgumentError, match="are required"):
+        kern._ragged(q, None, None, FakeTorch)
+    with pytest.raises(qattn.KernelArgumentError, match=r"as \[1, T, Hq, D\]"):
+        kern._ragged(T(2, 150, 16, 128, dtype="bfloat16"), T(3), 128, FakeTorch)
+    with pytest.raises(qattn.KernelArgumentError, match="max_seqlen_q must be an int"):
+        kern._ragged(q, T(5), 0, FakeTorch)
+    with pytest.raises(qattn.KernelArgumentError, match="cu_seqlens_q has dtype"):
+        kern._ragged(q, T(5, dtype="int64"), 8, FakeTorch)
+    with pytest.raises(qattn.KernelArgumentError, match=r"int32 \[B \+ 1\] with B >= 1"):
+        kern._ragged(q, T(1), 8, FakeTorch)

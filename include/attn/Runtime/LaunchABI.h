@@ -40,7 +40,7 @@ enum class Param : uint8_t {
   Batch, ///< "batch": B
   KvLen, ///< "kv_len": the cache's allocated length
   NumSplits, ///< "num_splits": split-KV count (>= 1)
-  QLen, ///< "q_len": query tokens per sequence
+  QLen, ///< "q_len": query tokens per sequence (a ragged prefill: the most of any sequence)
   Src, ///< "src": rows to quantize
   Positions, ///< "positions": append positions (i32 [B])
   Dst, ///< "dst": the codes written (the cache, for append)
@@ -59,8 +59,10 @@ enum class Param : uint8_t {
   NumSlots, ///< "num_slots": a paged cache's pool rows, num_pages * page_size (paged decode: the pages it reads are clamped into the pool; paged append: slots outside [0, num_slots) are skipped)
   Sinks, ///< "sinks": attention sink logits (f32 [Hq])
   Lse, ///< "lse": the log-sum-exp output (f32 [B, Sq, Hq])
+  CuSeqlensQ, ///< "cu_seqlens_q": a ragged prefill: the first packed query row of each sequence, then the end (i32 [B + 1])
+  TotalQ, ///< "total_q": a ragged prefill: the packed query rows (q's Sq), which every row is clamped into
 };
-inline constexpr size_t kNumParams = 34;
+inline constexpr size_t kNumParams = 36;
 
 struct ParamInfo {
   const char *name;
@@ -87,7 +89,7 @@ inline constexpr ParamInfo kParams[kNumParams] = {
     {"batch", ParamKind::Int32, "batch", "int32_t", 4, "B"},
     {"kv_len", ParamKind::Int32, "kv_len", "int32_t", 4, "the cache's allocated length"},
     {"num_splits", ParamKind::Int32, "num_splits", "int32_t", 4, "split-KV count (>= 1)"},
-    {"q_len", ParamKind::Int32, "q_len", "int32_t", 4, "query tokens per sequence"},
+    {"q_len", ParamKind::Int32, "q_len", "int32_t", 4, "query tokens per sequence (a ragged prefill: the most of any sequence)"},
     {"src", ParamKind::Pointer, "src", "uint64_t", 8, "rows to quantize"},
     {"positions", ParamKind::Pointer, "positions", "uint64_t", 8, "append positions (i32 [B])"},
     {"dst", ParamKind::Pointer, "dst", "uint64_t", 8, "the codes written (the cache, for append)"},
@@ -106,6 +108,8 @@ inline constexpr ParamInfo kParams[kNumParams] = {
     {"num_slots", ParamKind::Int32, "num_slots", "int32_t", 4, "a paged cache's pool rows, num_pages * page_size (paged decode: the pages it reads are clamped into the pool; paged append: slots outside [0, num_slots) are skipped)"},
     {"sinks", ParamKind::Pointer, "sinks", "uint64_t", 8, "attention sink logits (f32 [Hq])"},
     {"lse", ParamKind::Pointer, "lse", "uint64_t", 8, "the log-sum-exp output (f32 [B, Sq, Hq])"},
+    {"cu_seqlens_q", ParamKind::Pointer, "cu_seqlens_q", "uint64_t", 8, "a ragged prefill: the first packed query row of each sequence, then the end (i32 [B + 1])"},
+    {"total_q", ParamKind::Int32, "total_q", "int32_t", 4, "a ragged prefill: the packed query rows (q's Sq), which every row is clamped into"},
 };
 
 constexpr const ParamInfo &info(Param p) { return kParams[size_t(p)]; }
@@ -132,7 +136,7 @@ inline constexpr GridInputInfo kGridInputs[] = {
     {"rows", "schedule.rows_per_cta", "packed query rows per CTA"},
     {"q_heads", "problem.q_heads", "query heads"},
     {"kv_heads", "problem.kv_heads", "KV heads"},
-    {"q_len", "call", "query tokens per sequence"},
+    {"q_len", "call", "query tokens per sequence (ragged: the most of any)"},
     {"q_chunk", "schedule.q_chunk", "query tokens per CTA"},
     {"sms", "device", "the device's SM count"},
     {"new_tokens", "call", "rows per sequence to quantize"},

@@ -39,7 +39,8 @@ static attnk::Swizzle swizzleOf(int64_t bytes) {
 /// The launch ABI's parameter types (docs/GPUDecode.md): tensor maps of K and V, q, k_scale,
 /// v_scale, seq_lens, alibi, out, workspace, batch, kv_len, num_splits, q_scale, k_zero, v_zero
 /// and, for a dynamic prefill query length, q_len; for a paged cache, block_table and
-/// num_slots; then sinks and lse when the spec has them. Buffers the spec does not have are typed
+/// num_slots; then sinks and lse when the spec has them, and for a ragged batch cu_seqlens_q and
+/// total_q. Buffers the spec does not have are typed
 /// as the kernel reads them (null at launch).
 static SmallVector<Type> forwardParams(AttentionOp op, const ForwardPlan &p) {
   MLIRContext *ctx = op.getContext();
@@ -77,6 +78,10 @@ static SmallVector<Type> forwardParams(AttentionOp op, const ForwardPlan &p) {
     t.push_back(op.getSinks().getType());
   if (p.lse) // lse [B, Sq, Hq] f32
     t.push_back(op.getLse().getType());
+  if (p.ragged) { // cu_seqlens_q [B + 1] i32, total_q (the packed rows)
+    t.push_back(op.getCuSeqlensQ().getType());
+    t.push_back(i32);
+  }
   return t;
 }
 
@@ -197,7 +202,7 @@ void mlir::attn::kernel::buildForwardKernel(OpBuilder &b, gpu::GPUModuleOp modul
   SmallVector<Type> workTypes(p.persistent ? 1 : 7, i32);
   auto work = attnk::ForwardWorkOp::create(b, loc, workTypes, plan);
   SmallVector<Value> rings = allocRings(b, loc, op, p);
-  SmallVector<Type> tileTypes(p.persistent ? 0 : 3, i32);
+  SmallVector<Type> tileTypes(p.persistent ? 0 : p.ragged ? 5 : 3, i32);
   auto prologue = attnk::ForwardPrologueOp::create(b, loc, tileTypes, params, rings,
                                                    work.getWork(), plan);
   SmallVector<Value> roleWork(work.getWork());

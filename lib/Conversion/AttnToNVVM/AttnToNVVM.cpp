@@ -153,7 +153,7 @@ LogicalResult mlir::attn::nvvm::checkLaunchLimits(Operation *op) {
   };
   if (auto att = dyn_cast<AttentionOp>(op)) {
     auto qT = att.getQ().getType();
-    return success(succeeded(gridYZ("batch", "z", qT.getDimSize(0))) &&
+    return success(succeeded(gridYZ("batch", "z", att.getNumSequences())) &&
                    succeeded(gridYZ("query heads", "y", qT.getDimSize(2))));
   }
   if (auto mla = dyn_cast<MLADecodeOp>(op)) {
@@ -456,8 +456,13 @@ FailureOr<ForwardPlan> mlir::attn::nvvm::planForward(AttentionOp op) {
                              "K/V length may be dynamic)");
   if (!c.ok)
     return failure();
-  p.batch = qT.isDynamicDim(0) ? -1 : qT.getDimSize(0);
-  p.qLen = qT.isDynamicDim(1) ? -1 : qT.getDimSize(1); // -1: prefill, a kernel parameter
+  // A ragged batch packs its queries along Sq: its q_len (the most of any sequence) is known at
+  // launch, B is the table's rows or k's dim 0.
+  p.ragged = op.isRagged();
+  int64_t seqs = op.getNumSequences();
+  p.batch = ShapedType::isDynamic(seqs) ? -1 : seqs;
+  // -1: prefill, a kernel parameter
+  p.qLen = qT.isDynamicDim(1) || p.ragged ? -1 : qT.getDimSize(1);
   p.qHeads = qT.getDimSize(2);
   p.kvHeads = kT.getDimSize(2);
   p.headDim = qT.getDimSize(3);

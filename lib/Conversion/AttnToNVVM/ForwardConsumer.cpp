@@ -128,9 +128,11 @@ private:
                              k.cmp(P::slt, k.add(qBase, k.udiv(f.r[r], p.pack)), c.qLen(k)));
       }
       head[r] = k.add(c.headBase, k.urem(row, p.pack));
-      if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq]
-        Value idx =
-            scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r], qi[r], p.qBlock);
+      if (p.qk8()) { // q_scale as K's, over [B, q_len, Hq] (ragged: [1, total_q, Hq])
+        Value idx = p.ragged ? scaleIndex(k, p.qGran, k.i32(0), c.totalQ, p.qHeads, head[r],
+                                          k.add(c.qRow0, qi[r]), p.qBlock)
+                             : scaleIndex(k, p.qGran, c.bIdx, c.qLen(k), p.qHeads, head[r],
+                                          qi[r], p.qBlock);
         qScale[r] = k.loadInvariant(k.f32(), k.gep(c.qScale, k.mul(k.sext64(idx), int64_t(4))));
         if (p.parkQScales()) // this thread's own slots: reloaded per tile (softmax)
           k.store(qScale[r], sptr(k, c, k.add(k.mul(ctAll, 8), c.sm.qScales + 4 * r)));

@@ -53,7 +53,7 @@ static void storeQueryChunk(KernelBuilder &k, Ctx &c, Value t, Value chunk, bool
   }
   Value head = k.add(c.headBase, k.urem(rowC, p.pack));
   Value elem =
-      k.add(k.mul(k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), p.qHeads), head), p.headDim),
+      k.add(k.mul(k.add(k.mul(k.add(c.qRowBase(k), qi), p.qHeads), head), p.headDim),
             k.mul(ch, 16 / qBytes));
   Value src = k.gep(c.q, k.mul(k.sext64(elem), qBytes));
   Value valid = k.cmp(P::slt, row, k.i32(p.rows()));
@@ -126,6 +126,21 @@ static void setupWorkIds(KernelBuilder &k, Ctx &c, Value x, Value y, Value z) {
   c.headBase = k.add(k.mul(c.hkv, p.groupSize()), k.mul(k.urem(c.grp, p.groupsPerKv()), p.pack));
 }
 
+/// A ragged batch: the batch element's packed query rows, [cu_seqlens_q[b], cu_seqlens_q[b + 1])
+/// clamped into the packed rows [0, total_q) and to at most q_len queries (a sequence starting
+/// past the rows has none; its first row stays a valid address).
+static void setupRaggedRows(KernelBuilder &k, Ctx &c) {
+  if (!c.p.ragged)
+    return;
+  auto at = [&](Value i) {
+    return k.loadInvariant(k.i32(), k.gep(c.cuSeqlensQ, k.mul(k.sext64(i), int64_t(4))));
+  };
+  Value start = k.smax(at(c.bIdx), k.i32(0));
+  Value end = k.smin(at(k.add(c.bIdx, 1)), c.totalQ);
+  c.seqQLen = k.smin(k.smax(k.sub(end, start), k.i32(0)), c.qLenArg);
+  c.qRow0 = k.smin(start, k.smax(k.add(c.totalQ, -1), k.i32(0)));
+}
+
 /// The key tiles of the work set up by setupWorkIds.
 static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
   const ForwardPlan &p = c.p;
@@ -171,6 +186,8 @@ static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
     c.tile0 = k.add(first, c.tile0);
   Value end = k.smin(k.add(c.tile0, perSplit), tiles);
   c.numTiles = k.smax(k.sub(end, c.tile0), k.i32(0));
+  if (p.ragged) // a query chunk past the sequence's queries has no work
+    c.numTiles = k.select(k.cmp(P::slt, c.qBase, c.seqQLen), c.numTiles, k.i32(0));
 }
 
 /// Persistent grid (prefill): the ids of work item `item` of q_chunks × groups × batch, the
@@ -178,11 +195,12 @@ static void setupWorkTiles(KernelBuilder &k, Ctx &c) {
 static void setupWorkItemIds(KernelBuilder &k, Ctx &c, Value item) {
   const ForwardPlan &p = c.p;
   Value gb = k.mul(k.i32(p.groups()), c.batch);
-  Value chunks = k.ceilDiv(c.qLen(k), p.ctaTokens());
+  Value chunks = k.ceilDiv(c.chunkedQLen(k), p.ctaTokens());
   Value chunk = k.sub(k.add(chunks, -1), k.udiv(item, gb));
   Value rest = k.urem(item, gb);
   Value grp = k.urem(rest, p.groups()), b = k.udiv(rest, p.groups());
   setupWorkIds(k, c, chunk, grp, b);
+  setupRaggedRows(k, c);
 }
 
 void mlir::attn::nvvm::bindForwardParams(Ctx &c, ValueRange params) {
@@ -211,6 +229,10 @@ void mlir::attn::nvvm::bindForwardParams(Ctx &c, ValueRange params) {
     c.sinks = params[c.p.sinksParam()];
   if (c.p.lse)
     c.lse = params[c.p.lseParam()];
+  if (c.p.ragged) {
+    c.cuSeqlensQ = params[c.p.raggedParam()];
+    c.totalQ = params[c.p.raggedParam() + 1];
+  }
 }
 
 void mlir::attn::nvvm::bindForwardWork(Ctx &c, ValueRange work) {
@@ -227,6 +249,10 @@ void mlir::attn::nvvm::bindForwardWork(Ctx &c, ValueRange work) {
     c.len = work[7];
     c.tile0 = work[8];
     c.numTiles = work[9];
+  }
+  if (work.size() > 10) { // a ragged batch's rows (the prologue's last two values)
+    c.qRow0 = work[10];
+    c.seqQLen = work[11];
   }
 }
 
@@ -255,7 +281,7 @@ static void initBarriers(KernelBuilder &k, Ctx &c) {
 static void forEachWorkItem(KernelBuilder &k, Ctx &c, bool tail,
                             llvm::function_ref<void(Value item, Value total)> body) {
   const ForwardPlan &p = c.p;
-  Value total = k.mul(k.mul(k.ceilDiv(c.qLen(k), p.ctaTokens()), p.groups()), c.batch);
+  Value total = k.mul(k.mul(k.ceilDiv(c.chunkedQLen(k), p.ctaTokens()), p.groups()), c.batch);
   SmallVector<Value> init = {k.i32(0)};
   if (tail)
     init.push_back(k.i32(0));
@@ -336,8 +362,10 @@ Value mlir::attn::nvvm::buildAlignedSharedBase(KernelBuilder &k) {
 
 SmallVector<Value> mlir::attn::nvvm::buildForwardPrologue(KernelBuilder &k, Ctx &c) {
   const ForwardPlan &p = c.p;
-  if (!p.persistent)
+  if (!p.persistent) {
+    setupRaggedRows(k, c);
     setupWorkTiles(k, c);
+  }
   k.ifThen(k.cmp(P::eq, c.tid, 0), [&] {
     initBarriers(k, c);
     k.fenceMbarrierInit();
@@ -350,6 +378,8 @@ SmallVector<Value> mlir::attn::nvvm::buildForwardPrologue(KernelBuilder &k, Ctx 
   k.barrier(0, 0);
   if (p.persistent)
     return {};
+  if (p.ragged)
+    return {c.len, c.tile0, c.numTiles, c.qRow0, c.seqQLen};
   return {c.len, c.tile0, c.numTiles};
 }
 

@@ -36,8 +36,12 @@ struct Ctx {
   Value len = {}, tile0 = {}, numTiles = {};
   /// First query token of this CTA's rows (prefill chunks; 0 for decode).
   Value qBase = {};
-  /// The query length when it is dynamic (prefill only: kernel parameter `q_len`).
+  /// The query length when it is dynamic (prefill only: kernel parameter `q_len`; for a ragged
+  /// batch the most of any sequence).
   Value qLenArg = {};
+  /// A ragged batch: the parameters cu_seqlens_q [B + 1] and total_q, and the work item's
+  /// sequence's first packed row and query count (setupRaggedRows). Null otherwise.
+  Value cuSeqlensQ = {}, totalQ = {}, qRow0 = {}, seqQLen = {};
   /// Persistent grid: the tiles this CTA streamed before the current work item (the pipeline's
   /// rings and mbarrier phases run on across items), and the parity of the partial tiles it met
   /// (bf16's tail barrier). Null otherwise.
@@ -49,14 +53,22 @@ struct Ctx {
   /// Position of the item's tile j in the CTA's stream of tiles (ring slots and phases).
   Value ring(KernelBuilder &k, Value j) const { return tileBase ? k.add(tileBase, j) : j; }
 
-  /// The query length as an i32 value (a constant when static).
-  Value qLen(KernelBuilder &k) const { return qLenArg ? qLenArg : k.i32(p.qLen); }
-  Value qLenMinus1(KernelBuilder &k) const {
-    return qLenArg ? k.add(qLenArg, -1) : k.i32(p.qLen - 1);
+  /// The batch element's query length as an i32 value (a constant when static).
+  Value qLen(KernelBuilder &k) const {
+    return seqQLen ? seqQLen : qLenArg ? qLenArg : k.i32(p.qLen);
   }
-  /// x · q_len.
-  Value mulQLen(KernelBuilder &k, Value x) const {
-    return qLenArg ? k.mul(x, qLenArg) : k.mul(x, p.qLen);
+  /// Its last query (a ragged sequence without queries: 0, whose rows are all invalid).
+  Value qLenMinus1(KernelBuilder &k) const {
+    return seqQLen    ? k.smax(k.add(seqQLen, -1), k.i32(0))
+           : qLenArg ? k.add(qLenArg, -1)
+                     : k.i32(p.qLen - 1);
+  }
+  /// The query length the grid's query chunks cover: q_len (ragged: the most of any sequence).
+  Value chunkedQLen(KernelBuilder &k) const { return qLenArg ? qLenArg : k.i32(p.qLen); }
+  /// The batch element's first row of q and out along [B · Sq]: b · q_len, or the packed
+  /// sequence's first row.
+  Value qRowBase(KernelBuilder &k) const {
+    return qRow0 ? qRow0 : qLenArg ? k.mul(bIdx, qLenArg) : k.mul(bIdx, p.qLen);
   }
 };
 
@@ -121,7 +133,7 @@ inline RowMerge mergeRow(KernelBuilder &k, Value mA, Value lA, Value mB, Value l
 
 /// Byte offset of output row out[b, qi, head, :] (bf16) of the CTA's batch element.
 inline Value outRowOffset(KernelBuilder &k, Ctx &c, Value qi, Value head) {
-  Value rowBase = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi), c.p.qHeads), head);
+  Value rowBase = k.add(k.mul(k.add(c.qRowBase(k), qi), c.p.qHeads), head);
   return k.mul(k.sext64(rowBase), c.p.headDim * 2);
 }
 

@@ -124,15 +124,21 @@ struct ForwardPlan {
   /// (boxRows() divides P), and the K/V scales are stored per page.
   int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
   bool paged() const { return pageSize > 0; }
+  /// Prefill over a ragged batch (`cu_seqlens_q` on attn.attention): q and out pack the rows of
+  /// every sequence along Sq; the kernel's q_len is the most of any sequence (the grid's query
+  /// chunks), and cu_seqlens_q [B + 1] and total_q (the packed rows, which every row is clamped
+  /// into) are its last parameters.
+  bool ragged = false;
   /// The kernel's parameters: the launch ABI's fifteen, q_len when it is dynamic, block_table
   /// and num_slots (the pool's rows, num_pages · P) when paged, then sinks and lse when the spec
-  /// has them.
-  size_t numParams() const { return lseParam() + (lse ? 1 : 0); }
+  /// has them, and cu_seqlens_q and total_q when ragged.
+  size_t numParams() const { return raggedParam() + (ragged ? 2 : 0); }
   /// The index of block_table (num_slots follows it), sinks and lse among them (where the plan
   /// has them).
   size_t blockTableParam() const { return 15 + (qLen < 0 ? 1 : 0); }
   size_t sinksParam() const { return blockTableParam() + (paged() ? 2 : 0); }
   size_t lseParam() const { return sinksParam() + (sinks ? 1 : 0); }
+  size_t raggedParam() const { return lseParam() + (lse ? 1 : 0); }
   /// This plan is the companion `<name>_decode_2cta` (two CTAs per SM), launched instead of
   /// `<name>_decode` when the batch, known only at launch, makes more than one wave of CTAs.
   bool wideBatch = false;

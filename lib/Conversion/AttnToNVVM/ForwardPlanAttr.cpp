@@ -82,6 +82,8 @@ DictionaryAttr mlir::attn::nvvm::forwardPlanToAttr(MLIRContext *ctx, const Forwa
     entries.push_back(b.getNamedAttr("sinks", b.getBoolAttr(true)));
   if (p.lse)
     entries.push_back(b.getNamedAttr("lse", b.getBoolAttr(true)));
+  if (p.ragged) // a ragged batch likewise (cu_seqlens_q)
+    entries.push_back(b.getNamedAttr("ragged", b.getBoolAttr(true)));
   if (p.softcap > 0)
     entries.push_back(b.getNamedAttr("softcap", b.getF64FloatAttr(p.softcap)));
   if (p.windowed()) // the sliding window's [left, right] (absent without)
@@ -163,6 +165,12 @@ mlir::attn::nvvm::forwardPlanFromAttr(DictionaryAttr d, function_ref<InFlightDia
     p.sinks = a.getValue();
   if (auto a = d.getAs<BoolAttr>("lse"))
     p.lse = a.getValue();
+  if (auto a = d.getAs<BoolAttr>("ragged"))
+    p.ragged = a.getValue();
+  if (p.ragged && (!p.prefill || p.qLen >= 0)) {
+    err() << "forward plan with 'ragged' needs prefill with a dynamic q_len";
+    return failure();
+  }
   if (auto a = d.getAs<FloatAttr>("softcap"))
     p.softcap = a.getValueAsDouble();
   if (!(p.softcap >= 0) || !std::isfinite(p.softcap)) {

@@ -121,7 +121,7 @@ void mlir::attn::nvvm::storeLse(KernelBuilder &k, Ctx &c, Value ct, const Value 
     Value v = k.select(k.fcmp(LLVM::FCmpPredicate::ogt, l[r], k.f32(0)),
                        k.fmul(k.fadd(m[r], k.log2(l[r])), k.f32(M_LN2)), k.f32(-INFINITY));
     k.ifThen(k.band(rowOk[r], lead), [&] {
-      Value row = k.add(k.mul(k.add(c.mulQLen(k, c.bIdx), qi[r]), c.p.qHeads), head[r]);
+      Value row = k.add(k.mul(k.add(c.qRowBase(k), qi[r]), c.p.qHeads), head[r]);
       k.store(v, k.gep(c.lse, k.mul(k.sext64(row), int64_t(4))));
     });
   }

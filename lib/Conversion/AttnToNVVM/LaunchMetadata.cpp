@@ -143,6 +143,11 @@ std::string mlir::attn::nvvm::launchMetadataJSON(const ForwardPlan &p,
       (*kernels.back().getAsObject())["params"].getAsArray()->push_back(attn_abi::name(param));
     (*root["problem"].getAsObject())[key] = true;
   }
+  if (p.ragged) { // a ragged prefill's packed rows follow (absent without)
+    for (Param a : {Param::CuSeqlensQ, Param::TotalQ})
+      (*kernels[0].getAsObject())["params"].getAsArray()->push_back(attn_abi::name(a));
+    (*root["problem"].getAsObject())["ragged"] = true;
+  }
   if (p.softcap > 0) // logit soft-capping (absent without)
     (*root["problem"].getAsObject())["softcap"] = p.softcap;
   if (p.windowed()) // the sliding window [left, right] (absent without)

@@ -421,3 +421,35 @@ func.func @window_cpu(%q: memref<2x1x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v
   attn.attention decode ins(%q, %k, %v : memref<2x1x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) outs(%o : memref<2x1x8x64xbf16>) {window = array<i64: 63, 0>, target = #attn.target<avx2>}
   return
 }
+
+// -----
+
+func.func @ragged_decode(%q: memref<1x9x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %cu: memref<3xi32>, %o: memref<1x9x8x64xbf16>) {
+  // expected-error @+1 {{cu_seqlens_q (a ragged batch) is implemented for prefill only; decode takes the same number of new tokens per sequence}}
+  attn.attention decode ins(%q, %k, %v : memref<1x9x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) cu_seqlens_q(%cu : memref<3xi32>) outs(%o : memref<1x9x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @ragged_cpu(%q: memref<1x9x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %cu: memref<3xi32>, %o: memref<1x9x8x64xbf16>) {
+  // expected-error @+1 {{cu_seqlens_q needs target sm_90a (the CPU lowering does not implement it), got avx2}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x9x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) cu_seqlens_q(%cu : memref<3xi32>) outs(%o : memref<1x9x8x64xbf16>) {target = #attn.target<avx2>}
+  return
+}
+
+// -----
+
+func.func @ragged_batched_q(%q: memref<2x9x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %cu: memref<3xi32>, %o: memref<2x9x8x64xbf16>) {
+  // expected-error @+1 {{with cu_seqlens_q, 'q' packs every sequence's rows along Sq: its dim 0 must be 1, got [2, 9, 8, 64]}}
+  attn.attention prefill ins(%q, %k, %v : memref<2x9x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) cu_seqlens_q(%cu : memref<3xi32>) outs(%o : memref<2x9x8x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @ragged_offsets(%q: memref<1x9x8x64xbf16>, %k: memref<2x100x2x64xbf16>, %v: memref<2x100x2x64xbf16>, %cu: memref<2xi32>, %o: memref<1x9x8x64xbf16>) {
+  // expected-error @+1 {{'cu_seqlens_q' must be the first packed row of each sequence and the end [B + 1] = [3], got [2]}}
+  attn.attention prefill ins(%q, %k, %v : memref<1x9x8x64xbf16>, memref<2x100x2x64xbf16>, memref<2x100x2x64xbf16>) cu_seqlens_q(%cu : memref<2xi32>) outs(%o : memref<1x9x8x64xbf16>)
+  return
+}

@@ -133,6 +133,20 @@ func.func @sinks_lse(%q: memref<?x1x32x128xbf16>, %k: memref<?x?x8x128xi8>, %v: 
   return
 }
 
+// A ragged prefill: every sequence's new tokens packed along Sq of a batch of one, over a paged
+// cache (B = the table's rows).
+// CHECK-LABEL: func.func @ragged
+// CHECK: block_table(%{{.*}} : memref<?x?xi32>) cu_seqlens_q(%{{.*}} : memref<?xi32>)
+// CHECK-SAME: outs(%{{.*}} : memref<1x?x16x128xbf16>)
+func.func @ragged(%q: memref<1x?x16x128xbf16>, %k: memref<?x16x2x128xbf16>, %v: memref<?x16x2x128xbf16>,
+                  %lens: memref<?xi32>, %pages: memref<?x?xi32>, %cu: memref<?xi32>,
+                  %o: memref<1x?x16x128xbf16>) {
+  attn.attention prefill ins(%q, %k, %v : memref<1x?x16x128xbf16>, memref<?x16x2x128xbf16>, memref<?x16x2x128xbf16>)
+      seq_lens(%lens : memref<?xi32>) block_table(%pages : memref<?x?xi32>) cu_seqlens_q(%cu : memref<?xi32>)
+      outs(%o : memref<1x?x16x128xbf16>) {causal, page_size = 16, target = #attn.target<sm_90a>}
+  return
+}
+
 // Logit soft-capping.
 // CHECK-LABEL: func.func @softcap
 // CHECK: softcap = 3.000000e+01 : f32

@@ -53,6 +53,14 @@ int64_t AttentionOp::getKVLength() {
   return n;
 }
 
+int64_t AttentionOp::getNumSequences() {
+  if (!isRagged())
+    return getQ().getType().getDimSize(0);
+  if (isPaged())
+    return cast<MemRefType>(getBlockTable().getType()).getDimSize(0);
+  return getK().getType().getDimSize(0);
+}
+
 /// The paged K/V layout: `block_table` and `page_size` come together, the page size is a power of
 /// two in [1, 256], k and v are pools of pages of that size, the table has one row per sequence,
 /// and a per_block scale block lies within one page. (Scale shapes per page are checked with the
@@ -74,9 +82,9 @@ static LogicalResult verifyPagedLayout(AttentionOp op) {
     return op.emitOpError() << "page_size must be in [1, " << kMaxPageSize << "], got " << p;
   if (!llvm::isPowerOf2_64(p))
     return op.emitOpError() << "page_size must be a power of two, got " << p;
-  auto qT = op.getQ().getType(), kT = op.getK().getType(), vT = op.getV().getType();
+  auto kT = op.getK().getType(), vT = op.getV().getType();
   auto tT = cast<MemRefType>(table.getType());
-  if (failed(expectShape(op, "block_table", table, {qT.getDimSize(0), tT.getDimSize(1)},
+  if (failed(expectShape(op, "block_table", table, {op.getNumSequences(), tT.getDimSize(1)},
                          "one row of pages per sequence [B, max_blocks]")))
     return failure();
   for (auto [name, t] : {std::pair<StringRef, MemRefType>{"k", kT}, {"v", vT}})
@@ -199,6 +207,29 @@ static LogicalResult verifySinksAndLse(AttentionOp op, int64_t b, int64_t sq, in
   return success();
 }
 
+/// `cu_seqlens_q` [B + 1]: a ragged prefill on sm_90a, its queries and output packed along Sq
+/// of a batch of one.
+static LogicalResult verifyRagged(AttentionOp op, int64_t b, std::optional<TargetKind> target) {
+  if (!op.isRagged())
+    return success();
+  if (op.getKind() != AttentionKind::prefill)
+    return op.emitOpError() << "cu_seqlens_q (a ragged batch) is implemented for prefill only; "
+                               "decode takes the same number of new tokens per sequence";
+  if (target && !isGPUTarget(*target))
+    return op.emitOpError() << "cu_seqlens_q needs target sm_90a (the CPU lowering does not "
+                            << "implement it), got " << stringifyTargetKind(*target);
+  for (auto [name, t] : {std::pair<StringRef, MemRefType>{"q", op.getQ().getType()},
+                         {"out", op.getOut().getType()}})
+    if (t.getDimSize(0) != 1)
+      return op.emitOpError() << "with cu_seqlens_q, '" << name
+                              << "' packs every sequence's rows along Sq: its dim 0 must be 1, "
+                                 "got "
+                              << shapeStr(t.getShape());
+  int64_t n = ShapedType::isDynamic(b) ? b : b + 1;
+  return expectShape(op, "cu_seqlens_q", op.getCuSeqlensQ(), {n},
+                     "the first packed row of each sequence and the end [B + 1]");
+}
+
 /// `window = array<i64: left, right>`: two bounds ≥ −1, and what implements it (the sm_90a
 /// decode and prefill kernels).
 static LogicalResult verifyWindow(AttentionOp op, std::optional<TargetKind> target) {
@@ -222,15 +253,19 @@ LogicalResult AttentionOp::verify() {
     return failure();
   auto qT = getQ().getType(), kT = getK().getType(), vT = getV().getType(),
        oT = getOut().getType();
-  int64_t b = qT.getDimSize(0), sq = qT.getDimSize(1), hq = qT.getDimSize(2),
-          d = qT.getDimSize(3);
+  // b: the sequences; qb: q's and out's dim 0 (1 for a ragged batch, packed along Sq).
+  int64_t b = getNumSequences(), qb = qT.getDimSize(0), sq = qT.getDimSize(1),
+          hq = qT.getDimSize(2), d = qT.getDimSize(3);
   int64_t skv = getKVLength(), hkv = kT.getDimSize(2), dv = vT.getDimSize(3);
+  std::optional<TargetKind> target = getOpTarget(*this);
+  if (failed(verifyRagged(*this, b, target)))
+    return failure();
 
   // A paged cache's first extent counts pages, not sequences (verifyPagedLayout).
   if ((!isPaged() && (!dimsAgree(b, kT.getDimSize(0)) || !dimsAgree(b, vT.getDimSize(0)))) ||
-      !dimsAgree(b, oT.getDimSize(0)))
+      !dimsAgree(qb, oT.getDimSize(0)))
     return emitOpError() << "q, k, v and out must have the same batch size, got "
-                         << shapeStr({b, kT.getDimSize(0), vT.getDimSize(0), oT.getDimSize(0)});
+                         << shapeStr({qb, kT.getDimSize(0), vT.getDimSize(0), oT.getDimSize(0)});
   if (!dimsAgree(kT.getDimSize(1), vT.getDimSize(1)) || !dimsAgree(hkv, vT.getDimSize(2)))
     return emitOpError() << "k and v must have the same tokens and heads, got k "
                          << shapeStr(kT.getShape()) << " and v " << shapeStr(vT.getShape());
@@ -240,7 +275,7 @@ LogicalResult AttentionOp::verify() {
   if (!dimsAgree(d, kT.getDimSize(3)))
     return emitOpError() << "q and k must have the same head_dim, got " << d << " and "
                          << kT.getDimSize(3);
-  if (failed(expectShape(*this, "out", getOut(), {b, sq, hq, dv}, "[B, Sq, Hq, Dv]")))
+  if (failed(expectShape(*this, "out", getOut(), {qb, sq, hq, dv}, "[B, Sq, Hq, Dv]")))
     return failure();
   if (!isFloatActivation(oT.getElementType()))
     return emitOpError() << "'out' must hold bf16, f16 or f32, got " << oT.getElementType();
@@ -265,7 +300,6 @@ LogicalResult AttentionOp::verify() {
                          << vT.getElementType() << "; write one with mode = #attn.mode<...>";
   if (failed(verifyModeElementTypes(*this, *mode)))
     return failure();
-  std::optional<TargetKind> target = getOpTarget(*this);
   if (target && !isGPUTarget(*target) && *mode != Mode::bf16)
     return emitOpError() << "target " << stringifyTargetKind(*target) << " does not support mode "
                          << stringifyMode(*mode)
@@ -287,7 +321,8 @@ LogicalResult AttentionOp::verify() {
   if (getKind() == AttentionKind::decode && !ShapedType::isDynamic(sq) && sq > kWgmmaM)
     return emitOpError() << "decode takes at most " << kWgmmaM << " query tokens, got " << sq
                          << "; use prefill";
-  if (getCausal() && !ShapedType::isDynamic(sq) && !ShapedType::isDynamic(skv) && sq > skv)
+  if (getCausal() && !isRagged() && !ShapedType::isDynamic(sq) && !ShapedType::isDynamic(skv) &&
+      sq > skv)
     return emitOpError() << "causal attention needs q_len ≤ kv_len, got " << sq << " > " << skv;
   if (getSeqLens() &&
       failed(expectShape(*this, "seq_lens", getSeqLens(), {b}, "one length per batch [B]")))
@@ -295,7 +330,7 @@ LogicalResult AttentionOp::verify() {
   if (getAlibi() &&
       failed(expectShape(*this, "alibi", getAlibi(), {hq}, "one slope per query head [Hq]")))
     return failure();
-  if (failed(verifySinksAndLse(*this, b, sq, hq, target)) || failed(verifyWindow(*this, target)))
+  if (failed(verifySinksAndLse(*this, qb, sq, hq, target)) || failed(verifyWindow(*this, target)))
     return failure();
   if (auto s = getSoftmaxScaleAttr()) {
     double x = s.getValueAsDouble();

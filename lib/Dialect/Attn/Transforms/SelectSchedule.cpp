@@ -55,8 +55,9 @@ AttentionShape attentionShape(AttentionOp op) {
   auto staticOr = [](int64_t d) {
     return ShapedType::isDynamic(d) ? AttentionShape::kDynamicExtent : d;
   };
-  shape.batch = staticOr(qT.getDimSize(0));
-  shape.qLen = staticOr(qT.getDimSize(1));
+  shape.batch = staticOr(op.getNumSequences());
+  // A ragged batch's per-sequence query count is known at launch only (Sq is their sum).
+  shape.qLen = op.isRagged() ? AttentionShape::kDynamicExtent : staticOr(qT.getDimSize(1));
   shape.qHeads = qT.getDimSize(2);
   shape.kvLen = staticOr(op.getKVLength()); // a paged cache: max_blocks · page_size
   shape.kvHeads = kT.getDimSize(2);

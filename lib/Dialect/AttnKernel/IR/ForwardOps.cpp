@@ -26,8 +26,14 @@ static FailureOr<bool> planPersistent(Operation *op, DictionaryAttr plan) {
   return p.getValue();
 }
 
-/// Work values yielded by `attnk.forward.work` and by `attnk.forward.prologue`.
-static constexpr unsigned kWorkIds = 7, kTileValues = 3;
+/// Work values yielded by `attnk.forward.work` and by `attnk.forward.prologue`: the sequence
+/// length, first tile and tile count, and for a ragged batch (the plan's `ragged`) the
+/// sequence's first packed query row and its query count.
+static constexpr unsigned kWorkIds = 7;
+static unsigned tileValues(DictionaryAttr plan) {
+  auto ragged = plan.getAs<BoolAttr>("ragged");
+  return ragged && ragged.getValue() ? 5 : 3;
+}
 
 LogicalResult ForwardWorkOp::verify() {
   FailureOr<bool> persistent = planPersistent(*this, getPlan());
@@ -60,7 +66,7 @@ static LogicalResult verifyStep(Operation *op, DictionaryAttr plan, ValueRange p
 LogicalResult ForwardPrologueOp::verify() {
   if (failed(verifyStep(*this, getPlan(), getParams(), getWork(), 0)))
     return failure();
-  unsigned want = getPlan().getAs<BoolAttr>("persistent").getValue() ? 0 : kTileValues;
+  unsigned want = getPlan().getAs<BoolAttr>("persistent").getValue() ? 0 : tileValues(getPlan());
   if (getTiles().size() != want)
     return emitOpError("yields ") << want << " tile value(s) with this plan, got "
                                   << getTiles().size();
@@ -68,13 +74,13 @@ LogicalResult ForwardPrologueOp::verify() {
 }
 
 LogicalResult ForwardProducerOp::verify() {
-  return verifyStep(*this, getPlan(), getParams(), getWork(), kTileValues);
+  return verifyStep(*this, getPlan(), getParams(), getWork(), tileValues(getPlan()));
 }
 
 /// The producer's transitional steps: as the roles, and `args` of the op's kind.
 static LogicalResult verifyProducerStep(Operation *op, DictionaryAttr plan, ValueRange params,
                                         ValueRange work, TypeRange args, ArrayRef<Type> want) {
-  if (failed(verifyStep(op, plan, params, work, kTileValues)))
+  if (failed(verifyStep(op, plan, params, work, tileValues(plan))))
     return failure();
   if (TypeRange(want) != args) {
     std::string s;
@@ -135,7 +141,7 @@ static LogicalResult verifyRows(Operation *op, DictionaryAttr plan, RowsType row
 }
 
 LogicalResult ForwardConsumerOp::verify() {
-  if (failed(verifyStep(*this, getPlan(), getParams(), getWork(), kTileValues)))
+  if (failed(verifyStep(*this, getPlan(), getParams(), getWork(), tileValues(getPlan()))))
     return failure();
   bool persistent = getPlan().getAs<BoolAttr>("persistent").getValue();
   unsigned want = persistent ? 0 : 5;
@@ -186,8 +192,8 @@ LogicalResult ForwardEpilogueOp::verify() {
                          getRowSum().getType())) ||
       failed(verifyRows(*this, getPlan(), getRows().getType())))
     return failure();
-  if (getWork().size() != kWorkIds + kTileValues)
-    return emitOpError("takes ") << kWorkIds + kTileValues << " work values, got "
+  if (getWork().size() != kWorkIds + tileValues(getPlan()))
+    return emitOpError("takes ") << kWorkIds + tileValues(getPlan()) << " work values, got "
                                  << getWork().size();
   if (getLse() && getRows().getType().getPartial())
     return emitOpError("stores an lse for decode rows; prefill's partial rows are not supported");

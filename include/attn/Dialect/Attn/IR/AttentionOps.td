@@ -55,6 +55,16 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
       `[num_pages, P, Hkv]`), and a `per_block<r x c>` block must not straddle pages (r divides
       P). per_tensor, per_head and per_channel scales do not follow the token and keep their
       shape.
+    * `cu_seqlens_q` [B + 1] i32 (prefill on sm_90a; FlashAttention's varlen convention): a
+      ragged batch, so one launch serves sequences with different numbers of new tokens
+      (chunked prefill beside decode rows of one token). `q` and `out` are then
+      `[1, T, Hq, D]` and `[1, T, Hq, Dv]`: the new tokens of every sequence packed
+      along Sq, sequence b's being rows `cu_seqlens_q[b] ..< cu_seqlens_q[b + 1]`, the last
+      positions of its K/V length (`seq_lens[b]`, as for `causal`). B is the number of
+      sequences: the block table's rows when paged, else k's dim 0. The kernel takes
+      `max_q_len`, at least every sequence's count (FlashAttention's `max_seqlen_q`); rows are
+      clamped into [0, T), so entries out of order or past T read and write nothing outside
+      `q` and `out`. Query scales follow `q`'s packed shape (per_token_head: `[1, T, Hq]`).
     * `hadamard` (incoherent processing, as in FlashAttention-3's fp8 path and QuaRot): the
       quantized operands hold `Q·H`, `K·H` and `V·H`, where H is the normalized D×D Walsh–Hadamard
       matrix (Sylvester order, H·H = I), applied along head_dim before quantization (by
@@ -100,6 +110,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
                        Attn_In<Optional<MemRefRankOf<[F32], [1]>>, "ALiBi slopes per query head">:$alibi,
                        Attn_In<Optional<MemRefRankOf<[I32], [2]>>, "pages of each sequence [B, max_blocks]">:$block_table,
                        Attn_In<Optional<MemRefRankOf<[F32], [1]>>, "attention sink logit per query head [Hq]">:$sinks,
+                       Attn_In<Optional<MemRefRankOf<[I32], [1]>>, "packed query rows of each sequence [B + 1]">:$cu_seqlens_q,
                        Attn_Out<Attn_Rank4, "output [B, Sq, Hq, Dv]">:$out,
                        Attn_Out<Optional<MemRefRankOf<[F32], [3]>>, "log-sum-exp per row [B, Sq, Hq]">:$lse,
                        UnitAttr:$causal,
@@ -125,6 +136,7 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
     (`alibi` `(` $alibi^ `:` type($alibi) `)`)?
     (`block_table` `(` $block_table^ `:` type($block_table) `)`)?
     (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
+    (`cu_seqlens_q` `(` $cu_seqlens_q^ `:` type($cu_seqlens_q) `)`)?
     `outs` `(` $out `:` type($out) `)`
     (`lse` `(` $lse^ `:` type($lse) `)`)? attr-dict
   }];
@@ -132,6 +144,11 @@ def Attn_AttentionOp : Attn_Op<"attention", [AttrSizedOperandSegments]> {
   let extraClassDeclaration = [{
     /// Whether K/V are a pool of pages addressed through `block_table`.
     bool isPaged() { return static_cast<bool>(getBlockTable()); }
+    /// Whether the queries of all sequences are packed along Sq (`cu_seqlens_q`).
+    bool isRagged() { return static_cast<bool>(getCuSeqlensQ()); }
+    /// B, the sequences: q's dim 0, or with `cu_seqlens_q` the table's rows (paged) or k's
+    /// dim 0.
+    int64_t getNumSequences();
     /// K/V tokens of one sequence: max_blocks · page_size when paged, else Skv (dynamic when
     /// either extent is).
     int64_t getKVLength();

@@ -44,7 +44,9 @@ def AttnKernel_ForwardPrologueOp : AttnKernel_ForwardStepOp<"forward.prologue"> 
   let summary = "the forward kernel's prologue: key tiles, barriers, first loads, queries";
   let description = [{
     Before the roles start: the CTA's key tiles (without a persistent grid; results: the
-    sequence length, the first tile and the tile count), thread 0's initialization of the rings'
+    sequence length, the first tile and the tile count, and with a ragged batch — the plan's
+    `ragged`, `cu_seqlens_q` — the sequence's first packed query row and its query count),
+    thread 0's initialization of the rings'
     mbarriers and the first TMA loads, the query tile's copy into shared memory (without a
     persistent grid), `fence.proxy.async` and a CTA barrier. Operands: the kernel's parameters,
     its rings and the `attnk.forward.work` values.
