@@ -90,6 +90,28 @@ def test_paged_decode_compiles_with_the_block_table():
     assert "paged" not in flat_meta and "block_table" not in flat_meta["kernels"][0]["params"]
 
 
+class T:
+    """A stand-in for a CUDA tensor: what GpuDecodeKernel's argument checks (_paged, _ragged,
+    expect_tensor) read of one — shape, dtype, layout, address."""
+    is_cuda = True
+
+    def __init__(self, *shape, dtype="int32"):
+        self.shape, self.dtype = shape, f"torch.{dtype}"
+
+    def dim(self):
+        return len(self.shape)
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return 4096
+
+
+class FakeTorch:
+    Tensor = T
+
+
 def test_paged_decode_compiles_with_a_dynamic_max_blocks():
     """block_table memref<?x?xi32>: no kernel parameter of its own (kv_len is max_blocks · P),
     metadata max_blocks -1 and a dynamic kv_len; GpuDecodeKernel reads the launch's max_blocks
@@ -105,24 +127,6 @@ def test_paged_decode_compiles_with_a_dynamic_max_blocks():
     assert meta["kernels"][0]["params"][-2:] == ["block_table", "num_slots"]
     assert "kv_len" in meta["kernels"][0]["params"]
     kern = qattn.GpuDecodeKernel(res.output, meta)
-
-    class T:  # what _paged and expect_tensor read of a tensor: shape, dtype, layout, address
-        is_cuda = True
-
-        def __init__(self, *shape, dtype="int32"):
-            self.shape, self.dtype = shape, f"torch.{dtype}"
-
-        def dim(self):
-            return len(self.shape)
-
-        def is_contiguous(self):
-            return True
-
-        def data_ptr(self):
-            return 4096
-
-    class FakeTorch:
-        Tensor = T
 
     b, k = 3, T(40, 16, 2, 128, dtype="int8")  # three sequences
     kv_len, pool, ptr = kern._paged(b, k, T(3, 7), FakeTorch)
@@ -344,24 +348,6 @@ def test_ragged_prefill_compiles_and_checks_its_arguments():
     unpacked = qattn.attention("prefill", batch=None, q_len=None, kv_len=None, q_heads=16,
                                kv_heads=1, head_dim=128, seq_lens=True)
     assert "ragged" not in json.loads(qattn.compile(unpacked, emit="ptx").launch)["problem"]
-
-    class T:  # what _ragged and expect_tensor read of a tensor
-        is_cuda = True
-
-        def __init__(self, *shape, dtype="int32"):
-            self.shape, self.dtype = shape, f"torch.{dtype}"
-
-        def dim(self):
-            return len(self.shape)
-
-        def is_contiguous(self):
-            return True
-
-        def data_ptr(self):
-            return 4096
-
-    class FakeTorch:
-        Tensor = T
 
     res = qattn.compile(spec, emit="ptx")
     kern = qattn.GpuDecodeKernel(res.output, json.loads(res.launch))
