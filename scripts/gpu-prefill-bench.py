@@ -290,25 +290,25 @@ def run(args):
                 ragged = kw.pop("ragged", False)
                 qargs = {}
                 if kw == BF16:
-                    args = (q, k, v, None, None)
+                    inputs = (q, k, v, None, None)
                 elif kw == FP8:
-                    args, qargs = (t["q8"], t["k8"], t["v8"], t["k8s"], t["v8s"]), {"q_scale": t["q8s"]}
+                    inputs, qargs = (t["q8"], t["k8"], t["v8"], t["k8s"], t["v8s"]), {"q_scale": t["q8s"]}
                 elif kw == HALF_INT8_VH:
-                    args, qargs = (t["qi"], t["ki"], t["vh"], t["ks"], t["vhs"]), {"q_scale": t["qs"]}
+                    inputs, qargs = (t["qi"], t["ki"], t["vh"], t["ks"], t["vhs"]), {"q_scale": t["qs"]}
                 elif kw == HALF_INT8_PB:
-                    args, qargs = (t["qi"], t["kb"], t["vb"], t["kbs"], t["vbs"]), {"q_scale": t["qs"]}
+                    inputs, qargs = (t["qi"], t["kb"], t["vb"], t["kbs"], t["vbs"]), {"q_scale": t["qs"]}
                 else:
-                    args, qargs = (t["qi"], t["ki"], t["vi"], t["ks"], t["vs"]), {"q_scale": t["qs"]}
+                    inputs, qargs = (t["qi"], t["ki"], t["vi"], t["ks"], t["vs"]), {"q_scale": t["qs"]}
                 if page:
-                    args, qargs["block_table"] = paged_args(args, page, g)
+                    inputs, qargs["block_table"] = paged_args(inputs, page, g)
                 if ragged:  # every sequence's S rows packed along Sq of a batch of one
-                    args = (args[0].reshape(1, b * s, HQ, -1),) + args[1:]
+                    inputs = (inputs[0].reshape(1, b * s, HQ, -1),) + inputs[1:]
                     if "q_scale" in qargs:
                         qargs["q_scale"] = qargs["q_scale"].reshape(1, b * s, HQ)
                     qargs["cu_seqlens_q"] = torch.arange(0, b * s + 1, s, dtype=torch.int32,
                                                          device="cuda")
                     qargs["max_seqlen_q"] = s
-                call = lambda: kern(*args, **qargs)
+                call = lambda: kern(*inputs, **qargs)
                 out = call().float().reshape(b, s, HQ, -1)
                 ms = bench_ms(call)
                 twin = re.sub(r"_[pr]\d+$", "", mode)
