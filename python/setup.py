@@ -125,7 +125,7 @@ def extensions():
     includes.append(json)
     c10_cuda = torch.version.cuda is not None and (Path(cuda) / "cuda_runtime_api.h").is_file()
     ops = CppExtension("qattn._torch_ops",
-                       sources=["csrc/torch_ops.cpp", "csrc/append_op.cpp",
+                       sources=["csrc/torch_ops.cpp", "csrc/kernel_files.cpp", "csrc/append_op.cpp",
                                 "csrc/page_check.cpp"] + runtime_sources,
                        include_dirs=includes, libraries=["dl"] + (["c10_cuda"] if c10_cuda else []),
                        depends=headers + [str(h) for h in sorted((HERE / "csrc").glob("*.h"))],

@@ -443,6 +443,13 @@ TEST(LaunchMetadata, PrefillChunks) {
   EXPECT_NE(parseError(replaced(kGood, R"("q_len": 3)", R"("q_len": -1)"))
                 .find("must be >= 1 (or -1, dynamic, for prefill)"),
             std::string::npos);
+  // A ragged batch (cu_seqlens_q): optional, prefill only.
+  EXPECT_FALSE(m.ragged);
+  const std::string ragged = R"("alibi": false, "ragged": true,)";
+  ASSERT_TRUE(parseDecodeLaunch(replaced(pre, R"("alibi": false,)", ragged), m, error)) << error;
+  EXPECT_TRUE(m.ragged);
+  EXPECT_EQ(parseError(replaced(kGood, R"("alibi": false,)", ragged)),
+            "field \"problem.ragged\": only a prefill kernel takes a ragged batch");
   // Decode kernels take all their tokens in one chunk.
   EXPECT_NE(parseError(replaced(kGood, R"("split_kv": 0)", R"("split_kv": 0, "q_chunk": 1)"))
                 .find("q_chunk must equal problem.q_len for decode"),

@@ -412,8 +412,13 @@ bool attn::rt::parseDecodeLaunch(const std::string &json, DecodeLaunch &out, std
       (find(*p, "hadamard") && !r.boolean(*p, "problem", "hadamard", out.hadamard)) ||
       (find(*p, "sinks") && !r.boolean(*p, "problem", "sinks", out.sinks)) ||
       (find(*p, "lse") && !r.boolean(*p, "problem", "lse", out.lse)) ||
+      (find(*p, "ragged") && !r.boolean(*p, "problem", "ragged", out.ragged)) ||
       !r.boolean(*p, "problem", "seq_lens", out.seqLens))
     return false;
+  if (out.ragged && out.kind != "prefill") {
+    error = "field \"problem.ragged\": only a prefill kernel takes a ragged batch";
+    return false;
+  }
   if (out.qLen == 0 || (out.qLen < 0 && out.kind != "prefill")) {
     error = "field \"problem.q_len\" must be >= 1 (or -1, dynamic, for prefill)";
     return false;

@@ -18,14 +18,18 @@
 //   attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
 //                    Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens,
 //                    Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None,
-//                    Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None) -> ()
+//                    Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None,
+//                    Tensor? cu_seqlens_q=None) -> ()
 //       The run: checks every tensor against the plan, encodes the K/V tensor maps (cached per
 //       K/V address pair), and launches on torch's current stream of the tensors' device. No host
 //       synchronization and no allocation, so it can be captured in a CUDA graph. A paged kernel
 //       (metadata `paged`) takes pools of pages k, v [num_pages, P, Hkv, D], scales per page and
 //       block_table int32 [B, max_blocks]; its plan's kv_len is max_blocks · P (any max_blocks
 //       when the kernel's is dynamic). A spec with attention sinks takes sinks float32 [Hq];
-//       one with an lse output writes lse float32 [B, Sq, Hq].
+//       one with an lse output writes lse float32 [B, Sq, Hq]. A ragged prefill kernel (metadata
+//       problem.ragged) takes q, out (and q_scale, lse) packed as [1, T, ...] with any T, and
+//       cu_seqlens_q int32 [B + 1]; its plan's q_len is the most new tokens of any sequence
+//       (FlashAttention's max_seqlen_q).
 //   attn_opt::plan_info(int plan) -> int[]   [device, batch, kv_len, q_len, splits,
 //                                             cluster_merge, workspace_floats, check_pages]
 //   attn_opt::page_errors(int plan, bool reset=False) -> list[int]
@@ -35,7 +39,7 @@
 //
 // The library is also a Python module (PyInit_<TORCH_EXTENSION_NAME>) whose `run(plan, q, k, v,
 // k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, workspace,
-// block_table, sinks, lse)` is the
+// block_table, sinks, lse, cu_seqlens_q)` is the
 // same run without the dispatcher: DecodePlan.run calls it eagerly (about 4 µs less host time
 // per call than torch.ops, docs/benchmarks/torch-ops.md). It returns NotImplemented, launching
 // nothing, when an argument is not a plain torch.Tensor or a dispatch / torch-function mode or a
@@ -51,6 +55,7 @@
 #include <Python.h> // first, as Python asks
 
 #include "common.h"
+#include "kernel_files.h"
 #include "page_check.h"
 
 #include "attn/Runtime/LaunchMetadata.h"
@@ -63,13 +68,10 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/library.h>
 
-#include <array>
 #include <cstdlib>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
@@ -78,71 +80,6 @@
 namespace {
 namespace rt = attn::rt;
 using namespace attn_opt_ext;
-
-//===----------------------------------------------------------------------===//
-// Kernel files and their modules, per device
-//===----------------------------------------------------------------------===//
-
-struct DeviceModule {
-  attn_rt_context *ctx = nullptr;
-  attn_rt_module *module = nullptr;
-  std::map<std::string, attn_rt_kernel *> kernels;
-  int sms = 0;
-};
-
-/// PTX + launch metadata of one compiled op, loaded lazily on each device that runs it.
-struct KernelFiles {
-  std::string path;
-  std::string ptx;
-  rt::DecodeLaunch meta;
-  std::mutex mutex;
-  std::map<int, std::unique_ptr<DeviceModule>> devices;
-
-  DeviceModule &load(int device);
-};
-
-DeviceModule &KernelFiles::load(int device) {
-  std::lock_guard<std::mutex> lock(mutex);
-  auto &slot = devices[device];
-  if (slot)
-    return *slot;
-  auto m = std::make_unique<DeviceModule>();
-  m->ctx = contextFor(device);
-  check(attn_rt_load_module(m->ctx, ptx.c_str(), ptx.size() + 1, meta.arch, &m->module),
-        "loading " + path + " on cuda:" + std::to_string(device));
-  for (const rt::LaunchKernel &k : meta.kernels) {
-    attn_rt_kernel *handle = nullptr;
-    check(attn_rt_get_kernel(m->module, k.name.c_str(), &handle), "kernel " + k.name);
-    m->kernels[k.name] = handle;
-  }
-  check(attn_rt_sm_count(m->ctx, &m->sms), "querying the SM count");
-  slot = std::move(m);
-  return *slot;
-}
-
-std::shared_ptr<KernelFiles> kernelFiles(const std::string &path) {
-  static std::mutex mutex;
-  static std::map<std::string, std::shared_ptr<KernelFiles>> cache;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = cache.find(path);
-  if (it != cache.end())
-    return it->second;
-  auto files = std::make_shared<KernelFiles>();
-  files->path = path;
-  std::ifstream in(path, std::ios::binary);
-  TORCH_CHECK_VALUE(in, cat("attn_opt: cannot read the kernel ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  files->ptx = text.str();
-  std::string error;
-  TORCH_CHECK_VALUE(rt::readDecodeLaunch(path + ".launch.json", files->meta, error),
-                    cat("attn_opt: ", error));
-  const std::string &kind = files->meta.kind;
-  TORCH_CHECK_VALUE(kind == "decode" || kind == "prefill",
-                    cat("attn_opt: ", path, ": not a decode / prefill kernel (kind '", kind, "')"));
-  cache[path] = files;
-  return files;
-}
 
 //===----------------------------------------------------------------------===//
 // Plans
@@ -155,7 +92,8 @@ constexpr Param kSupplied[] = {Param::Q,       Param::KMap,   Param::VMap,      
                                Param::VScale,  Param::KZero,  Param::VZero,     Param::QScale,
                                Param::SeqLens, Param::Alibi,  Param::Out,       Param::Workspace,
                                Param::Batch,   Param::KvLen,  Param::QLen,      Param::NumSplits,
-                               Param::BlockTable, Param::NumSlots, Param::Sinks, Param::Lse};
+                               Param::BlockTable, Param::NumSlots, Param::Sinks, Param::Lse,
+                               Param::CuSeqlensQ, Param::TotalQ};
 
 struct PlannedLaunch {
   attn_rt_kernel *handle = nullptr;
@@ -172,29 +110,6 @@ struct TensorMaps {
   uint64_t rows = 0; // a paged pool's num_pages · P (the pool size is part of the map)
 };
 
-/// torch dtypes of K/V codes ("i8", "ui8", "f8E4M3FN", "bf16"); the first is the zero points'.
-Dtypes kvDtypes(const std::string &kv) {
-  static const std::array<at::ScalarType, 2> i8 = {at::kChar, at::kByte},
-                                             f8 = {at::kFloat8_e4m3fn, at::kByte};
-  static const std::array<at::ScalarType, 1> u8 = {at::kByte}, bf16 = {at::kBFloat16};
-  return kv == "i8"         ? Dtypes(i8)
-         : kv == "ui8"      ? Dtypes(u8)
-         : kv == "f8E4M3FN" ? Dtypes(f8)
-                            : Dtypes(bf16);
-}
-
-Dtypes qDtypes(const std::string &q) {
-  static const std::array<at::ScalarType, 1> i8 = {at::kChar}, bf16 = {at::kBFloat16};
-  static const std::array<at::ScalarType, 2> f8 = {at::kFloat8_e4m3fn, at::kByte};
-  return q == "i8" ? Dtypes(i8) : q == "f8E4M3FN" ? Dtypes(f8) : Dtypes(bf16);
-}
-
-attn_rt_dtype mapDtype(const std::string &dtype) {
-  return dtype == "bf16"  ? ATTN_RT_DTYPE_BF16
-         : dtype == "f16" ? ATTN_RT_DTYPE_F16
-                          : ATTN_RT_DTYPE_U8;
-}
-
 constexpr size_t kMapCacheSize = 128; // K/V pairs per plan (a layer each in a decode step)
 
 struct Plan {
@@ -210,6 +125,10 @@ struct Plan {
   Dtypes qTypes, kvTypes, zeroTypes;
   bool kScales = false, vScales = false, zeros = false, qScales = false, seqLens = false,
        alibi = false, sinks = false, lse = false;
+  /// A ragged prefill: q's packed rows T are q's dim 1 at each run (qShape[1] and the q-scale
+  /// shape's are -1 here), qGran the q scales' granularity for the shape at the run.
+  bool ragged = false;
+  std::string qGran;
   /// A paged cache (meta.pageSize > 0): pages in the pool (-1: k's dim 0 at each run), and
   /// whether the K / V scales are stored per page (their dim 0 is the pool's too).
   int64_t pageSize = 0, maxBlocks = 0, numPages = -1;
@@ -346,7 +265,8 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   if (p->workspaceFloats)
     p->workspace =
         at::empty({p->workspaceFloats}, at::TensorOptions().dtype(at::kFloat).device(dev));
-  p->qShape = {batch, qLen, m.qHeads, m.headDim};
+  p->ragged = m.ragged;
+  p->qShape = {m.ragged ? 1 : batch, m.ragged ? -1 : qLen, m.qHeads, m.headDim};
   // K/V (and per-token scales) [B, kv_len, ...], or a paged cache's pools [num_pages, P, ...].
   p->pageSize = m.pageSize;
   p->maxBlocks = m.maxBlocks;
@@ -372,9 +292,8 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   };
   p->kScalesPaged = perPage(m.kQuant);
   p->vScalesPaged = perPage(m.vQuant);
-  const std::string qGran =
-      m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant : "per_token_head";
-  p->qScaleShape = scaleShape(kOp, qGran, batch, qLen, m.qHeads, m.headDim, m.qBlockRows);
+  p->qGran = m.qQuant == "per_block" || m.qQuant == "per_token" ? m.qQuant : "per_token_head";
+  p->qScaleShape = scaleShape(kOp, p->qGran, batch, qLen, m.qHeads, m.headDim, m.qBlockRows);
   p->qTypes = qDtypes(m.qDtype);
   p->kvTypes = kvDtypes(m.kvDtype);
   p->zeroTypes = p->kvTypes.slice(0, 1);
@@ -496,10 +415,11 @@ using OptTensor = std::optional<at::Tensor>;
 /// The run's operands, borrowed (null: not given).
 struct Operands {
   const at::Tensor *q, *k, *v, *kScale, *vScale, *qScale, *kZero, *vZero, *seqLens, *alibi, *out,
-      *workspace, *blockTable, *sinks, *lse;
+      *workspace, *blockTable, *sinks, *lse, *cuSeqlensQ;
 };
 
-/// An optional operand the metadata asks for (`needed`) or forbids; returns its address or 0.
+/// An optional operand the metadata asks for (`needed`) or forbids (`why` says why); returns its
+/// address or 0.
 uint64_t optionalOperand(const Plan &p, const char *name, const at::Tensor *t, bool needed,
                          const char *why, Dtypes dtypes, c10::IntArrayRef shape,
                          bool optionalEvenIfNeeded = false) {
@@ -509,7 +429,8 @@ uint64_t optionalOperand(const Plan &p, const char *name, const at::Tensor *t, b
     return 0;
   }
   if (!given) {
-    TORCH_CHECK_VALUE(optionalEvenIfNeeded, cat("attn_opt.decode: ", name, " is required: ", why));
+    TORCH_CHECK_VALUE(optionalEvenIfNeeded, cat("attn_opt.decode: ", name, " (", dtypeList(dtypes),
+                                                " ", shape, ") is required by ", p.files->path));
     return 0;
   }
   expect(p, name, *t, dtypes, shape);
@@ -541,15 +462,37 @@ std::vector<int64_t> withPages(std::vector<int64_t> shape, bool paged, int64_t p
   return shape;
 }
 
+/// A ragged plan's packed query rows T: q's dim 1 (q [1, T, Hq, D]), checked into 1..2^31-1.
+int64_t packedRows(const Plan &p, const at::Tensor &q) {
+  TORCH_CHECK_VALUE(q.dim() == 4 && q.size(0) == 1 && q.size(1) >= 1 &&
+                        q.size(1) < (int64_t(1) << 31),
+                    cat("attn_opt.decode: a ragged batch packs its queries as [1, T, ",
+                        p.files->meta.qHeads, ", ", p.files->meta.headDim,
+                        "] with T in 1..2^31-1, got ", q.sizes()));
+  return q.size(1);
+}
+
 void runPlan(Plan &p, const Operands &o) {
   const int64_t pages = poolPages(p, *o.k);
+  // q's (and out's, q_scale's, lse's) shapes: the plan's, or a ragged batch's at this run's T
+  std::vector<int64_t> raggedQ, raggedQScale;
+  c10::IntArrayRef qShape = p.qShape, qScaleShape = p.qScaleShape;
+  const int32_t totalQ = p.ragged ? int32_t(packedRows(p, *o.q)) : 0;
+  if (p.ragged) {
+    const rt::DecodeLaunch &m = p.files->meta;
+    raggedQ = {1, totalQ, m.qHeads, m.headDim};
+    raggedQScale = scaleShape("attn_opt.decode", p.qGran, 1, totalQ, m.qHeads, m.headDim,
+                              m.qBlockRows);
+    qShape = raggedQ;
+    qScaleShape = raggedQScale;
+  }
   const std::vector<int64_t> kvShape = withPages(p.kvShape, p.pageSize, pages),
                              kScaleShape = withPages(p.kScaleShape, p.kScalesPaged, pages),
                              vScaleShape = withPages(p.vScaleShape, p.vScalesPaged, pages);
-  expect(p, "q", *o.q, p.qTypes, p.qShape);
+  expect(p, "q", *o.q, p.qTypes, qShape);
   expect(p, "k", *o.k, p.kvTypes, kvShape);
   expect(p, "v", *o.v, p.kvTypes, kvShape);
-  expect(p, "out", *o.out, {at::kBFloat16}, p.qShape);
+  expect(p, "out", *o.out, {at::kBFloat16}, qShape);
   enum {
     KScale,
     VScale,
@@ -564,6 +507,7 @@ void runPlan(Plan &p, const Operands &o) {
     Table,
     Sinks,
     Lse,
+    CuSeqlensQ,
     NumPtrs
   };
   uint64_t ptrs[NumPtrs] = {};
@@ -579,7 +523,7 @@ void runPlan(Plan &p, const Operands &o) {
   ptrs[VZero] = optionalOperand(p, "v_zero", o.vZero, p.zeros, "the cache is symmetric",
                                 p.zeroTypes, vScaleShape);
   ptrs[QScale] = optionalOperand(p, "q_scale", o.qScale, p.qScales, "the spec has bf16 queries",
-                                 {at::kFloat}, p.qScaleShape);
+                                 {at::kFloat}, qScaleShape);
   ptrs[SeqLens] = optionalOperand(p, "seq_lens", o.seqLens, p.seqLens,
                                   "the spec has no seq_lens operand", {at::kInt}, {p.batch}, true);
   ptrs[Alibi] = optionalOperand(p, "alibi_slopes", o.alibi, p.alibi, "the spec has no ALiBi",
@@ -595,7 +539,9 @@ void runPlan(Plan &p, const Operands &o) {
   ptrs[Sinks] = optionalOperand(p, "sinks", o.sinks, p.sinks, "the spec has no attention sinks",
                                 {at::kFloat}, {p.files->meta.qHeads});
   ptrs[Lse] = optionalOperand(p, "lse", o.lse, p.lse, "the spec has no lse output", {at::kFloat},
-                              {p.qShape[0], p.qShape[1], p.qShape[2]});
+                              {qShape[0], qShape[1], qShape[2]});
+  ptrs[CuSeqlensQ] = optionalOperand(p, "cu_seqlens_q", o.cuSeqlensQ, p.ragged,
+                                     "the spec has no ragged batch", {at::kInt}, {p.batch + 1});
   ptrs[Q] = address(*o.q);
   ptrs[Out] = address(*o.out);
   if (p.workspaceFloats) {
@@ -639,6 +585,8 @@ void runPlan(Plan &p, const Operands &o) {
   values.set(Param::NumSlots, &numSlots);
   values.set(Param::Sinks, &ptrs[Sinks]);
   values.set(Param::Lse, &ptrs[Lse]);
+  values.set(Param::CuSeqlensQ, &ptrs[CuSeqlensQ]);
+  values.set(Param::TotalQ, &totalQ);
   launch(p.decode, values, stream);
   if (p.combine.handle)
     launch(p.combine, values, stream);
@@ -650,17 +598,19 @@ void decodeRun(int64_t planId, const at::Tensor &q, const at::Tensor &k, const a
                const OptTensor &kScale, const OptTensor &vScale, const OptTensor &qScale,
                const OptTensor &kZero, const OptTensor &vZero, const OptTensor &seqLens,
                const OptTensor &alibi, const at::Tensor &out, const OptTensor &workspace,
-               const OptTensor &blockTable, const OptTensor &sinks, const OptTensor &lse) {
+               const OptTensor &blockTable, const OptTensor &sinks, const OptTensor &lse,
+               const OptTensor &cuSeqlensQ) {
   std::shared_ptr<Plan> plan = findPlan(planId);
   runPlan(*plan, {&q, &k, &v, given(kScale), given(vScale), given(qScale), given(kZero),
                   given(vZero), given(seqLens), given(alibi), &out, given(workspace),
-                  given(blockTable), given(sinks), given(lse)});
+                  given(blockTable), given(sinks), given(lse), given(cuSeqlensQ)});
 }
 
 void decodeOnCpu(int64_t, const at::Tensor &q, const at::Tensor &, const at::Tensor &,
                  const OptTensor &, const OptTensor &, const OptTensor &, const OptTensor &,
                  const OptTensor &, const OptTensor &, const OptTensor &, const at::Tensor &,
-                 const OptTensor &, const OptTensor &, const OptTensor &, const OptTensor &) {
+                 const OptTensor &, const OptTensor &, const OptTensor &, const OptTensor &,
+                 const OptTensor &) {
   TORCH_CHECK_VALUE(false, cat("attn_opt.decode runs on CUDA tensors; q is on ", q.device()));
 }
 
@@ -679,11 +629,11 @@ bool plainDispatch() {
              .empty();
 }
 
-constexpr Py_ssize_t kRunArgs = 16;
+constexpr Py_ssize_t kRunArgs = 17;
 constexpr const char *kRunArgNames[kRunArgs] = {
     "plan",     "q",            "k",   "v",         "k_scale",     "v_scale", "q_scale", "k_zero",
     "v_zero",   "seq_lens",     "alibi_slopes",     "out",         "workspace",
-    "block_table", "sinks",     "lse"};
+    "block_table", "sinks",     "lse",         "cu_seqlens_q"};
 
 PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
   HANDLE_TH_ERRORS
@@ -714,7 +664,7 @@ PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
     Py_RETURN_NOTIMPLEMENTED;
   std::shared_ptr<Plan> plan = findPlan(planId);
   runPlan(*plan, {t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], t[10], t[11], t[12],
-                  t[13], t[14], t[15]});
+                  t[13], t[14], t[15], t[16]});
   Py_RETURN_NONE;
   END_HANDLE_TH_ERRORS
 }
@@ -722,8 +672,8 @@ PyObject *pyRun(PyObject *, PyObject *const *args, Py_ssize_t n) {
 PyMethodDef moduleMethods[] = {
     {"run", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(pyRun)), METH_FASTCALL,
      "run(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens, alibi_slopes, out, "
-     "workspace, block_table, sinks, lse): attn_opt::decode without the dispatcher; NotImplemented (nothing launched) "
-     "where the dispatcher is needed"},
+     "workspace, block_table, sinks, lse, cu_seqlens_q): attn_opt::decode without the dispatcher; "
+     "NotImplemented (nothing launched) where the dispatcher is needed"},
     {nullptr, nullptr, 0, nullptr}};
 
 PyModuleDef moduleDef = {PyModuleDef_HEAD_INIT, "attn_opt_ops",
@@ -751,7 +701,8 @@ TORCH_LIBRARY(attn_opt, m) {
   m.def("decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
         "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
         "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None, "
-        "Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None) -> ()");
+        "Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None, "
+        "Tensor? cu_seqlens_q=None) -> ()");
 }
 
 TORCH_LIBRARY_IMPL(attn_opt, CUDA, m) { m.impl("decode", &decodeRun); }

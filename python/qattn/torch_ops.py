@@ -12,12 +12,13 @@ Importing this module loads the package's torch extension (``qattn/_torch_ops*.s
 * ``attn_opt::decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale,
   Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, Tensor? alibi_slopes,
   Tensor(a!) out, Tensor(b!)? workspace=None, Tensor? block_table=None, Tensor? sinks=None,
-  Tensor(c!)? lse=None) -> ()`` — the run:
+  Tensor(c!)? lse=None, Tensor? cu_seqlens_q=None) -> ()`` — the run:
   checks, K/V tensor maps (cached per address pair), launches on torch's current stream; no host
   sync, no allocation, so CUDA graphs capture it. A paged kernel takes pools of pages k, v
   [num_pages, P, Hkv, D], scales per page and ``block_table`` int32 [B, max_blocks]; a spec with
   attention sinks takes ``sinks`` float32 [Hq], one with an lse output writes ``lse`` float32
-  [B, Sq, Hq];
+  [B, Sq, Hq]; a ragged prefill kernel takes q and out packed as [1, T, Hq, D] (any T) and
+  ``cu_seqlens_q`` int32 [B + 1], its plan's q_len being the most new tokens of any sequence;
 * ``attn_opt::plan_info(int plan) -> int[]`` and ``attn_opt::release_plan(int plan) -> ()``;
 * ``attn_opt::page_errors(int plan, bool reset=False) -> int[]`` — a ``check_pages`` plan's
   block-table report (``qattn.paged.PageErrors.from_state`` reads it), copied to the host: a
@@ -77,7 +78,8 @@ SCHEMAS = {
     "decode": "decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
               "Tensor? q_scale, Tensor? k_zero, Tensor? v_zero, Tensor? seq_lens, "
               "Tensor? alibi_slopes, Tensor(a!) out, Tensor(b!)? workspace=None, "
-              "Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None) -> ()",
+              "Tensor? block_table=None, Tensor? sinks=None, Tensor(c!)? lse=None, "
+              "Tensor? cu_seqlens_q=None) -> ()",
     "quantize_append": "quantize_append(str kernel, Tensor src, Tensor positions, Tensor(a!) dst, "
                        "Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
     "quantize_append_paged": "quantize_append_paged(str kernel, Tensor src, Tensor slot_mapping, "
@@ -121,8 +123,8 @@ def _jit_build():
     from torch.utils.cpp_extension import load
     try:
         return load(name="qattn_attn_opt_ops", is_python_module=True,
-             sources=[str(src / n) for n in ("torch_ops.cpp", "append_op.cpp", "page_check.cpp",
-                                             "Runtime.cpp",
+             sources=[str(src / n) for n in ("torch_ops.cpp", "kernel_files.cpp", "append_op.cpp",
+                                             "page_check.cpp", "Runtime.cpp",
                                              "ScheduleHeuristics.cpp", "ForwardSharedMemory.cpp",
                                              "LaunchMetadata.cpp")],
              extra_include_paths=[str(src / "include"), cuda, json],
@@ -168,20 +170,28 @@ _is_compiling = torch.compiler.is_compiling
 
 @torch.library.register_fake(f"{NAMESPACE}::decode")
 def _decode_fake(plan, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero, seq_lens,
-                 alibi_slopes, out, workspace=None, block_table=None, sinks=None, lse=None):
+                 alibi_slopes, out, workspace=None, block_table=None, sinks=None, lse=None,
+                 cu_seqlens_q=None):
     """Shape rules that hold for every plan: q and out [B, Sq, Hq, D], K/V [B, Skv, Hkv, D]
     (paged: pools [num_pages, P, Hkv, D] and block_table [B, max_blocks]), sinks float32 [Hq],
-    lse float32 [B, Sq, Hq]."""
+    lse float32 [B, Sq, Hq]; a ragged batch: q and out [1, T, Hq, D], cu_seqlens_q [B + 1]."""
     _check_sinks_lse(q, sinks, lse)
     if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
         raise KernelArgumentError("q, k and v must be 4-D: [B, Sq, Hq, D] and [B, Skv, Hkv, D]")
     if tuple(out.shape) != tuple(q.shape) or out.dtype != torch.bfloat16:
         raise KernelArgumentError(f"out must be bfloat16 of q's shape {tuple(q.shape)}, got "
                                   f"{out.dtype} {tuple(out.shape)}")
-    if block_table is not None and (block_table.dim() != 2 or block_table.shape[0] != q.shape[0]):
-        raise KernelArgumentError(f"block_table must be [B, max_blocks] with B = {q.shape[0]}, "
+    b = q.shape[0]
+    if cu_seqlens_q is not None:
+        if cu_seqlens_q.dim() != 1 or cu_seqlens_q.shape[0] < 2 or q.shape[0] != 1:
+            raise KernelArgumentError(f"a ragged batch takes q [1, T, Hq, D] and cu_seqlens_q "
+                                      f"[B + 1], got {tuple(q.shape)} and "
+                                      f"{tuple(cu_seqlens_q.shape)}")
+        b = cu_seqlens_q.shape[0] - 1
+    if block_table is not None and (block_table.dim() != 2 or block_table.shape[0] != b):
+        raise KernelArgumentError(f"block_table must be [B, max_blocks] with B = {b}, "
                                   f"got {tuple(block_table.shape)}")
-    batch_ok = block_table is not None or k.shape[0] == q.shape[0]
+    batch_ok = block_table is not None or k.shape[0] == b
     if tuple(k.shape) != tuple(v.shape) or not batch_ok or k.shape[3] != q.shape[3]:
         raise KernelArgumentError(f"k {tuple(k.shape)} and v {tuple(v.shape)} do not match q "
                                   f"{tuple(q.shape)}")
@@ -367,12 +377,16 @@ class DecodePlan:
 
     def run(self, q, k, v, k_scale=None, v_scale=None, *, q_scale=None, k_zero=None, v_zero=None,
             seq_lens=None, alibi_slopes=None, out=None, workspace=None, block_table=None,
-            sinks=None, lse=None):
+            sinks=None, lse=None, cu_seqlens_q=None):
         """Attention into ``out`` (allocated when None: bf16, q's shape); returns ``out``. A
         paged kernel takes pools k, v [num_pages, P, Hkv, D] and ``block_table`` [B, max_blocks]
         (int32, on the device; its plan's kv_len is max_blocks · P). A spec with attention sinks
         takes ``sinks`` float32 [Hq]; one with an lse output writes each row's log-sum-exp into
-        ``lse`` float32 [B, Sq, Hq] (required: the run allocates nothing).
+        ``lse`` float32 [B, Sq, Hq] (required: the run allocates nothing). A ragged prefill
+        (a spec with ``cu_seqlens_q``) takes q and out packed as [1, T, Hq, D] and
+        ``cu_seqlens_q`` int32 [B + 1] on the device (sequence b's rows cu_seqlens_q[b] ..<
+        cu_seqlens_q[b + 1]); the plan's q_len is FlashAttention's max_seqlen_q, the most rows
+        of any sequence (one with more is cut to it).
 
         Eagerly this is the extension's ``run`` (no dispatcher); under fake tensors, modes or
         ``torch.compile`` it is ``torch.ops.attn_opt.decode`` — the same checks and launch."""
@@ -383,10 +397,11 @@ class DecodePlan:
             if (_run_direct is None or _is_compiling()
                     or _run_direct(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero,
                                    v_zero, seq_lens, alibi_slopes, out, workspace, block_table,
-                                   sinks, lse)
+                                   sinks, lse, cu_seqlens_q)
                     is NotImplemented):
                 _decode(self.handle, q, k, v, k_scale, v_scale, q_scale, k_zero, v_zero,
-                        seq_lens, alibi_slopes, out, workspace, block_table, sinks, lse)
+                        seq_lens, alibi_slopes, out, workspace, block_table, sinks, lse,
+                        cu_seqlens_q)
         except (TypeError, ValueError) as e:
             raise KernelArgumentError(str(e)) from e
         except RuntimeError as e:

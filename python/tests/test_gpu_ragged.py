@@ -153,3 +153,66 @@ def test_ragged_argument_errors():
     base = kernel_for(RAGGED_BASE[name])
     with pytest.raises(KernelArgumentError, match="the spec has no ragged batch"):
         base(data["q"], *args, cu_seqlens_q=cu, max_seqlen_q=8, **kw)
+
+
+@pytest.mark.parametrize("name", sorted(RAGGED_BASE))
+def test_ragged_torch_op_matches_the_launcher_and_replays(name):
+    """attn_opt::decode's plan over a ragged prefill kernel (q_len = max_seqlen_q): the ctypes
+    launcher's output bit for bit, argument errors before any launch, and a CUDA-graph replay
+    after the offsets, lengths and table changed on the device (same T)."""
+    torch_ops = pytest.importorskip("qattn.torch_ops")
+    if not torch_ops.HAS_EXTENSION:
+        pytest.skip("the attn_opt torch extension is not built")
+    lens, counts = [300, 1, 77, 500], [40, 1, 0, 23]
+    q_len = max(counts)
+    c = dict(PREFILL_CASES[RAGGED_BASE[name]], q_len=q_len)
+    data = make_pools(c, lens, seed=11)
+    qk, qargs, _ = query_args(c, data["q"])
+    p, kernel = data["pools"], kernel_for(name)
+    cache = (p["k"], p["v"], p.get("k_scale"), p.get("v_scale"))
+    seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
+
+    def packed_launch(order):
+        n = [counts[i] for i in order]
+        packed, cu = pack(qk[order], n)
+        return packed, cu, {key: pack(t[order], n)[0] for key, t in qargs.items()}
+
+    plan = torch_ops.DecodePlan(kernel, device="cuda", batch=len(lens),
+                                kv_len=paged_cases.capacity(name), q_len=q_len)
+    packed, cu, pargs = packed_launch([0, 1, 2, 3])
+    kw = dict(seq_lens=seq, block_table=data["table"], **pargs)
+    out = plan.run(packed, *cache, cu_seqlens_q=cu, **kw)
+    want = kernel(packed, *cache, cu_seqlens_q=cu, max_seqlen_q=q_len, **kw)
+    torch.cuda.synchronize()
+    assert torch.equal(out, want)
+    with pytest.raises(KernelArgumentError, match=r"cu_seqlens_q \(Int \(5,\)\) is required"):
+        plan.run(packed, *cache, **kw)
+    with pytest.raises(KernelArgumentError, match="cu_seqlens_q has shape"):
+        plan.run(packed, *cache, cu_seqlens_q=cu[:3], **kw)
+    with pytest.raises(KernelArgumentError, match=r"packs its queries as \[1, T"):
+        plan.run(qk, *cache, cu_seqlens_q=cu, **dict(kw, **qargs))
+    unpacked = torch_ops.DecodePlan(kernel_for(RAGGED_BASE[name]), device="cuda",
+                                    batch=len(lens), kv_len=paged_cases.capacity(name),
+                                    q_len=q_len)
+    with pytest.raises(KernelArgumentError, match="cu_seqlens_q given, but the spec has no "
+                                                  "ragged batch"):
+        unpacked.run(qk, *cache, cu_seqlens_q=cu, **dict(kw, **qargs))
+    # Captured once; replayed over the sequences in another order, packed to the same T.
+    q_dev, cu_dev = packed.clone(), cu.clone()
+    table, lens_dev = data["table"].clone(), seq.clone()
+    scales = {key: t.clone() for key, t in pargs.items()}
+    graph_out = torch.empty_like(out)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plan.run(q_dev, *cache, seq_lens=lens_dev, block_table=table, cu_seqlens_q=cu_dev,
+                 out=graph_out, **scales)
+    order = [3, 1, 2, 0]
+    packed2, cu2, pargs2 = packed_launch(order)
+    for dst, src in ((q_dev, packed2), (cu_dev, cu2), (table, data["table"][order]),
+                     (lens_dev, seq[order]), *((scales[key], pargs2[key]) for key in scales)):
+        dst.copy_(src)
+    graph.replay()
+    want2 = kernel(packed2, *cache, seq_lens=seq[order], block_table=data["table"][order],
+                   cu_seqlens_q=cu2, max_seqlen_q=q_len, **pargs2)
+    torch.cuda.synchronize()
+    assert torch.equal(graph_out, want2)

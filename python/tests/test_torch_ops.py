@@ -169,17 +169,17 @@ def test_direct_run_defers_to_the_dispatcher_where_needed():
     run = torch_ops._run_direct
     assert run is not None
     q, k, s, out = fake_inputs(FakeTensorMode())
-    none4 = (None,) * 4  # workspace, block_table, sinks, lse
-    assert run(7, q, k, k, s, s, None, None, None, None, None, out, *none4) is NotImplemented
+    none5 = (None,) * 5  # workspace, block_table, sinks, lse, cu_seqlens_q
+    assert run(7, q, k, k, s, s, None, None, None, None, None, out, *none5) is NotImplemented
     real = torch.zeros(2, 1, 8, 128, dtype=torch.bfloat16)
     with FakeTensorMode(allow_non_fake_inputs=True):
         assert run(7, real, real, real, None, None, None, None, None, None, None, real,
-                   *none4) is NotImplemented
+                   *none5) is NotImplemented
     with pytest.raises(ValueError, match="no plan 7"):
-        run(7, real, real, real, None, None, None, None, None, None, None, real, *none4)
+        run(7, real, real, real, None, None, None, None, None, None, None, real, *none5)
     with pytest.raises(TypeError, match="k must be a torch.Tensor, got int"):
-        run(7, real, 3, real, None, None, None, None, None, None, None, real, *none4)
-    with pytest.raises(TypeError, match="16 positional arguments"):
+        run(7, real, 3, real, None, None, None, None, None, None, None, real, *none5)
+    with pytest.raises(TypeError, match="17 positional arguments"):
         run(7, real, real, real)
 
 

@@ -91,6 +91,10 @@ struct DecodeLaunch {
   /// Decode: attention sinks (parameter `sinks`, f32 [Hq]) and the log-sum-exp output
   /// (parameter `lse`, f32 [B, Sq, Hq]). Optional in the JSON, default false.
   bool sinks = false, lse = false;
+  /// Prefill: a ragged batch (parameters `cu_seqlens_q`, `total_q`): q and out are [1, T, Hq, D],
+  /// sequence b's rows cu_seqlens_q[b] ..< cu_seqlens_q[b + 1]; q_len is the most of any.
+  /// Optional in the JSON, default false.
+  bool ragged = false;
   /// Logit soft-capping c (0: none; optional in the JSON): logits become c · tanh(x / c).
   double softcap = 0;
   /// Sliding window (member "window": [left, right], optional, default [-1, -1]): the query at
