@@ -51,6 +51,13 @@ TEST(SplitKv, LargeBatchNeedsNoSplit) {
   EXPECT_EQ(selectSplitKv(132, 1 << 20, 128, GPUInfo{}), 1);
 }
 
+TEST(SplitKv, ALeftWindowSharesOnlyItsKeys) {
+  EXPECT_EQ(splitKvKeys(/*kvLen=*/8192, /*qLen=*/3, /*windowLeft=*/-1), 8192);
+  EXPECT_EQ(splitKvKeys(8192, 3, 127), 130);
+  EXPECT_EQ(splitKvKeys(100, 3, 127), 100); // a window longer than the cache: all of it
+  EXPECT_EQ(splitKvKeys(8192, 1, 0), 1);
+}
+
 TEST(SplitKv, SmallBatchSplitsToCoverTheSMs) {
   // 2 CTAs on 132 SMs -> 66 splits, each still holding many 128-key tiles.
   EXPECT_EQ(selectSplitKv(2, 131072, 128, GPUInfo{}), 66);

@@ -215,10 +215,12 @@ const char *attn_rt_status_name(attn_rt_status s) {
 
 const char *attn_rt_last_error(void) { return lastError.c_str(); }
 
-int64_t attn_rt_select_split_kv(int64_t ctas, int64_t kv_len, int64_t tile_n, int64_t sms) {
+int64_t attn_rt_select_split_kv(int64_t ctas, int64_t kv_len, int64_t q_len, int64_t window_left,
+                                int64_t tile_n, int64_t sms) {
   mlir::attn::GPUInfo gpu;
   gpu.numSMs = sms;
-  return mlir::attn::selectSplitKv(ctas, kv_len, tile_n, gpu);
+  return mlir::attn::selectSplitKv(ctas, mlir::attn::splitKvKeys(kv_len, q_len, window_left),
+                                   tile_n, gpu);
 }
 
 attn_rt_status attn_rt_init(int ordinal, attn_rt_context **out) {

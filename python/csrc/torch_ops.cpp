@@ -187,12 +187,10 @@ void choosePlan(Plan &p, DeviceModule &dm, int64_t splits) {
     splits = 1;
   }
   TORCH_CHECK_VALUE(splits >= 0, cat("attn_opt: splits must be >= 1 or 0 (auto), got ", splits));
-  // A left window: the splits share the window's keys (the kernel skips the rest).
-  const int64_t keys =
-      m.windowLeft >= 0 && m.windowLeft + p.qLen < p.kvLen ? m.windowLeft + p.qLen : p.kvLen;
   if (splits == 0)
     splits = m.splitKv ? m.splitKv
-                       : attn_rt_select_split_kv(p.batch * m.groups, keys, m.tileN, dm.sms);
+                       : attn_rt_select_split_kv(p.batch * m.groups, p.kvLen, p.qLen,
+                                                 m.windowLeft, m.tileN, dm.sms);
   p.splits = splits;
   const char *noCluster = std::getenv("ATTN_RT_NO_CLUSTER_MERGE");
   p.clusterMerge = m.clusterMerges(splits) && !(noCluster && *noCluster);

@@ -92,7 +92,7 @@ def _rt():
         lib.attn_rt_last_error.restype = ctypes.c_char_p
         lib.attn_rt_status_name.restype = ctypes.c_char_p
         lib.attn_rt_status_name.argtypes = [i32]
-        lib.attn_rt_select_split_kv.argtypes = [ctypes.c_int64] * 4
+        lib.attn_rt_select_split_kv.argtypes = [ctypes.c_int64] * 6
         lib.attn_rt_select_split_kv.restype = ctypes.c_int64
         _RT = lib
     return _RT
@@ -111,10 +111,12 @@ class _LaunchConfig(ctypes.Structure):
                 ("programmatic", ctypes.c_uint)]
 
 
-def select_split_kv(ctas: int, kv_len: int, tile_n: int, sm_count: int) -> int:
+def select_split_kv(ctas: int, kv_len: int, tile_n: int, sm_count: int, *, q_len: int = 1,
+                    window_left: int = -1) -> int:
     """The split rule of attn-select-schedule (ScheduleHeuristics.cpp selectSplitKv, compiled
-    into the runtime library)."""
-    return int(_rt().attn_rt_select_split_kv(ctas, kv_len, tile_n, sm_count))
+    into the runtime library); with a left window the splits share the window_left + q_len keys
+    that reach the last query (splitKvKeys)."""
+    return int(_rt().attn_rt_select_split_kv(ctas, kv_len, q_len, window_left, tile_n, sm_count))
 
 
 _TORCH_KV = {"i8": ("int8", "uint8"), "ui8": ("uint8",), "f8E4M3FN": ("float8_e4m3fn", "uint8"),
@@ -559,9 +561,8 @@ class GpuDecodeKernel(LaunchFiles):
                 raise KernelArgumentError(f"prefill kernels run one split, not {splits}")
             splits = 1
         if splits in ("auto", 0, None):
-            # A left window: the splits share the window's keys (the kernel skips the rest).
-            keys = skv if self.window[0] < 0 else min(skv, self.window[0] + sq)
-            splits = int(s["split_kv"]) or select_split_kv(b * groups, keys, int(s["tile_n"]), sms)
+            splits = int(s["split_kv"]) or select_split_kv(
+                b * groups, skv, int(s["tile_n"]), sms, q_len=sq, window_left=self.window[0])
         splits = int(splits)
         if splits < 1:
             raise KernelArgumentError(f"splits must be >= 1 or 'auto', got {splits}")

@@ -174,9 +174,9 @@ bool resolveSplits(const Options &o, const rt::DecodeLaunch &m, Plan &p, std::st
   if (n == 0) {
     mlir::attn::GPUInfo gpu;
     gpu.numSMs = p.smCount;
-    // A left window: the splits share the window's keys (the kernel skips the tiles before it).
-    int64_t keys = m.windowLeft >= 0 ? std::min(p.kvLen, m.windowLeft + p.qLen) : p.kvLen;
-    n = mlir::attn::selectSplitKv(p.batch * m.groups, keys, m.tileN, gpu);
+    n = mlir::attn::selectSplitKv(p.batch * m.groups,
+                                  mlir::attn::splitKvKeys(p.kvLen, p.qLen, m.windowLeft), m.tileN,
+                                  gpu);
   }
   if (m.kind == "prefill" && n != 1) {
     why = "prefill kernels run one split (got " + std::to_string(n) + ")";

@@ -70,8 +70,11 @@ attn_rt_status attn_rt_launch(attn_rt_kernel *kernel, const attn_rt_launch_confi
 attn_rt_status attn_rt_synchronize(attn_rt_context *ctx);
 /* The split-KV count attn-select-schedule's heuristic (selectSplitKv) picks for a decode launch of
  * `ctas` CTAs per split over `kv_len` keys in tiles of `tile_n`, on `sms` SMs: what a launcher
- * uses when the kernel's split_kv is 0 (decided at launch). */
-int64_t attn_rt_select_split_kv(int64_t ctas, int64_t kv_len, int64_t tile_n, int64_t sms);
+ * uses when the kernel's split_kv is 0 (decided at launch). With a left window (`window_left`
+ * >= 0; -1: none) the splits share the window_left + q_len keys that reach the last of the
+ * `q_len` queries (splitKvKeys). */
+int64_t attn_rt_select_split_kv(int64_t ctas, int64_t kv_len, int64_t q_len, int64_t window_left,
+                                int64_t tile_n, int64_t sms);
 
 /* Device memory, for tests and benchmarks. */
 attn_rt_status attn_rt_malloc(attn_rt_context *ctx, size_t bytes, uint64_t *ptr);

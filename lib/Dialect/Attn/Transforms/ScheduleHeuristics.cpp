@@ -47,6 +47,10 @@ static double splitCost(int64_t ctas, int64_t splits, int64_t numSMs) {
   return double(ceilDiv(mulSat(ctas, splits), numSMs)) / double(splits);
 }
 
+int64_t mlir::attn::splitKvKeys(int64_t kvLen, int64_t qLen, int64_t windowLeft) {
+  return windowLeft >= 0 ? std::min(kvLen, windowLeft + qLen) : kvLen;
+}
+
 int64_t mlir::attn::selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu) {
   if (ctas <= 0 || kvLen <= 0 || gpu.numSMs <= 0)
     return 1;

@@ -120,11 +120,9 @@ LogicalResult scheduleDecode(AttentionOp op, const AttentionShape &shape, const 
   Fields::fill(f.stages, d.stages);
   if (f.splitKv == 0 || f.splitKv == ScheduleAttr::kAuto) {
     if (d.splitKv > 0) {
-      // A left window: the splits share the window's keys, not the cache's.
-      int64_t keys = shape.kvLen;
-      if (std::optional<ArrayRef<int64_t>> w = op.getWindow(); w && w->size() == 2 && (*w)[0] >= 0)
-        keys = std::min(keys, (*w)[0] + shape.qLen);
-      f.splitKv = selectSplitKv(ctas, keys, f.tileN, gpu);
+      std::optional<ArrayRef<int64_t>> w = op.getWindow();
+      int64_t left = w && w->size() == 2 ? (*w)[0] : -1;
+      f.splitKv = selectSplitKv(ctas, splitKvKeys(shape.kvLen, shape.qLen, left), f.tileN, gpu);
     } else {
       f.splitKv = ScheduleAttr::kAuto; // resolved at launch by selectSplitKv
     }

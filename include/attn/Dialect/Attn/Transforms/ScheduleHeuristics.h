@@ -82,6 +82,11 @@ inline constexpr int64_t kMaxBalancedSplits = 64;
 /// dynamic lengths and batches.
 int64_t selectSplitKv(int64_t ctas, int64_t kvLen, int64_t tileN, const GPUInfo &gpu);
 
+/// The keys a decode launch's splits share, what selectSplitKv divides: with a left window
+/// (`windowLeft` ≥ 0) the window_left + q_len keys that reach the last query — the kernel skips
+/// the tiles before them — at most kv_len; else the whole cache.
+int64_t splitKvKeys(int64_t kvLen, int64_t qLen, int64_t windowLeft);
+
 /// The schedule of a decode kernel built for two CTAs per SM: tile_n 64 and two stages, one
 /// producer warpgroup of 56 registers and one consumer of 200 (256 threads entering with 128).
 /// attn-select-schedule fills it for `ctas_per_sm = 2`; convert-attn-to-nvvm builds the
