@@ -16,17 +16,22 @@
 //          shuffled over the whole pool as an allocator hands them out), each stage 128 tokens =
 //          128 / page bulk copies per operand. Same bytes as bulk_kv; the difference between the
 //          two orders is what scattering the pages costs the DRAM, with no attention work.
+//   prefill_tiles (`bwprobe prefill`, alone) - prefill's bf16 K/V tiles from the L2 at the
+//          8192 x 4 row of Tables 1/2, over 128-, 64-, 32- and 16-token pages: tensor-map boxes
+//          of one page issued by one thread, against 16-byte cp.async gathers by a warpgroup.
 // The plain readers (vec, bulk, memcpy) also run at the byte counts of the paged bench's rows,
 // the read ceiling each row's times are set against (docs/benchmarks/gpu-paged.md).
 // Each CTA reads a contiguous 1/grid of the buffer, as a decode CTA reads its batch's K and V.
 // Prints one JSON line per configuration. docs/benchmarks/gpu-decode.md has the
 // results and the command:
 //   nvcc -O3 -arch=sm_90a -o /tmp/bwprobe scripts/gpu-bandwidth-probe.cu -lcuda && /tmp/bwprobe
+//   /tmp/bwprobe prefill       # prefill_tiles only (docs/benchmarks/gpu-prefill.md)
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #define CK(x)                                                                                   \
@@ -257,6 +262,74 @@ __global__ void readTmaKV(const __grid_constant__ CUtensorMap tk, const __grid_c
     out[blockIdx.x] = acc;
 }
 
+// Prefill's K/V tiles (docs/benchmarks/gpu-prefill.md, "Paged prefill"): 128 keys of bf16 K and V
+// at head_dim 128 per stage (two 64-column blocks of 128-byte rows, 128-byte swizzled, 64 KB),
+// from pools of `page`-token pages through a page table, every CTA reading its sequence's tiles
+// from the L2 as prefill's CTAs do. `cpAsync` 0: thread 0 issues one tensor-map box per page and
+// column block (2-D map [128, pool rows], box [64, page]; `page` 128: the contiguous kernel's
+// boxes); 1: the 128 threads of warps 4-7 gather the rows with 16-byte cp.async copies into the
+// same swizzled layout, completing on the full barrier (cp.async.mbarrier.arrive.noinc).
+// The consumer warp holds each stage `hold` cycles (the two GEMMs of a tile).
+__global__ void __launch_bounds__(256) readPrefillTiles(
+    const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
+    const char *__restrict__ k, const char *__restrict__ v, const int *__restrict__ table,
+    int seqs, int tiles, int page, int stages, int hold, int cpAsync, int *out) {
+  extern __shared__ __align__(128) char smem[];  // the dynamic base: 1024-aligned (no static smem)
+  const int stageBytes = 65536, perTile = 128 / page, seq = blockIdx.x % seqs;
+  uint64_t *bars = reinterpret_cast<uint64_t *>(smem + size_t(stages) * stageBytes);
+  const uint32_t full0 = smemAddr(bars), empty0 = smemAddr(bars + stages);
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < stages; ++s) {
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(full0 + 8 * s),
+                   "r"(cpAsync ? 128 : 1));
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(empty0 + 8 * s));
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  const int *pages = table + size_t(seq) * tiles * perTile;
+  int acc = 0;
+  if (!cpAsync && threadIdx.x == 0) {
+    for (int i = 0; i < tiles; ++i) {
+      int s = i % stages;
+      acquireStage(full0, empty0, s, i, stages, stageBytes);
+      uint32_t dst = smemAddr(smem + size_t(s) * stageBytes);
+      for (int pg = 0; pg < perTile; ++pg) {
+        int row = pages[i * perTile + pg] * page;
+        for (int op = 0; op < 2; ++op)
+          for (int blk = 0; blk < 2; ++blk)
+            asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::"
+                         "bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(dst + op * 32768 + blk * 16384 +
+                                                                   pg * page * 128),
+                         "l"(op ? &tv : &tk), "r"(blk * 64), "r"(row), "r"(full0 + 8 * s)
+                         : "memory");
+      }
+    }
+  } else if (cpAsync && threadIdx.x >= 128) {
+    const int t = threadIdx.x - 128;
+    for (int i = 0; i < tiles; ++i) {
+      int s = i % stages;
+      mbarWait(empty0 + 8 * s, uint32_t((i / stages) & 1) ^ 1u);
+      uint32_t dst = smemAddr(smem + size_t(s) * stageBytes);
+      for (int j = 0; j < 16; ++j) {
+        int q = t + 128 * j, r = q >> 4, blk = (q >> 3) & 1, c = q & 7;
+        size_t row = size_t(pages[i * perTile + r / page]) * page + (r & (page - 1));
+        uint32_t at = dst + blk * 16384 + r * 128 + ((c ^ (r & 7)) << 4);
+        size_t from = row * 256 + blk * 128 + c * 16;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at), "l"(k + from) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(at + 32768), "l"(v + from)
+                     : "memory");
+      }
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(full0 + 8 * s)
+                   : "memory");
+    }
+  } else if (threadIdx.x >= 32 && threadIdx.x < 64) {
+    acc = consumeRing(smem, stageBytes, tiles, stages, full0, empty0, hold);
+  }
+  if (acc == 0x12345679)
+    out[blockIdx.x] = acc;
+}
+
 // A u8 tensor map over [batch][seq][128] bytes: rank 4 ([128, 1, seq, batch], box [128, 1, rows,
 // 1]) or 2 ([128, batch * seq], box [128, rows]).
 static bool makeMap(CUtensorMap *m, void *p, int rank, int batch, int seq, int rows) {
@@ -297,9 +370,67 @@ template <typename F> static float medianUs(F launch, int copies) {
   return 0.5f * (ms[24] + ms[25]) * 1e3f;
 }
 
-int main() {
+// `prefill`: readPrefillTiles at 8192 keys × 4 sequences (Table 1/2's 8192 × 4 row: 16 MB of K/V,
+// L2-resident), one CTA per SM, each reading its sequence's 64 tiles; pages shuffled over the pool.
+static int prefillTiles(int sms) {
+  const int seqs = 4, seqLen = 8192, tiles = seqLen / 128, rows = seqs * seqLen;
+  char *k = nullptr, *v = nullptr;
+  int *table = nullptr, *out = nullptr;
+  CK(cudaMalloc(&k, size_t(rows) * 256));
+  CK(cudaMalloc(&v, size_t(rows) * 256));
+  CK(cudaMemset(k, 1, size_t(rows) * 256));
+  CK(cudaMemset(v, 1, size_t(rows) * 256));
+  CK(cudaMalloc(&table, rows * sizeof(int)));
+  CK(cudaMalloc(&out, 1 << 20));
+  CK(cudaFuncSetAttribute(readPrefillTiles, cudaFuncAttributeMaxDynamicSharedMemorySize, 220 * 1024));
+  for (int page : {128, 64, 32, 16}) {
+    int pages = rows / page;
+    std::vector<int> order(pages);
+    for (int i = 0; i < pages; ++i)
+      order[i] = i;
+    uint64_t x = 88172645463325252ull;  // xorshift64: a fixed shuffle
+    for (int i = pages - 1; page < 128 && i > 0; --i) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      std::swap(order[i], order[x % uint64_t(i + 1)]);
+    }
+    CK(cudaMemcpy(table, order.data(), pages * sizeof(int), cudaMemcpyHostToDevice));
+    CUtensorMap mk, mv;
+    for (int op = 0; op < 2; ++op) {
+      cuuint64_t dims[2] = {128, cuuint64_t(rows)}, str[1] = {256};
+      cuuint32_t box[2] = {64, cuuint32_t(page)}, es[2] = {1, 1};
+      CUresult r = cuTensorMapEncodeTiled(
+          op ? &mv : &mk, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, op ? v : k, dims, str, box, es,
+          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r != CUDA_SUCCESS) {
+        fprintf(stderr, "cuTensorMapEncodeTiled failed: %d\n", int(r));
+        return 1;
+      }
+    }
+    for (int cpAsync : {0, 1})
+      for (int stages : {2, 3})
+        for (int hold : {0, 2000, 4000}) {
+          size_t sm = size_t(stages) * 65536 + 16 * stages;
+          float us = medianUs([&](int) {
+            readPrefillTiles<<<sms, 256, sm>>>(mk, mv, k, v, table, seqs, tiles, page, stages,
+                                               hold, cpAsync, out);
+          }, 1);
+          CK(cudaGetLastError());
+          printf("{\"kernel\": \"prefill_tiles\", \"load\": \"%s\", \"page\": %d, \"grid\": %d, "
+                 "\"stages\": %d, \"hold\": %d, \"us\": %.2f, \"us_per_tile\": %.3f, \"TBps\": "
+                 "%.3f}\n", cpAsync ? "cp_async" : "tma", page, sms, stages, hold, us, us / tiles,
+                 double(sms) * tiles * 65536 / (us * 1e6));
+        }
+  }
+  CK(cudaDeviceSynchronize());
+  return 0;
+}
+
+int main(int argc, char **argv) {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  if (argc > 1 && std::string(argv[1]) == "prefill")
+    return prefillTiles(sms);
   // Table 3: ctx * batch = 262144 tokens, head_dim 128, int8 K and V, one f32 scale each.
   const size_t tokens = 262144, table3 = tokens * (2 * 128 + 2 * 4);
   const int copies = 4;
