@@ -5,11 +5,15 @@
 //   attn_opt::check_block_table(Tensor block_table, Tensor? seq_lens, int page_size,
 //                               int num_pages, Tensor(a!) state) -> ()
 //
+//   attn_opt::check_cu_seqlens(Tensor cu_seqlens_q, int total_q, int max_seqlen_q,
+//                              Tensor(a!) state) -> ()
+//
 // on CPU and CUDA tensors alike (the same ATen ops): what a plan made with check_pages runs
-// before each launch (torch_ops.cpp), callable on its own. The state is int64 [9]
+// before each launch (torch_ops.cpp), callable on its own. The state is int64 [15]
 // (page_check.h, PageState): [bad entries, first flat index b · max_blocks + i, its entry, the
-// pool's pages, max_blocks, bad lengths, first sequence, its length, max_blocks · P], "none"
-// being INT64_MAX; a reset state is [0, none, 0, 0, 0, 0, none, 0, 0].
+// pool's pages, max_blocks, bad lengths, first sequence, its length, max_blocks · P, bad
+// offsets, first sequence, its start, its end, T, max_seqlen_q], "none" being INT64_MAX; a
+// reset state is [0, none, 0, 0, 0, 0, none, 0, 0, 0, none, 0, 0, 0, 0].
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +32,7 @@ at::Tensor newPageState(const at::TensorOptions &options) {
   at::Tensor state = at::zeros({PageStateSize}, options.dtype(at::kLong));
   state.select(0, FirstEntry).fill_(kNoOffender);
   state.select(0, FirstLen).fill_(kNoOffender);
+  state.select(0, FirstOffset).fill_(kNoOffender);
   return state;
 }
 
@@ -46,12 +51,17 @@ PageCheck::PageCheck(int64_t batch, int64_t blocks, const at::TensorOptions &dev
   seqIndex = at::arange(batch, longs);
   pickedLen = at::empty({batch}, longs);
   lenOver = at::empty({batch}, bools);
+  starts = at::empty({batch}, longs);
+  ends = at::empty({batch}, longs);
+  badOffset = at::empty({batch}, bools);
+  offsetOver = at::empty({batch}, bools);
   first = at::empty({}, longs);
   where = at::empty({1}, longs);
   count = at::empty({}, longs);
   take = at::empty({}, bools);
   found = at::empty({}, bools);
   value = at::empty({1}, longs);
+  value2 = at::empty({1}, longs);
   entry = at::empty({1}, device.dtype(at::kInt));
   none = at::full({}, kNoOffender, longs);
 }
@@ -67,10 +77,10 @@ void firstIndex(PageCheck &c, const at::Tensor &bad, const at::Tensor &index, at
 }
 
 /// Adds the `bad` offenders to the state's `countAt`; when the state has none recorded yet
-/// and `c.first` is one, records it at `firstAt` and the values after it: `c.value` first, then
-/// the numbers.
+/// and `c.first` is one, records it at `firstAt` and the values after it: `c.value` first (and
+/// `c.value2` when `twoValues`), then the numbers.
 void record(PageCheck &c, at::Tensor &state, int64_t countAt, const at::Tensor &bad,
-            int64_t firstAt, std::initializer_list<int64_t> numbers) {
+            int64_t firstAt, std::initializer_list<int64_t> numbers, bool twoValues = false) {
   at::eq_out(c.take, state.select(0, firstAt), kNoOffender);
   at::ne_out(c.found, c.first, kNoOffender);
   c.take.logical_and_(c.found);
@@ -80,6 +90,8 @@ void record(PageCheck &c, at::Tensor &state, int64_t countAt, const at::Tensor &
     at::where_out(s, c.take, v, s);
   };
   keep(c.value.squeeze(0));
+  if (twoValues)
+    keep(c.value2.squeeze(0));
   for (int64_t n : numbers) {
     c.value.fill_(n);
     keep(c.value.squeeze(0));
@@ -143,6 +155,38 @@ void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t
   record(c, state, BadEntries, bad, FirstEntry, {numPages, blocks});
 }
 
+void checkCuSeqlens(const at::Tensor &cu, int64_t totalQ, int64_t maxSeqlenQ, at::Tensor &state,
+                    PageCheck &c) {
+  constexpr const char *op = "attn_opt.check_cu_seqlens";
+  TORCH_CHECK_TYPE(cu.scalar_type() == at::kInt && cu.dim() == 1 && cu.size(0) == c.batch + 1 &&
+                       cu.is_contiguous() && cu.device() == state.device(),
+                   cat(op, ": cu_seqlens_q must be a contiguous int32 [", c.batch + 1, "] on ",
+                       state.device(), ", got ", cu.scalar_type(), " ", cu.sizes(), " on ",
+                       cu.device()));
+  TORCH_CHECK_TYPE(state.scalar_type() == at::kLong && state.dim() == 1 &&
+                       state.size(0) == PageStateSize && state.is_contiguous(),
+                   cat(op, ": state must be a contiguous int64 [", int64_t(PageStateSize),
+                       "] tensor, got ", state.scalar_type(), " ", state.sizes()));
+  TORCH_CHECK(c.none.device() == cu.device(),
+              cat(op, ": the scratch is on ", c.none.device(), ", the offsets on ", cu.device()));
+  // Only out= and in-place ops into the scratch: nothing is allocated on the device.
+  c.starts.copy_(cu.narrow(0, 0, c.batch));
+  c.ends.copy_(cu.narrow(0, 1, c.batch));
+  at::lt_out(c.badOffset, c.starts, 0);
+  at::lt_out(c.offsetOver, c.ends, c.starts);
+  c.badOffset.logical_or_(c.offsetOver);
+  at::gt_out(c.offsetOver, c.ends, totalQ);
+  c.badOffset.logical_or_(c.offsetOver);
+  at::sub_out(c.pickedLen, c.ends, c.starts);
+  at::gt_out(c.offsetOver, c.pickedLen, maxSeqlenQ);
+  c.badOffset.logical_or_(c.offsetOver);
+  firstIndex(c, c.badOffset, c.seqIndex, c.pickedLen);
+  at::index_select_out(c.value, c.starts, 0, c.where);
+  at::index_select_out(c.value2, c.ends, 0, c.where);
+  record(c, state, BadOffsets, c.badOffset, FirstOffset, {totalQ, maxSeqlenQ},
+         /*twoValues=*/true);
+}
+
 std::vector<int64_t> readPageState(at::Tensor &state, bool reset) {
   c10::DeviceGuard guard(state.device());
 #if ATTN_OPT_C10_CUDA
@@ -175,14 +219,34 @@ void checkBlockTableOp(const at::Tensor &table, const std::optional<at::Tensor> 
                   state, scratch);
 }
 
+void checkCuSeqlensOp(const at::Tensor &cu, int64_t totalQ, int64_t maxSeqlenQ,
+                      at::Tensor state) {
+  c10::DeviceGuard guard(cu.device());
+  TORCH_CHECK_TYPE(cu.dim() == 1 && cu.size(0) >= 2,
+                   cat("attn_opt.check_cu_seqlens: cu_seqlens_q must be int32 [B + 1] with B >= "
+                       "1, got ",
+                       cu.scalar_type(), " ", cu.sizes()));
+  PageCheck scratch(cu.size(0) - 1, 0, cu.options());
+  checkCuSeqlens(cu.contiguous(), totalQ, maxSeqlenQ, state, scratch);
+}
+
 } // namespace
 
 TORCH_LIBRARY_FRAGMENT(attn_opt, m) {
   m.def("check_block_table(Tensor block_table, Tensor? seq_lens, int page_size, int num_pages, "
         "Tensor(a!) state) -> ()");
+  m.def("check_cu_seqlens(Tensor cu_seqlens_q, int total_q, int max_seqlen_q, Tensor(a!) state) "
+        "-> ()");
 }
-TORCH_LIBRARY_IMPL(attn_opt, CPU, m) { m.impl("check_block_table", &checkBlockTableOp); }
-TORCH_LIBRARY_IMPL(attn_opt, CUDA, m) { m.impl("check_block_table", &checkBlockTableOp); }
+TORCH_LIBRARY_IMPL(attn_opt, CPU, m) {
+  m.impl("check_block_table", &checkBlockTableOp);
+  m.impl("check_cu_seqlens", &checkCuSeqlensOp);
+}
+TORCH_LIBRARY_IMPL(attn_opt, CUDA, m) {
+  m.impl("check_block_table", &checkBlockTableOp);
+  m.impl("check_cu_seqlens", &checkCuSeqlensOp);
+}
 TORCH_LIBRARY_IMPL(attn_opt, Autograd, m) {
   m.impl("check_block_table", torch::CppFunction::makeFallthrough());
+  m.impl("check_cu_seqlens", torch::CppFunction::makeFallthrough());
 }

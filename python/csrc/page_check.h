@@ -2,7 +2,8 @@
 //
 // What this file is: the debug check of a paged cache's block table (page_check.cpp): the used
 // entries of block_table [B, max_blocks] validated against the pool [0, num_pages), and seq_lens
-// against the table's capacity max_blocks · P, with tensor ops on the tensors' device and
+// against the table's capacity max_blocks · P — and of a ragged batch's cu_seqlens_q — with
+// tensor ops on the tensors' device and
 // current stream (no host synchronization), the first offender and a count accumulated into a
 // small int64 state tensor. Reading the state synchronizes (debug only).
 //
@@ -28,6 +29,13 @@ enum PageState : int64_t {
   FirstLen,       // the first one's sequence (kNoOffender: none)
   Len,            // its length
   LenCapacity,    // max_blocks · P then
+  BadOffsets,     // ragged sequences whose rows cu_seqlens_q[b] ..< cu_seqlens_q[b + 1] are out
+                  // of order, outside [0, T] or more than max_seqlen_q
+  FirstOffset,    // the first one's sequence (kNoOffender: none)
+  OffsetStart,    // its cu_seqlens_q[b]
+  OffsetEnd,      // its cu_seqlens_q[b + 1]
+  OffsetRows,     // T, the packed rows, then
+  OffsetMost,     // max_seqlen_q then
   PageStateSize
 };
 constexpr int64_t kNoOffender = INT64_MAX;
@@ -42,7 +50,8 @@ struct PageCheck {
   int64_t batch, blocks;
   at::Tensor outside, used, bad, picked, flat, blockIndex;         // [batch, blocks] ([1, blocks])
   at::Tensor lens, need, badLen, lenOver, seqIndex, pickedLen;     // [batch]
-  at::Tensor first, where, count, take, found, value, entry, none; // 0-d or [1]
+  at::Tensor starts, ends, badOffset, offsetOver;                  // [batch]
+  at::Tensor first, where, count, take, found, value, value2, entry, none; // 0-d or [1]
 };
 
 /// Checks the used entries of `table` (int32 [B, M], contiguous: entries (b, i) with i <
@@ -54,6 +63,13 @@ struct PageCheck {
 /// TypeError.
 void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t pageSize,
                      int64_t numPages, at::Tensor &state, PageCheck &scratch);
+
+/// Checks a ragged batch's offsets `cuSeqlensQ` (int32 [B + 1], contiguous, B the scratch's
+/// batch): sequence b's rows cu[b] ..< cu[b + 1] must lie in [0, totalQ], in order, and number at
+/// most maxSeqlenQ; adds the offenders to `state` as checkBlockTable does (same constraints: no
+/// host sync, no allocation).
+void checkCuSeqlens(const at::Tensor &cuSeqlensQ, int64_t totalQ, int64_t maxSeqlenQ,
+                    at::Tensor &state, PageCheck &scratch);
 
 /// The state's values (a copy to the host: synchronizes), reset on the device when `reset`.
 /// Raises RuntimeError while the current stream is being captured.

@@ -213,15 +213,17 @@ void choosePlan(Plan &p, DeviceModule &dm, int64_t splits) {
     p.combine = planLaunch(*combine, dm, symbols, nullptr);
 }
 
-/// Whether a plan checks its block tables: `checkPages` 1 (a paged kernel only), 0, or -1 (when
-/// QATTN_CHECK_PAGES is set to anything but "" or "0", and the kernel is paged).
+/// Whether a plan checks its block tables and ragged offsets: `checkPages` 1 (a paged or ragged
+/// kernel only), 0, or -1 (when QATTN_CHECK_PAGES is set to anything but "" or "0", and the
+/// kernel is paged or ragged).
 bool wantsPageCheck(int64_t checkPages, bool paged, const std::string &path) {
   TORCH_CHECK_VALUE(
       checkPages >= -1 && checkPages <= 1,
       cat("attn_opt: check_pages must be 0, 1 or -1 (QATTN_CHECK_PAGES), got ", checkPages));
-  TORCH_CHECK_VALUE(
-      checkPages != 1 || paged,
-      cat("attn_opt: check_pages checks a block table, and ", path, " reads a contiguous cache"));
+  TORCH_CHECK_VALUE(checkPages != 1 || paged,
+                    cat("attn_opt: check_pages checks a block table or a ragged batch's "
+                        "cu_seqlens_q, and ",
+                        path, " has neither"));
   if (checkPages >= 0)
     return checkPages == 1;
   const char *env = std::getenv("QATTN_CHECK_PAGES");
@@ -234,7 +236,7 @@ int64_t decodePlan(const std::string &kernel, int64_t device, int64_t batch, int
   p->files = kernelFiles(kernel);
   const rt::DecodeLaunch &m = p->files->meta;
   TORCH_CHECK_VALUE(device >= 0, cat("attn_opt: device must be a CUDA ordinal >= 0, got ", device));
-  p->checkPages = wantsPageCheck(checkPages, m.pageSize > 0, kernel);
+  p->checkPages = wantsPageCheck(checkPages, m.pageSize > 0 || m.ragged, kernel);
   TORCH_CHECK_VALUE(m.batch < 0 || m.batch == batch,
                     cat("attn_opt: the kernel was compiled for batch ", m.batch, ", got ", batch));
   TORCH_CHECK_VALUE(m.kvLen < 0 || m.kvLen == kvLen,
@@ -557,9 +559,11 @@ void runPlan(Plan &p, const Operands &o) {
   c10::DeviceGuard guard(dev);
   void *stream = currentStream(dev);
   std::lock_guard<std::mutex> lock(p.mutex);
-  if (p.checkPages) // debug: tensor ops on this stream before the launch, no host sync
+  if (p.checkPages && p.pageSize) // debug: tensor ops on this stream before the launch, no sync
     checkBlockTable(*o.blockTable, o.seqLens && o.seqLens->defined() ? o.seqLens : nullptr,
                     p.pageSize, pages, p.pageState, *p.pageCheck);
+  if (p.checkPages && p.ragged)
+    checkCuSeqlens(*o.cuSeqlensQ, totalQ, p.qLen, p.pageState, *p.pageCheck);
   const TensorMaps &maps = mapsFor(p, address(*o.k), address(*o.v), uint64_t(pages * p.pageSize));
   rt::ParamValues values; // every entry of kSupplied
   values.set(Param::KMap, maps.k);

@@ -413,14 +413,19 @@ class GpuDecodeKernel(LaunchFiles):
             raise KernelArgumentError(f"q must hold 1..2^31-1 packed rows, got {total}")
         return b, total, max_seqlen_q
 
-    def _check_pages(self, block_table, seq_lens, pool, torch):
-        """The debug check of a paged launch: raises BlockTableError (a sync)."""
-        with torch.cuda.device(block_table.device):
+    def _check_pages(self, block_table, seq_lens, pool, torch, ragged=None):
+        """The debug check of a paged or ragged launch (`ragged`: (cu_seqlens_q, T,
+        max_seqlen_q)): raises BlockTableError (a sync)."""
+        with torch.cuda.device((block_table if pool is not None else ragged[0]).device):
             if torch.cuda.is_current_stream_capturing():
                 raise GpuError("check_pages reads the block-table check on the host (a "
                                "synchronization), which a CUDA graph capture cannot do: capture "
                                "without it, or use a torch_ops.DecodePlan with check_pages")
-            state = paged.check_block_table(block_table, seq_lens, pool[1], pool[0])
+            state = None
+            if pool is not None:
+                state = paged.check_block_table(block_table, seq_lens, pool[1], pool[0])
+            if ragged is not None:
+                state = paged.check_cu_seqlens(*ragged, state=state)
         errors = paged.PageErrors.from_state(state.tolist())
         if errors:
             raise paged.BlockTableError(errors)
@@ -437,9 +442,10 @@ class GpuDecodeKernel(LaunchFiles):
         takes ``sinks`` float32 [Hq]; a spec with an lse output writes it into ``lse`` float32
         [B, Sq, Hq] (allocated when not given) and returns ``(out, lse)``.
 
-        ``check_pages`` (a paged kernel; debug): before the launch, checks the used block-table
-        entries against the pool and ``seq_lens`` against the table on the device
-        (``qattn.paged.check_block_table``), reads the result (a synchronization, so refused
+        ``check_pages`` (a paged or ragged kernel; debug): before the launch, checks the used
+        block-table entries against the pool and ``seq_lens`` against the table on the device
+        (``qattn.paged.check_block_table``), and a ragged batch's ``cu_seqlens_q`` against q's T
+        and ``max_seqlen_q`` (``qattn.paged.check_cu_seqlens``), reads the result (a synchronization, so refused
         under CUDA graph capture) and raises ``qattn.paged.BlockTableError`` naming the first
         offender, launching nothing. None: when ``QATTN_CHECK_PAGES`` is set and not "0".
 
@@ -547,11 +553,13 @@ class GpuDecodeKernel(LaunchFiles):
             out = torch.empty((qb, qs, hq, d), dtype=torch.bfloat16, device=q.device)
         self._expect("out", out, torch, ("bfloat16",), (qb, qs, hq, d))
         try:
-            checked = pool is not None and paged.check_pages_mode(check_pages) is not None
+            checked = ((pool is not None or max_q is not None)
+                       and paged.check_pages_mode(check_pages) is not None)
         except ValueError as e:
             raise KernelArgumentError(str(e)) from e
         if checked:
-            self._check_pages(block_table, seq_lens, pool, torch)
+            self._check_pages(block_table, seq_lens, pool, torch,
+                              ragged=(cu_seqlens_q, total, max_q) if max_q else None)
 
         rt = _rt()
         ctx, _, handles, sms = self._load()

@@ -273,16 +273,16 @@ def append_slots(src, slot_mapping, pool: np.ndarray, scales: np.ndarray,
 #: entries outside the pool, the first one's flat index b · max_blocks + i, its entry, the pool's
 #: pages and max_blocks when it was recorded; lengths outside [0, max_blocks · P], the first
 #: one's sequence, its length and max_blocks · P then. "No offender" is NO_OFFENDER.
-PAGE_STATE_SIZE = 9
+PAGE_STATE_SIZE = 15
 NO_OFFENDER = 2 ** 63 - 1
-_FIRST_ENTRY, _FIRST_LEN = 1, 6
+_FIRST_ENTRY, _FIRST_LEN, _FIRST_OFFSET = 1, 6, 10
 
 
 def new_page_state(device="cpu"):
     """A reset block-table check state (int64 [PAGE_STATE_SIZE]) on ``device``."""
     import torch
     state = torch.zeros(PAGE_STATE_SIZE, dtype=torch.int64, device=device)
-    state[_FIRST_ENTRY] = state[_FIRST_LEN] = NO_OFFENDER
+    state[_FIRST_ENTRY] = state[_FIRST_LEN] = state[_FIRST_OFFSET] = NO_OFFENDER
     return state
 
 
@@ -333,31 +333,61 @@ def check_block_table(block_table, seq_lens, page_size: int, num_pages: int, sta
     return state
 
 
+def check_cu_seqlens(cu_seqlens_q, total_q: int, max_seqlen_q: int, state=None):
+    """The ragged-batch check in torch (what ``torch.ops.attn_opt.check_cu_seqlens`` does in
+    C++), on the offsets' device without a host synchronization: sequence b's rows
+    ``cu_seqlens_q[b] ..< cu_seqlens_q[b + 1]`` (int32 [B + 1]) must lie in [0, ``total_q``], in
+    order, and number at most ``max_seqlen_q`` (the kernel clamps anything else, so a sequence
+    with more rows is cut). Offenders are added to ``state`` (``new_page_state``; made when
+    None), which keeps the first one recorded since its reset; returns ``state``."""
+    import torch
+    cu = cu_seqlens_q
+    if cu.dtype != torch.int32 or cu.dim() != 1 or cu.shape[0] < 2:
+        raise TypeError(f"cu_seqlens_q must be int32 [B + 1] with B >= 1, got {cu.dtype} "
+                        f"{list(cu.shape)}")
+    state = new_page_state(cu.device) if state is None else state
+    b = int(cu.shape[0]) - 1
+    start, end = cu[:-1].long(), cu[1:].long()
+    bad = (start < 0) | (end < start) | (end > total_q) | (end - start > max_seqlen_q)
+    first = torch.where(bad, torch.arange(b, device=cu.device), NO_OFFENDER).amin()
+    at = first.clamp_max(b - 1).view(1)
+    _record(state, 9, bad.sum(), _FIRST_OFFSET, first,
+            (start.index_select(0, at).squeeze(0), end.index_select(0, at).squeeze(0), total_q,
+             max_seqlen_q))
+    return state
+
+
 @dataclass(frozen=True)
 class PageErrors:
     """What a block-table check recorded: ``bad_entries`` used entries outside the pool, the
     first as ``entry`` = (sequence, block, entry, num_pages) or None; ``bad_lengths`` seq_lens
     outside [0, max_blocks · P], the first as ``length`` = (sequence, seq_len, max_blocks · P)
-    or None. False when nothing was recorded."""
+    or None; ``bad_offsets`` ragged sequences whose cu_seqlens_q rows are out of order, outside
+    [0, T] or more than max_seqlen_q, the first as ``offset`` = (sequence, start, end, T,
+    max_seqlen_q) or None. False when nothing was recorded."""
     bad_entries: int
     entry: Optional[Tuple[int, int, int, int]]
     bad_lengths: int
     length: Optional[Tuple[int, int, int]]
+    bad_offsets: int = 0
+    offset: Optional[Tuple[int, int, int, int, int]] = None
 
     @classmethod
     def from_state(cls, values) -> "PageErrors":
         v = [int(x) for x in values]
         if len(v) != PAGE_STATE_SIZE:
             raise ValueError(f"a page check state has {PAGE_STATE_SIZE} entries, got {len(v)}")
-        entry = length = None
+        entry = length = offset = None
         if v[_FIRST_ENTRY] != NO_OFFENDER:
             entry = (v[_FIRST_ENTRY] // v[4], v[_FIRST_ENTRY] % v[4], v[2], v[3])
         if v[_FIRST_LEN] != NO_OFFENDER:
             length = (v[_FIRST_LEN], v[7], v[8])
-        return cls(v[0], entry, v[5], length)
+        if v[_FIRST_OFFSET] != NO_OFFENDER:
+            offset = (v[_FIRST_OFFSET], v[11], v[12], v[13], v[14])
+        return cls(v[0], entry, v[5], length, v[9], offset)
 
     def __bool__(self) -> bool:
-        return bool(self.bad_entries or self.bad_lengths)
+        return bool(self.bad_entries or self.bad_lengths or self.bad_offsets)
 
     def message(self) -> str:
         parts = []
@@ -371,12 +401,18 @@ class PageErrors:
             parts.append(f"seq_lens[{b}] = {n} is outside [0, max_blocks · page_size = {cap}]; "
                          f"{self.bad_lengths} such length{'' if self.bad_lengths == 1 else 's'} "
                          f"in all")
+        if self.offset is not None:
+            b, start, end, total, most = self.offset
+            parts.append(f"cu_seqlens_q[{b}], cu_seqlens_q[{b + 1}] = {start}, {end} (sequence "
+                         f"{b}) is not a run of 0..max_seqlen_q = {most} rows inside [0, T = "
+                         f"{total}]; {self.bad_offsets} such sequence"
+                         f"{'' if self.bad_offsets == 1 else 's'} in all")
         return "; ".join(parts) or "no block-table entry outside the pool"
 
 
 class BlockTableError(QattnError, ValueError):
-    """A block table (or seq_lens) a page check found outside the pool; ``errors`` is the
-    ``PageErrors`` report."""
+    """A block table (or seq_lens) a page check found outside the pool, or a ragged batch's
+    cu_seqlens_q it found malformed; ``errors`` is the ``PageErrors`` report."""
 
     def __init__(self, errors: PageErrors):
         super().__init__(errors.message())

@@ -73,6 +73,8 @@ SCHEMAS = {
     "page_errors": "page_errors(int plan, bool reset=False) -> int[]",
     "check_block_table": "check_block_table(Tensor block_table, Tensor? seq_lens, int page_size, "
                          "int num_pages, Tensor(a!) state) -> ()",
+    "check_cu_seqlens": "check_cu_seqlens(Tensor cu_seqlens_q, int total_q, int max_seqlen_q, "
+                        "Tensor(a!) state) -> ()",
     "plan_info": "plan_info(int plan) -> int[]",
     "release_plan": "release_plan(int plan) -> ()",
     "decode": "decode(int plan, Tensor q, Tensor k, Tensor v, Tensor? k_scale, Tensor? v_scale, "
@@ -86,7 +88,8 @@ SCHEMAS = {
                              "Tensor(a!) dst, Tensor(b!) scales, Tensor(c!)? zeros=None) -> ()",
 }
 # Ops with a fake (meta) implementation: the fallback library gives them CPU / CUDA kernels only.
-_TENSOR_OPS = ("decode", "quantize_append", "quantize_append_paged", "check_block_table")
+_TENSOR_OPS = ("decode", "quantize_append", "quantize_append_paged", "check_block_table",
+               "check_cu_seqlens")
 
 
 def extension_path():
@@ -293,6 +296,31 @@ def check_block_table(block_table, seq_lens, page_size, num_pages, state=None):
     return state
 
 
+@torch.library.register_fake(f"{NAMESPACE}::check_cu_seqlens")
+def _check_cu_seqlens_fake(cu_seqlens_q, total_q, max_seqlen_q, state):
+    """Shape rules: cu_seqlens_q int32 [B + 1], state int64 [PAGE_STATE_SIZE]."""
+    if cu_seqlens_q.dim() != 1 or cu_seqlens_q.shape[0] < 2 or state.dim() != 1 \
+            or state.shape[0] != paged.PAGE_STATE_SIZE:
+        raise KernelArgumentError(f"cu_seqlens_q must be [B + 1] and state "
+                                  f"[{paged.PAGE_STATE_SIZE}], got {tuple(cu_seqlens_q.shape)}, "
+                                  f"{tuple(state.shape)}")
+    return None
+
+
+def check_cu_seqlens(cu_seqlens_q, total_q, max_seqlen_q, state=None):
+    """``torch.ops.attn_opt.check_cu_seqlens``: a ragged batch's offsets (int32 [B + 1];
+    sequence b's rows cu_seqlens_q[b] ..< cu_seqlens_q[b + 1]) checked to lie in [0,
+    ``total_q``], in order, at most ``max_seqlen_q`` rows each, with tensor ops on the tensor's
+    device and current stream (no host synchronization); the offenders are added to ``state``
+    (``qattn.paged.new_page_state``; made when None), returned. The same check as
+    ``qattn.paged.check_cu_seqlens``, in C++; a check_pages plan over a ragged kernel runs it
+    before each launch."""
+    if state is None:
+        state = paged.new_page_state(cu_seqlens_q.device)
+    _checked(ops.check_cu_seqlens, cu_seqlens_q, int(total_q), int(max_seqlen_q), state)
+    return state
+
+
 def _device_index(device) -> int:
     device = torch.device(device)
     if device.type != "cuda":
@@ -329,10 +357,11 @@ class DecodePlan:
     owns its split workspace; give ``workspace`` to ``run`` to use another (for concurrent
     streams).
 
-    ``check_pages`` (a paged kernel; a debug mode) makes each run first check the block table on
-    the device: its used entries (sequence b's first ceil(seq_lens[b] / P); unused entries, such
-    as vLLM's -1 padding, may hold anything) against the pool [0, num_pages), and seq_lens
-    against [0, max_blocks · P], with tensor ops on the current stream before the launch — no
+    ``check_pages`` (a paged or ragged kernel; a debug mode) makes each run first check the
+    block table on the device: its used entries (sequence b's first ceil(seq_lens[b] / P);
+    unused entries, such as vLLM's -1 padding, may hold anything) against the pool [0,
+    num_pages), and seq_lens against [0, max_blocks · P] — and a ragged batch's cu_seqlens_q
+    (each sequence's rows in order, inside [0, T], at most the plan's q_len), with tensor ops on the current stream before the launch — no
     host synchronization, capturable in a CUDA graph (out= and in-place ops into scratch the plan
     allocates when it is made). The first offender and a count accumulate in a
     small device tensor the plan owns; ``page_errors()`` reads it and ``check_pages()`` raises
@@ -341,8 +370,9 @@ class DecodePlan:
     ``check_pages()`` at the end of each eager ``run`` (a sync); under CUDA graph capture and
     ``torch.compile`` it records only, and the next eager run or ``check_pages()`` raises what
     the replays recorded. ``None`` (the default) takes the mode from ``QATTN_CHECK_PAGES``
-    ("record"; "0" or unset: off; anything else: "raise") and checks paged plans only. The
-    kernels themselves never read outside the pool, checked or not.
+    ("record"; "0" or unset: off; anything else: "raise") and checks paged and ragged plans
+    only. The kernels themselves never read outside the pool or the packed rows, checked or
+    not.
     """
 
     #: The page check this plan runs: None, "record" or "raise".

@@ -216,3 +216,29 @@ def test_ragged_torch_op_matches_the_launcher_and_replays(name):
                    cu_seqlens_q=cu2, max_seqlen_q=q_len, **pargs2)
     torch.cuda.synchronize()
     assert torch.equal(graph_out, want2)
+
+
+def test_ragged_check_pages_reports_a_cut_sequence():
+    """check_pages over a ragged kernel: offsets with a sequence longer than max_seqlen_q are
+    reported (the kernel would cut it) by both launchers; well-formed ones are not."""
+    from qattn.paged import BlockTableError
+    name, lens, counts = "ragged_pf_bf16_p16", [300, 77], [40, 20]
+    c = dict(PREFILL_CASES[RAGGED_BASE[name]], q_len=max(counts))
+    data = make_pools(c, lens, seed=3)
+    packed, cu = pack(data["q"], counts)
+    p, kernel = data["pools"], kernel_for(name)
+    seq = torch.tensor(lens, dtype=torch.int32, device="cuda")
+    args = (packed, p["k"], p["v"], None, None)
+    kw = dict(seq_lens=seq, block_table=data["table"])
+    kernel(*args, cu_seqlens_q=cu, max_seqlen_q=40, check_pages=True, **kw)  # well formed
+    with pytest.raises(BlockTableError, match=r"cu_seqlens_q\[0\], cu_seqlens_q\[1\] = 0, 40"):
+        kernel(*args, cu_seqlens_q=cu, max_seqlen_q=16, check_pages=True, **kw)
+    torch_ops = pytest.importorskip("qattn.torch_ops")
+    if not torch_ops.HAS_EXTENSION:
+        pytest.skip("the attn_opt torch extension is not built")
+    plan = torch_ops.DecodePlan(kernel, device="cuda", batch=2,
+                                kv_len=paged_cases.capacity(name), q_len=16,
+                                check_pages="record")
+    plan.run(*args, cu_seqlens_q=cu, **kw)
+    errors = plan.page_errors(reset=True)
+    assert errors.bad_offsets == 2 and errors.offset == (0, 0, 40, 60, 16)

@@ -147,15 +147,69 @@ def test_check_block_table_has_a_fake():
 
 
 def test_the_error_names_sequence_block_entry_and_pool():
-    errors = PageErrors.from_state([3, 2 * 8 + 5, 1 << 20, 40, 8, 0, paged.NO_OFFENDER, 0, 0])
+    none = paged.NO_OFFENDER
+    errors = PageErrors.from_state([3, 2 * 8 + 5, 1 << 20, 40, 8, 0, none, 0, 0,
+                                    0, none, 0, 0, 0, 0])
     assert errors.entry == (2, 5, 1 << 20, 40)
     err = BlockTableError(errors)
     assert isinstance(err, qattn.QattnError) and isinstance(err, ValueError)
     assert str(err).startswith("block_table[2, 5] = 1048576 (sequence 2, block 5) is outside "
                                "the pool of 40 pages [0, 40); 3 used entries")
     assert not PageErrors.from_state(paged.new_page_state().tolist())
-    with pytest.raises(ValueError, match="9 entries"):
+    with pytest.raises(ValueError, match="15 entries"):
         PageErrors.from_state([0])
+
+
+def cu(values):
+    return torch.tensor(values, dtype=torch.int32)
+
+
+@pytest.mark.parametrize("offsets,first,count", [
+    ([0, 40, 41, 41, 64], None, 0),       # well formed, one sequence without rows
+    ([0, 40, 30, 50, 64], (1, 40, 30), 1),  # out of order
+    ([0, 40, 70, 80, 64], (1, 40, 70), 3),  # past T = 64 (and the next ones start past it)
+    ([-2, 40, 41, 41, 64], (0, -2, 40), 1),  # negative
+    ([0, 50, 51, 51, 64], (0, 0, 50), 1),   # more rows than max_seqlen_q = 40
+])
+def test_ragged_offsets_are_checked(offsets, first, count):
+    """cu_seqlens_q's sequences must be in order, inside [0, T] and at most max_seqlen_q rows:
+    what the kernel would otherwise clamp (a longer sequence cut) is reported, in torch and in
+    C++ alike."""
+    checks = [paged.check_cu_seqlens]
+    if torch_ops.HAS_EXTENSION:
+        checks.append(torch_ops.check_cu_seqlens)
+    states = []
+    for check in checks:
+        state = check(cu(offsets), 64, 40)
+        errors = PageErrors.from_state(state.tolist())
+        assert errors.bad_offsets == count and bool(errors) == (count > 0)
+        assert errors.offset == (None if first is None else (*first, 64, 40))
+        assert errors.bad_entries == errors.bad_lengths == 0
+        states.append(state.tolist())
+    assert all(s == states[0] for s in states)
+    if first is not None:
+        with pytest.raises(BlockTableError, match=rf"cu_seqlens_q\[{first[0]}\], "
+                                                  rf"cu_seqlens_q\[{first[0] + 1}\] = "
+                                                  rf"{first[1]}, {first[2]} \(sequence"):
+            raise BlockTableError(PageErrors.from_state(states[0]))
+
+
+@needs_extension
+def test_ragged_check_keeps_the_first_offender_and_refuses_bad_arguments():
+    state = torch_ops.check_cu_seqlens(cu([0, 40, 30, 64]), 64, 40)
+    torch_ops.check_cu_seqlens(cu([0, 50, 60, 64]), 64, 40, state)
+    errors = PageErrors.from_state(state.tolist())
+    assert errors.bad_offsets == 2 and errors.offset == (1, 40, 30, 64, 40)
+    with pytest.raises(qattn.KernelArgumentError, match="cu_seqlens_q must be"):
+        torch_ops.check_cu_seqlens(cu([0]), 64, 40)
+    with pytest.raises(qattn.KernelArgumentError, match="cu_seqlens_q must be a contiguous int32"):
+        torch_ops.check_cu_seqlens(cu([0, 4, 8]).long(), 64, 40)
+    with pytest.raises(qattn.KernelArgumentError, match="state must be a contiguous int64"):
+        torch_ops.check_cu_seqlens(cu([0, 4, 8]), 64, 40, state[:5])
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    with FakeTensorMode():
+        torch_ops.ops.check_cu_seqlens(cu([0, 4, 8]), 64, 40,
+                                       torch.zeros(paged.PAGE_STATE_SIZE, dtype=torch.int64))
 
 
 def test_modes(monkeypatch):
@@ -181,7 +235,7 @@ def test_plan_refuses_check_pages_on_a_contiguous_kernel():
                                              mode="half_int8"))
     except qattn.AttnOptNotFound:
         pytest.skip("attn-opt is not available")
-    with pytest.raises(qattn.KernelArgumentError, match="reads a contiguous cache"):
+    with pytest.raises(qattn.KernelArgumentError, match="a ragged batch.s cu_seqlens_q, and .* has neither"):
         torch_ops.DecodePlan(kernel, device="cuda:0", batch=1, kv_len=64, check_pages=True)
     with pytest.raises(qattn.KernelArgumentError, match="check_pages must be"):
         torch_ops.DecodePlan(kernel, device="cuda:0", batch=1, kv_len=64, check_pages="often")
