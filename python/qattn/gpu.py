@@ -445,9 +445,10 @@ class GpuDecodeKernel(LaunchFiles):
         ``check_pages`` (a paged or ragged kernel; debug): before the launch, checks the used
         block-table entries against the pool and ``seq_lens`` against the table on the device
         (``qattn.paged.check_block_table``), and a ragged batch's ``cu_seqlens_q`` against q's T
-        and ``max_seqlen_q`` (``qattn.paged.check_cu_seqlens``), reads the result (a synchronization, so refused
-        under CUDA graph capture) and raises ``qattn.paged.BlockTableError`` naming the first
-        offender, launching nothing. None: when ``QATTN_CHECK_PAGES`` is set and not "0".
+        and ``max_seqlen_q`` (``qattn.paged.check_cu_seqlens``), reads the result (a
+        synchronization, so refused under CUDA graph capture) and raises
+        ``qattn.paged.BlockTableError`` naming the first offender, launching nothing. None: when
+        ``QATTN_CHECK_PAGES`` is set and not "0".
 
         A ragged prefill (a spec with ``cu_seqlens_q``) takes q and out as [1, T, Hq, D], the
         rows of every sequence packed, ``cu_seqlens_q`` int32 [B + 1] and ``max_seqlen_q``
