@@ -43,11 +43,8 @@ except ImportError:
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # The schedule heuristic (selectSplitKv, attn_rt_select_split_kv) is part of the runtime: launchers
-# pick split counts at launch with the rule attn-select-schedule uses.
-HEURISTICS = ROOT / "lib" / "Dialect" / "Attn" / "Transforms"
-RUNTIME_SOURCES = [ROOT / "lib" / "Runtime" / "Runtime.cpp",
-                   HEURISTICS / "ScheduleHeuristics.cpp", HEURISTICS / "ForwardSharedMemory.cpp",
-                   ROOT / "lib" / "Runtime" / "LaunchMetadata.cpp"]
+# pick split counts at launch with the rule attn-select-schedule uses (its sources:
+# qattn/_build_paths.py, RUNTIME_SOURCES).
 HEURISTIC_HEADERS = [Path("attn") / "Dialect" / "Attn" / "Transforms" / f"{name}.h"
                      for name in ("ScheduleHeuristics", "ForwardSharedMemory")]
 RUNTIME_NAME = "qattn.lib.libattn_rt"
@@ -67,6 +64,7 @@ def _load_beside(name):
 
 
 BUILD_PATHS = _load_beside("_build_paths")  # cuda.h and nlohmann/json.hpp, as qattn.torch_ops
+RUNTIME_SOURCES = [ROOT / f for f in BUILD_PATHS.RUNTIME_SOURCES]
 cuda_include = BUILD_PATHS.cuda_include
 json_include = BUILD_PATHS.json_include
 
@@ -125,8 +123,8 @@ def extensions():
     includes.append(json)
     c10_cuda = torch.version.cuda is not None and (Path(cuda) / "cuda_runtime_api.h").is_file()
     ops = CppExtension("qattn._torch_ops",
-                       sources=["csrc/torch_ops.cpp", "csrc/kernel_files.cpp", "csrc/append_op.cpp",
-                                "csrc/page_check.cpp"] + runtime_sources,
+                       sources=[f"csrc/{n}" for n in BUILD_PATHS.EXTENSION_SOURCES]
+                       + runtime_sources,
                        include_dirs=includes, libraries=["dl"] + (["c10_cuda"] if c10_cuda else []),
                        depends=headers + [str(h) for h in sorted((HERE / "csrc").glob("*.h"))],
                        extra_compile_args=["-O2", f"-DATTN_OPT_C10_CUDA={int(c10_cuda)}"])

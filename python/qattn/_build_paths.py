@@ -9,6 +9,15 @@ it is importable.
 import os
 from pathlib import Path
 
+# The runtime's sources, relative to the checkout (libattn_rt.so is the first three; the torch
+# extension compiles all four in), and the extension's own (python/csrc, shipped as
+# qattn/_csrc beside the runtime's): what setup.py builds and qattn.torch_ops compiles on first
+# use.
+RUNTIME_SOURCES = ("lib/Runtime/Runtime.cpp", "lib/Dialect/Attn/Transforms/ScheduleHeuristics.cpp",
+                   "lib/Dialect/Attn/Transforms/ForwardSharedMemory.cpp",
+                   "lib/Runtime/LaunchMetadata.cpp")
+EXTENSION_SOURCES = ("torch_ops.cpp", "kernel_files.cpp", "append_op.cpp", "page_check.cpp")
+
 
 def cuda_include():
     """A directory holding cuda.h (the driver API header; types only), or None. Looked for under

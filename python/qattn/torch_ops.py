@@ -61,7 +61,7 @@ from pathlib import Path
 import torch
 
 from . import paged
-from ._build_paths import cuda_include, json_include
+from ._build_paths import EXTENSION_SOURCES, RUNTIME_SOURCES, cuda_include, json_include
 from .gpu import GpuError
 from .kernels import KernelArgumentError
 
@@ -126,10 +126,8 @@ def _jit_build():
     from torch.utils.cpp_extension import load
     try:
         return load(name="qattn_attn_opt_ops", is_python_module=True,
-             sources=[str(src / n) for n in ("torch_ops.cpp", "kernel_files.cpp", "append_op.cpp",
-                                             "page_check.cpp", "Runtime.cpp",
-                                             "ScheduleHeuristics.cpp", "ForwardSharedMemory.cpp",
-                                             "LaunchMetadata.cpp")],
+             sources=[str(src / n) for n in (*EXTENSION_SOURCES,
+                                             *(Path(f).name for f in RUNTIME_SOURCES))],
              extra_include_paths=[str(src / "include"), cuda, json],
              extra_cflags=["-O2", "-DATTN_OPT_C10_CUDA=1"], extra_ldflags=["-ldl", "-lc10_cuda"])
     except Exception as e:  # no compiler, no headers: the schemas-only fallback below
