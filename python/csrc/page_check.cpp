@@ -77,10 +77,11 @@ void firstIndex(PageCheck &c, const at::Tensor &bad, const at::Tensor &index, at
 }
 
 /// Adds the `bad` offenders to the state's `countAt`; when the state has none recorded yet
-/// and `c.first` is one, records it at `firstAt` and the values after it: `c.value` first (and
-/// `c.value2` when `twoValues`), then the numbers.
+/// and `c.first` is one, records it at `firstAt` and the values after it: the offender's
+/// `picked` values ([1] each, read at `c.where`) first, then the numbers.
 void record(PageCheck &c, at::Tensor &state, int64_t countAt, const at::Tensor &bad,
-            int64_t firstAt, std::initializer_list<int64_t> numbers, bool twoValues = false) {
+            int64_t firstAt, std::initializer_list<const at::Tensor *> picked,
+            std::initializer_list<int64_t> numbers) {
   at::eq_out(c.take, state.select(0, firstAt), kNoOffender);
   at::ne_out(c.found, c.first, kNoOffender);
   c.take.logical_and_(c.found);
@@ -89,9 +90,8 @@ void record(PageCheck &c, at::Tensor &state, int64_t countAt, const at::Tensor &
     at::Tensor s = state.select(0, slot++);
     at::where_out(s, c.take, v, s);
   };
-  keep(c.value.squeeze(0));
-  if (twoValues)
-    keep(c.value2.squeeze(0));
+  for (const at::Tensor *v : picked)
+    keep(v->squeeze(0));
   for (int64_t n : numbers) {
     c.value.fill_(n);
     keep(c.value.squeeze(0));
@@ -147,12 +147,12 @@ void checkBlockTable(const at::Tensor &table, const at::Tensor *seqLens, int64_t
     c.badLen.logical_or_(c.lenOver);
     firstIndex(c, c.badLen, c.seqIndex, c.pickedLen);
     at::index_select_out(c.value, c.lens, 0, c.where);
-    record(c, state, BadLens, c.badLen, FirstLen, {capacity});
+    record(c, state, BadLens, c.badLen, FirstLen, {&c.value}, {capacity});
   }
   firstIndex(c, bad, c.flat, c.picked);
   at::index_select_out(c.entry, table.view({-1}), 0, c.where);
   c.value.copy_(c.entry);
-  record(c, state, BadEntries, bad, FirstEntry, {numPages, blocks});
+  record(c, state, BadEntries, bad, FirstEntry, {&c.value}, {numPages, blocks});
 }
 
 void checkCuSeqlens(const at::Tensor &cu, int64_t totalQ, int64_t maxSeqlenQ, at::Tensor &state,
@@ -183,8 +183,8 @@ void checkCuSeqlens(const at::Tensor &cu, int64_t totalQ, int64_t maxSeqlenQ, at
   firstIndex(c, c.badOffset, c.seqIndex, c.pickedLen);
   at::index_select_out(c.value, c.starts, 0, c.where);
   at::index_select_out(c.value2, c.ends, 0, c.where);
-  record(c, state, BadOffsets, c.badOffset, FirstOffset, {totalQ, maxSeqlenQ},
-         /*twoValues=*/true);
+  record(c, state, BadOffsets, c.badOffset, FirstOffset, {&c.value, &c.value2},
+         {totalQ, maxSeqlenQ});
 }
 
 std::vector<int64_t> readPageState(at::Tensor &state, bool reset) {
